@@ -1,0 +1,63 @@
+/* capture.h — reading a vheap capture: validation and the merged event stream.
+ *
+ * A capture is a set of per-thread chunks (common/capture_format.h). The
+ * reader maps the file read-only, takes one snapshot of how much each chunk
+ * holds (so a capture whose program still runs reads consistently), indexes
+ * the STACK records in a first pass, and then yields every record of every
+ * chunk merged into one stream ordered by time (ties: file offset).
+ * Damage (a bad chunk header, a record that runs past `used`, an unknown
+ * fixed-size type, time going backwards) ends that chunk only: everything
+ * valid elsewhere is still yielded, and the damage is reported. */
+#ifndef VHEAP_CAPTURE_H
+#define VHEAP_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/capture_format.h"
+
+struct capture;
+
+struct vh_event {
+    const struct vh_rec_hdr *rec;  /* the record, inside the mapping        */
+    size_t size;                   /* its size in bytes                     */
+    uint64_t time;                 /* ns since start (0 for none)           */
+    uint64_t offset;               /* file offset of the record             */
+    uint32_t tid;                  /* thread that wrote it (THREAD records) */
+    uint32_t chunk;                /* chunk index                           */
+};
+
+/* Opens and validates `path`. Returns 0, or -errno / -EINVAL with a one-line
+ * reason in err (e.g. "not a vheap capture (bad magic)"). */
+int capture__open(const char *path, struct capture **out, char *err, size_t errlen);
+
+const struct vh_capture_header *capture__header(const struct capture *c);
+const char *capture__path(const struct capture *c);
+uint64_t capture__file_size(const struct capture *c);
+uint32_t capture__chunks(const struct capture *c);   /* chunks in snapshot */
+
+/* argv strings of the header, NUL-separated; *len bytes. */
+const char *capture__argv(const struct capture *c, size_t *len);
+
+/* The frames of stack `id` (innermost first), or NULL if no STACK record with
+ * that id is in the capture. */
+const uint64_t *capture__stack(const struct capture *c, uint32_t id, uint32_t *depth,
+                               uint8_t *flags);
+uint32_t capture__max_stack_id(const struct capture *c);
+
+/* Next record in time order: 1 with *ev filled, 0 at the end. */
+int capture__next(struct capture *c, struct vh_event *ev);
+
+/* Restarts the merged stream from the beginning (same snapshot). */
+void capture__rewind(struct capture *c);
+
+/* Damage found so far: count, and the first message, which names the file
+ * offset ("chunk 3 at offset 0x301000: record at 0x3012a8 runs past used"). */
+unsigned capture__damage(const struct capture *c, const char **first);
+
+/* Bytes of records consumed so far / in total, for progress bars. */
+uint64_t capture__progress(const struct capture *c, uint64_t *total);
+
+void capture__close(struct capture *c);
+
+#endif

@@ -1,0 +1,89 @@
+/* main.c — vheap-analyze's entry point: finds the subcommand and runs it.
+ * The subcommands register themselves (cli.h); this file only dispatches and
+ * prints the overview. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/cli.h"
+
+extern const struct vh_command __start_vh_commands[];
+extern const struct vh_command __stop_vh_commands[];
+
+void vh_errorf(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "vheap-analyze: %s%s", cmd ? cmd : "", cmd ? ": " : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int vh_wants_help(const struct vh_command *cmd, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(cmd->usage, stdout);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const struct vh_command *vh_command_find(const char *name)
+{
+    for (const struct vh_command *c = __start_vh_commands; c < __stop_vh_commands; c++)
+        if (!strcmp(c->name, name))
+            return c;
+    return NULL;
+}
+
+static int by_order(const void *a, const void *b)
+{
+    const struct vh_command *x = *(const struct vh_command *const *)a;
+    const struct vh_command *y = *(const struct vh_command *const *)b;
+    return x->order != y->order ? (x->order > y->order) - (x->order < y->order)
+                                : strcmp(x->name, y->name);
+}
+
+static void overview(FILE *out)
+{
+    size_t n = (size_t)(__stop_vh_commands - __start_vh_commands);
+    const struct vh_command *list[n ? n : 1];
+    for (size_t i = 0; i < n; i++)
+        list[i] = &__start_vh_commands[i];
+    qsort(list, n, sizeof list[0], by_order);
+    fputs("usage: vheap-analyze COMMAND [ARGS...]\n\n"
+          "Reads vheap captures (written by LD_PRELOAD=libvheap.so) and answers\n"
+          "questions about them. `vheap-analyze COMMAND --help` shows a command's\n"
+          "options and examples.\n\ncommands:\n", out);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "  %-10s %s\n", list[i]->name, list[i]->summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        overview(stderr);
+        return VH_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        if (argc > 2 && vh_command_find(argv[2])) {
+            fputs(vh_command_find(argv[2])->usage, stdout);
+            return VH_EXIT_OK;
+        }
+        overview(stdout);
+        return VH_EXIT_OK;
+    }
+    const struct vh_command *cmd = vh_command_find(argv[1]);
+    if (!cmd) {
+        vh_errorf(NULL, "unknown command '%s' (see vheap-analyze --help)", argv[1]);
+        return VH_EXIT_USAGE;
+    }
+    if (vh_wants_help(cmd, argc - 1, argv + 1))
+        return VH_EXIT_OK;
+    return cmd->run(argc - 1, argv + 1);
+}

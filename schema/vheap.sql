@@ -1,0 +1,224 @@
+-- vheap.sql — the schema of a loaded vheap capture (schema version 1).
+--
+-- A public interface: `vheap-analyze` queries it and so may users, with the
+-- sqlite3 CLI. Documented column by column in docs/schema.md. Sizes are
+-- bytes, times are nanoseconds since the process started, addresses are
+-- integers (SQLite stores them as signed 64-bit; addresses above 2^63 do not
+-- occur on x86_64 user space). One database holds one capture (one process).
+-- Changing anything here bumps meta.schema_version and docs/schema.md.
+
+PRAGMA foreign_keys = OFF;
+
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value
+);
+-- keys: schema_version, vheap_version, capture_path, capture_size,
+-- capture_mtime_ns, loaded_at, records, damage (first message or NULL),
+-- damage_count, bucket_ns (width of series buckets).
+
+CREATE TABLE processes (
+    id               INTEGER PRIMARY KEY,
+    pid              INTEGER NOT NULL,
+    ppid             INTEGER NOT NULL,
+    exe              TEXT,
+    argv             TEXT,          -- JSON array of strings
+    start_realtime_ns INTEGER,      -- wall clock at start (ns since epoch)
+    runtime_ns       INTEGER,       -- END time, else the last record's time
+    ended            INTEGER,       -- 1: clean exit (END record); 0: killed,
+                                    -- crashed, exec'd, or still running
+    forked           INTEGER,       -- 1: a fork child
+    exec_generation  INTEGER,
+    page_size        INTEGER,
+    phys_pages       INTEGER,
+    max_depth        INTEGER,
+    unwind           TEXT,          -- 'libunwind' | 'fp'
+    dropped_events   INTEGER,       -- not recorded: recording disabled
+    nested_events    INTEGER,       -- not recorded: inside the shim (signal)
+    stack_table_full INTEGER,       -- recorded without a stack
+    peak_rss         INTEGER,       -- bytes, largest RSS sample
+    peak_rss_time    INTEGER
+);
+
+CREATE TABLE threads (
+    tid          INTEGER PRIMARY KEY,
+    first_time   INTEGER,
+    last_time    INTEGER,
+    allocations  INTEGER,
+    frees        INTEGER,
+    exited       INTEGER            -- 1 if a THREAD_EXIT record was seen
+);
+
+CREATE TABLE modules (
+    id          INTEGER PRIMARY KEY,
+    path        TEXT,
+    build_id    TEXT,               -- lowercase hex, NULL if none
+    bias        INTEGER NOT NULL,   -- load bias: address = ELF vaddr + bias
+    lo          INTEGER NOT NULL,   -- mapped address range [lo, hi)
+    hi          INTEGER NOT NULL,
+    load_time   INTEGER,
+    unload_time INTEGER,            -- NULL: still loaded at the end
+    is_main     INTEGER NOT NULL DEFAULT 0
+);
+
+-- One row per distinct return address (per module load). function/file/line
+-- describe the innermost function at the address — possibly an inlined one;
+-- its inlined callers within the same physical frame are in frame_inlines.
+CREATE TABLE frames (
+    id           INTEGER PRIMARY KEY,
+    address      INTEGER NOT NULL,
+    module_id    INTEGER REFERENCES modules(id),  -- NULL: no module maps it
+    module_offset INTEGER,          -- ELF virtual address inside the module
+    function     TEXT,              -- demangled; NULL if unresolved
+    file         TEXT,
+    line         INTEGER,
+    inline_depth INTEGER NOT NULL DEFAULT 0       -- rows in frame_inlines
+);
+CREATE INDEX frames_function ON frames(function);
+
+CREATE TABLE frame_inlines (
+    frame_id  INTEGER NOT NULL REFERENCES frames(id),
+    depth     INTEGER NOT NULL,     -- 1 = caller of frames.function, ...;
+                                    -- the deepest is the out-of-line function
+    function  TEXT,
+    file      TEXT,
+    line      INTEGER,
+    PRIMARY KEY (frame_id, depth)
+) WITHOUT ROWID;
+
+CREATE TABLE stacks (
+    id        INTEGER PRIMARY KEY,  -- 0 is the empty/unknown stack
+    depth     INTEGER NOT NULL,
+    truncated INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE stack_frames (
+    stack_id  INTEGER NOT NULL REFERENCES stacks(id),
+    idx       INTEGER NOT NULL,     -- 0 = innermost: the allocator's caller
+    frame_id  INTEGER NOT NULL REFERENCES frames(id),
+    PRIMARY KEY (stack_id, idx)
+) WITHOUT ROWID;
+CREATE INDEX stack_frames_frame ON stack_frames(frame_id);
+
+-- Heaps: id 0 is the system allocator (malloc family); custom heaps made
+-- through preload/vheap.h follow.
+CREATE TABLE heaps (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL,
+    parent_id     INTEGER,          -- enclosing heap, NULL for none
+    base          INTEGER,          -- bounds, NULL when unknown
+    size          INTEGER,
+    create_time   INTEGER,
+    destroy_time  INTEGER,          -- NULL: still exists at the end
+    allocations   INTEGER NOT NULL DEFAULT 0,  -- successful allocation calls
+                                    -- (a realloc counts as one)
+    failed        INTEGER NOT NULL DEFAULT 0,  -- calls that returned NULL
+    frees         INTEGER NOT NULL DEFAULT 0,
+    temporary     INTEGER NOT NULL DEFAULT 0,
+    bytes_allocated INTEGER NOT NULL DEFAULT 0,
+    peak_bytes    INTEGER NOT NULL DEFAULT 0,  -- largest live requested bytes
+    peak_blocks   INTEGER NOT NULL DEFAULT 0,
+    peak_time     INTEGER,
+    live_bytes    INTEGER NOT NULL DEFAULT 0,  -- at the end
+    live_blocks   INTEGER NOT NULL DEFAULT 0,
+    leaked_bytes  INTEGER NOT NULL DEFAULT 0,  -- live at the end in a heap that
+    leaked_blocks INTEGER NOT NULL DEFAULT 0,  -- still exists at the end
+    unknown_frees INTEGER NOT NULL DEFAULT 0   -- frees of addresses not live
+);
+
+CREATE TABLE tags (
+    id     INTEGER PRIMARY KEY,     -- 0 = no tag
+    label  TEXT NOT NULL
+);
+
+CREATE TABLE marks (
+    time   INTEGER NOT NULL,
+    tid    INTEGER,
+    label  TEXT NOT NULL
+);
+
+CREATE TABLE rss (
+    time   INTEGER NOT NULL,
+    bytes  INTEGER NOT NULL
+);
+
+-- Per (heap, stack, tag) totals over the whole run.
+CREATE TABLE stack_stats (
+    heap_id         INTEGER NOT NULL,
+    stack_id        INTEGER NOT NULL,
+    tag_id          INTEGER NOT NULL DEFAULT 0,
+    allocations     INTEGER NOT NULL,  -- successful calls
+    failed          INTEGER NOT NULL,
+    bytes_allocated INTEGER NOT NULL,  -- sum of requested sizes
+    usable_allocated INTEGER NOT NULL, -- sum of usable sizes
+    frees           INTEGER NOT NULL,
+    temporary       INTEGER NOT NULL,
+    peak_blocks     INTEGER NOT NULL,  -- live at the heap's peak
+    peak_bytes      INTEGER NOT NULL,
+    max_live_bytes  INTEGER NOT NULL,  -- this stack's own largest live bytes
+    leaked_blocks   INTEGER NOT NULL,
+    leaked_bytes    INTEGER NOT NULL,
+    PRIMARY KEY (heap_id, stack_id, tag_id)
+) WITHOUT ROWID;
+
+-- Blocks live at the end of the capture (in heaps that still exist).
+CREATE TABLE leaks (
+    heap_id   INTEGER NOT NULL,
+    address   INTEGER NOT NULL,
+    size      INTEGER NOT NULL,     -- requested
+    usable    INTEGER NOT NULL,
+    stack_id  INTEGER NOT NULL,
+    tag_id    INTEGER NOT NULL DEFAULT 0,
+    tid       INTEGER,
+    time      INTEGER NOT NULL      -- when it was allocated
+);
+CREATE INDEX leaks_stack ON leaks(heap_id, stack_id);
+
+-- Time series in buckets of meta.bucket_ns: activity within the bucket and
+-- the state at its end. Re-bucket with GROUP BY bucket / k.
+CREATE TABLE series (
+    heap_id         INTEGER NOT NULL,
+    bucket          INTEGER NOT NULL,  -- time / bucket_ns
+    allocations     INTEGER NOT NULL,
+    frees           INTEGER NOT NULL,
+    temporary       INTEGER NOT NULL,
+    bytes_allocated INTEGER NOT NULL,
+    bytes_freed     INTEGER NOT NULL,
+    live_bytes      INTEGER NOT NULL,  -- at the end of the bucket
+    live_blocks     INTEGER NOT NULL,
+    max_live_bytes  INTEGER NOT NULL,  -- highest within the bucket
+    PRIMARY KEY (heap_id, bucket)
+) WITHOUT ROWID;
+
+-- ---- Views ---------------------------------------------------------------
+
+-- A stack as one line of text, innermost first: "f (file:line) <- g ...".
+CREATE VIEW stack_text AS
+SELECT sf.stack_id AS stack_id,
+       group_concat(coalesce(f.function, printf('0x%x', f.address))
+                    || coalesce(' (' || f.file || ':' || f.line || ')', ''),
+                    ' <- ') AS text
+FROM (SELECT * FROM stack_frames ORDER BY stack_id, idx) sf
+JOIN frames f ON f.id = sf.frame_id
+GROUP BY sf.stack_id;
+
+-- The innermost frame of each stack (what heaptrack_print lists first).
+CREATE VIEW stack_leaf AS
+SELECT sf.stack_id, f.function, f.file, f.line, m.path AS module
+FROM stack_frames sf
+JOIN frames f ON f.id = sf.frame_id
+LEFT JOIN modules m ON m.id = f.module_id
+WHERE sf.idx = 0;
+
+CREATE VIEW summary AS
+SELECT h.id AS heap_id, h.name AS heap,
+       p.runtime_ns, h.allocations, h.failed, h.frees, h.temporary,
+       h.bytes_allocated, h.peak_bytes, h.peak_blocks, h.peak_time,
+       p.peak_rss, h.leaked_bytes, h.leaked_blocks,
+       p.dropped_events, p.nested_events
+FROM heaps h, processes p;
+
+CREATE VIEW leaks_by_stack AS
+SELECT heap_id, stack_id, count(*) AS blocks, sum(size) AS bytes,
+       sum(usable) AS usable
+FROM leaks GROUP BY heap_id, stack_id;

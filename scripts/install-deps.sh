@@ -1,0 +1,30 @@
+#!/bin/sh
+# install-deps.sh — the one place that knows vheap's Debian packages.
+# Used by `make demo`, `make deps` and .ci/run. As root it installs what is
+# missing; otherwise it lists what is missing and how to install it.
+set -eu
+
+# build: compiler and libraries; check: cmocka, the reference tools the tests
+# compare against (heaptrack, valgrind's ms_print), jemalloc as a target
+# allocator; clang for the fuzz targets.
+PACKAGES="build-essential pkg-config libunwind-dev libsqlite3-dev sqlite3 \
+libdw-dev libelf-dev zlib1g-dev libzstd-dev libjemalloc-dev libcmocka-dev \
+heaptrack valgrind python3 clang libclang-rt-14-dev"
+
+missing=""
+for p in $PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+        || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "vheap: missing Debian packages:$missing" >&2
+    echo "vheap: install them with: sudo apt-get install$missing" >&2
+    exit 1
+fi
+echo "vheap: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

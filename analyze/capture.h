@@ -58,6 +58,11 @@ unsigned capture__damage(const struct capture *c, const char **first);
 /* Bytes of records consumed so far / in total, for progress bars. */
 uint64_t capture__progress(const struct capture *c, uint64_t *total);
 
+/* The NUL-terminated text that ends a MODULE (path), HEAP_CREATE (name),
+ * MARK or TAG (label) record: *len bytes before the first NUL or the end of
+ * the record, whichever comes first. NULL (and *len 0) for other types. */
+const char *vh_event_text(const struct vh_event *ev, size_t *len);
+
 void capture__close(struct capture *c);
 
 #endif

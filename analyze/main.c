@@ -1,7 +1,6 @@
 /* main.c — vheap-analyze's entry point: finds the subcommand and runs it.
  * The subcommands register themselves (cli.h); this file only dispatches and
  * prints the overview. */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,37 +8,6 @@
 
 extern const struct vh_command __start_vh_commands[];
 extern const struct vh_command __stop_vh_commands[];
-
-void vh_errorf(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "vheap-analyze: %s%s", cmd ? cmd : "", cmd ? ": " : "");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-int vh_wants_help(const struct vh_command *cmd, int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--"))
-            break;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(cmd->usage, stdout);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-const struct vh_command *vh_command_find(const char *name)
-{
-    for (const struct vh_command *c = __start_vh_commands; c < __stop_vh_commands; c++)
-        if (!strcmp(c->name, name))
-            return c;
-    return NULL;
-}
 
 static int by_order(const void *a, const void *b)
 {

@@ -1,4 +1,4 @@
--- vheap.sql — the schema of a loaded vheap capture (schema version 1).
+-- vheap.sql — the schema of a loaded vheap capture (schema version 2).
 --
 -- A public interface: `vheap-analyze` queries it and so may users, with the
 -- sqlite3 CLI. Documented column by column in docs/schema.md. Sizes are
@@ -13,9 +13,16 @@ CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value
 );
--- keys: schema_version, vheap_version, capture_path, capture_size,
--- capture_mtime_ns, loaded_at, records, damage (first message or NULL),
--- damage_count, bucket_ns (width of series buckets).
+-- keys (docs/schema.md says more): schema_version, vheap_version,
+-- capture_path (absolute), capture_size, capture_mtime_ns, capture_chunks,
+-- capture_last_time, capture_flags (what decides whether the DB is up to
+-- date with its capture), loaded_at (UTC, ISO 8601), load_seconds, records,
+-- damage (first message or NULL), damage_count, bucket_ns (width of series
+-- buckets), symbols ('resolved', 'skipped' or why not), and counts of
+-- oddities in the capture: implicit_frees, unknown_moves, unknown_records,
+-- implicit_heaps, bad_heap_records, heap_reuses, missing_stacks; the event
+-- stream's events, event_blocks, event_bytes, checkpoints,
+-- checkpoint_bytes, checkpoint_events. The symbolizer adds symbols_* counts.
 
 CREATE TABLE processes (
     id               INTEGER PRIMARY KEY,
@@ -24,7 +31,8 @@ CREATE TABLE processes (
     exe              TEXT,
     argv             TEXT,          -- JSON array of strings
     start_realtime_ns INTEGER,      -- wall clock at start (ns since epoch)
-    runtime_ns       INTEGER,       -- END time, else the last record's time
+    runtime_ns       INTEGER,       -- time of the last record (the END
+                                    -- record, on a clean exit)
     ended            INTEGER,       -- 1: clean exit (END record); 0: killed,
                                     -- crashed, exec'd, or still running
     forked           INTEGER,       -- 1: a fork child
@@ -113,8 +121,9 @@ CREATE TABLE heaps (
     allocations   INTEGER NOT NULL DEFAULT 0,  -- successful allocation calls
                                     -- (a realloc counts as one)
     failed        INTEGER NOT NULL DEFAULT 0,  -- calls that returned NULL
-    frees         INTEGER NOT NULL DEFAULT 0,
-    temporary     INTEGER NOT NULL DEFAULT 0,
+    frees         INTEGER NOT NULL DEFAULT 0,  -- free calls of live blocks
+                                    -- (not a realloc's free half)
+    temporary     INTEGER NOT NULL DEFAULT 0,  -- heaptrack's, per thread
     bytes_allocated INTEGER NOT NULL DEFAULT 0,
     peak_bytes    INTEGER NOT NULL DEFAULT 0,  -- largest live requested bytes
     peak_blocks   INTEGER NOT NULL DEFAULT 0,
@@ -123,7 +132,8 @@ CREATE TABLE heaps (
     live_blocks   INTEGER NOT NULL DEFAULT 0,
     leaked_bytes  INTEGER NOT NULL DEFAULT 0,  -- live at the end in a heap that
     leaked_blocks INTEGER NOT NULL DEFAULT 0,  -- still exists at the end
-    unknown_frees INTEGER NOT NULL DEFAULT 0   -- frees of addresses not live
+    unknown_frees INTEGER NOT NULL DEFAULT 0   -- frees (and in-place reallocs)
+                                    -- of addresses not live
 );
 
 CREATE TABLE tags (
@@ -151,8 +161,8 @@ CREATE TABLE stack_stats (
     failed          INTEGER NOT NULL,
     bytes_allocated INTEGER NOT NULL,  -- sum of requested sizes
     usable_allocated INTEGER NOT NULL, -- sum of usable sizes
-    frees           INTEGER NOT NULL,
-    temporary       INTEGER NOT NULL,
+    frees           INTEGER NOT NULL,  -- of blocks allocated here
+    temporary       INTEGER NOT NULL,  -- of blocks allocated here
     peak_blocks     INTEGER NOT NULL,  -- live at the heap's peak
     peak_bytes      INTEGER NOT NULL,
     max_live_bytes  INTEGER NOT NULL,  -- this stack's own largest live bytes
@@ -162,6 +172,8 @@ CREATE TABLE stack_stats (
 ) WITHOUT ROWID;
 
 -- Blocks live at the end of the capture (in heaps that still exist).
+-- Keyed by (heap, stack, address) so that grouping by stack needs no index
+-- (the loader writes the rows in key order, which is also the fastest).
 CREATE TABLE leaks (
     heap_id   INTEGER NOT NULL,
     address   INTEGER NOT NULL,
@@ -170,12 +182,16 @@ CREATE TABLE leaks (
     stack_id  INTEGER NOT NULL,
     tag_id    INTEGER NOT NULL DEFAULT 0,
     tid       INTEGER,
-    time      INTEGER NOT NULL      -- when it was allocated
-);
-CREATE INDEX leaks_stack ON leaks(heap_id, stack_id);
+    time      INTEGER NOT NULL,     -- when it was allocated
+    PRIMARY KEY (heap_id, stack_id, address)
+) WITHOUT ROWID;
 
 -- Time series in buckets of meta.bucket_ns: activity within the bucket and
--- the state at its end. Re-bucket with GROUP BY bucket / k.
+-- the state at its end. Only buckets with activity in that heap have a row:
+-- a missing bucket has the live_bytes of the row before it. Re-bucket with
+-- GROUP BY bucket / k (sum the activity, take the last live_bytes and the
+-- max of max_live_bytes). Per heap, sum(bytes_allocated) - sum(bytes_freed)
+-- up to a bucket is its live_bytes.
 CREATE TABLE series (
     heap_id         INTEGER NOT NULL,
     bucket          INTEGER NOT NULL,  -- time / bucket_ns
@@ -183,12 +199,48 @@ CREATE TABLE series (
     frees           INTEGER NOT NULL,
     temporary       INTEGER NOT NULL,
     bytes_allocated INTEGER NOT NULL,
-    bytes_freed     INTEGER NOT NULL,
+    bytes_freed     INTEGER NOT NULL,  -- every byte that stopped being live
     live_bytes      INTEGER NOT NULL,  -- at the end of the bucket
     live_blocks     INTEGER NOT NULL,
     max_live_bytes  INTEGER NOT NULL,  -- highest within the bucket
     PRIMARY KEY (heap_id, bucket)
 ) WITHOUT ROWID;
+
+-- The normalized event stream (analyze/events.h; read it through evstream
+-- and liveset__at, the blobs are not meant for SQL): every allocation, free,
+-- in-place resize, move and failed call in time order, numbered from 0
+-- (seq), in blocks of at most 65536 events. `data` is a zstd frame of
+-- varint-coded events (encoding 1: docs/schema.md). Times never go back:
+-- block b's events lie in [first_time, last_time], before block b + 1's.
+CREATE TABLE events (
+    block      INTEGER PRIMARY KEY,  -- 0, 1, ... in stream order
+    first_seq  INTEGER NOT NULL,     -- seq of its first event
+    first_time INTEGER NOT NULL,
+    last_time  INTEGER NOT NULL,
+    count      INTEGER NOT NULL,     -- events in it
+    encoding   INTEGER NOT NULL,     -- 1
+    data       BLOB NOT NULL
+);
+CREATE INDEX events_time ON events(first_time);
+CREATE INDEX events_seq ON events(first_seq);
+
+-- Live-set checkpoints: every block live after events [0, seq), so that the
+-- live set at any time is one checkpoint plus the events after it. Taken at
+-- a block boundary each time max(1M, live blocks) events have passed, and
+-- at the end. One row per heap with live blocks (parts of at most 1M
+-- blocks, ascending addresses); a checkpoint with nothing live has one
+-- empty row for heap 0. `data`: zstd frame, encoding 1 (docs/schema.md).
+CREATE TABLE checkpoints (
+    seq      INTEGER NOT NULL,       -- the state after this many events
+    heap_id  INTEGER NOT NULL,
+    part     INTEGER NOT NULL,       -- 0, 1, ... within (seq, heap_id)
+    time     INTEGER NOT NULL,       -- time of event seq - 1 (0 if seq = 0)
+    count    INTEGER NOT NULL,       -- blocks in data
+    encoding INTEGER NOT NULL,       -- 1
+    data     BLOB NOT NULL,
+    PRIMARY KEY (seq, heap_id, part)
+);
+CREATE INDEX checkpoints_time ON checkpoints(time, seq);
 
 -- ---- Views ---------------------------------------------------------------
 

@@ -6,10 +6,11 @@ set -eu
 
 # build: compiler and libraries; check: cmocka, the reference tools the tests
 # compare against (heaptrack, valgrind's ms_print), jemalloc as a target
-# allocator; clang for the fuzz targets.
+# allocator; clang for the fuzz targets; libc6-dbg so the symbol tests can
+# check that libc frames get file:line through /usr/lib/debug/.build-id.
 PACKAGES="build-essential pkg-config libunwind-dev libsqlite3-dev sqlite3 \
 libdw-dev libelf-dev zlib1g-dev libzstd-dev libjemalloc-dev libcmocka-dev \
-heaptrack valgrind python3 clang libclang-rt-14-dev"
+heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg"
 
 missing=""
 for p in $PACKAGES; do

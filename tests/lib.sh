@@ -17,3 +17,232 @@ profile() {
 dump_count() {
     "$ANALYZE" dump "$1" | awk -v k="$2" "\$3 == k ${3:+&& ($3)} { n++ } END { print n + 0 }"
 }
+
+# ---- capture checks shared by the integration tests ----------------------
+# A test program prints what it knows it did (tests/programs/testprog.h):
+# "user lo=.. hi=.." (the range of its USER code), "ev ..." lines (its own
+# allocator calls in order) and an "expect k=v ..." line. vh_check replays
+# the dump against that: a record is the program's own when it is an ALLOC
+# or RESIZE whose stack has a frame in a USER range, or a FREE of an address
+# the replay holds as a live block of the program's own.
+
+# need FILE...: fails when a build product is missing.
+need() {
+    for _f; do [ -e "$_f" ] || die "missing $_f (build it: make integration)"; done
+}
+
+# vh_dump CAPTURE OUT: the dump text in OUT; a failing dump fails the test.
+vh_dump() {
+    [ -f "$1" ] || die "no capture $1 (files here: $(ls | tr '\n' ' '))"
+    "$ANALYZE" dump "$1" >"$2" 2>"$2.err" || die "dump $1 failed (exit $?): $(cat "$2.err")"
+}
+
+# awk helpers (POSIX awk: Debian's default is mawk, no strtonum).
+VH_AWK_LIB='
+function hex(s,   i, c, v) {
+    s = tolower(s); v = 0
+    if (substr(s, 1, 2) == "0x") s = substr(s, 3)
+    for (i = 1; i <= length(s); i++) {
+        c = index("0123456789abcdef", substr(s, i, 1))
+        if (!c) return -1
+        v = v * 16 + c - 1
+    }
+    return v
+}
+# kv(): F[key] = value for the key=value words of a dump record line
+# (from field 4 on), W[word] = 1 for bare flag words.
+function kv(   i, p) {
+    split("", F); split("", W)
+    for (i = 4; i <= NF; i++) {
+        p = index($i, "=")
+        if (p) F[substr($i, 1, p - 1)] = substr($i, p + 1); else W[$i] = 1
+    }
+}
+function kvh(   i, p) {    # same for the header and loss lines (from field 2)
+    for (i = 2; i <= NF; i++) {
+        p = index($i, "=")
+        if (p) H[$1 "_" substr($i, 1, p - 1)] = substr($i, p + 1)
+    }
+}
+'
+
+# The checker: reads the program output (ARGV[1]) and the dump (ARGV[2]),
+# prints key=value statistics, and "error: ..." lines for every broken rule
+# that holds for any capture (time order, stacks defined before use, usable
+# >= size, no allocation of an address that is still live, ev sequence).
+VH_AWK_CHECK='
+FILENAME == ARGV[1] {
+    if ($1 == "user") {
+        nr++
+        RLO[nr] = hex(substr($2, 4)); RHI[nr] = hex(substr($3, 4))
+    } else if ($1 == "ev") {
+        ne++; EXP[ne] = substr($0, 4)
+    }
+    next
+}
+function inrange(a,   k) {
+    for (k = 1; k <= nr; k++) if (a >= RLO[k] && a <= RHI[k]) return 1
+    return 0
+}
+function err(m) { nerr++; if (nerr <= 20) print "error: " m }
+function seq(s) { ng++; if (ne > 0 || seqcheck) GOT[ng] = s }
+# fields of an ev line match, "*" matching anything; "align=N" checks the
+# address instead of matching a word.
+function same(want, got,   nw, ng2, w, g, i, j, a) {
+    nw = split(want, w, " "); ng2 = split(got, g, " ")
+    j = 0
+    for (i = 1; i <= nw; i++) {
+        if (substr(w[i], 1, 6) == "align=") {
+            a = substr(w[i], 7) + 0
+            if (hex(g[3]) % a != 0) return 0
+            continue
+        }
+        j++
+        if (w[i] == "*") continue
+        if (w[i] ~ /^0x/ && g[j] ~ /^0x/) { if (hex(w[i]) != hex(g[j])) return 0; continue }
+        if (w[i] != g[j]) return 0
+    }
+    return j == ng2
+}
+/^#/ { if ($2 == "records=" || substr($2, 1, 8) == "records=") { sub(/^# /, ""); TRAILER = $0 }; next }
+$1 == "header" || $1 == "loss" { kvh(); next }
+$1 == "argv" { nargv++; next }
+{
+    t = $1 + 0; tid = $2; kind = $3
+    if (t < lastt) err("time goes backwards at line " FNR ": " $0)
+    lastt = t; nrec++
+    kv()
+}
+kind == "stack" {
+    id = F["id"]
+    if (id in SFR && SFR[id] != F["frames"]) err("stack " id " defined twice with different frames")
+    SFR[id] = F["frames"]; nstacks++
+    if (F["depth"] + 0 > maxdepth) maxdepth = F["depth"] + 0
+    if ("truncated" in W) truncated++
+    n = split(F["frames"], fr, ",")
+    if (n != F["depth"] + 0) err("stack " id " depth=" F["depth"] " but " n " frames")
+    OURS[id] = 0; FIRST[id] = 0
+    # skiplast: the outermost frame does not count (_start, in the main
+    # executable, is below every stack of the process).
+    for (i = 1; i <= n - (skiplast ? 1 : 0); i++) if (inrange(hex(fr[i]))) { OURS[id] = i; break }
+    if (n >= 1 && inrange(hex(fr[1]))) FIRST[id] = 1
+    next
+}
+kind == "alloc" || kind == "resize" {
+    sid = F["stack"]
+    if (sid != 0 && !(sid in SFR)) err("line " FNR ": stack " sid " used before its stack record")
+    if (sid == 0) stack0++
+    ours = (sid in OURS) && OURS[sid] > 0
+    a = F["addr"]; size = F["size"]; us = F["usable"]
+    fl = ("realloc" in W) ? " realloc" : ""
+}
+kind == "alloc" {
+    if ("failed" in W) {
+        if (hex(a) != 0) err("line " FNR ": failed allocation with an address")
+        if (ours) { failed++; seq("alloc " F["func"] " 0x0 " size " " us fl " failed"); first += FIRST[sid] }
+        next
+    }
+    if (us + 0 < size + 0) err("line " FNR ": usable < size")
+    if (a in LIVE) err("line " FNR ": allocation of " a " which is still live (since line " LINE[a] ")")
+    LIVE[a] = size; LINE[a] = FNR; OWN[a] = ours; ATID[a] = tid
+    if (ours) {
+        allocs++; bytes += size; first += FIRST[sid]; TIDN[tid]++
+        if (a in LASTFREE && LASTFREE[a] != "" && ATID0[a] != tid) xreuse++
+        ATID0[a] = tid
+        seq("alloc " F["func"] " " a " " size " " us fl)
+    }
+    next
+}
+kind == "resize" {
+    if (!(a in LIVE)) {
+        if (ours) err("line " FNR ": resize of " a " which is not live")
+        next
+    }
+    if (us + 0 < size + 0) err("line " FNR ": usable < size")
+    LIVE[a] = size
+    if (OWN[a] || ours) { OWN[a] = 1; resizes++; seq("resize " F["func"] " " a " " size " " us) }
+    next
+}
+kind == "free" {
+    a = F["addr"]
+    if (hex(a) == 0) err("line " FNR ": free of address 0 recorded")
+    if (!(a in LIVE)) { unknown_frees++; next }
+    if (OWN[a]) {
+        frees++; FTIDN[tid]++
+        if (ATID[a] != tid) xfree++
+        seq("free " F["func"] " " a (("realloc" in W) ? " realloc" : ""))
+    }
+    LASTFREE[a] = tid
+    delete LIVE[a]; delete OWN[a]
+    next
+}
+kind == "module" { modules++; next }
+kind == "module_unload" { unloads++; next }
+kind == "thread" { THR[tid] = 1; next }
+kind == "end" { ended++; next }
+kind == "rss" { rss++; next }
+kind == "unknown" { err("line " FNR ": unknown record " $0); next }
+END {
+    for (a in OWN) if (OWN[a]) { live_blocks++; live_bytes += LIVE[a] }
+    # The sequence is compared when the program logged one (or seqcheck=1: it
+    # logged none because it made none).
+    for (i = 1; (ne > 0 || seqcheck) && (i <= ne || i <= ng); i++) {
+        if (i > ne) { err("capture has more of the program events than it logged; first extra #" i ": " GOT[i]); break }
+        if (i > ng) { err("capture lacks program event #" i ": " EXP[i]); break }
+        if (!same(EXP[i], GOT[i])) {
+            err("program event #" i " differs: program did \"" EXP[i] "\", capture has \"" GOT[i] "\"")
+            break
+        }
+    }
+    # printf: mawk prints numbers past 2^31 as %.6g.
+    split("allocs failed frees resizes bytes live_blocks live_bytes first records stacks " \
+          "max_depth_seen truncated stack0 unknown_frees xthread_free xthread_reuse modules " \
+          "unloads ended rss argv evs", K, " ")
+    V["allocs"] = allocs; V["failed"] = failed; V["frees"] = frees; V["resizes"] = resizes
+    V["bytes"] = bytes; V["live_blocks"] = live_blocks; V["live_bytes"] = live_bytes
+    V["first"] = first; V["records"] = nrec; V["stacks"] = nstacks
+    V["max_depth_seen"] = maxdepth; V["truncated"] = truncated; V["stack0"] = stack0
+    V["unknown_frees"] = unknown_frees; V["xthread_free"] = xfree; V["xthread_reuse"] = xreuse
+    V["modules"] = modules; V["unloads"] = unloads; V["ended"] = ended; V["rss"] = rss
+    V["argv"] = nargv; V["evs"] = ng
+    for (i = 1; i in K; i++) printf "%s=%.0f\n", K[i], V[K[i]] + 0
+    for (k in H) print k "=" H[k]
+    nt = 0; for (k in TIDN) { nt++; print "tid_allocs_" k "=" TIDN[k] }
+    print "tids=" nt
+    print "trailer=" TRAILER
+    print "errors=" nerr + 0
+}
+'
+
+# vh_check PROGOUT DUMP [AWK-ARGS]: runs the checker; statistics go to
+# DUMP.stats and are read with st KEY. Fails the test on any error line.
+vh_check() {
+    VH_STATS="$2.stats"
+    awk ${3:-} "$VH_AWK_LIB$VH_AWK_CHECK" "$1" "$2" >"$VH_STATS" || die "checker failed on $2"
+    if grep -q '^error: ' "$VH_STATS"; then
+        grep '^error: ' "$VH_STATS" | head -n 10 >&2
+        die "$(grep -c '^error: ' "$VH_STATS") rule(s) broken in $2 (see above)"
+    fi
+}
+
+# st KEY: a statistic from the last vh_check ("header_pid", "loss_nested", ...).
+st() { sed -n "s/^$1=//p" "$VH_STATS" | head -n 1; }
+
+# expect_line PROGOUT [PREFIX]: compares every k=v of the program's
+# "PREFIXexpect ..." line with the statistic of the same name.
+expect_line() {
+    _line=$(grep "^${2:-}expect " "$1" | tail -n 1)
+    [ -n "$_line" ] || die "no '${2:-}expect' line in $1"
+    for _kv in ${_line#"${2:-}"expect }; do
+        expect_eq "${2:-}${_kv%%=*}" "$(st "${_kv%%=*}")" "${_kv#*=}"
+    done
+}
+
+# main_range DUMP: a "user lo=.. hi=.." line for the main executable's
+# module record, for programs without a USER section.
+main_range() {
+    awk '$3 == "module" && $NF == "main" { print "user " $5 " " $6; exit }' "$1"
+}
+
+# has_flag FLAGS WORD: true if the comma-separated header flags hold WORD.
+has_flag() { case ",$1," in *,"$2",*) return 0 ;; esac; return 1; }

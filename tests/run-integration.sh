@@ -5,9 +5,12 @@
 # with a reason on stderr) or anything else (fail).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-export VHEAP_LIB="$top/build/libvheap.so"
-export ANALYZE="$top/build/vheap-analyze"
-export PROGS="$top/build/tests/programs"
+# Another build dir: set VHEAP_LIB, ANALYZE and PROGS (or VHEAP_BUILD) first.
+b="${VHEAP_BUILD:-build}"
+case $b in /*) ;; *) b="$top/$b" ;; esac
+export VHEAP_LIB="${VHEAP_LIB:-$b/libvheap.so}"
+export ANALYZE="${ANALYZE:-$b/vheap-analyze}"
+export PROGS="${PROGS:-$b/tests/programs}"
 export TOP="$top"
 pass=0 fail=0 skip=0
 only="${1:-}"

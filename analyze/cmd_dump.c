@@ -1,0 +1,408 @@
+/* cmd_dump.c — `vheap-analyze dump`: every record of a capture in time order,
+ * one line each, in the stable text form of docs/capture-format.md. Tests
+ * and people parse it with awk, so the form changes only with the format
+ * version. Formatting is hand-rolled into stdio's buffer: dumps are large. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analyze/capture.h"
+#include "analyze/cli.h"
+
+static const char usage[] =
+    "usage: vheap-analyze dump [--no-header] CAPTURE\n"
+    "\n"
+    "Prints every record of CAPTURE in time order, one per line:\n"
+    "  <time-ns> <tid> <kind> key=value...\n"
+    "preceded by the header, argv and loss lines and followed by a\n"
+    "'# records=...' summary. The form is stable (docs/capture-format.md).\n"
+    "A damaged capture prints every valid record, then names the first\n"
+    "damage and its file offset on stderr and exits 1.\n"
+    "\n"
+    "options:\n"
+    "  --no-header   only the record lines (no '#', header, argv, loss lines)\n"
+    "  -h, --help    this text\n"
+    "\n"
+    "examples:\n"
+    "  vheap-analyze dump vheap.myprog.1234.vhcap | less\n"
+    "  vheap-analyze dump --no-header app.vhcap | awk '$3 == \"alloc\"' | wc -l\n"
+    "  vheap-analyze dump app.vhcap | grep -c ' free '\n";
+
+/* Lines are formatted into this buffer and handed to stdio in large
+ * writes: per-field stdio calls cost more than the whole merge. */
+static struct {
+    char buf[1 << 18];
+    size_t n;
+} ob;
+
+static const char hexdig[] = "0123456789abcdef";
+
+static void ob_flush(void)
+{
+    fwrite_unlocked(ob.buf, 1, ob.n, stdout);
+    ob.n = 0;
+}
+
+/* Room for k more bytes (k is small: a number, an escape, a word). */
+static inline char *ob_room(size_t k)
+{
+    if (ob.n + k > sizeof ob.buf)
+        ob_flush();
+    return ob.buf + ob.n;
+}
+
+static inline void put_c(char ch)
+{
+    *ob_room(1) = ch;
+    ob.n++;
+}
+
+static inline void put_mem(const char *s, size_t len)
+{
+    if (len > sizeof ob.buf / 2) {
+        ob_flush();
+        fwrite_unlocked(s, 1, len, stdout);
+        return;
+    }
+    memcpy(ob_room(len), s, len);
+    ob.n += len;
+}
+
+static void put_s(const char *s)
+{
+    put_mem(s, strlen(s));
+}
+
+static void put_u(uint64_t v)
+{
+    char b[24], *p = b + sizeof b;
+    do
+        *--p = (char)('0' + v % 10);
+    while (v /= 10);
+    put_mem(p, (size_t)(b + sizeof b - p));
+}
+
+static void put_x(uint64_t v)
+{
+    char b[24], *p = b + sizeof b;
+    do
+        *--p = hexdig[v & 15];
+    while (v >>= 4);
+    *--p = 'x';
+    *--p = '0';
+    put_mem(p, (size_t)(b + sizeof b - p));
+}
+
+/* A string literal: its length is known at compile time. */
+#define put_lit(lit) put_mem(lit, sizeof(lit) - 1)
+/* " key=" (a literal) then a decimal or hex value. */
+#define kv_u(key, v) (put_lit(key), put_u(v))
+#define kv_x(key, v) (put_lit(key), put_x(v))
+
+/* Up to len bytes of s, stopping at a NUL. Control characters and the
+ * backslash are escaped as \xNN so that the text stays on one line and the
+ * escaping can be undone. */
+static void put_text(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len && s[i]; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char *p = ob_room(4);
+        if (ch < 0x20 || ch == 0x7f || ch == '\\') {
+            p[0] = '\\';
+            p[1] = 'x';
+            p[2] = hexdig[ch >> 4];
+            p[3] = hexdig[ch & 15];
+            ob.n += 4;
+        } else {
+            p[0] = (char)ch;
+            ob.n++;
+        }
+    }
+}
+
+static void put_flags(uint8_t f)
+{
+    if (f & VH_RF_REALLOC)
+        put_lit(" realloc");
+    if (f & VH_RF_FAILED)
+        put_lit(" failed");
+    if (f & VH_RF_TRUNCATED)
+        put_lit(" truncated");
+    if (f & VH_RF_MAIN_EXE)
+        put_lit(" main");
+    if (f & VH_RF_SLACK_CLAMPED)
+        put_lit(" slack_clamped");
+}
+
+static void put_func(uint64_t f)
+{
+    put_lit(" func=");
+    put_s(vh_func_name(f < VH_FN_COUNT ? (unsigned)f : VH_FN_COUNT));
+}
+
+static void header_lines(const struct capture *c)
+{
+    const struct vh_capture_header *h = capture__header(c);
+    static const struct { uint32_t bit; const char *name; } flags[] = {
+        { VH_HDR_ENDED, "ended" },
+        { VH_HDR_DISABLED, "disabled" },
+        { VH_HDR_FORKED, "forked" },
+        { VH_HDR_ARGV_TRUNC, "argv_truncated" },
+    };
+    uint32_t hf = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
+    const char *sep = "";
+    const char *argv;
+    size_t len, i, n;
+
+    put_lit("# vheap capture version ");
+    put_u(h->version);
+    put_lit("\nheader");
+    kv_u(" pid=", h->pid);
+    kv_u(" ppid=", h->ppid);
+    put_lit(" exe=");
+    put_text(h->exe, sizeof h->exe);
+    kv_u(" page_size=", h->page_size);
+    kv_u(" chunk_size=", h->chunk_size);
+    kv_u(" chunks=", capture__chunks(c));
+    kv_u(" start_realtime_ns=", h->start_realtime_ns);
+    kv_u(" max_depth=", h->max_depth);
+    put_lit(" unwind=");
+    put_s(h->unwind == VH_UNWIND_LIBUNWIND ? "libunwind" : h->unwind == VH_UNWIND_FP ? "fp"
+                                                                                     : "unknown");
+    kv_u(" exec_generation=", h->exec_generation);
+    put_lit(" flags=");
+    for (i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        if (hf & flags[i].bit) {
+            put_s(sep);
+            put_s(flags[i].name);
+            sep = ",";
+        }
+    }
+    put_c('\n');
+
+    argv = capture__argv(c, &len);
+    for (i = 0, n = 0; i < len; n++) {
+        size_t k = strnlen(argv + i, len - i);
+        put_lit("argv ");
+        put_u(n);
+        put_c(' ');
+        put_text(argv + i, k);
+        put_c('\n');
+        i += k + 1;
+    }
+    kv_u("loss dropped=", __atomic_load_n(&h->dropped_events, __ATOMIC_RELAXED));
+    kv_u(" nested=", __atomic_load_n(&h->nested_events, __ATOMIC_RELAXED));
+    kv_u(" stack_table_full=", __atomic_load_n(&h->stack_table_full, __ATOMIC_RELAXED));
+    put_c('\n');
+}
+
+struct totals {
+    uint64_t records, allocs, frees, resizes, stacks, bytes;
+};
+
+static void alloc_body(const struct vh_rec_alloc *r)
+{
+    int failed = r->h.flags & VH_RF_FAILED;
+    kv_u(" heap=", r->h.a);
+    put_func(r->func);
+    kv_x(" addr=", r->addr);
+    kv_u(" size=", r->size);
+    kv_u(" usable=", failed ? 0 : r->size + r->slack);
+    kv_u(" stack=", r->h.b);
+    kv_u(" tag=", r->tag);
+}
+
+static void record_line(const struct vh_event *ev, struct totals *t)
+{
+    const struct vh_rec_hdr *h = ev->rec;
+    const char *text;
+    size_t len;
+
+    put_u(ev->time);
+    put_c(' ');
+    put_u(ev->tid);
+    t->records++;
+    switch (h->type) {
+    case VH_REC_ALLOC: {
+        const struct vh_rec_alloc *r = (const void *)h;
+        put_lit(" alloc");
+        alloc_body(r);
+        t->allocs++;
+        if (!(h->flags & VH_RF_FAILED))
+            t->bytes += r->size;
+        break;
+    }
+    case VH_REC_RESIZE:
+        put_lit(" resize");
+        alloc_body((const void *)h);
+        t->resizes++;
+        break;
+    case VH_REC_FREE: {
+        const struct vh_rec_free *r = (const void *)h;
+        put_lit(" free");
+        kv_u(" heap=", h->a);
+        put_func(r->func);
+        kv_x(" addr=", r->addr);
+        t->frees++;
+        break;
+    }
+    case VH_REC_STACK: {
+        const struct vh_rec_stack *r = (const void *)h;
+        size_t depth = (ev->size - sizeof *r) / 8;
+        kv_u(" stack id=", h->b);
+        kv_u(" depth=", depth);
+        put_lit(" frames=");
+        for (size_t i = 0; i < depth; i++) {
+            if (i)
+                put_c(',');
+            put_x(r->frames[i]);
+        }
+        t->stacks++;
+        break;
+    }
+    case VH_REC_MODULE: {
+        const struct vh_rec_module *r = (const void *)h;
+        uint32_t n = h->b < sizeof r->build_id ? h->b : (uint32_t)sizeof r->build_id;
+        kv_x(" module bias=", r->bias);
+        kv_x(" lo=", r->lo);
+        kv_x(" hi=", r->hi);
+        put_lit(" build_id=");
+        for (uint32_t i = 0; i < n; i++) {
+            put_c(hexdig[r->build_id[i] >> 4]);
+            put_c(hexdig[r->build_id[i] & 15]);
+        }
+        put_lit(" path=");
+        text = vh_event_text(ev, &len);
+        put_text(text, len);
+        break;
+    }
+    case VH_REC_MODULE_UNLOAD:
+        kv_x(" module_unload bias=", ((const struct vh_rec_value *)(const void *)h)->value);
+        break;
+    case VH_REC_RSS:
+        kv_u(" rss bytes=", ((const struct vh_rec_value *)(const void *)h)->value);
+        break;
+    case VH_REC_THREAD:
+        kv_u(" thread chunk=", ev->chunk);
+        break;
+    case VH_REC_THREAD_EXIT:
+        put_lit(" thread_exit");
+        break;
+    case VH_REC_END:
+        put_lit(" end");
+        break;
+    case VH_REC_HEAP_CREATE: {
+        const struct vh_rec_heap *r = (const void *)h;
+        kv_u(" heap_create id=", h->b);
+        kv_u(" parent=", r->parent);
+        kv_x(" base=", r->base);
+        kv_u(" size=", r->size);
+        put_lit(" name=");
+        text = vh_event_text(ev, &len);
+        put_text(text, len);
+        break;
+    }
+    case VH_REC_HEAP_DESTROY:
+        kv_u(" heap_destroy heap=", h->a);
+        break;
+    case VH_REC_MOVE: {
+        const struct vh_rec_move *r = (const void *)h;
+        kv_u(" move heap=", h->a);
+        kv_x(" from=", r->from);
+        kv_x(" to=", r->to);
+        break;
+    }
+    case VH_REC_MARK:
+        put_lit(" mark label=");
+        text = vh_event_text(ev, &len);
+        put_text(text, len);
+        break;
+    case VH_REC_TAG:
+        kv_u(" tag id=", h->b);
+        put_lit(" label=");
+        text = vh_event_text(ev, &len);
+        put_text(text, len);
+        break;
+    default:
+        /* Only variable-size types get here: the reader stops a chunk at an
+         * unknown fixed-size one. */
+        put_lit(" unknown type=0x");
+        put_c(hexdig[h->type >> 4]);
+        put_c(hexdig[h->type & 15]);
+        kv_u(" size=", ev->size);
+        put_c('\n');
+        return;
+    }
+    put_flags(h->flags);
+    put_c('\n');
+}
+
+static int run_dump(int argc, char **argv)
+{
+    const char *path = NULL, *first;
+    struct capture *c = NULL;
+    struct vh_event ev;
+    struct totals t = { 0 };
+    char err[256];
+    int header = 1, rc = VH_EXIT_OK, opts = 1;
+    unsigned bad;
+
+    for (int i = 1; i < argc; i++) {
+        if (opts && !strcmp(argv[i], "--")) {
+            opts = 0;
+        } else if (opts && !strcmp(argv[i], "--no-header")) {
+            header = 0;
+        } else if (opts && argv[i][0] == '-' && argv[i][1]) {
+            vh_errorf("dump", "unknown option '%s' (see vheap-analyze dump --help)", argv[i]);
+            return VH_EXIT_USAGE;
+        } else if (path) {
+            vh_errorf("dump", "one capture at a time (see vheap-analyze dump --help)");
+            return VH_EXIT_USAGE;
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) {
+        vh_errorf("dump", "no capture given (see vheap-analyze dump --help)");
+        return VH_EXIT_USAGE;
+    }
+    if (capture__open(path, &c, err, sizeof err)) {
+        vh_errorf("dump", "%s: %s", path, err);
+        return VH_EXIT_DATA;
+    }
+    if (header)
+        header_lines(c);
+    while (capture__next(c, &ev))
+        record_line(&ev, &t);
+    if (header) {
+        kv_u("# records=", t.records);
+        kv_u(" allocs=", t.allocs);
+        kv_u(" frees=", t.frees);
+        kv_u(" resizes=", t.resizes);
+        kv_u(" stacks=", t.stacks);
+        kv_u(" bytes_allocated=", t.bytes);
+        put_c('\n');
+    }
+    ob_flush();
+    if (fflush(stdout) || ferror(stdout)) {
+        vh_errorf("dump", "writing output: %s", strerror(errno));
+        rc = VH_EXIT_DATA;
+        goto out;
+    }
+    bad = capture__damage(c, &first);
+    if (bad) {
+        vh_errorf("dump", "%s: %s (%u damaged regions)", path, first, bad);
+        rc = VH_EXIT_DATA;
+    }
+out:
+    capture__close(c);
+    return rc;
+}
+
+VH_COMMAND(dump_command, {
+    .name = "dump",
+    .summary = "print every record of a capture in time order (stable text)",
+    .usage = usage,
+    .run = run_dump,
+    .order = 90,
+});

@@ -1,0 +1,323 @@
+/* cmd_top.c — `vheap-analyze top`: the call stacks that allocate most by one
+ * measure (heaptrack_print's most-calls, most-temporary, peak and leak lists,
+ * plus bytes, largest own live set, slack and failures), from stack_stats;
+ * with --by-tag the same measures per tag (vheap_tag_push labels) instead. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analyze/query_opts.h"
+
+static const char usage[] =
+    "usage: vheap-analyze top [OPTIONS] DB|CAPTURE\n"
+    "\n"
+    "The call stacks that allocate most by one measure, largest first, each\n"
+    "with all its totals and its symbolized stack (innermost frame first).\n"
+    "\n"
+    "measures (--by):\n"
+    "  allocations  calls to allocation functions (default)\n"
+    "  bytes        bytes requested in total\n"
+    "  temporary    allocations freed before the thread allocated again\n"
+    "  peak         bytes this stack held live at the heap's peak\n"
+    "  leaked       bytes still live at the end\n"
+    "  max-live     the largest number of bytes this stack ever held live\n"
+    "  slack        usable minus requested bytes, summed (allocator rounding)\n"
+    "  failed       allocation calls that returned NULL\n"
+    "\n"
+    "With --by-tag, one row per tag (the label the program pushed with\n"
+    "vheap_tag_push; '(none)' for allocations made without one) instead of\n"
+    "per stack: its calls, bytes, temporary allocations, bytes at the peak and\n"
+    "leaked bytes, summed over the heaps chosen (with several heaps, 'at peak'\n"
+    "adds what the tag held at each heap's own peak). Every measure but\n"
+    "max-live applies.\n"
+    "\n"
+    "options:\n"
+    "  --by MEASURE     see above\n"
+    "  --by-tag         rank tags instead of stacks\n"
+    "  --limit N        at most N stacks (default 10; 0 = all)\n"
+    "  --heap NAME      only this heap ('malloc' is the system allocator);\n"
+    "                   NAME/* adds the heaps nested in it\n"
+    "  --depth N        at most N frames per stack (default: all)\n"
+    "  --format FMT     table (default), json or csv\n"
+    "  --bytes          exact byte counts instead of 2.20K-style sizes\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "examples:\n"
+    "  vheap-analyze top run.sqlite\n"
+    "  vheap-analyze top run.sqlite --by temporary --limit 5\n"
+    "  vheap-analyze top vheap.myprog.1234.vhcap --by bytes --format json\n"
+    "  vheap-analyze top run.sqlite --by peak --heap malloc --depth 6\n"
+    "  vheap-analyze top run.sqlite --by-tag --heap 'loom/*' --by bytes\n";
+
+static int run(int argc, char **argv);
+
+VH_COMMAND(cmd_top, {
+    .name = "top",
+    .summary = "stacks (or tags) that allocate most (--by allocations|bytes|peak|leaked|...)",
+    .usage = usage,
+    .run = run,
+    .order = 40,
+});
+
+enum {
+    C_HEAP_ID, C_HEAP, C_STACK, C_TAG, C_ALLOCS, C_BYTES, C_TEMP, C_PEAK, C_LEAKED,
+    C_MAX_LIVE, C_SLACK, C_FAILED, C_FREES, C_PEAK_BLOCKS, C_LEAKED_BLOCKS, C_N
+};
+
+static const struct out_col base_cols[C_N] = {
+    [C_HEAP_ID] = { "heap_id", "heap id", OUT_INT, OUT_F_NO_TABLE },
+    [C_HEAP] = { "heap", "heap", OUT_TEXT, OUT_F_HIDE_SAME },
+    [C_STACK] = { "stack_id", "stack", OUT_INT, OUT_F_NO_TABLE },
+    [C_TAG] = { "tag", "tag", OUT_TEXT, OUT_F_HIDE_SAME },
+    [C_ALLOCS] = { "allocations", "calls", OUT_INT, 0 },
+    [C_BYTES] = { "bytes_allocated", "allocated", OUT_BYTES, 0 },
+    [C_TEMP] = { "temporary", "temporary", OUT_INT, 0 },
+    [C_PEAK] = { "peak_bytes", "at peak", OUT_BYTES, 0 },
+    [C_LEAKED] = { "leaked_bytes", "leaked", OUT_BYTES, 0 },
+    [C_MAX_LIVE] = { "max_live_bytes", "max live", OUT_BYTES, OUT_F_NO_TABLE },
+    [C_SLACK] = { "slack_bytes", "slack", OUT_BYTES, OUT_F_NO_TABLE },
+    [C_FAILED] = { "failed", "failed", OUT_INT, OUT_F_NO_TABLE },
+    [C_FREES] = { "frees", "frees", OUT_INT, OUT_F_NO_TABLE },
+    [C_PEAK_BLOCKS] = { "peak_blocks", "blocks at peak", OUT_INT, OUT_F_NO_TABLE },
+    [C_LEAKED_BLOCKS] = { "leaked_blocks", "blocks leaked", OUT_INT, OUT_F_NO_TABLE },
+};
+
+/* The measures: fixed SQL expressions chosen by name, never user text. */
+static const struct measure {
+    const char *name;
+    const char *expr;
+    int col;
+    const char *what;
+} measures[] = {
+    { "allocations", "s.allocations", C_ALLOCS, "calls to allocation functions" },
+    { "bytes", "s.bytes_allocated", C_BYTES, "bytes allocated" },
+    { "temporary", "s.temporary", C_TEMP, "temporary allocations" },
+    { "peak", "s.peak_bytes", C_PEAK, "bytes live at the peak" },
+    { "leaked", "s.leaked_bytes", C_LEAKED, "bytes leaked" },
+    { "max-live", "s.max_live_bytes", C_MAX_LIVE, "largest live bytes" },
+    { "slack", "(s.usable_allocated - s.bytes_allocated)", C_SLACK, "slack bytes" },
+    { "failed", "s.failed", C_FAILED, "failed allocations" },
+};
+
+/* --by-tag: one row per tag over the heaps chosen. */
+enum {
+    G_TAG_ID, G_TAG, G_HEAPS, G_HEAP, G_STACKS, G_ALLOCS, G_BYTES, G_TEMP, G_PEAK, G_LEAKED,
+    G_SLACK, G_FAILED, G_FREES, G_PEAK_BLOCKS, G_LEAKED_BLOCKS, G_N
+};
+
+static const struct out_col tag_cols[G_N] = {
+    [G_TAG_ID] = { "tag_id", "tag id", OUT_INT, OUT_F_NO_TABLE },
+    [G_TAG] = { "tag", "tag", OUT_TEXT, 0 },
+    [G_HEAPS] = { "heaps", "heaps", OUT_INT, OUT_F_NO_TABLE },
+    [G_HEAP] = { "heap", "heap", OUT_TEXT, OUT_F_HIDE_SAME },
+    [G_STACKS] = { "stacks", "stacks", OUT_INT, 0 },
+    [G_ALLOCS] = { "allocations", "calls", OUT_INT, 0 },
+    [G_BYTES] = { "bytes_allocated", "allocated", OUT_BYTES, 0 },
+    [G_TEMP] = { "temporary", "temporary", OUT_INT, 0 },
+    [G_PEAK] = { "peak_bytes", "at peak", OUT_BYTES, 0 },
+    [G_LEAKED] = { "leaked_bytes", "leaked", OUT_BYTES, 0 },
+    [G_SLACK] = { "slack_bytes", "slack", OUT_BYTES, OUT_F_NO_TABLE },
+    [G_FAILED] = { "failed", "failed", OUT_INT, OUT_F_NO_TABLE },
+    [G_FREES] = { "frees", "frees", OUT_INT, OUT_F_NO_TABLE },
+    [G_PEAK_BLOCKS] = { "peak_blocks", "blocks at peak", OUT_INT, OUT_F_NO_TABLE },
+    [G_LEAKED_BLOCKS] = { "leaked_blocks", "blocks leaked", OUT_INT, OUT_F_NO_TABLE },
+};
+
+/* The tag columns the stack measures map to (-1: not summable per tag). */
+static int tag_col(int stack_col)
+{
+    switch (stack_col) {
+    case C_ALLOCS: return G_ALLOCS;
+    case C_BYTES: return G_BYTES;
+    case C_TEMP: return G_TEMP;
+    case C_PEAK: return G_PEAK;
+    case C_LEAKED: return G_LEAKED;
+    case C_SLACK: return G_SLACK;
+    case C_FAILED: return G_FAILED;
+    default: return -1;
+    }
+}
+
+struct ctx {
+    struct out *out;
+    struct vh_stacks *stacks;
+    int table;
+};
+
+static int top_row(sqlite3_stmt *st, void *arg)
+{
+    struct ctx *c = arg;
+    struct out_val v[C_N];
+    for (int i = 0; i < C_N; i++)
+        v[i] = vh_col_val(st, i);
+    int err;
+    struct out_stack *stack = vh_stacks__get(c->stacks, sqlite3_column_int64(st, C_STACK), &err);
+    if (!stack) {
+        vh_errorf("top", "reading stack %lld failed",
+                  (long long)sqlite3_column_int64(st, C_STACK));
+        return err;
+    }
+    return out__row(c->out, v, stack);
+}
+
+static int tag_row(sqlite3_stmt *st, void *arg)
+{
+    struct ctx *c = arg;
+    struct out_val v[G_N];
+    for (int i = 0; i < G_N; i++)
+        v[i] = vh_col_val(st, i);
+    /* tag 0 has no label: null for scripts, a word for people */
+    if (v[G_TAG].kind == OV_NULL && c->table)
+        v[G_TAG] = OV_S("(none)");
+    return out__row(c->out, v, NULL);
+}
+
+/* top --by-tag: sums of stack_stats per tag over the heaps chosen. */
+static int run_by_tag(const struct vh_command *cmd, const struct vh_qopts *o,
+                      const struct measure *m, sqlite3 *db, struct ctx *c)
+{
+    sqlite3_stmt *rows = NULL, *count = NULL;
+    struct out_col cols[G_N];
+    char sql[2048], title[160];
+    int rc, col = tag_col(m->col);
+
+    memcpy(cols, tag_cols, sizeof cols);
+    cols[col].flags &= ~OUT_F_NO_TABLE;
+    /* The heap column names the heap when the tag lives in one only. */
+    snprintf(sql, sizeof sql,
+             "SELECT s.tag_id, t.label, count(DISTINCT s.heap_id),"
+             "       CASE WHEN count(DISTINCT h.name) = 1 THEN min(h.name)"
+             "            ELSE count(DISTINCT h.name) || ' heaps' END,"
+             "       count(DISTINCT s.stack_id), sum(s.allocations), sum(s.bytes_allocated),"
+             "       sum(s.temporary), sum(s.peak_bytes), sum(s.leaked_bytes),"
+             "       sum(s.usable_allocated - s.bytes_allocated), sum(s.failed), sum(s.frees),"
+             "       sum(s.peak_blocks), sum(s.leaked_blocks)"
+             " FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
+             " LEFT JOIN tags t ON t.id = s.tag_id AND s.tag_id != 0"
+             " WHERE " VH_HEAP_SEL("h.id", "?1")
+             " GROUP BY s.tag_id HAVING sum(%s) > 0"
+             " ORDER BY sum(%s) DESC, sum(s.allocations) DESC, s.tag_id"
+             " LIMIT ?2",
+             m->expr, m->expr);
+    if ((rc = vh_prepare(cmd, db, sql, &rows)))
+        goto out;
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM (SELECT 1 FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
+             " WHERE " VH_HEAP_SEL("h.id", "?1")
+             " GROUP BY s.tag_id HAVING sum(%s) > 0)",
+             m->expr);
+    if ((rc = vh_prepare(cmd, db, sql, &count)))
+        goto out;
+    vh_bind_heap(rows, 1, o);
+    sqlite3_bind_int64(rows, 2, o->limit ? o->limit : -1);
+    vh_bind_heap(count, 1, o);
+    if (sqlite3_step(count) != SQLITE_ROW) {
+        vh_errorf(cmd->name, "query failed: %s", sqlite3_errmsg(db));
+        rc = -EIO;
+        goto out;
+    }
+    long long total = sqlite3_column_int64(count, 0);
+    long long shown = o->limit && o->limit < total ? o->limit : total;
+    snprintf(title, sizeof title, "top %lld of %lld tags by %s", shown, total, m->what);
+    if ((rc = out__section(c->out, "tags", OUT_LIST, title, cols, G_N)) ||
+        (rc = vh_step_all(cmd, db, rows, tag_row, c)))
+        goto out;
+    if (!total)
+        out__table_note(c->out, "no allocation has a %s", m->what);
+    rc = vh_out_end(cmd, c->out);
+    c->out = NULL;
+out:
+    sqlite3_finalize(rows);
+    sqlite3_finalize(count);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    const struct vh_command *cmd = &cmd_top;
+    struct vh_qopts o;
+    struct ctx c = { 0 };
+    sqlite3 *db = NULL;
+    sqlite3_stmt *rows = NULL, *count = NULL;
+    const struct measure *m = &measures[0];
+    struct out_col cols[C_N];
+    char sql[2048], title[160];
+
+    if (vh_qopts_parse(cmd, VH_QOPT_BY | VH_QOPT_BY_TAG, argc, argv, &o))
+        return VH_EXIT_USAGE;
+    if (o.by) {
+        m = NULL;
+        for (size_t i = 0; i < sizeof measures / sizeof measures[0]; i++)
+            if (!strcmp(o.by, measures[i].name))
+                m = &measures[i];
+        if (!m) {
+            vh_errorf(cmd->name, "--by: '%s' is not one of allocations, bytes, temporary, "
+                                 "peak, leaked, max-live, slack, failed", o.by);
+            return VH_EXIT_USAGE;
+        }
+    }
+    if (o.by_tag && tag_col(m->col) < 0) {
+        vh_errorf(cmd->name, "--by %s does not add up per tag: use it without --by-tag", m->name);
+        return VH_EXIT_USAGE;
+    }
+    memcpy(cols, base_cols, sizeof cols);
+    cols[m->col].flags &= ~OUT_F_NO_TABLE;
+
+    if (vh_query_open(cmd, &o, &db))
+        return VH_EXIT_DATA;
+    int rc = -ENOMEM;
+    c.table = o.format == OUT_TABLE;
+    if (!(c.out = out__begin(o.format, o.raw_bytes ? OUT_RAW_BYTES : 0, stdout)))
+        goto out;
+    if (o.by_tag) {
+        rc = run_by_tag(cmd, &o, m, db, &c);
+        goto out;
+    }
+    if ((rc = vh_stacks__new(db, o.depth, &c.stacks))) {
+        vh_errorf(cmd->name, "reading stacks: %s", sqlite3_errmsg(db));
+        goto out;
+    }
+    /* One row per (heap, stack, tag): tags split a stack's numbers. */
+    snprintf(sql, sizeof sql,
+             "SELECT h.id, h.name, s.stack_id, t.label, s.allocations, s.bytes_allocated,"
+             "       s.temporary, s.peak_bytes, s.leaked_bytes, s.max_live_bytes,"
+             "       s.usable_allocated - s.bytes_allocated, s.failed, s.frees,"
+             "       s.peak_blocks, s.leaked_blocks"
+             " FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
+             " LEFT JOIN tags t ON t.id = s.tag_id AND s.tag_id != 0"
+             " WHERE " VH_HEAP_SEL("h.id", "?1") " AND %s > 0"
+             " ORDER BY %s DESC, s.allocations DESC, h.id, s.stack_id, s.tag_id"
+             " LIMIT ?2",
+             m->expr, m->expr);
+    if ((rc = vh_prepare(cmd, db, sql, &rows)))
+        goto out;
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
+             " WHERE " VH_HEAP_SEL("h.id", "?1") " AND %s > 0",
+             m->expr);
+    if ((rc = vh_prepare(cmd, db, sql, &count)))
+        goto out;
+    vh_bind_heap(rows, 1, &o);
+    sqlite3_bind_int64(rows, 2, o.limit ? o.limit : -1);
+    vh_bind_heap(count, 1, &o);
+    if (sqlite3_step(count) != SQLITE_ROW) {
+        vh_errorf(cmd->name, "query failed: %s", sqlite3_errmsg(db));
+        rc = -EIO;
+        goto out;
+    }
+    long long total = sqlite3_column_int64(count, 0);
+    long long shown = o.limit && o.limit < total ? o.limit : total;
+    snprintf(title, sizeof title, "top %lld of %lld stacks by %s", shown, total, m->what);
+    if ((rc = out__section(c.out, "top", OUT_LIST, title, cols, C_N)) ||
+        (rc = vh_step_all(cmd, db, rows, top_row, &c)))
+        goto out;
+    rc = vh_out_end(cmd, c.out);
+    c.out = NULL;
+out:
+    out__abort(c.out);
+    sqlite3_finalize(rows);
+    sqlite3_finalize(count);
+    vh_stacks__free(c.stacks);
+    sqlite3_close(db);
+    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+}

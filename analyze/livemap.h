@@ -1,0 +1,51 @@
+/* livemap.h — the blocks live in one heap, by address, while loading: linear
+ * probing with backward-shift deletion (no tombstones, so endless alloc/free
+ * never degrades it), one map per heap so that destroying a heap visits only
+ * its blocks. Address 0 marks an empty slot: no live block has it. */
+#ifndef VHEAP_LIVEMAP_H
+#define VHEAP_LIVEMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct vh_live_block {             /* 40 bytes: the loader's main memory  */
+    uint64_t addr;
+    uint64_t size;                 /* requested bytes                       */
+    uint64_t time;                 /* when it was allocated                 */
+    uint32_t agg;                  /* the loader's (heap, stack, tag) index */
+    uint32_t slack;                /* usable - requested                    */
+    uint32_t tid;
+    uint32_t serial;               /* which allocation (mod 2^32): with the
+                                      address, tells a block from a later
+                                      one at the same address               */
+};
+
+struct livemap;
+
+/* NULL when out of memory. */
+struct livemap *livemap__new(void);
+void livemap__free(struct livemap *m);
+
+/* The live block at addr, or NULL. */
+struct vh_live_block *livemap__find(struct livemap *m, uint64_t addr);
+
+/* The slot for addr (addr must not be 0): the existing block with *existed
+ * = 1, or a new slot holding only addr with *existed = 0. NULL when out of
+ * memory. Invalidates pointers returned earlier. */
+struct vh_live_block *livemap__insert(struct livemap *m, uint64_t addr, int *existed);
+
+/* Removes a block returned by find/insert. Invalidates other pointers. */
+void livemap__remove(struct livemap *m, struct vh_live_block *b);
+
+/* Hints that addr will be looked up soon (the loader reads ahead). */
+void livemap__prefetch(const struct livemap *m, uint64_t addr);
+
+size_t livemap__count(const struct livemap *m);
+
+/* Iteration: start with *pos = 0; NULL at the end. No changes meanwhile. */
+struct vh_live_block *livemap__next(struct livemap *m, size_t *pos);
+
+/* Bytes held by the table itself (for the memory report). */
+size_t livemap__memory(const struct livemap *m);
+
+#endif

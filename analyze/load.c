@@ -1,0 +1,1868 @@
+/* load.c — one pass over a capture's event stream into SQLite. Memory holds
+ * the live blocks (a livemap per heap), counters per (heap, stack, tag),
+ * threads, modules and distinct frames; rows stream out as they are final,
+ * the rest at the end in one transaction. Definitions: docs/schema.md. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyze/capture.h"
+#include "analyze/db.h"
+#include "analyze/events.h"
+#include "analyze/livemap.h"
+#include "analyze/load.h"
+
+#if __has_include("analyze/symbols.h")
+#include "analyze/symbols.h"
+#define HAVE_SYMBOLS 1
+#else
+#define HAVE_SYMBOLS 0
+#endif
+
+#ifndef VHEAP_VERSION
+#define VHEAP_VERSION "0.1"
+#endif
+
+#define MAX_HEAPS 65536u              /* ALLOC/FREE carry the heap in 16 bits */
+#define SERIES_TARGET 20000u          /* at most about this many buckets     */
+#define MIN_BUCKET_NS 1000000ull      /* 1 ms                                */
+#define PROGRESS_EVERY 0xffffu        /* records between progress checks     */
+#define AHEAD 16u                     /* events read ahead, to prefetch      */
+#define VH_STR_(x) #x
+#define VH_STR(x) VH_STR_(x)
+
+/* ---- a small (u64, u64) -> u32 map -------------------------------------- */
+
+struct idx_slot {
+    uint64_t a, b;
+    uint32_t v;                        /* value + 1; 0 = empty slot          */
+};
+
+struct idxmap {
+    struct idx_slot *s;
+    size_t mask, count;
+};
+
+static inline uint64_t mix(uint64_t a, uint64_t b)
+{
+    uint64_t x = a ^ (b * 0xff51afd7ed558ccdull) ^ (b >> 29);
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* The value stored for (a, b), or UINT32_MAX when there is none. */
+static inline uint32_t idx_get(const struct idxmap *m, uint64_t a, uint64_t b)
+{
+    if (!m->s)
+        return UINT32_MAX;
+    for (size_t i = mix(a, b) & m->mask;; i = (i + 1) & m->mask) {
+        const struct idx_slot *s = &m->s[i];
+        if (!s->v)
+            return UINT32_MAX;
+        if (s->a == a && s->b == b)
+            return s->v - 1;
+    }
+}
+
+/* Adds (a, b) -> v; (a, b) must be absent. 0 or -ENOMEM. */
+static int idx_put(struct idxmap *m, uint64_t a, uint64_t b, uint32_t v)
+{
+    if ((m->count + 1) * 2 > m->mask + 1 || !m->s) {
+        size_t n = m->s ? (m->mask + 1) * 2 : 1024;
+        struct idx_slot *s = calloc(n, sizeof *s);
+        if (!s)
+            return -ENOMEM;
+        for (size_t i = 0; m->s && i <= m->mask; i++) {
+            if (!m->s[i].v)
+                continue;
+            size_t j = mix(m->s[i].a, m->s[i].b) & (n - 1);
+            while (s[j].v)
+                j = (j + 1) & (n - 1);
+            s[j] = m->s[i];
+        }
+        free(m->s);
+        m->s = s;
+        m->mask = n - 1;
+    }
+    size_t i = mix(a, b) & m->mask;
+    while (m->s[i].v)
+        i = (i + 1) & m->mask;
+    m->s[i] = (struct idx_slot){ .a = a, .b = b, .v = v + 1 };
+    m->count++;
+    return 0;
+}
+
+/* ---- loader state -------------------------------------------------------- */
+
+/* Activity of one heap in the current series bucket. */
+struct bucket_acc {
+    uint64_t allocations, frees, temporary, bytes_allocated, bytes_freed, max_live;
+};
+
+struct heap {
+    uint32_t id, parent;               /* DB ids (see heap_new)              */
+    int destroyed, has_parent, has_create, has_peak;
+    char *name;
+    uint64_t base, size, create_time, destroy_time;
+    uint64_t allocations, failed, frees, temporary, bytes_allocated, unknown_frees;
+    uint64_t live_bytes, live_blocks, peak_bytes, peak_blocks, peak_time;
+    uint64_t epoch;                    /* bumped at each new peak            */
+    struct livemap *live;
+    struct heap *up, *child, *next, *prev;  /* nesting among live heaps      */
+    int64_t bucket;                    /* series bucket in progress, or -1   */
+    uint64_t bucket_start;             /* its first ns                       */
+    struct bucket_acc acc;
+};
+
+/* Counters of one (heap, stack, tag). peak_* hold the values at the heap's
+ * peak once `epoch` matches the heap's; until then the current values are
+ * the at-peak ones (nothing changed since): see agg_sync(). */
+struct agg {
+    uint32_t heap, stack;
+    uint16_t tag;
+    uint64_t allocations, failed, bytes, usable, frees, temporary;
+    uint64_t live_blocks, live_bytes, max_live_bytes;
+    uint64_t peak_blocks, peak_bytes, epoch;
+};
+
+struct thread {
+    uint32_t tid;
+    int exited;
+    uint64_t first_time, last_time, allocations, frees;
+    uint64_t last_addr;                /* its latest allocation, if nothing */
+    uint32_t last_serial, last_heap;   /* of its own came after; serial 0:
+                                          none                              */
+};
+
+struct module {
+    char *path;
+    char build_id[65];
+    int unloaded, is_main;
+    uint64_t bias, lo, hi, load_time, unload_time;
+};
+
+struct loader {
+    struct capture *cap;
+    sqlite3 *db;
+    const struct load_opts *opts;
+
+    struct heap **heaps;               /* by capture id, MAX_HEAPS entries:
+                                          the heap that id names now        */
+    struct heap **byid;                /* every heap by DB id, nbyid entries */
+    size_t nbyid, reused_ids;
+    struct agg *aggs;
+    size_t naggs, capaggs;
+    struct idxmap agg_map;             /* (heap<<48 | tag<<32 | stack) -> agg */
+    struct thread *threads;
+    size_t nthreads, capthreads;
+    struct idxmap thread_map;
+    struct thread *last_thread;
+    struct module *mods;
+    size_t nmods, capmods;
+    uint32_t *active;                  /* loaded modules, sorted by lo       */
+    size_t nactive;
+    struct idxmap frame_map;           /* (address, module id) -> frame id   */
+    uint64_t nframes;
+    struct idxmap stack_seen;          /* stack ids with a row written: a set,
+                                          since ids in a damaged capture may
+                                          be anything                        */
+    uint64_t nstacks;
+
+    uint64_t serial, records, last_time, bucket_ns;
+    uint64_t implicit_frees, unknown_moves, unknown_records, implicit_heaps, bad_heap_records;
+    uint64_t heap_reuses, missing_stacks, leaks;
+    uint64_t peak_rss, peak_rss_time;
+    int ended, has_rss;
+
+    sqlite3_stmt *ins_stack, *ins_sframe, *ins_frame, *ins_rss, *ins_mark, *ins_tag,
+        *ins_series;
+    struct evwriter *evw;              /* the normalized event stream        */
+    struct evwriter_stats evst;
+    int failed;                        /* -errno of the first failure        */
+    char errmsg[256];
+};
+
+__attribute__((format(printf, 3, 4)))
+static void fail(struct loader *L, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    if (L->failed)
+        return;
+    L->failed = rc;
+    va_start(ap, fmt);
+    vsnprintf(L->errmsg, sizeof L->errmsg, fmt, ap);
+    va_end(ap);
+}
+
+/* Steps an INSERT; the first failure is kept and ends the load. */
+static void run(struct loader *L, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        fail(L, -EIO, "sqlite: %s", sqlite3_errmsg(L->db));
+    sqlite3_reset(st);
+}
+
+static int exec(struct loader *L, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(L->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        fail(L, -EIO, "sqlite: %s", msg ? msg : sqlite3_errmsg(L->db));
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static sqlite3_stmt *prep(struct loader *L, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(L->db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail(L, -EIO, "sqlite: %s", sqlite3_errmsg(L->db));
+    return st;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* A string field at the end of a record: up to its NUL or the record's end. */
+static char *rec_string(struct loader *L, const struct vh_event *ev, size_t at)
+{
+    const char *p = (const char *)ev->rec + at;
+    size_t max = ev->size > at ? ev->size - at : 0;
+    char *s = strndup(max ? p : "", strnlen(p, max));
+    if (!s)
+        fail(L, -ENOMEM, "out of memory");
+    return s;
+}
+
+/* ---- heaps, threads, aggregates ----------------------------------------- */
+
+/* A heap for capture id `id`, which it names from now on. Its DB id is the
+ * capture id, except when a destroyed heap's id is reused (the capture's ids
+ * are 16-bit): then it is the next id from MAX_HEAPS up, so that every heap
+ * is its own row. */
+static struct heap *heap_new(struct loader *L, uint32_t id, uint64_t time)
+{
+    struct heap *h = calloc(1, sizeof *h);
+    uint32_t dbid = id;
+    char name[32];
+
+    if (h && L->byid[id]) {
+        dbid = MAX_HEAPS + (uint32_t)L->reused_ids;
+        if (dbid >= L->nbyid) {
+            size_t n = L->nbyid * 2;
+            struct heap **p = realloc(L->byid, n * sizeof *p);
+            if (!p) {
+                free(h);
+                fail(L, -ENOMEM, "out of memory");
+                return NULL;
+            }
+            memset(p + L->nbyid, 0, (n - L->nbyid) * sizeof *p);
+            L->byid = p;
+            L->nbyid = n;
+        }
+    }
+    if (h) {
+        h->live = livemap__new();
+        if (id == VH_HEAP_SYSTEM)
+            snprintf(name, sizeof name, "malloc");
+        else
+            snprintf(name, sizeof name, "heap %u", id);
+        h->name = strdup(name);
+    }
+    if (!h || !h->live || !h->name) {
+        if (h) {
+            livemap__free(h->live);
+            free(h->name);
+        }
+        free(h);
+        fail(L, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    h->id = dbid;
+    h->create_time = time;
+    h->bucket = -1;
+    L->heaps[id] = h;
+    L->byid[dbid] = h;
+    if (dbid != id)
+        L->reused_ids++;
+    return h;
+}
+
+/* The heap an event names; one never announced is created on first use. */
+static inline struct heap *heap_get(struct loader *L, uint32_t id, uint64_t time)
+{
+    struct heap *h = L->heaps[id];
+    if (__builtin_expect(h != NULL, 1))
+        return h;
+    L->implicit_heaps++;
+    return heap_new(L, id, time);
+}
+
+static inline struct thread *thread_get(struct loader *L, uint32_t tid, uint64_t time)
+{
+    struct thread *t = L->last_thread;
+    uint32_t i;
+
+    if (__builtin_expect(!t || t->tid != tid, 0)) {
+        i = idx_get(&L->thread_map, tid, 0);
+        if (i == UINT32_MAX) {
+            if (L->nthreads == L->capthreads) {
+                size_t n = L->capthreads ? L->capthreads * 2 : 64;
+                struct thread *p = realloc(L->threads, n * sizeof *p);
+                if (!p) {
+                    fail(L, -ENOMEM, "out of memory");
+                    return NULL;
+                }
+                L->threads = p;
+                L->capthreads = n;
+            }
+            i = (uint32_t)L->nthreads;
+            if (idx_put(&L->thread_map, tid, 0, i)) {
+                fail(L, -ENOMEM, "out of memory");
+                return NULL;
+            }
+            L->threads[L->nthreads++] = (struct thread){ .tid = tid, .first_time = time };
+        }
+        t = L->last_thread = &L->threads[i];
+    }
+    t->last_time = time;
+    return t;
+}
+
+/* Aggregates are keyed (tag << 32 | stack, DB heap id). */
+static inline uint64_t agg_key(uint16_t tag, uint32_t stack)
+{
+    return (uint64_t)tag << 32 | stack;
+}
+
+static inline uint32_t agg_get(struct loader *L, uint32_t heap, uint32_t stack, uint16_t tag)
+{
+    uint64_t key = agg_key(tag, stack);
+    uint32_t i = idx_get(&L->agg_map, key, heap);
+
+    if (__builtin_expect(i != UINT32_MAX, 1))
+        return i;
+    if (L->naggs == L->capaggs) {
+        size_t n = L->capaggs ? L->capaggs * 2 : 1024;
+        struct agg *p = realloc(L->aggs, n * sizeof *p);
+        if (!p)
+            goto oom;
+        L->aggs = p;
+        L->capaggs = n;
+    }
+    i = (uint32_t)L->naggs;
+    if (idx_put(&L->agg_map, key, heap, i))
+        goto oom;
+    /* Born at the heap's current epoch with nothing live: it held nothing
+     * at the latest peak, which is what peak_* = 0 says. */
+    L->aggs[L->naggs++] = (struct agg){ .heap = heap, .stack = stack, .tag = tag,
+                                        .epoch = L->byid[heap]->epoch };
+    return i;
+oom:
+    fail(L, -ENOMEM, "out of memory");
+    return UINT32_MAX;
+}
+
+/* Before an aggregate's live numbers change: if the heap reached a new peak
+ * since they last changed, they are what was live at that peak. */
+static inline void agg_sync(struct agg *a, const struct heap *h)
+{
+    if (a->epoch != h->epoch) {
+        a->peak_bytes = a->live_bytes;
+        a->peak_blocks = a->live_blocks;
+        a->epoch = h->epoch;
+    }
+}
+
+/* ---- series -------------------------------------------------------------- */
+
+static void series_flush(struct loader *L, struct heap *h)
+{
+    sqlite3_stmt *st = L->ins_series;
+    if (h->bucket < 0)
+        return;
+    sqlite3_bind_int64(st, 1, h->id);
+    sqlite3_bind_int64(st, 2, h->bucket);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)h->acc.allocations);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)h->acc.frees);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)h->acc.temporary);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)h->acc.bytes_allocated);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)h->acc.bytes_freed);
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)h->live_bytes);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64)h->live_blocks);
+    sqlite3_bind_int64(st, 10, (sqlite3_int64)h->acc.max_live);
+    run(L, st);
+    h->bucket = -1;
+}
+
+/* Called before an event changes heap h: closes the bucket in progress when
+ * the event belongs to a later one. Buckets without activity get no row. */
+static inline void series_touch(struct loader *L, struct heap *h, uint64_t time)
+{
+    int64_t b;
+
+    if (__builtin_expect(h->bucket >= 0 && time - h->bucket_start < L->bucket_ns, 1))
+        return;
+    b = (int64_t)(time / L->bucket_ns);
+    if (h->bucket > b)                 /* cannot happen in a merged stream */
+        return;
+    series_flush(L, h);
+    memset(&h->acc, 0, sizeof h->acc);
+    h->acc.max_live = h->live_bytes;
+    h->bucket = b;
+    h->bucket_start = (uint64_t)b * L->bucket_ns;
+}
+
+/* ---- blocks --------------------------------------------------------------- */
+
+/* A live block leaves heap h (free, realloc, implicit free, destroy). */
+static inline void block_gone(struct loader *L, struct heap *h, const struct vh_live_block *b)
+{
+    struct agg *a = &L->aggs[b->agg];
+    agg_sync(a, h);
+    a->live_bytes -= b->size;
+    a->live_blocks--;
+    h->live_bytes -= b->size;
+    h->live_blocks--;
+    h->acc.bytes_freed += b->size;
+}
+
+/* heaptrack's temporary: a free of the block that is this thread's latest
+ * allocation, with nothing else by this thread in between. */
+static inline int check_temporary(struct loader *L, struct heap *h, struct thread *t,
+                                  const struct vh_live_block *b)
+{
+    int temporary = 0;
+
+    if (t->last_serial && t->last_serial == b->serial && t->last_addr == b->addr &&
+        t->last_heap == h->id) {
+        L->aggs[b->agg].temporary++;
+        h->temporary++;
+        h->acc.temporary++;
+        temporary = 1;
+    }
+    t->last_serial = 0;
+    return temporary;
+}
+
+/* Fills a fresh slot and accounts the allocation (ALLOC or RESIZE). */
+static inline void block_new(struct loader *L, struct heap *h, struct thread *t, struct vh_live_block *b,
+                             uint32_t ai, const struct vh_rec_alloc *r, uint64_t time)
+{
+    struct agg *a = &L->aggs[ai];
+
+    b->size = r->size;
+    b->slack = r->slack;
+    b->time = time;
+    if (!(b->serial = (uint32_t)++L->serial))
+        b->serial = (uint32_t)++L->serial;      /* 0 means none */
+    b->agg = ai;
+    b->tid = t->tid;
+
+    agg_sync(a, h);
+    a->allocations++;
+    a->bytes += r->size;
+    a->usable += r->size + r->slack;
+    a->live_bytes += r->size;
+    a->live_blocks++;
+    if (a->live_bytes > a->max_live_bytes)
+        a->max_live_bytes = a->live_bytes;
+
+    h->allocations++;
+    h->bytes_allocated += r->size;
+    h->live_bytes += r->size;
+    h->live_blocks++;
+    h->acc.allocations++;
+    h->acc.bytes_allocated += r->size;
+    if (h->live_bytes > h->acc.max_live)
+        h->acc.max_live = h->live_bytes;
+    if (h->live_bytes > h->peak_bytes || !h->has_peak) {
+        h->has_peak = 1;
+        h->peak_bytes = h->live_bytes;
+        h->peak_blocks = h->live_blocks;
+        h->peak_time = time;
+        h->epoch++;                    /* every aggregate is now at-peak     */
+    }
+    t->allocations++;
+    t->last_serial = b->serial;
+    t->last_addr = b->addr;
+    t->last_heap = h->id;
+}
+
+/* ---- the normalized event stream (events.h) ------------------------------ */
+
+static void emit(struct loader *L, const struct vh_ev *e)
+{
+    int rc;
+    if (__builtin_expect(!L->failed, 1) && (rc = evwriter__add(L->evw, e)))
+        fail(L, rc, "event stream: %s", evwriter__error(L->evw));
+}
+
+/* An event about live block b of heap h, by thread tid. */
+static inline void emit_block(struct loader *L, uint8_t kind, uint8_t flags, const struct heap *h,
+                              uint32_t tid, uint64_t time, const struct vh_live_block *b,
+                              uint64_t old_size, uint64_t to)
+{
+    const struct agg *a = &L->aggs[b->agg];
+    struct vh_ev e = { .time = time, .addr = b->addr, .to = to, .size = b->size,
+                       .old_size = old_size, .usable = b->size + b->slack, .heap_id = h->id,
+                       .stack_id = a->stack, .tag_id = a->tag, .tid = tid, .kind = kind,
+                       .flags = flags };
+    emit(L, &e);
+}
+
+/* The blocks live in heap h, copied out of its live map in address order:
+ * checkpoints store them so and a destroy frees them so. Copies, because
+ * the map is read in slot order (sequential) and the copies sorted by an
+ * LSD radix sort on the address, one byte per pass, skipping the bytes
+ * every address shares (most of them: a heap is a few ranges). *out (free
+ * it) holds *n blocks. 0 or -ENOMEM. */
+static int sorted_blocks(struct heap *h, struct vh_live_block **out, size_t *n)
+{
+    size_t cnt = h->live ? livemap__count(h->live) : 0, pos = 0, k = 0;
+    struct vh_live_block *a = malloc((cnt ? cnt : 1) * 2 * sizeof *a), *tmp, *b;
+    uint64_t any = 0, all = ~0ull;
+
+    *out = NULL;
+    *n = 0;
+    if (!a)
+        return -ENOMEM;
+    tmp = a + cnt;
+    while (k < cnt && (b = livemap__next(h->live, &pos))) {
+        a[k++] = *b;
+        any |= b->addr;
+        all &= b->addr;
+    }
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        size_t count[257] = { 0 };
+        struct vh_live_block *x;
+        if (!(((any ^ all) >> shift) & 0xff))
+            continue;
+        for (size_t i = 0; i < k; i++)
+            count[((a[i].addr >> shift) & 0xff) + 1]++;
+        for (size_t i = 1; i < 257; i++)
+            count[i] += count[i - 1];
+        for (size_t i = 0; i < k; i++)
+            tmp[count[(a[i].addr >> shift) & 0xff]++] = a[i];
+        x = a, a = tmp, tmp = x;
+    }
+    if (a > tmp) {                     /* sorted into the second half */
+        memcpy(tmp, a, k * sizeof *a);
+        a = tmp;
+    }
+    *out = a;
+    *n = k;
+    return 0;
+}
+
+/* Every block of heap h leaves it (destroyed, or its id reused): one FREE
+ * flagged DESTROY each, in address order, and when `gone` the accounting
+ * of block_gone(). 0 or -ENOMEM. */
+static int emit_destroy(struct loader *L, struct heap *h, const struct vh_event *ev, int gone)
+{
+    struct vh_live_block *k;
+    size_t n;
+
+    if (sorted_blocks(h, &k, &n)) {
+        fail(L, -ENOMEM, "out of memory");
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        emit_block(L, VH_EV_FREE, VH_EVF_DESTROY, h, ev->tid, ev->time, &k[i], 0, 0);
+        if (gone)
+            block_gone(L, h, &k[i]);
+    }
+    free(k);
+    return 0;
+}
+
+/* Every live block into a checkpoint, heaps by DB id, addresses ascending.
+ * Called between two records, when the live maps are what the events
+ * emitted so far leave. */
+static void write_checkpoint(struct loader *L)
+{
+    struct vh_block batch[512];
+    int rc = evwriter__checkpoint_begin(L->evw);
+
+    for (size_t id = 0; !rc && id < L->nbyid; id++) {
+        struct heap *h = L->byid[id];
+        struct vh_live_block *k;
+        size_t n, m = 0;
+
+        if (!h || !h->live || !livemap__count(h->live))
+            continue;
+        if (sorted_blocks(h, &k, &n)) {
+            fail(L, -ENOMEM, "out of memory");
+            return;
+        }
+        for (size_t i = 0; !rc && i < n; i++) {
+            const struct agg *a = &L->aggs[k[i].agg];
+            batch[m++] = (struct vh_block){ .addr = k[i].addr, .size = k[i].size,
+                                            .usable = k[i].size + k[i].slack, .time = k[i].time,
+                                            .heap_id = h->id, .stack_id = a->stack,
+                                            .tag_id = a->tag, .tid = k[i].tid };
+            if (m == sizeof batch / sizeof batch[0] || i + 1 == n) {
+                rc = evwriter__checkpoint_add(L->evw, batch, m);
+                m = 0;
+            }
+        }
+        free(k);
+    }
+    if (!rc)
+        rc = evwriter__checkpoint_end(L->evw);
+    if (rc)
+        fail(L, rc, "event stream: %s", evwriter__error(L->evw));
+}
+
+/* ---- capture records -------------------------------------------------------- */
+
+static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
+{
+    const struct vh_rec_alloc *r = (const struct vh_rec_alloc *)ev->rec;
+    struct heap *h = heap_get(L, r->h.a, ev->time);
+    struct thread *t = thread_get(L, ev->tid, ev->time);
+    struct vh_live_block *b;
+    uint64_t old_size = 0;
+    uint32_t ai;
+    uint8_t flags = 0;
+    int existed;
+
+    if (!h || !t)
+        return;
+    ai = agg_get(L, h->id, r->h.b, r->tag);
+    if (ai == UINT32_MAX)
+        return;
+    series_touch(L, h, ev->time);
+    if ((r->h.flags & VH_RF_FAILED) || !r->addr) {
+        L->aggs[ai].failed++;
+        h->failed++;
+        emit(L, &(struct vh_ev){ .time = ev->time, .size = r->size, .heap_id = h->id,
+                                 .stack_id = r->h.b, .tag_id = r->tag, .tid = ev->tid,
+                                 .kind = VH_EV_FAILED });
+        return;
+    }
+    b = livemap__insert(h->live, r->addr, &existed);
+    if (!b) {
+        fail(L, -ENOMEM, "out of memory");
+        return;
+    }
+    if (existed) {
+        if (resize) {
+            /* heaptrack sees a realloc as '-' old then '+' new: the RESIZE
+             * carries the temporary flag of its '-' */
+            flags = check_temporary(L, h, t, b) ? VH_EVF_TEMPORARY : 0;
+            old_size = b->size;
+        } else {
+            L->implicit_frees++;       /* its free was never recorded */
+            emit_block(L, VH_EV_FREE, VH_EVF_IMPLICIT, h, ev->tid, ev->time, b, 0, 0);
+        }
+        block_gone(L, h, b);
+    } else if (resize) {
+        h->unknown_frees++;            /* resized a block we never saw */
+    }
+    block_new(L, h, t, b, ai, r, ev->time);
+    if (existed && resize)
+        emit_block(L, VH_EV_RESIZE, flags, h, ev->tid, ev->time, b, old_size, 0);
+    else    /* a resize of an unknown block is where it starts for us */
+        emit_block(L, VH_EV_ALLOC,
+                   resize || (r->h.flags & VH_RF_REALLOC) ? VH_EVF_REALLOC : 0, h, ev->tid,
+                   ev->time, b, 0, 0);
+}
+
+static void on_free(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_free *r = (const struct vh_rec_free *)ev->rec;
+    struct heap *h = heap_get(L, r->h.a, ev->time);
+    struct thread *t = thread_get(L, ev->tid, ev->time);
+    struct vh_live_block *b;
+
+    if (!h || !t)
+        return;
+    b = livemap__find(h->live, r->addr);
+    if (!b) {
+        h->unknown_frees++;
+        return;
+    }
+    series_touch(L, h, ev->time);
+    emit_block(L, VH_EV_FREE,
+               (check_temporary(L, h, t, b) ? VH_EVF_TEMPORARY : 0) |
+                   (r->h.flags & VH_RF_REALLOC ? VH_EVF_REALLOC : 0),
+               h, ev->tid, ev->time, b, 0, 0);
+    block_gone(L, h, b);
+    if (!(r->h.flags & VH_RF_REALLOC)) {
+        /* the free half of a moving realloc is not a call to free */
+        L->aggs[b->agg].frees++;
+        h->frees++;
+        h->acc.frees++;
+        t->frees++;
+    }
+    livemap__remove(h->live, b);
+}
+
+static void on_move(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_move *r = (const struct vh_rec_move *)ev->rec;
+    struct heap *h = heap_get(L, r->h.a, ev->time);
+    struct vh_live_block *b, keep;
+    int existed;
+
+    if (!h || r->from == r->to)
+        return;
+    b = livemap__find(h->live, r->from);
+    if (!b || !r->to) {
+        L->unknown_moves++;
+        return;
+    }
+    keep = *b;                         /* stack, time, tag, size go along */
+    livemap__remove(h->live, b);
+    b = livemap__insert(h->live, r->to, &existed);
+    if (!b) {
+        fail(L, -ENOMEM, "out of memory");
+        return;
+    }
+    if (existed) {
+        series_touch(L, h, ev->time);
+        L->implicit_frees++;
+        emit_block(L, VH_EV_FREE, VH_EVF_IMPLICIT, h, ev->tid, ev->time, b, 0, 0);
+        block_gone(L, h, b);
+    }
+    *b = keep;
+    b->addr = r->to;
+    emit_block(L, VH_EV_MOVE, 0, h, ev->tid, ev->time, &keep, 0, r->to);
+}
+
+/* ---- heap nesting --------------------------------------------------------- */
+
+static void heap_unlink(struct heap *h)
+{
+    if (h->prev)
+        h->prev->next = h->next;
+    else if (h->up)
+        h->up->child = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    h->up = h->next = h->prev = NULL;
+}
+
+static void heap_link(struct heap *h, struct heap *parent)
+{
+    /* refuse a cycle: parent must not be h or inside h */
+    for (struct heap *p = parent; p; p = p->up)
+        if (p == h)
+            return;
+    h->up = parent;
+    h->next = parent->child;
+    if (parent->child)
+        parent->child->prev = h;
+    parent->child = h;
+}
+
+static void on_heap_create(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_heap *r = (const struct vh_rec_heap *)ev->rec;
+    struct heap *h;
+    char *name;
+
+    if (r->h.b == VH_HEAP_SYSTEM || r->h.b >= MAX_HEAPS || ev->size < sizeof *r) {
+        L->bad_heap_records++;
+        return;
+    }
+    h = L->heaps[r->h.b];
+    if (h && h->destroyed) {
+        L->heap_reuses++;              /* same id again: a new heap, own row */
+        /* no event reaches the old one now: what it still holds (allocated
+         * after its destroy) leaves the event stream's live set too */
+        if (h->live && livemap__count(h->live) && emit_destroy(L, h, ev, 0))
+            return;
+        livemap__free(h->live);
+        h->live = NULL;
+        h = NULL;
+    }
+    if (!h && !(h = heap_new(L, r->h.b, ev->time)))
+        return;
+    name = rec_string(L, ev, sizeof *r);
+    if (!name)
+        return;
+    free(h->name);
+    h->name = name;
+    if (!h->has_create)
+        h->create_time = ev->time;
+    h->has_create = 1;
+    h->base = r->base;
+    h->size = r->size;
+    h->parent = 0;
+    h->has_parent = 0;
+    heap_unlink(h);
+    if (r->parent && r->parent < MAX_HEAPS && r->parent != r->h.b) {
+        struct heap *p = heap_get(L, r->parent, ev->time);
+        if (p) {
+            heap_link(h, p);
+            h->parent = p->id;
+            h->has_parent = 1;
+        }
+    }
+}
+
+/* Frees every block of the heap and of the heaps nested in it, at once:
+ * these blocks are gone, not leaked. */
+static void on_heap_destroy(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_time *r = (const struct vh_rec_time *)ev->rec;
+    struct heap *h, **todo = NULL;
+    size_t n = 0, cap = 0;
+
+    if (r->h.a == VH_HEAP_SYSTEM) {
+        L->bad_heap_records++;
+        return;
+    }
+    h = heap_get(L, r->h.a, ev->time);
+    if (!h || h->destroyed)
+        return;
+    heap_unlink(h);
+    for (;;) {
+        series_touch(L, h, ev->time);
+        if (emit_destroy(L, h, ev, 1))
+            break;
+        livemap__free(h->live);
+        h->live = livemap__new();
+        if (!h->live) {
+            fail(L, -ENOMEM, "out of memory");
+            break;
+        }
+        h->destroyed = 1;
+        h->destroy_time = ev->time;
+        for (struct heap *c = h->child; c; c = c->next) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                struct heap **p = realloc(todo, cap * sizeof *p);
+                if (!p) {
+                    fail(L, -ENOMEM, "out of memory");
+                    goto out;
+                }
+                todo = p;
+            }
+            todo[n++] = c;
+        }
+        h->child = NULL;
+        if (!n)
+            break;
+        h = todo[--n];
+        h->up = h->next = h->prev = NULL;
+    }
+out:
+    free(todo);
+}
+
+/* ---- modules, stacks, frames ----------------------------------------------- */
+
+static int by_lo(const void *a, const void *b, void *arg)
+{
+    const struct module *m = arg;
+    uint64_t x = m[*(const uint32_t *)a].lo, y = m[*(const uint32_t *)b].lo;
+    return (x > y) - (x < y);
+}
+
+static void active_rebuild(struct loader *L)
+{
+    L->nactive = 0;
+    for (size_t i = 0; i < L->nmods; i++)
+        if (!L->mods[i].unloaded)
+            L->active[L->nactive++] = (uint32_t)i;
+    qsort_r(L->active, L->nactive, sizeof *L->active, by_lo, L->mods);
+}
+
+static void on_module(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_module *r = (const struct vh_rec_module *)ev->rec;
+    struct module *m;
+    unsigned idlen;
+
+    if (ev->size < sizeof *r) {
+        L->unknown_records++;
+        return;
+    }
+    if (L->nmods == L->capmods) {
+        size_t n = L->capmods ? L->capmods * 2 : 64;
+        struct module *p = realloc(L->mods, n * sizeof *p);
+        uint32_t *a = p ? realloc(L->active, n * sizeof *a) : NULL;
+        if (p)
+            L->mods = p;
+        if (!p || !a) {
+            fail(L, -ENOMEM, "out of memory");
+            return;
+        }
+        L->active = a;
+        L->capmods = n;
+    }
+    m = &L->mods[L->nmods];
+    memset(m, 0, sizeof *m);
+    m->path = rec_string(L, ev, sizeof *r);
+    if (!m->path)
+        return;
+    idlen = r->h.b < sizeof r->build_id ? r->h.b : sizeof r->build_id;
+    for (unsigned i = 0; i < idlen; i++)
+        snprintf(m->build_id + 2 * i, 3, "%02x", r->build_id[i]);
+    m->bias = r->bias;
+    m->lo = r->lo;
+    m->hi = r->hi;
+    m->load_time = ev->time;
+    m->is_main = !!(r->h.flags & VH_RF_MAIN_EXE);
+    L->nmods++;
+    active_rebuild(L);
+}
+
+static void on_module_unload(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_value *r = (const struct vh_rec_value *)ev->rec;
+
+    /* the latest load with that bias is the one going away */
+    for (size_t i = L->nmods; i-- > 0;) {
+        struct module *m = &L->mods[i];
+        if (!m->unloaded && m->bias == r->value) {
+            m->unloaded = 1;
+            m->unload_time = ev->time;
+            active_rebuild(L);
+            return;
+        }
+    }
+    L->unknown_records++;
+}
+
+/* Module id (1-based) of the loaded module mapping addr, or 0. */
+static uint32_t module_of(const struct loader *L, uint64_t addr)
+{
+    size_t lo = 0, hi = L->nactive;
+
+    while (lo < hi) {                  /* first module with lo > addr */
+        size_t mid = (lo + hi) / 2;
+        if (L->mods[L->active[mid]].lo <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    while (lo-- > 0) {                 /* overlapping ranges: look further */
+        const struct module *m = &L->mods[L->active[lo]];
+        if (addr < m->hi)
+            return L->active[lo] + 1;
+        if (lo + 8 < L->nactive && m->lo + (1ull << 40) < addr)
+            break;
+    }
+    return 0;
+}
+
+static uint64_t frame_id(struct loader *L, uint64_t addr)
+{
+    uint32_t mod = module_of(L, addr);
+    uint32_t id = idx_get(&L->frame_map, addr, mod);
+    sqlite3_stmt *st = L->ins_frame;
+
+    if (id != UINT32_MAX)
+        return id;
+    id = (uint32_t)++L->nframes;
+    if (idx_put(&L->frame_map, addr, mod, id)) {
+        fail(L, -ENOMEM, "out of memory");
+        return 0;
+    }
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)addr);
+    if (mod) {
+        sqlite3_bind_int64(st, 3, mod);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)(addr - L->mods[mod - 1].bias));
+    } else {
+        sqlite3_bind_null(st, 3);
+        sqlite3_bind_null(st, 4);
+    }
+    run(L, st);
+    return id;
+}
+
+/* Marks stack id as written; 1 if it already was. */
+static int stack_mark(struct loader *L, uint32_t id)
+{
+    if (idx_get(&L->stack_seen, id, 0) != UINT32_MAX)
+        return 1;
+    if (idx_put(&L->stack_seen, id, 0, 0)) {
+        fail(L, -ENOMEM, "out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+static void stack_row(struct loader *L, uint32_t id, uint32_t depth, int truncated)
+{
+    sqlite3_bind_int64(L->ins_stack, 1, id);
+    sqlite3_bind_int64(L->ins_stack, 2, depth);
+    sqlite3_bind_int64(L->ins_stack, 3, truncated);
+    run(L, L->ins_stack);
+    L->nstacks++;
+}
+
+static void on_stack(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_stack *r = (const struct vh_rec_stack *)ev->rec;
+    uint32_t depth;
+
+    if (ev->size < sizeof *r || stack_mark(L, r->h.b))
+        return;
+    depth = (uint32_t)((ev->size - sizeof *r) / 8);
+    stack_row(L, r->h.b, depth, !!(r->h.flags & VH_RF_TRUNCATED));
+    for (uint32_t i = 0; i < depth; i++) {
+        uint64_t addr;
+        memcpy(&addr, (const uint8_t *)r + sizeof *r + 8 * (size_t)i, sizeof addr);
+        sqlite3_bind_int64(L->ins_sframe, 1, r->h.b);
+        sqlite3_bind_int64(L->ins_sframe, 2, i);
+        sqlite3_bind_int64(L->ins_sframe, 3, (sqlite3_int64)frame_id(L, addr));
+        run(L, L->ins_sframe);
+    }
+}
+
+/* ---- other records -------------------------------------------------------- */
+
+static void on_label(struct loader *L, const struct vh_event *ev, int is_tag)
+{
+    const struct vh_rec_label *r = (const struct vh_rec_label *)ev->rec;
+    sqlite3_stmt *st = is_tag ? L->ins_tag : L->ins_mark;
+    char *label = rec_string(L, ev, sizeof *r);
+
+    if (!label)
+        return;
+    sqlite3_bind_int64(st, 1, is_tag ? r->h.b : ev->time);
+    if (is_tag) {
+        sqlite3_bind_text(st, 2, label, -1, SQLITE_TRANSIENT);
+    } else {
+        sqlite3_bind_int64(st, 2, ev->tid);
+        sqlite3_bind_text(st, 3, label, -1, SQLITE_TRANSIENT);
+    }
+    run(L, st);
+    free(label);
+}
+
+static void on_rss(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_value *r = (const struct vh_rec_value *)ev->rec;
+
+    sqlite3_bind_int64(L->ins_rss, 1, (sqlite3_int64)ev->time);
+    sqlite3_bind_int64(L->ins_rss, 2, (sqlite3_int64)r->value);
+    run(L, L->ins_rss);
+    if (!L->has_rss || r->value > L->peak_rss) {
+        L->peak_rss = r->value;
+        L->peak_rss_time = ev->time;
+        L->has_rss = 1;
+    }
+}
+
+static void on_event(struct loader *L, const struct vh_event *ev)
+{
+    struct thread *t;
+
+    if (ev->time > L->last_time)
+        L->last_time = ev->time;
+    switch (ev->rec->type) {
+    case VH_REC_ALLOC:
+        on_alloc(L, ev, 0);
+        break;
+    case VH_REC_RESIZE:
+        on_alloc(L, ev, 1);
+        break;
+    case VH_REC_FREE:
+        on_free(L, ev);
+        break;
+    case VH_REC_STACK:
+        on_stack(L, ev);
+        break;
+    case VH_REC_RSS:
+        on_rss(L, ev);
+        break;
+    case VH_REC_THREAD:
+        thread_get(L, ev->rec->b, ev->time);
+        break;
+    case VH_REC_THREAD_EXIT:
+        if ((t = thread_get(L, ev->rec->b, ev->time)))
+            t->exited = 1;
+        break;
+    case VH_REC_MODULE:
+        on_module(L, ev);
+        break;
+    case VH_REC_MODULE_UNLOAD:
+        on_module_unload(L, ev);
+        break;
+    case VH_REC_HEAP_CREATE:
+        on_heap_create(L, ev);
+        break;
+    case VH_REC_HEAP_DESTROY:
+        on_heap_destroy(L, ev);
+        break;
+    case VH_REC_MOVE:
+        on_move(L, ev);
+        break;
+    case VH_REC_MARK:
+        on_label(L, ev, 0);
+        break;
+    case VH_REC_TAG:
+        on_label(L, ev, 1);
+        break;
+    case VH_REC_END:
+        L->ended = 1;
+        break;
+    default:
+        L->unknown_records++;          /* a newer writer's record: skipped */
+        break;
+    }
+}
+
+_Static_assert(offsetof(struct vh_rec_alloc, addr) == offsetof(struct vh_rec_free, addr),
+               "prefetch reads addr at one offset");
+
+/* Read-ahead, stage 1 (an event enters the window): start loading the hash
+ * slots it will probe. */
+static inline void prefetch(const struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_hdr *h = ev->rec;
+    const struct heap *hp;
+
+    if (h->type == VH_REC_ALLOC || h->type == VH_REC_RESIZE || h->type == VH_REC_FREE) {
+        hp = L->heaps[h->a];
+        if (hp)    /* ALLOC, RESIZE and FREE all have addr at offset 16 */
+            livemap__prefetch(hp->live, ((const struct vh_rec_alloc *)h)->addr);
+        if (hp && h->type != VH_REC_FREE && L->agg_map.s) {
+            const struct vh_rec_alloc *r = (const struct vh_rec_alloc *)h;
+            __builtin_prefetch(
+                &L->agg_map.s[mix(agg_key(r->tag, h->b), hp->id) & L->agg_map.mask]);
+        }
+    }
+}
+
+/* Stage 2 (half a window later; the slots have arrived): start loading the
+ * aggregate the event will update. */
+static inline void prefetch_agg(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_hdr *h = ev->rec;
+    uint32_t i = UINT32_MAX;
+
+    if ((h->type == VH_REC_ALLOC || h->type == VH_REC_RESIZE) && L->heaps[h->a]) {
+        i = idx_get(&L->agg_map, agg_key(((const struct vh_rec_alloc *)h)->tag, h->b),
+                    L->heaps[h->a]->id);
+    } else if (h->type == VH_REC_FREE && L->heaps[h->a]) {
+        const struct vh_live_block *b =
+            livemap__find(L->heaps[h->a]->live, ((const struct vh_rec_free *)h)->addr);
+        if (b)
+            i = b->agg;
+    }
+    if (i != UINT32_MAX)
+        __builtin_prefetch(&L->aggs[i], 1);
+}
+
+/* ---- the end: everything kept in memory goes to the DB ------------------- */
+
+static int by_key(const void *x, const void *y, void *arg)
+{
+    const struct agg *aggs = arg;
+    const struct agg *a = &aggs[*(const uint32_t *)x], *b = &aggs[*(const uint32_t *)y];
+    if (a->heap != b->heap)
+        return a->heap < b->heap ? -1 : 1;
+    if (a->stack != b->stack)
+        return a->stack < b->stack ? -1 : 1;
+    return (a->tag > b->tag) - (a->tag < b->tag);
+}
+
+/* Aggregate indices in (heap, stack, tag) order: the primary key order of
+ * stack_stats, so its rows append to the B-tree. NULL when out of memory. */
+static uint32_t *agg_order(struct loader *L)
+{
+    uint32_t *order = malloc((L->naggs ? L->naggs : 1) * sizeof *order);
+
+    if (!order) {
+        fail(L, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < L->naggs; i++)
+        order[i] = (uint32_t)i;
+    qsort_r(order, L->naggs, sizeof *order, by_key, L->aggs);
+    return order;
+}
+
+/* One leaked block, copied out of the live map so that writing rows in key
+ * order reads memory sequentially. */
+struct leak_row {
+    uint64_t addr, size, time;
+    uint32_t stack, tid, slack, heap;
+    uint16_t tag;
+};
+
+static int by_addr(const void *x, const void *y)
+{
+    uint64_t a = ((const struct leak_row *)x)->addr, b = ((const struct leak_row *)y)->addr;
+    return (a > b) - (a < b);
+}
+
+/* The live blocks of heaps that still exist, in (heap, stack, address)
+ * order: a counting sort by (heap, stack) group, then each group by
+ * address. Linear but for the small per-group sorts. */
+static void write_leaks(struct loader *L, const uint32_t *order)
+{
+    sqlite3_stmt *st = prep(L, "INSERT INTO leaks(heap_id, address, size, usable, stack_id, "
+                               "tag_id, tid, time) VALUES (?,?,?,?,?,?,?,?)");
+    uint32_t *group = malloc((L->naggs ? L->naggs : 1) * sizeof *group);
+    size_t ngroups = 0, total = 0;
+    size_t *start = NULL;
+    struct leak_row *rows = NULL;
+
+    if (!group)
+        goto oom;
+    for (size_t k = 0; k < L->naggs; k++) {
+        const struct agg *a = &L->aggs[order[k]], *p = k ? &L->aggs[order[k - 1]] : NULL;
+        if (!p || p->heap != a->heap || p->stack != a->stack)
+            ngroups++;
+        group[order[k]] = (uint32_t)ngroups - 1;
+    }
+    start = calloc(ngroups + 1, sizeof *start);
+    if (!start)
+        goto oom;
+    for (size_t id = 0; id < L->nbyid; id++) {
+        struct heap *h = L->byid[id];
+        struct vh_live_block *b;
+        size_t pos = 0;
+        if (!h || h->destroyed)
+            continue;
+        while ((b = livemap__next(h->live, &pos)))
+            start[group[b->agg] + 1]++;
+        total += livemap__count(h->live);
+    }
+    for (size_t g = 0; g < ngroups; g++)
+        start[g + 1] += start[g];
+    rows = malloc((total ? total : 1) * sizeof *rows);
+    if (!rows)
+        goto oom;
+    for (size_t id = 0; id < L->nbyid; id++) {
+        struct heap *h = L->byid[id];
+        struct vh_live_block *b;
+        size_t pos = 0;
+        if (!h || h->destroyed)
+            continue;
+        while ((b = livemap__next(h->live, &pos))) {
+            const struct agg *a = &L->aggs[b->agg];
+            rows[start[group[b->agg]]++] = (struct leak_row){
+                .addr = b->addr, .size = b->size, .time = b->time, .stack = a->stack,
+                .tid = b->tid, .slack = b->slack, .heap = a->heap, .tag = a->tag };
+        }
+    }
+    /* start[g] is now the end of group g, i.e. the start of g + 1 */
+    for (size_t g = 0, from = 0; g < ngroups; from = start[g++])
+        if (start[g] - from > 1)
+            qsort(rows + from, start[g] - from, sizeof *rows, by_addr);
+    for (size_t i = 0; st && i < total && !L->failed; i++) {
+        const struct leak_row *r = &rows[i];
+        sqlite3_bind_int64(st, 1, r->heap);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)r->addr);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)r->size);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)(r->size + r->slack));
+        sqlite3_bind_int64(st, 5, r->stack);
+        sqlite3_bind_int64(st, 6, r->tag);
+        sqlite3_bind_int64(st, 7, r->tid);
+        sqlite3_bind_int64(st, 8, (sqlite3_int64)r->time);
+        run(L, st);
+    }
+    L->leaks = total;
+    goto out;
+oom:
+    fail(L, -ENOMEM, "out of memory");
+out:
+    sqlite3_finalize(st);
+    free(group);
+    free(start);
+    free(rows);
+}
+
+static void write_stack_stats(struct loader *L, const uint32_t *order)
+{
+    sqlite3_stmt *st = prep(L, "INSERT INTO stack_stats VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+
+    for (size_t k = 0; st && k < L->naggs && !L->failed; k++) {
+        struct agg *a = &L->aggs[order[k]];
+        const struct heap *h = L->byid[a->heap];
+        int leaked = !h->destroyed;
+
+        agg_sync(a, h);                /* untouched since the peak: current */
+        if (a->stack && !stack_mark(L, a->stack)) {
+            stack_row(L, a->stack, 0, 0);   /* referenced, never described */
+            L->missing_stacks++;
+        }
+        sqlite3_bind_int64(st, 1, a->heap);
+        sqlite3_bind_int64(st, 2, a->stack);
+        sqlite3_bind_int64(st, 3, a->tag);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)a->allocations);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)a->failed);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)a->bytes);
+        sqlite3_bind_int64(st, 7, (sqlite3_int64)a->usable);
+        sqlite3_bind_int64(st, 8, (sqlite3_int64)a->frees);
+        sqlite3_bind_int64(st, 9, (sqlite3_int64)a->temporary);
+        sqlite3_bind_int64(st, 10, (sqlite3_int64)a->peak_blocks);
+        sqlite3_bind_int64(st, 11, (sqlite3_int64)a->peak_bytes);
+        sqlite3_bind_int64(st, 12, (sqlite3_int64)a->max_live_bytes);
+        sqlite3_bind_int64(st, 13, leaked ? (sqlite3_int64)a->live_blocks : 0);
+        sqlite3_bind_int64(st, 14, leaked ? (sqlite3_int64)a->live_bytes : 0);
+        run(L, st);
+    }
+    sqlite3_finalize(st);
+}
+
+static void write_heaps(struct loader *L)
+{
+    sqlite3_stmt *st = prep(L, "INSERT INTO heaps(id, name, parent_id, base, size, create_time, "
+                               "destroy_time, allocations, failed, frees, temporary, "
+                               "bytes_allocated, peak_bytes, peak_blocks, peak_time, live_bytes, "
+                               "live_blocks, leaked_bytes, leaked_blocks, unknown_frees) "
+                               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (!st)
+        return;
+    for (size_t id = 0; id < L->nbyid && !L->failed; id++) {
+        struct heap *h = L->byid[id];
+        if (!h)
+            continue;
+        series_flush(L, h);
+        sqlite3_bind_int64(st, 1, h->id);
+        sqlite3_bind_text(st, 2, h->name, -1, SQLITE_STATIC);
+        if (h->has_parent)
+            sqlite3_bind_int64(st, 3, h->parent);
+        else
+            sqlite3_bind_null(st, 3);
+        if (h->base || h->size) {
+            sqlite3_bind_int64(st, 4, (sqlite3_int64)h->base);
+            sqlite3_bind_int64(st, 5, (sqlite3_int64)h->size);
+        } else {
+            sqlite3_bind_null(st, 4);
+            sqlite3_bind_null(st, 5);
+        }
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)h->create_time);
+        if (h->destroyed)
+            sqlite3_bind_int64(st, 7, (sqlite3_int64)h->destroy_time);
+        else
+            sqlite3_bind_null(st, 7);
+        sqlite3_bind_int64(st, 8, (sqlite3_int64)h->allocations);
+        sqlite3_bind_int64(st, 9, (sqlite3_int64)h->failed);
+        sqlite3_bind_int64(st, 10, (sqlite3_int64)h->frees);
+        sqlite3_bind_int64(st, 11, (sqlite3_int64)h->temporary);
+        sqlite3_bind_int64(st, 12, (sqlite3_int64)h->bytes_allocated);
+        sqlite3_bind_int64(st, 13, (sqlite3_int64)h->peak_bytes);
+        sqlite3_bind_int64(st, 14, (sqlite3_int64)h->peak_blocks);
+        if (h->has_peak)
+            sqlite3_bind_int64(st, 15, (sqlite3_int64)h->peak_time);
+        else
+            sqlite3_bind_null(st, 15);
+        sqlite3_bind_int64(st, 16, (sqlite3_int64)h->live_bytes);
+        sqlite3_bind_int64(st, 17, (sqlite3_int64)h->live_blocks);
+        sqlite3_bind_int64(st, 18, h->destroyed ? 0 : (sqlite3_int64)h->live_bytes);
+        sqlite3_bind_int64(st, 19, h->destroyed ? 0 : (sqlite3_int64)h->live_blocks);
+        sqlite3_bind_int64(st, 20, (sqlite3_int64)h->unknown_frees);
+        run(L, st);
+    }
+    sqlite3_finalize(st);
+}
+
+static void write_threads_modules(struct loader *L)
+{
+    sqlite3_stmt *st = prep(L, "INSERT INTO threads(tid, first_time, last_time, allocations, "
+                               "frees, exited) VALUES (?,?,?,?,?,?)");
+    for (size_t i = 0; st && i < L->nthreads; i++) {
+        const struct thread *t = &L->threads[i];
+        sqlite3_bind_int64(st, 1, t->tid);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)t->first_time);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)t->last_time);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)t->allocations);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)t->frees);
+        sqlite3_bind_int64(st, 6, t->exited);
+        run(L, st);
+    }
+    sqlite3_finalize(st);
+
+    st = prep(L, "INSERT INTO modules(id, path, build_id, bias, lo, hi, load_time, "
+                 "unload_time, is_main) VALUES (?,?,?,?,?,?,?,?,?)");
+    for (size_t i = 0; st && i < L->nmods; i++) {
+        const struct module *m = &L->mods[i];
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)i + 1);
+        sqlite3_bind_text(st, 2, m->path, -1, SQLITE_STATIC);
+        bind_text_or_null(st, 3, m->build_id[0] ? m->build_id : NULL);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)m->bias);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)m->lo);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)m->hi);
+        sqlite3_bind_int64(st, 7, (sqlite3_int64)m->load_time);
+        if (m->unloaded)
+            sqlite3_bind_int64(st, 8, (sqlite3_int64)m->unload_time);
+        else
+            sqlite3_bind_null(st, 8);
+        sqlite3_bind_int64(st, 9, m->is_main);
+        run(L, st);
+    }
+    sqlite3_finalize(st);
+}
+
+/* A growing string for the argv JSON array. */
+struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (b->len + n + 1 > cap)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+static void sb_json_string(struct sbuf *b, const char *s, size_t n)
+{
+    sb_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\', esc[1] = (char)c;
+            sb_put(b, esc, 2);
+        } else if (c < 0x20 || c == 0x7f) {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            sb_put(b, esc, 6);
+        } else {
+            sb_put(b, (const char *)&c, 1);
+        }
+    }
+    sb_put(b, "\"", 1);
+}
+
+/* The header's NUL-separated argv as a JSON array of strings. */
+static char *argv_json(struct loader *L)
+{
+    struct sbuf b = { 0 };
+    size_t alen = 0;
+    const char *a = capture__argv(L->cap, &alen);
+
+    sb_put(&b, "[", 1);
+    for (size_t i = 0; a && i < alen;) {
+        size_t k = strnlen(a + i, alen - i);
+        if (i)
+            sb_put(&b, ",", 1);
+        sb_json_string(&b, a + i, k);
+        i += k + 1;
+    }
+    sb_put(&b, "]", 1);
+    if (b.oom) {
+        free(b.p);
+        fail(L, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    return b.p;
+}
+
+static void write_process(struct loader *L)
+{
+    const struct vh_capture_header *hd = capture__header(L->cap);
+    sqlite3_stmt *st = prep(L, "INSERT INTO processes(id, pid, ppid, exe, argv, "
+                               "start_realtime_ns, runtime_ns, ended, forked, exec_generation, "
+                               "page_size, phys_pages, max_depth, unwind, dropped_events, "
+                               "nested_events, stack_table_full, peak_rss, peak_rss_time) "
+                               "VALUES (1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    char exe[VH_EXE_MAX + 1];
+    char *argv = argv_json(L);
+
+    if (!st || !argv)
+        goto out;
+    memcpy(exe, hd->exe, VH_EXE_MAX);
+    exe[VH_EXE_MAX] = 0;
+    sqlite3_bind_int64(st, 1, hd->pid);
+    sqlite3_bind_int64(st, 2, hd->ppid);
+    sqlite3_bind_text(st, 3, exe, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, argv, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)hd->start_realtime_ns);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)L->last_time);
+    sqlite3_bind_int64(st, 7, L->ended || (hd->flags & VH_HDR_ENDED));
+    sqlite3_bind_int64(st, 8, !!(hd->flags & VH_HDR_FORKED));
+    sqlite3_bind_int64(st, 9, hd->exec_generation);
+    sqlite3_bind_int64(st, 10, hd->page_size);
+    sqlite3_bind_int64(st, 11, (sqlite3_int64)hd->phys_pages);
+    sqlite3_bind_int64(st, 12, hd->max_depth);
+    sqlite3_bind_text(st, 13, hd->unwind == VH_UNWIND_FP ? "fp" : "libunwind", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 14, (sqlite3_int64)hd->dropped_events);
+    sqlite3_bind_int64(st, 15, (sqlite3_int64)hd->nested_events);
+    sqlite3_bind_int64(st, 16, (sqlite3_int64)hd->stack_table_full);
+    if (L->has_rss) {
+        sqlite3_bind_int64(st, 17, (sqlite3_int64)L->peak_rss);
+        sqlite3_bind_int64(st, 18, (sqlite3_int64)L->peak_rss_time);
+    } else {
+        sqlite3_bind_null(st, 17);
+        sqlite3_bind_null(st, 18);
+    }
+    run(L, st);
+out:
+    free(argv);
+    sqlite3_finalize(st);
+}
+
+static void meta_int(struct loader *L, sqlite3_stmt *st, const char *key, uint64_t v)
+{
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)v);
+    run(L, st);
+}
+
+static void meta_text(struct loader *L, sqlite3_stmt *st, const char *key, const char *v)
+{
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 2, v);
+    run(L, st);
+}
+
+/* What db__ensure() compares to decide whether a DB is up to date. */
+struct capture_stamp {
+    uint64_t size, mtime_ns, chunks, last_time, flags;
+    char path[PATH_MAX];
+};
+
+static void write_meta(struct loader *L, const struct capture_stamp *cs, const char *damage,
+                       unsigned damage_count)
+{
+    sqlite3_stmt *st = prep(L, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
+    char when[32];
+    struct tm tm;
+    time_t now = time(NULL);
+
+    if (!st)
+        return;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    meta_int(L, st, "schema_version", VH_SCHEMA_VERSION);
+    meta_text(L, st, "vheap_version", VHEAP_VERSION);
+    meta_text(L, st, "capture_path", cs->path);
+    meta_int(L, st, "capture_size", cs->size);
+    meta_int(L, st, "capture_mtime_ns", cs->mtime_ns);
+    meta_int(L, st, "capture_chunks", cs->chunks);
+    meta_int(L, st, "capture_last_time", cs->last_time);
+    meta_int(L, st, "capture_flags", cs->flags);
+    meta_text(L, st, "loaded_at", when);
+    meta_int(L, st, "records", L->records);
+    meta_text(L, st, "damage", damage_count ? damage : NULL);
+    meta_int(L, st, "damage_count", damage_count);
+    meta_int(L, st, "bucket_ns", L->bucket_ns);
+    meta_int(L, st, "implicit_frees", L->implicit_frees);
+    meta_int(L, st, "unknown_moves", L->unknown_moves);
+    meta_int(L, st, "unknown_records", L->unknown_records);
+    meta_int(L, st, "implicit_heaps", L->implicit_heaps);
+    meta_int(L, st, "bad_heap_records", L->bad_heap_records);
+    meta_int(L, st, "heap_reuses", L->heap_reuses);
+    meta_int(L, st, "missing_stacks", L->missing_stacks);
+    meta_int(L, st, "events", L->evst.events);
+    meta_int(L, st, "event_blocks", L->evst.blocks);
+    meta_int(L, st, "event_bytes", L->evst.event_bytes);
+    meta_int(L, st, "checkpoints", L->evst.checkpoints);
+    meta_int(L, st, "checkpoint_bytes", L->evst.checkpoint_bytes);
+    meta_int(L, st, "checkpoint_events", L->opts->checkpoint_events ? L->opts->checkpoint_events
+                                                                    : VH_CHECKPOINT_EVENTS);
+    sqlite3_finalize(st);
+}
+
+/* Bucket width: a 1-2-5 step of milliseconds giving at most SERIES_TARGET
+ * buckets over the runtime the header announces. */
+static uint64_t pick_bucket(const struct vh_capture_header *h)
+{
+    static const uint64_t steps[] = { 1, 2, 5 };
+    uint64_t run_ns = h->end_time > h->last_time ? h->end_time : h->last_time;
+
+    for (uint64_t scale = MIN_BUCKET_NS; scale < UINT64_MAX / 10; scale *= 10)
+        for (size_t i = 0; i < 3; i++)
+            if (run_ns / (steps[i] * scale) < SERIES_TARGET)
+                return steps[i] * scale;
+    return UINT64_MAX / 2;
+}
+
+static double clock_s(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
+}
+
+static void progress(struct loader *L, int *last_pct, int final)
+{
+    uint64_t total = 0, done = capture__progress(L->cap, &total);
+    int pct = final ? 100 : total ? (int)(done * 100 / total) : 0;
+
+    if (pct == *last_pct)
+        return;
+    *last_pct = pct;
+    fprintf(stderr, "\rloading: %3d%% %llu records", pct, (unsigned long long)L->records);
+    if (final)
+        fputs("\r\033[K", stderr);
+    fflush(stderr);
+}
+
+/* Frees the in-memory state and statements; idempotent, so the DB handle
+ * can go on (symbols, indexes) with the memory already returned. */
+static void loader_free(struct loader *L)
+{
+    sqlite3_stmt **sts[] = { &L->ins_stack, &L->ins_sframe, &L->ins_frame, &L->ins_rss,
+                             &L->ins_mark, &L->ins_tag, &L->ins_series };
+    for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) {
+        sqlite3_finalize(*sts[i]);
+        *sts[i] = NULL;
+    }
+    evwriter__free(L->evw);
+    L->evw = NULL;
+    for (size_t i = 0; L->byid && i < L->nbyid; i++) {
+        if (!L->byid[i])
+            continue;
+        livemap__free(L->byid[i]->live);
+        free(L->byid[i]->name);
+        free(L->byid[i]);
+    }
+    free(L->byid);
+    L->byid = NULL;
+    L->nbyid = 0;
+    for (size_t i = 0; i < L->nmods; i++)
+        free(L->mods[i].path);
+    free(L->heaps);
+    free(L->aggs);
+    free(L->agg_map.s);
+    free(L->threads);
+    free(L->thread_map.s);
+    free(L->mods);
+    free(L->active);
+    free(L->frame_map.s);
+    free(L->stack_seen.s);
+    L->heaps = NULL;
+    L->aggs = NULL;
+    L->agg_map.s = L->thread_map.s = L->frame_map.s = NULL;
+    L->agg_map.count = L->thread_map.count = L->frame_map.count = L->stack_seen.count = 0;
+    L->threads = NULL;
+    L->mods = NULL;
+    L->active = NULL;
+    L->stack_seen.s = NULL;
+    L->naggs = L->nthreads = L->nmods = L->nactive = 0;
+    L->last_thread = NULL;
+}
+
+int load__capture(const char *capture, const char *db_path, const struct load_opts *opts,
+                  struct load_stats *stats, char *err, size_t errlen)
+{
+    static const struct load_opts defaults = { .progress = -1 };
+    struct loader L = { .opts = opts ? opts : &defaults };
+    struct capture_stamp cs = { 0 };
+    struct db_new dbn = { 0 };
+    struct vh_event ring[AHEAD];
+    struct stat sb;
+    const char *damage = NULL;
+    unsigned damage_count;
+    char msg[256];
+    double t0 = now_s(), t1, t2, t3, cpu0;
+    uint32_t *order;
+    int rc, show, more = 1, last_pct = -1;
+    size_t n, i;
+
+    memset(stats, 0, sizeof *stats);
+    opts = L.opts;
+    /* the stamp is taken before reading: a capture that changes while we
+     * load it looks out of date afterwards, as it is */
+    if (stat(capture, &sb)) {
+        rc = -errno;
+        snprintf(err, errlen, "%s: %s", capture, strerror(errno));
+        return rc;
+    }
+    rc = capture__open(capture, &L.cap, msg, sizeof msg);
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", capture, msg);
+        return rc;
+    }
+    const struct vh_capture_header *hd = capture__header(L.cap);
+    cs.size = (uint64_t)sb.st_size;
+    cs.mtime_ns = (uint64_t)sb.st_mtim.tv_sec * 1000000000ull + (uint64_t)sb.st_mtim.tv_nsec;
+    cs.chunks = __atomic_load_n(&hd->chunks_claimed, __ATOMIC_ACQUIRE);
+    cs.last_time = __atomic_load_n(&hd->last_time, __ATOMIC_ACQUIRE);
+    cs.flags = __atomic_load_n(&hd->flags, __ATOMIC_ACQUIRE);
+    if (!realpath(capture, cs.path))
+        snprintf(cs.path, sizeof cs.path, "%s", capture);
+
+    rc = db__create(db_path, &dbn, err, errlen);
+    if (rc)
+        goto out;
+    L.db = dbn.db;
+    L.heaps = calloc(MAX_HEAPS, sizeof *L.heaps);
+    L.byid = calloc(MAX_HEAPS, sizeof *L.byid);
+    L.nbyid = MAX_HEAPS;
+    if (!L.heaps || !L.byid) {
+        rc = -ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    L.bucket_ns = pick_bucket(hd);
+    if (exec(&L, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
+                 "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; "
+                 "PRAGMA cache_size = -65536; PRAGMA application_id = 1986553185; "
+                 "PRAGMA user_version = " VH_STR(VH_SCHEMA_VERSION) "; BEGIN"))
+        goto fail;
+    rc = vh_schema_apply(L.db, VH_SCHEMA_TABLES, msg, sizeof msg);
+    if (rc) {
+        fail(&L, rc, "%s", msg);
+        goto fail;
+    }
+    L.ins_stack = prep(&L, "INSERT INTO stacks(id, depth, truncated) VALUES (?,?,?)");
+    L.ins_sframe = prep(&L, "INSERT INTO stack_frames(stack_id, idx, frame_id) VALUES (?,?,?)");
+    L.ins_frame = prep(&L, "INSERT INTO frames(id, address, module_id, module_offset) "
+                           "VALUES (?,?,?,?)");
+    L.ins_rss = prep(&L, "INSERT INTO rss(time, bytes) VALUES (?,?)");
+    L.ins_mark = prep(&L, "INSERT INTO marks(time, tid, label) VALUES (?,?,?)");
+    L.ins_tag = prep(&L, "INSERT OR REPLACE INTO tags(id, label) VALUES (?,?)");
+    L.ins_series = prep(&L, "INSERT INTO series(heap_id, bucket, allocations, frees, temporary, "
+                            "bytes_allocated, bytes_freed, live_bytes, live_blocks, "
+                            "max_live_bytes) VALUES (?,?,?,?,?,?,?,?,?,?)");
+    if (L.failed || !heap_new(&L, VH_HEAP_SYSTEM, 0))
+        goto fail;
+    {
+        struct evwriter_opts eo = { .block_events = opts->event_block,
+                                    .checkpoint_events = opts->checkpoint_events };
+        rc = evwriter__new(L.db, &eo, &L.evw, msg, sizeof msg);
+        if (rc) {
+            fail(&L, rc, "event stream: %s", msg);
+            goto fail;
+        }
+    }
+    stack_mark(&L, 0);
+    stack_row(&L, 0, 0, 0);            /* 0: no stack recorded */
+    L.nstacks = 0;
+
+    show = opts->progress < 0 ? isatty(2) : opts->progress;
+    cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    /* A window of AHEAD events: each one's hash slot is prefetched when it
+     * enters, and is in cache by the time it is processed. With a live set
+     * far larger than the caches this more than halves the time per event. */
+    for (n = 0; n < AHEAD && (more = capture__next(L.cap, &ring[n]) == 1); n++)
+        prefetch(&L, &ring[n]);
+    for (i = 0; n && !L.failed; i = (i + 1) % AHEAD) {
+        if (n > AHEAD / 2)
+            prefetch_agg(&L, &ring[(i + AHEAD / 2) % AHEAD]);
+        L.records++;
+        on_event(&L, &ring[i]);
+        if (!L.failed && evwriter__checkpoint_due(L.evw))
+            write_checkpoint(&L);
+        if (more && (more = capture__next(L.cap, &ring[i]) == 1))
+            prefetch(&L, &ring[i]);
+        else
+            n--;
+        if (show && !(L.records & PROGRESS_EVERY))
+            progress(&L, &last_pct, 0);
+    }
+    if (show)
+        progress(&L, &last_pct, 1);
+    t1 = now_s();
+    stats->stream_seconds = t1 - t0;
+    stats->stream_cpu_seconds = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+
+    /* the live set at the end, then the last block of events */
+    if (!L.failed)
+        write_checkpoint(&L);
+    if (!L.failed && (rc = evwriter__finish(L.evw, &L.evst)))
+        fail(&L, rc, "event stream: %s", evwriter__error(L.evw));
+    damage_count = capture__damage(L.cap, &damage);
+    order = agg_order(&L);
+    if (order) {
+        write_leaks(&L, order);
+        write_stack_stats(&L, order);
+    }
+    free(order);
+    write_heaps(&L);
+    write_threads_modules(&L);
+    write_process(&L);
+    write_meta(&L, &cs, damage, damage_count);
+    if (L.failed)
+        goto fail;
+    loader_free(&L);                   /* the live set is not needed now */
+    if (exec(&L, "COMMIT"))
+        goto fail;
+    t2 = now_s();
+    stats->write_seconds = t2 - t1;
+
+    if (opts->no_symbols) {
+        snprintf(stats->symbols, sizeof stats->symbols, "skipped");
+    } else {
+#if HAVE_SYMBOLS
+        if (symbols__resolve_db(L.db, msg, sizeof msg) < 0)
+            snprintf(stats->symbols, sizeof stats->symbols, "%s", msg);
+#else
+        snprintf(stats->symbols, sizeof stats->symbols, "no symbolizer in this build");
+#endif
+    }
+    t3 = now_s();
+    stats->symbols_seconds = t3 - t2;
+    rc = vh_schema_apply(L.db, VH_SCHEMA_INDEXES, msg, sizeof msg);
+    if (rc) {
+        fail(&L, rc, "%s", msg);
+        goto fail;
+    }
+    stats->seconds = now_s() - t0;
+    stats->index_seconds = stats->seconds - (t3 - t0);
+    {
+        sqlite3_stmt *st = prep(&L, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
+        if (st) {
+            meta_text(&L, st, "symbols", stats->symbols[0] ? stats->symbols : "resolved");
+            sqlite3_bind_text(st, 1, "load_seconds", -1, SQLITE_STATIC);
+            sqlite3_bind_double(st, 2, stats->seconds);
+            run(&L, st);
+        }
+        sqlite3_finalize(st);
+    }
+    if (L.failed)
+        goto fail;
+    rc = db__publish(&dbn, err, errlen);
+    if (rc)
+        goto out;
+
+    stats->records = L.records;
+    stats->stacks = L.nstacks;
+    stats->frames = L.nframes;
+    stats->leaks = L.leaks;
+    stats->damage_count = damage_count;
+    if (damage_count)
+        snprintf(stats->damage, sizeof stats->damage, "%s", damage ? damage : "damaged");
+    goto out;
+fail:
+    rc = L.failed ? L.failed : -EIO;
+    snprintf(err, errlen, "%s: %s", capture, L.errmsg[0] ? L.errmsg : "load failed");
+out:
+    loader_free(&L);
+    if (dbn.db || dbn.tmp[0])
+        db__discard(&dbn);
+    capture__close(L.cap);
+    return rc;
+}

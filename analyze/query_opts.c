@@ -1,0 +1,514 @@
+/* query_opts.c — option parsing, DB opening and stack reading shared by the
+ * query commands (query_opts.h). Every statement binds its parameters: no
+ * SQL is ever built from what the user typed. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/db.h"
+#include "analyze/query_opts.h"
+
+/* "123", "4K", "4KB" (1000-based), "4KiB" (1024-based); non-negative. */
+static int parse_count(const char *s, int sized, int64_t *out)
+{
+    char *end;
+    /* strtoull would also take leading spaces and signs. */
+    if (*s < '0' || *s > '9')
+        return -EINVAL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -EINVAL;
+    unsigned long long mul = 1;
+    if (*end && sized) {
+        static const char units[] = "KMGT";
+        /* A space masks to NUL, which strchr finds: not a unit. */
+        const char *u = (end[0] & ~0x20) ? strchr(units, end[0] & ~0x20) : NULL;
+        if (!u)
+            return -EINVAL;
+        int bin = !strcmp(end + 1, "iB") || !strcmp(end + 1, "i");
+        if (!bin && strcmp(end + 1, "") && strcmp(end + 1, "B"))
+            return -EINVAL;
+        for (const char *k = units; k <= u; k++)
+            mul *= bin ? 1024 : 1000;
+        end += strlen(end);
+    }
+    if (*end || v > (unsigned long long)INT64_MAX / mul)
+        return -EINVAL;
+    *out = (int64_t)(v * mul);
+    return 0;
+}
+
+/* The value of option argv[*i] given as "--opt VALUE" or "--opt=VALUE". */
+static const char *opt_value(const struct vh_command *cmd, const char *name, int argc,
+                             char **argv, int *i)
+{
+    size_t n = strlen(name);
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (*i + 1 >= argc) {
+        vh_errorf(cmd->name, "%s needs a value (see --help)", name);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int is_opt(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
+}
+
+int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char **argv,
+                   struct vh_qopts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->format = OUT_TABLE;
+    o->limit = 10;
+    int only_operands = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (only_operands || a[0] != '-' || !a[1]) {
+            if (o->input) {
+                vh_errorf(cmd->name, "one DB or capture expected, got '%s' and '%s'",
+                          o->input, a);
+                return -EINVAL;
+            }
+            o->input = a;
+        } else if (!strcmp(a, "--")) {
+            only_operands = 1;
+        } else if (is_opt(a, "--format")) {
+            if (!(v = opt_value(cmd, "--format", argc, argv, &i)))
+                return -EINVAL;
+            if (out__parse_format(v, &o->format)) {
+                vh_errorf(cmd->name, "--format: '%s' is not table, json or csv", v);
+                return -EINVAL;
+            }
+        } else if (is_opt(a, "--limit")) {
+            if (!(v = opt_value(cmd, "--limit", argc, argv, &i)))
+                return -EINVAL;
+            if (parse_count(v, 0, &o->limit)) {
+                vh_errorf(cmd->name, "--limit: '%s' is not a count (0 = no limit)", v);
+                return -EINVAL;
+            }
+        } else if (is_opt(a, "--depth")) {
+            if (!(v = opt_value(cmd, "--depth", argc, argv, &i)))
+                return -EINVAL;
+            if (parse_count(v, 0, &o->depth)) {
+                vh_errorf(cmd->name, "--depth: '%s' is not a count (0 = every frame)", v);
+                return -EINVAL;
+            }
+        } else if (is_opt(a, "--heap")) {
+            if (!(v = opt_value(cmd, "--heap", argc, argv, &i)))
+                return -EINVAL;
+            o->heap = v;
+        } else if (!strcmp(a, "--bytes")) {
+            o->raw_bytes = 1;
+        } else if ((extra & VH_QOPT_MIN_BYTES) && is_opt(a, "--min-bytes")) {
+            if (!(v = opt_value(cmd, "--min-bytes", argc, argv, &i)))
+                return -EINVAL;
+            if (parse_count(v, 1, &o->min_bytes)) {
+                vh_errorf(cmd->name, "--min-bytes: '%s' is not a size (e.g. 4096, 4K, 1MiB)", v);
+                return -EINVAL;
+            }
+        } else if ((extra & VH_QOPT_BY_TAG) && !strcmp(a, "--by-tag")) {
+            o->by_tag = 1;
+        } else if ((extra & VH_QOPT_BY) && is_opt(a, "--by")) {
+            if (!(v = opt_value(cmd, "--by", argc, argv, &i)))
+                return -EINVAL;
+            o->by = v;
+        } else {
+            vh_errorf(cmd->name, "unknown option '%s' (see vheap-analyze %s --help)", a,
+                      cmd->name);
+            return -EINVAL;
+        }
+    }
+    if (!o->input) {
+        vh_errorf(cmd->name, "a DB or capture is needed (see vheap-analyze %s --help)",
+                  cmd->name);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int vh_prepare(const struct vh_command *cmd, sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK) {
+        vh_errorf(cmd->name, "query failed: %s (is this DB from another vheap version?)",
+                  sqlite3_errmsg(db));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int vh_bind_heap(sqlite3_stmt *st, int idx, const struct vh_qopts *o)
+{
+    int rc = o->heap ? sqlite3_bind_text(st, idx, o->heap, -1, SQLITE_STATIC)
+                     : sqlite3_bind_null(st, idx);
+    return rc == SQLITE_OK ? 0 : -EINVAL;
+}
+
+/* ---- --heap ------------------------------------------------------------------ */
+
+struct hnode {
+    int64_t id, parent;                /* parent -1: none                    */
+    int on;
+};
+
+static int by_node_id(const void *a, const void *b)
+{
+    int64_t x = ((const struct hnode *)a)->id, y = ((const struct hnode *)b)->id;
+    return (x > y) - (x < y);
+}
+
+static struct hnode *node_find(struct hnode *n, size_t count, int64_t id)
+{
+    struct hnode key = { .id = id };
+    return bsearch(&key, n, count, sizeof *n, by_node_id);
+}
+
+/* Marks the heaps matching `name` (by name or id); with `subtree`, also
+ * every heap below them. The tree is walked in memory: one pass per level
+ * of nesting, never a query per heap (a Vere run has very many roads). */
+static int mark_heaps(sqlite3 *db, const char *name, int subtree, struct hnode **out,
+                      size_t *count, size_t *chosen)
+{
+    sqlite3_stmt *st = NULL;
+    struct hnode *n = NULL;
+    size_t len = 0, cap = 0;
+    int rc;
+
+    *chosen = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT id, coalesce(parent_id, -1),"
+                           "       name = ?1 OR CAST(id AS TEXT) = ?1"
+                           " FROM heaps ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct hnode *p = realloc(n, cap * sizeof *p);
+            if (!p) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            n = p;
+        }
+        n[len] = (struct hnode){ .id = sqlite3_column_int64(st, 0),
+                                 .parent = sqlite3_column_int64(st, 1),
+                                 .on = sqlite3_column_int(st, 2) };
+        *chosen += (size_t)n[len].on;
+        len++;
+    }
+    if (rc != SQLITE_DONE) {
+        rc = -EIO;
+        goto out;
+    }
+    rc = 0;
+    for (int changed = subtree && *chosen; changed;) {
+        changed = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (n[i].on || n[i].parent < 0)
+                continue;
+            struct hnode *p = node_find(n, len, n[i].parent);
+            if (p && p->on) {
+                n[i].on = 1;
+                (*chosen)++;
+                changed = 1;
+            }
+        }
+    }
+out:
+    sqlite3_finalize(st);
+    if (rc) {
+        free(n);
+        n = NULL;
+        len = 0;
+    }
+    *out = n;
+    *count = len;
+    return rc;
+}
+
+int vh_heap_select(sqlite3 *db, const char *heap, const char *sel, char *err, size_t errlen)
+{
+    struct hnode *n = NULL;
+    size_t count = 0, chosen = 0;
+    sqlite3_stmt *ins = NULL;
+    char sql[160], *base = NULL;
+    int rc;
+
+    snprintf(sql, sizeof sql, "DELETE FROM %s", sel);
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        goto sqlerr;
+    snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO %s(id) VALUES (?1)", sel);
+    if (sqlite3_prepare_v2(db, sql, -1, &ins, NULL) != SQLITE_OK)
+        goto sqlerr;
+    if ((rc = mark_heaps(db, heap, 0, &n, &count, &chosen)))
+        goto fail;
+    size_t len = strlen(heap);
+    if (!chosen && len > 2 && !strcmp(heap + len - 2, "/*")) {
+        free(n);
+        if (!(base = strndup(heap, len - 2))) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        if ((rc = mark_heaps(db, base, 1, &n, &count, &chosen)))
+            goto fail;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (!n[i].on)
+            continue;
+        sqlite3_bind_int64(ins, 1, n[i].id);
+        if (sqlite3_step(ins) != SQLITE_DONE)
+            goto sqlerr;
+        sqlite3_reset(ins);
+    }
+    rc = (int)(chosen > INT32_MAX ? INT32_MAX : chosen);
+    goto out;
+sqlerr:
+    rc = -EIO;
+    snprintf(err, errlen, "reading heaps: %s", sqlite3_errmsg(db));
+    goto out;
+fail:
+    snprintf(err, errlen, "reading heaps: %s",
+             rc == -ENOMEM ? "out of memory" : sqlite3_errmsg(db));
+out:
+    sqlite3_finalize(ins);
+    free(n);
+    free(base);
+    return rc;
+}
+
+/* --heap must choose a heap: a typo would otherwise read as "no leaks". The
+ * temp table exists on every connection, so statements always prepare. */
+static int select_heaps(const struct vh_command *cmd, sqlite3 *db, const char *heap)
+{
+    sqlite3_stmt *st = NULL;
+    char err[256];
+    int rc;
+
+    if (sqlite3_exec(db, "PRAGMA temp_store = MEMORY;"
+                         "CREATE TEMP TABLE IF NOT EXISTS vh_heap_sel(id INTEGER PRIMARY KEY)",
+                     NULL, NULL, NULL) != SQLITE_OK) {
+        vh_errorf(cmd->name, "cannot make a temporary table: %s", sqlite3_errmsg(db));
+        return -EIO;
+    }
+    if (!heap)
+        return 0;
+    rc = vh_heap_select(db, heap, "temp.vh_heap_sel", err, sizeof err);
+    if (rc < 0) {
+        vh_errorf(cmd->name, "%s (is this DB from another vheap version?)", err);
+        return rc;
+    }
+    if (rc > 0)
+        return 0;
+    rc = vh_prepare(cmd, db,
+                    "SELECT group_concat(name, ', ') FROM"
+                    " (SELECT name FROM heaps GROUP BY name ORDER BY min(id) LIMIT 20)",
+                    &st);
+    if (rc)
+        return rc;
+    const unsigned char *names = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_text(st, 0)
+                                                                : NULL;
+    vh_errorf(cmd->name, "no heap named '%s' (heaps: %s; NAME/* adds the heaps nested in NAME)",
+              heap, names ? (const char *)names : "none");
+    sqlite3_finalize(st);
+    return -ENOENT;
+}
+
+int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite3 **db)
+{
+    char err[512];
+    *db = NULL;
+    int rc = db__open_any(o->input, db, err, sizeof err);
+    if (rc) {
+        vh_errorf(cmd->name, "%s", err);
+        return rc;
+    }
+    if ((rc = select_heaps(cmd, *db, o->heap))) {
+        sqlite3_close(*db);
+        *db = NULL;
+    }
+    return rc;
+}
+
+int vh_step_all(const struct vh_command *cmd, sqlite3 *db, sqlite3_stmt *st,
+                int (*row)(sqlite3_stmt *st, void *arg), void *arg)
+{
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int r = row(st, arg);
+        if (r)
+            return r;
+    }
+    if (rc != SQLITE_DONE) {
+        vh_errorf(cmd->name, "query failed: %s", sqlite3_errmsg(db));
+        return -EIO;
+    }
+    return 0;
+}
+
+struct out_val vh_col_val(sqlite3_stmt *st, int i)
+{
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER: return OV_I(sqlite3_column_int64(st, i));
+    case SQLITE_FLOAT: return OV_R(sqlite3_column_double(st, i));
+    case SQLITE_NULL: return OV_NULLV;
+    default: return OV_S((const char *)sqlite3_column_text(st, i));
+    }
+}
+
+int vh_out_end(const struct vh_command *cmd, struct out *o)
+{
+    int rc = out__end(o);
+    if (rc == -ENOMEM)
+        vh_errorf(cmd->name, "out of memory while rendering");
+    else if (rc)
+        vh_errorf(cmd->name, "writing the output failed");
+    return rc;
+}
+
+/* ---- stacks ------------------------------------------------------------------ */
+
+struct vh_stacks {
+    sqlite3_stmt *frames, *inlines, *trunc;
+    int64_t max_depth;
+};
+
+void vh_stacks__free(struct vh_stacks *s)
+{
+    if (!s)
+        return;
+    sqlite3_finalize(s->frames);
+    sqlite3_finalize(s->inlines);
+    sqlite3_finalize(s->trunc);
+    free(s);
+}
+
+int vh_stacks__new(sqlite3 *db, int64_t max_depth, struct vh_stacks **out)
+{
+    struct vh_stacks *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->max_depth = max_depth;
+    int rc = -EINVAL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT f.id, f.address, f.module_offset, f.function, f.file,"
+                           "       f.line, f.inline_depth, m.path"
+                           " FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
+                           " LEFT JOIN modules m ON m.id = f.module_id"
+                           " WHERE sf.stack_id = ?1 ORDER BY sf.idx",
+                           -1, &s->frames, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "SELECT function, file, line FROM frame_inlines"
+                           " WHERE frame_id = ?1 ORDER BY depth",
+                           -1, &s->inlines, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT truncated FROM stacks WHERE id = ?1", -1, &s->trunc,
+                           NULL) != SQLITE_OK)
+        goto out;
+    *out = s;
+    return 0;
+out:
+    vh_stacks__free(s);
+    return rc;
+}
+
+static char *col_dup(sqlite3_stmt *st, int i, int *oom)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    if (!t)
+        return NULL;
+    char *d = strdup((const char *)t);
+    if (!d)
+        *oom = 1;
+    return d;
+}
+
+static int read_inlines(struct vh_stacks *s, int64_t frame_id, struct out_frame *f)
+{
+    int rc, oom = 0;
+    size_t cap = 0;
+    sqlite3_reset(s->inlines);
+    sqlite3_bind_int64(s->inlines, 1, frame_id);
+    while ((rc = sqlite3_step(s->inlines)) == SQLITE_ROW) {
+        if (f->ninlined == cap) {
+            cap = cap ? cap * 2 : 4;
+            struct out_inline *n = realloc(f->inlined, cap * sizeof *n);
+            if (!n)
+                return -ENOMEM;
+            f->inlined = n;
+        }
+        struct out_inline *in = &f->inlined[f->ninlined++];
+        in->function = col_dup(s->inlines, 0, &oom);
+        in->file = col_dup(s->inlines, 1, &oom);
+        in->line = sqlite3_column_int64(s->inlines, 2);
+    }
+    if (oom)
+        return -ENOMEM;
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+struct out_stack *vh_stacks__get(struct vh_stacks *s, int64_t id, int *err)
+{
+    struct out_stack *st = calloc(1, sizeof *st);
+    size_t cap = 0;
+    int rc, oom = 0;
+    *err = 0;
+    if (!st) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    sqlite3_reset(s->trunc);
+    sqlite3_bind_int64(s->trunc, 1, id);
+    if (sqlite3_step(s->trunc) == SQLITE_ROW)
+        st->truncated = sqlite3_column_int(s->trunc, 0) != 0;
+    sqlite3_reset(s->trunc);
+
+    sqlite3_reset(s->frames);
+    sqlite3_bind_int64(s->frames, 1, id);
+    while ((rc = sqlite3_step(s->frames)) == SQLITE_ROW) {
+        if (s->max_depth && (int64_t)st->n >= s->max_depth) {
+            st->omitted++;
+            continue;
+        }
+        if (st->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct out_frame *n = realloc(st->frames, cap * sizeof *n);
+            if (!n) {
+                *err = -ENOMEM;
+                goto fail;
+            }
+            st->frames = n;
+        }
+        struct out_frame *f = &st->frames[st->n++];
+        memset(f, 0, sizeof *f);
+        f->address = sqlite3_column_int64(s->frames, 1);
+        f->has_offset = sqlite3_column_type(s->frames, 2) != SQLITE_NULL;
+        f->offset = sqlite3_column_int64(s->frames, 2);
+        f->function = col_dup(s->frames, 3, &oom);
+        f->file = col_dup(s->frames, 4, &oom);
+        f->line = sqlite3_column_int64(s->frames, 5);
+        f->module = col_dup(s->frames, 7, &oom);
+        if (sqlite3_column_int64(s->frames, 6) > 0 &&
+            (*err = read_inlines(s, sqlite3_column_int64(s->frames, 0), f)))
+            goto fail;
+        if (oom) {
+            *err = -ENOMEM;
+            goto fail;
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        *err = -EIO;
+        goto fail;
+    }
+    sqlite3_reset(s->frames);
+    return st;
+fail:
+    sqlite3_reset(s->frames);
+    out_stack__free(st);
+    return NULL;
+}

@@ -1,0 +1,85 @@
+/* query_opts.h — what the query commands (summary, leaks, top, peak) share:
+ * their option parsing, opening the DB (or loading a capture) read-only,
+ * resolving --heap, and reading symbolized stacks for the renderer. */
+#ifndef VHEAP_QUERY_OPTS_H
+#define VHEAP_QUERY_OPTS_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "analyze/cli.h"
+#include "analyze/output.h"
+
+/* Options a command accepts besides --format, --limit, --heap, --bytes and
+ * --depth, which all query commands take. */
+enum vh_qopt_extra {
+    VH_QOPT_MIN_BYTES = 1u << 0,   /* --min-bytes N                          */
+    VH_QOPT_BY = 1u << 1,          /* --by MEASURE                           */
+    VH_QOPT_BY_TAG = 1u << 2,      /* --by-tag                               */
+};
+
+struct vh_qopts {
+    const char *input;             /* DB or capture path (the one operand)   */
+    enum out_format format;        /* --format, default table                */
+    int64_t limit;                 /* --limit, default 10; 0 = no limit      */
+    const char *heap;              /* --heap NAME|ID, NULL = every heap      */
+    int raw_bytes;                 /* --bytes                                */
+    int64_t depth;                 /* --depth: frames per stack, 0 = all     */
+    int64_t min_bytes;             /* --min-bytes, default 0                 */
+    const char *by;                /* --by, NULL if not given                */
+    int by_tag;                    /* --by-tag                               */
+};
+
+/* Parses argv (argv[0] is the command name). On a usage error prints one
+ * line naming the problem and returns -EINVAL: the command exits 2. */
+int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char **argv,
+                   struct vh_qopts *o);
+
+/* Opens o->input read-only, loading it first if it is a capture; resolves
+ * --heap into the set of heaps it chooses (below), which must not be empty.
+ * Prints the error and returns -errno. */
+int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite3 **db);
+
+// What --heap chooses (a line comment: the syntax contains a slash-star).
+// `NAME` or `ID`: every heap of that name (roads named by depth share one),
+// or the heap of that id. `NAME/*` or `ID/*`: those heaps and every heap
+// nested in them, at any depth (the loom and all its roads), unless a heap
+// is literally named so. vh_query_open() puts the chosen ids in the
+// connection's temp table vh_heap_sel(id); queries filter with
+// VH_HEAP_SEL("h.id", "?N") and bind --heap to ?N with vh_bind_heap() (NULL
+// without --heap: every heap). The older filter "(?N IS NULL OR h.name = ?N
+// OR CAST(h.id AS TEXT) = ?N)" still works for NAME and ID, not for NAME/*.
+#define VH_HEAP_SEL(col, param) \
+    "(" param " IS NULL OR " col " IN (SELECT id FROM temp.vh_heap_sel))"
+
+/* Binds --heap (text or NULL) to parameter `idx`. */
+int vh_bind_heap(sqlite3_stmt *st, int idx, const struct vh_qopts *o);
+
+/* The chosen heaps into `sel` (a temp table with an `id` column, emptied
+ * first): see above. Returns how many, 0 when none matched, or -errno with
+ * the reason in err. Exposed for tests. */
+int vh_heap_select(sqlite3 *db, const char *heap, const char *sel, char *err, size_t errlen);
+
+/* Prepares `sql`, printing SQLite's message on failure. */
+int vh_prepare(const struct vh_command *cmd, sqlite3 *db, const char *sql, sqlite3_stmt **st);
+
+/* Reads stacks with their symbols. */
+struct vh_stacks;
+int vh_stacks__new(sqlite3 *db, int64_t max_depth, struct vh_stacks **out);
+/* The stack `id` (NULL-free: an empty stack when it has no frames), or NULL
+ * with *err set on a database error. */
+struct out_stack *vh_stacks__get(struct vh_stacks *s, int64_t id, int *err);
+void vh_stacks__free(struct vh_stacks *s);
+
+/* Runs the prepared statement to completion; each row goes to `row`. */
+int vh_step_all(const struct vh_command *cmd, sqlite3 *db, sqlite3_stmt *st,
+                int (*row)(sqlite3_stmt *st, void *arg), void *arg);
+
+/* The value of column `i` as a renderer cell (INTEGER, REAL, TEXT or NULL).
+ * The text stays valid until the next step: out__row() copies it. */
+struct out_val vh_col_val(sqlite3_stmt *st, int i);
+
+/* Renders: out__end() with a one-line error when the output failed. */
+int vh_out_end(const struct vh_command *cmd, struct out *o);
+
+#endif

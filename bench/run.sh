@@ -1,0 +1,382 @@
+#!/bin/sh
+# run.sh — `make bench`: vheap's recording overhead side by side with
+# heaptrack's on three workloads (bench/malloc_mt.c, a Python JSON workload,
+# sqlite3 inserts and indexes), then load+summary time against heaptrack_print.
+# Every run is timed by bench/stamp (static, so LD_PRELOAD passes through it)
+# from fork to exit of the program: heaptrack's wrapper script and the drain of
+# its pipe after the program exited are not counted. Runs are interleaved
+# (bare, heaptrack, vheap, rotating the order each repetition) and medians are
+# reported. Environment:
+#   BENCH_REPS=5            repetitions of each (workload, mode)
+#   BENCH_WORKLOADS="malloc_mt python_json sqlite"   a subset, in this order
+#   BENCH_HEAPTRACK=raw     raw: `heaptrack -r` (record only; heaptrack_interpret
+#                           runs afterwards, outside the timed run); full: plain
+#                           `heaptrack`, its interpreter running beside the program
+#   BENCH_ANALYZE_REPS=3    repetitions of the analysis table
+#   BENCH_PERF=0            1: also `perf record` one vheap run per workload and
+#                           print the hottest symbols
+#   BENCH_MT_THREADS=4 BENCH_MT_ROUNDS=60000 BENCH_PY_ROUNDS=120  sizes
+#   B=build                 the build directory (libvheap.so, vheap-analyze)
+#   TMPDIR                  where the captures go (removed at the end)
+# ulimit -v is in dash and bash, though POSIX does not name it:
+# shellcheck disable=SC3045
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+b=${B:-build}
+case $b in /*) ;; *) b=$top/$b ;; esac
+bdir=$b/bench
+lib=$b/libvheap.so
+analyze=$b/vheap-analyze
+reps=${BENCH_REPS:-5}
+areps=${BENCH_ANALYZE_REPS:-3}
+workloads=${BENCH_WORKLOADS:-malloc_mt python_json sqlite}
+htmode=${BENCH_HEAPTRACK:-raw}
+mt_threads=${BENCH_MT_THREADS:-4}
+mt_rounds=${BENCH_MT_ROUNDS:-60000}
+py_rounds=${BENCH_PY_ROUNDS:-120}
+cc=${CC:-cc}
+interp=/usr/lib/heaptrack/libexec/heaptrack_interpret
+# heaptrack_interpret 1.4.0 can grow without bound on some streams (its
+# allocation-info hash set degenerates: KDE bug 477018, Tessil/robin-map#71);
+# this caps it instead of letting it take the machine's memory.
+interp_limit_kib=4194304
+
+say() { printf '%s\n' "$*"; }
+warn() { printf 'bench: %s\n' "$*" >&2; }
+
+case $reps in ''|*[!0-9]*|0) warn "BENCH_REPS must be a positive integer"; exit 2 ;; esac
+case $areps in ''|*[!0-9]*|0) warn "BENCH_ANALYZE_REPS must be a positive integer"; exit 2 ;; esac
+case $htmode in raw|full) ;; *) warn "BENCH_HEAPTRACK must be raw or full"; exit 2 ;; esac
+
+# ---- tools and workloads ---------------------------------------------------
+mkdir -p "$bdir"
+"$cc" -O2 -static -Wall -Wextra -Werror -o "$bdir/stamp" "$top/bench/stamp.c"
+"$cc" -O2 -g -I"$top" -D_GNU_SOURCE -std=gnu11 -Wall -Wextra -Werror \
+    -o "$bdir/capstat" "$top/bench/capstat.c"
+# Built like an ordinary distribution program: -O2 -g, no frame pointers.
+"$cc" -O2 -g -pthread -Wall -Wextra -Werror -o "$bdir/malloc_mt" "$top/bench/malloc_mt.c"
+stamp=$bdir/stamp
+capstat=$bdir/capstat
+
+# The Debian interpreter, not a version-manager shim (a shell script that
+# would be profiled too).
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3 2>/dev/null || true)
+sqlite=$(command -v sqlite3 2>/dev/null || true)
+
+have_heaptrack=0
+if command -v heaptrack >/dev/null 2>&1; then
+    have_heaptrack=1
+else
+    warn "heaptrack not installed: its columns are skipped (apt-get install heaptrack)"
+fi
+have_vheap=0
+if [ -f "$lib" ]; then
+    have_vheap=1
+else
+    warn "$lib not built: the vheap columns are skipped"
+fi
+ht_suffix=zst
+command -v zstd >/dev/null 2>&1 || ht_suffix=gz
+
+wl_ok() {
+    case $1 in
+    malloc_mt) return 0 ;;
+    python_json) [ -n "$py" ] || { warn "python3 not found: python_json skipped"; return 1; } ;;
+    sqlite) [ -n "$sqlite" ] || { warn "sqlite3 not found: sqlite skipped"; return 1; } ;;
+    *) warn "unknown workload '$1' (malloc_mt python_json sqlite)"; return 1 ;;
+    esac
+}
+wls=""
+for w in $workloads; do wl_ok "$w" && wls="$wls $w"; done
+[ -n "$wls" ] || { warn "no workload to run"; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vheap-bench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+cd "$tmp"
+
+# sqlite_workload.sql .reads this from the working directory.
+awk 'BEGIN {
+    print "BEGIN;"
+    for (i = 1; i <= 30000; i++)
+        printf "INSERT INTO orders(customer, item, qty, price, note) " \
+               "VALUES (%d, '\''item-%05d'\'', %d, %.2f, '\''small %d'\'');\n",
+               1 + (i * 37) % 20000, (i * 13) % 5003, 1 + i % 9, (i % 5000) / 10.0, i
+    print "COMMIT;"
+}' > small_inserts.sql
+
+# launch WL CMD...: runs CMD... followed by workload WL's command line, with
+# the workload's environment and stdin; output goes to run.log.
+launch() {
+    _wl=$1; shift
+    case $_wl in
+    malloc_mt) "$@" "$bdir/malloc_mt" "$mt_threads" "$mt_rounds" </dev/null ;;
+    python_json) PYTHONMALLOC=malloc "$@" "$py" -B "$top/bench/json_workload.py" "$py_rounds" \
+                     </dev/null ;;
+    sqlite) "$@" "$sqlite" :memory: <"$top/bench/sqlite_workload.sql" ;;
+    esac >run.log 2>&1
+}
+
+# median: of the numbers on stdin, one per line ("-" if none).
+median() {
+    sort -g | awk '{ v[NR] = $1 }
+        END { if (NR == 0) print "-"
+              else if (NR % 2) print v[(NR + 1) / 2]
+              else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# col WL MODE N: column N of the results of (WL, MODE), one per line.
+# (N = cpu: user + system seconds.)
+col() {
+    awk -v w="$1" -v m="$2" -v n="$3" \
+        '$1 == w && $2 == m && $8 == 0 { print (n == "cpu") ? $5 + $6 : $n }' results
+}
+bytes() {
+    awk -v b="$1" 'BEGIN { if (b == "-" || b == "") { print "-"; exit }
+        split("B KiB MiB GiB TiB", u, " "); i = 1
+        while (b >= 1024 && i < 5) { b /= 1024; i++ }
+        printf(i == 1 ? "%d%s\n" : "%.1f%s\n", b, u[i]) }'
+}
+
+# run_one WL MODE REP: one timed run; appends to results:
+#   wl mode rep wall user sys maxrss_kib rc capture_bytes
+run_one() {
+    _wl=$1 _mode=$2 _rep=$3 _cap=0
+    rm -f res
+    case $_mode in
+    bare) launch "$_wl" "$stamp" res || true ;;
+    heaptrack)
+        if [ "$htmode" = raw ]; then
+            launch "$_wl" heaptrack -r -o "$tmp/ht.$_wl.$_rep" "$stamp" res || true
+        else
+            (ulimit -v $interp_limit_kib; launch "$_wl" heaptrack -o "$tmp/ht.$_wl.$_rep" "$stamp" res) || true
+        fi
+        for f in "$tmp/ht.$_wl.$_rep".*; do
+            [ -f "$f" ] && _cap=$((_cap + $(stat -c %s "$f")))
+        done ;;
+    vheap)
+        launch "$_wl" env LD_PRELOAD="$lib" VHEAP_OUT="$tmp/vh.$_wl.$_rep.%p.vhcap" VHEAP_QUIET=1 \
+            "$stamp" res || true
+        for f in "$tmp/vh.$_wl.$_rep".*.vhcap; do
+            [ -f "$f" ] || continue
+            _cap=$((_cap + $(stat -c %s "$f")))
+            "$capstat" "$f" | sed "s/^/$_wl $_rep /" >>vhstat
+        done ;;
+    esac
+    if [ ! -s res ]; then
+        warn "$_wl under $_mode: no timing (see the log below)"; tail -n 5 run.log >&2
+        echo "$_wl $_mode $_rep 0 0 0 0 255 0" >>results
+        return
+    fi
+    read -r _wall _user _sys _rss _rc <res
+    [ "$_rc" = 0 ] || { warn "$_wl under $_mode exited $_rc; log:"; tail -n 5 run.log >&2; }
+    [ "$_mode" = bare ] && [ "$_rep" = 1 ] && cp run.log "out.$_wl"
+    echo "$_wl $_mode $_rep $_wall $_user $_sys $_rss $_rc $_cap" >>results
+    # Keep the last repetition's captures for the analysis table; drop the
+    # others now, before their dirty pages are written back under later runs.
+    if [ "$_rep" != "$reps" ]; then
+        rm -f "$tmp/ht.$_wl.$_rep".* "$tmp/vh.$_wl.$_rep".*
+    fi
+}
+
+modes=bare
+[ $have_heaptrack = 1 ] && modes="$modes heaptrack"
+[ $have_vheap = 1 ] && modes="$modes vheap"
+: >results
+: >vhstat
+
+say "vheap bench: $reps repetitions, workloads:$wls; heaptrack mode: $htmode"
+say "  malloc_mt: $mt_threads threads x $mt_rounds rounds; python_json: $py_rounds rounds" \
+    "(PYTHONMALLOC=malloc, $py); sqlite: bench/sqlite_workload.sql on :memory:"
+say "  $(nproc) CPUs; captures in $tmp"
+for w in $wls; do launch "$w" "$stamp" res || true; done     # warm caches, untimed
+r=1
+while [ $r -le "$reps" ]; do
+    # rotate the mode order so no mode always runs first or after another
+    set -- $modes
+    i=1
+    while [ $i -lt $(( (r - 1) % $# + 1 )) ]; do _m=$1; shift; set -- "$@" "$_m"; i=$((i + 1)); done
+    order="$*"
+    for w in $wls; do
+        for m in $order; do run_one "$w" "$m" "$r"; done
+    done
+    printf '  repetition %d/%d done\n' "$r" "$reps"
+    r=$((r + 1))
+done
+
+# ---- overhead tables ---------------------------------------------------------
+# ratio_table COLUMN: medians per mode, ratios to bare, and vheap's overhead as
+# a fraction of heaptrack's.
+ratio_table() {
+    printf '%-12s %9s %9s %9s %9s %9s %13s\n' workload bare heaptrack vheap "ht ratio" "vh ratio" \
+        "vh/ht ovhd"
+    for w in $wls; do
+        mb=$(col "$w" bare "$1" | median)
+        mh=$(col "$w" heaptrack "$1" | median)
+        mv=$(col "$w" vheap "$1" | median)
+        awk -v w="$w" -v b="$mb" -v h="$mh" -v v="$mv" 'BEGIN {
+            hr = (b != "-" && h != "-" && b > 0) ? sprintf("%.2fx", h / b) : "-"
+            vr = (b != "-" && v != "-" && b > 0) ? sprintf("%.2fx", v / b) : "-"
+            f = "-"
+            if (hr != "-" && vr != "-" && h > b) {
+                x = (v - b) / (h - b)
+                f = sprintf("%.2f %s", x, x <= 0.33 ? "ok" : "OVER")
+            }
+            printf "%-12s %9s %9s %9s %9s %9s %13s\n", w, b == "-" ? "-" : sprintf("%.3f", b),
+                h == "-" ? "-" : sprintf("%.3f", h), v == "-" ? "-" : sprintf("%.3f", v), hr, vr, f }'
+    done
+}
+say ""
+say "Recording overhead: wall seconds of the program run, median of $reps"
+ratio_table 4
+say "(vh/ht ovhd = (vheap - bare) / (heaptrack - bare); target <= 0.33 on each workload)"
+say ""
+say "The same in CPU seconds (user + system of the program's process; less"
+say "sensitive to other load on the machine; heaptrack's zstd/interpreter excluded):"
+ratio_table cpu
+[ "$htmode" = raw ] && say "(heaptrack -r: records in-process exactly as plain heaptrack does, but" \
+    "symbolizes later; plain heaptrack would also run heaptrack_interpret on the same 2 CPUs)"
+
+say ""
+say "Every run, wall seconds (run order within a repetition rotates):"
+for w in $wls; do
+    for m in $modes; do
+        printf '  %-12s %-9s %s\n' "$w" "$m" "$(awk -v w="$w" -v m="$m" \
+            '$1 == w && $2 == m { printf "%s%s ", $4, ($8 == 0 ? "" : "(exit " $8 ")") }' results)"
+    done
+done
+
+say ""
+say "Peak RSS (median) and capture size of the program run:"
+printf '%-12s %10s %10s %10s %12s %12s\n' workload "rss bare" "rss ht" "rss vh" "ht file" "vh file"
+for w in $wls; do
+    printf '%-12s %10s %10s %10s %12s %12s\n' "$w" \
+        "$(bytes "$(col "$w" bare 7 | median | awk '{ print ($1 == "-") ? "-" : $1 * 1024 }')")" \
+        "$(bytes "$(col "$w" heaptrack 7 | median | awk '{ print ($1 == "-") ? "-" : $1 * 1024 }')")" \
+        "$(bytes "$(col "$w" vheap 7 | median | awk '{ print ($1 == "-") ? "-" : $1 * 1024 }')")" \
+        "$(bytes "$(col "$w" heaptrack 9 | median)")" "$(bytes "$(col "$w" vheap 9 | median)")"
+done
+
+# ---- events recorded ---------------------------------------------------------
+say ""
+say "Events recorded (last repetition):"
+printf '%-12s %-22s %-20s %s\n' workload "program says" "heaptrack + / -" "vheap alloc(+resize) / free"
+for w in $wls; do
+    own=$(sed -n 's/^malloc_mt: .* allocs=\([0-9]*\) reallocs=\([0-9]*\) frees=\([0-9]*\).*/\1(+\2) \/ \3/p' \
+          "out.$w" 2>/dev/null | head -n 1)
+    ht=-
+    f=$(ls "$tmp/ht.$w.$reps".* 2>/dev/null | head -n 1 || true)
+    if [ -n "$f" ]; then
+        case $f in *.zst) dc="zstd -dc" ;; *.gz) dc="gzip -dc" ;; *) dc="cat" ;; esac
+        # a raw file writes "+ size trace ptr"; an interpreted one "+ index"
+        ht=$($dc "$f" | awk '$1 == "+" { a++ } $1 == "-" { d++ } END { printf "%d / %d", a, d }')
+    fi
+    vh=$(awk -v w="$w" -v r="$reps" '$1 == w && $2 == r {
+            a += $3; f += $4; z += $5; s += $7; dr += $8; ne += $9; dm += $13; n++ }
+        END { if (n) printf "%d(+%d) / %d; %d stacks, %d dropped, %d nested%s", a, z, f, s, dr, ne,
+                            dm ? sprintf(", %d DAMAGED chunks", dm) : "" }' vhstat)
+    printf '%-12s %-22s %-20s %s\n' "$w" "${own:--}" "${ht:--}" "${vh:--}"
+done
+say "(malloc_mt counts its own malloc+calloc (+realloc) / free calls; libc adds a few."
+say " heaptrack writes every realloc as - and +; vheap a moving one as free + alloc and"
+say " an in-place one as one resize. \"dropped\" is vheap's count of events it lost.)"
+
+# ---- analysis table ------------------------------------------------------------
+say ""
+say "Analysis of the last repetition's captures (median of $areps):"
+can_load=0
+if [ $have_vheap = 1 ] && [ -x "$analyze" ] && "$analyze" load --help >/dev/null 2>&1 \
+   && "$analyze" summary --help >/dev/null 2>&1; then
+    can_load=1
+else
+    say "  vheap side skipped: $analyze has no 'load' and 'summary' commands yet"
+fi
+if [ $have_heaptrack = 1 ] && ! command -v heaptrack_print >/dev/null 2>&1; then
+    say "  heaptrack side skipped: heaptrack_print not installed"
+    have_heaptrack=0
+fi
+: >aresults
+for w in $wls; do
+    # Interpret the raw heaptrack file once (what plain heaptrack does during
+    # the run); its time is shown, not part of the comparison.
+    if [ $have_heaptrack = 1 ]; then
+        f=$(ls "$tmp/ht.$w.$reps".* 2>/dev/null | head -n 1 || true)
+        if [ -n "$f" ] && [ "$htmode" = raw ]; then
+            case $f in *.zst) dc="zstd -dc"; cz="zstd -q -c" ;; *) dc="gzip -dc"; cz="gzip -c" ;; esac
+            rm -f res
+            # it prints its "heaptrack stats" at a normal exit only
+            if (ulimit -v $interp_limit_kib
+                "$stamp" res sh -c "$dc '$f' | '$interp' 2>interp.err | $cz > '$tmp/hti.$w.$ht_suffix'" \
+                && grep -q 'heaptrack stats' interp.err) >/dev/null 2>&1; then
+                echo "$w interpret 0 $(cut -d' ' -f1 res)" >>aresults
+            else
+                echo "$w interpret 0 failed" >>aresults
+                rm -f "$tmp/hti.$w.$ht_suffix"
+                warn "$w: heaptrack_interpret failed: $(head -c 200 interp.err 2>/dev/null | tr '\n' ' ')"
+            fi
+        elif [ -n "$f" ]; then
+            cp "$f" "$tmp/hti.$w.$ht_suffix"
+        fi
+    fi
+done
+r=1
+while [ $r -le "$areps" ]; do
+    for w in $wls; do
+        hf=$tmp/hti.$w.$ht_suffix
+        if [ $have_heaptrack = 1 ] && [ -f "$hf" ]; then
+            rm -f res
+            "$stamp" res heaptrack_print "$hf" >print.out 2>&1 || true
+            [ -s res ] && echo "$w print $r $(cut -d' ' -f1 res)" >>aresults
+        fi
+        if [ $can_load = 1 ]; then
+            set -- "$tmp/vh.$w.$reps".*.vhcap
+            if [ -f "$1" ]; then
+                # the main process's capture (the first by pid order is enough
+                # for these single-process workloads)
+                rm -f res "$tmp/vh.$w.db"
+                "$stamp" res sh -c '"$1" load -q --no-progress "$2" "$3" && "$1" summary "$3"' sh \
+                    "$analyze" "$1" "$tmp/vh.$w.db" >summary.out 2>&1 || true
+                if [ -s res ] && [ "$(cut -d' ' -f5 res)" = 0 ]; then
+                    echo "$w load $r $(cut -d' ' -f1 res)" >>aresults
+                else
+                    warn "$w: vheap-analyze load/summary failed:"; tail -n 3 summary.out >&2
+                fi
+            fi
+        fi
+    done
+    r=$((r + 1))
+done
+printf '%-12s %12s %16s %20s %14s\n' workload "ht interpret" "heaptrack_print" "vheap load+summary" "vheap/print"
+for w in $wls; do
+    it=$(awk -v w="$w" '$1 == w && $2 == "interpret" { print $4 }' aresults)
+    hp=$(awk -v w="$w" '$1 == w && $2 == "print" { print $4 }' aresults | median)
+    vl=$(awk -v w="$w" '$1 == w && $2 == "load" { print $4 }' aresults | median)
+    awk -v w="$w" -v i="${it:--}" -v p="$hp" -v l="$vl" 'BEGIN {
+        r = (p != "-" && l != "-" && p > 0) ? sprintf("%.2f %s", l / p, l <= p ? "ok" : "OVER") : "-"
+        printf "%-12s %12s %16s %20s %14s\n", w, i, p, l, r }'
+done
+say "(target: vheap load+summary <= heaptrack_print on the same run; load also"
+say " symbolizes, which heaptrack did earlier in heaptrack_interpret)"
+
+# ---- optional: where vheap's time goes --------------------------------------------
+if [ "${BENCH_PERF:-0}" = 1 ] && [ $have_vheap = 1 ]; then
+    if command -v perf >/dev/null 2>&1; then
+        for w in $wls; do
+            say ""
+            say "perf: hottest symbols of one $w run under vheap"
+            rm -f res perf.data
+            launch "$w" perf record -q -o "$tmp/perf.data" env LD_PRELOAD="$lib" \
+                VHEAP_OUT="$tmp/perf.%p.vhcap" VHEAP_QUIET=1 "$stamp" res || true
+            say "  by object:"
+            perf report -i "$tmp/perf.data" --sort dso --stdio 2>/dev/null \
+                | grep -E '^ +[0-9]' | head -n 8
+            say "  by symbol:"
+            perf report -i "$tmp/perf.data" --sort dso,sym --stdio 2>/dev/null \
+                | grep -E '^ +[0-9]' | head -n 15
+            rm -f "$tmp"/perf.*
+        done
+    else
+        warn "BENCH_PERF=1 but perf is not installed (apt-get install linux-perf)"
+    fi
+fi

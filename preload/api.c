@@ -1,0 +1,626 @@
+/* api.c — the shim side of the custom-allocator API (preload/vheap.h) and of
+ * heaptrack's annotation API: heap ids and their nesting, interned tags and
+ * the per-thread tag stack, marks and moves, written as capture records.
+ *
+ * Rules: never malloc (tables live in one lazily mmap'd region), never touch
+ * the memory the program reports (pointers are numbers here), never block in
+ * a way a signal handler could deadlock on. Every entry goes through the same
+ * gate as the malloc hooks (vh_fast_ok / vh_enter_slow) and runs its
+ * bookkeeping at guard BUSY, so a signal handler that calls the API while this
+ * thread holds api_lock is passed through and counted as nested, never spins
+ * on the lock. The tag stack itself is updated outside the gate so that
+ * pushes and pops stay balanced whatever is recorded. Lock order: api_lock,
+ * then the capture's chunk lock (taken inside vh_rec_begin). */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "preload/internal.h"
+#include "preload/vheap.h"
+
+#define HEAP_MAX 65535u            /* heap ids are u16 in the records         */
+#define HEAP_NAME 64u              /* kept for re-emission after fork         */
+#define TAG_MAX 65535u             /* tag ids are u16 in the records          */
+#define TAG_SLOTS (1u << 17)       /* open addressing, load <= 1/2            */
+#define LABEL_MAX 255u             /* longer names and labels are truncated   */
+#define TAG_DEPTH 32u              /* per-thread tag stack                    */
+
+struct heap_slot {
+    uint32_t live;                 /* atomic: read without the lock          */
+    uint16_t parent, first_child, next_sibling, pad;
+    uint64_t base, size;
+    char name[HEAP_NAME];
+};
+
+struct tag_slot {
+    uint64_t hash;
+    uint32_t off;                  /* label's offset in `labels`             */
+    uint32_t id;                   /* atomic, published last; 0 = empty      */
+};
+
+/* ---- tables: one mmap'd region, created on first need ------------------- */
+static int api_lock;
+static int tables_state;           /* atomic: 0 none, 1 mapped, -1 failed   */
+static struct heap_slot *heaps;    /* [HEAP_MAX + 1], index = id             */
+static struct tag_slot *tag_slots; /* [TAG_SLOTS]                            */
+static uint32_t *tag_off;          /* [TAG_MAX + 1]: id -> label offset      */
+static char *labels;               /* TAG_MAX * (LABEL_MAX + 1) bytes        */
+static uint32_t labels_used, ntags;
+static uint32_t next_heap = 1, heap_cursor = 1;
+static int ht_heap;                /* atomic: heaptrack-api heap, 0 = none  */
+
+/* Counted, and said once each on stderr: the capture has no field for them. */
+static uint64_t tag_overflows, tags_lost, heaps_lost, bad_heap_calls;
+
+static void say_once(int *said, const char *what)
+{
+    if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
+        vh_log("%s", what);
+}
+
+static int tables_map(void)
+{
+    int st = __atomic_load_n(&tables_state, __ATOMIC_ACQUIRE);
+    if (vh_likely(st))
+        return st > 0 ? 0 : -1;
+    size_t heap_bytes = (HEAP_MAX + 1) * sizeof(struct heap_slot);
+    size_t slot_bytes = TAG_SLOTS * sizeof(struct tag_slot);
+    size_t off_bytes = (TAG_MAX + 1) * sizeof(uint32_t);
+    size_t label_bytes = (size_t)TAG_MAX * (LABEL_MAX + 1);
+    size_t total = heap_bytes + slot_bytes + off_bytes + label_bytes;
+    int e = errno;
+    /* NORESERVE: only the pages actually used count (a few KiB usually). */
+    char *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    errno = e;
+    if (p == MAP_FAILED) {
+        static int said;
+        say_once(&said, "cannot map the custom-heap tables; heaps and tags are not recorded");
+        __atomic_store_n(&tables_state, -1, __ATOMIC_RELEASE);
+        return -1;
+    }
+    heaps = (struct heap_slot *)p;
+    tag_slots = (struct tag_slot *)(p + heap_bytes);
+    tag_off = (uint32_t *)(p + heap_bytes + slot_bytes);
+    labels = p + heap_bytes + slot_bytes + off_bytes;
+    __atomic_store_n(&tables_state, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* ---- records --------------------------------------------------------------- */
+static size_t text_len(const char *s)
+{
+    size_t n = 0;
+    if (s)
+        while (n < LABEL_MAX && s[n])
+            n++;
+    return n;
+}
+
+/* A variable-size record: `fixed` bytes of struct, then text, NUL, padding
+ * to 8. Returns the record (header's `a` set) or NULL when not writable. */
+static void *put_text_rec(struct vh_tls *t, uint8_t type, size_t fixed, const char *text,
+                          size_t len, uint64_t time)
+{
+    size_t size = (fixed + len + 1 + 7) & ~(size_t)7;
+    char *r = vh_rec_begin(t, size, time);
+    if (!r) {
+        vh_dropped();
+        return NULL;
+    }
+    memset(r, 0, size);
+    memcpy(r + fixed, text, len);
+    ((struct vh_rec_hdr *)(void *)r)->type = type;
+    ((struct vh_rec_hdr *)(void *)r)->a = (uint16_t)(size / 8);
+    return r;
+}
+
+static void put_heap_create(struct vh_tls *t, uint32_t id, const struct heap_slot *h,
+                            const char *name, size_t len, uint64_t time)
+{
+    struct vh_rec_heap *r = put_text_rec(t, VH_REC_HEAP_CREATE, sizeof *r, name, len, time);
+    if (!r)
+        return;
+    r->h.b = id;
+    r->time = time;
+    r->parent = h->parent;
+    r->heap_flags = 0;
+    r->base = h->base;
+    r->size = h->size;
+    vh_rec_commit(t, (size_t)r->h.a * 8);
+}
+
+static void put_label(struct vh_tls *t, uint8_t type, uint32_t b, const char *text,
+                      size_t len, uint64_t time)
+{
+    struct vh_rec_label *r = put_text_rec(t, type, sizeof *r, text, len, time);
+    if (!r)
+        return;
+    r->h.b = b;
+    r->time = time;
+    vh_rec_commit(t, (size_t)r->h.a * 8);
+}
+
+static void put_move(struct vh_tls *t, uint16_t heap, uint64_t from, uint64_t to,
+                     uint64_t time)
+{
+    struct vh_rec_move *r = vh_rec_begin(t, sizeof *r, time);
+    if (!r) {
+        vh_dropped();
+        return;
+    }
+    r->h = (struct vh_rec_hdr){ .type = VH_REC_MOVE, .a = heap };
+    r->time = time;
+    r->from = from;
+    r->to = to;
+    vh_rec_commit(t, sizeof *r);
+}
+
+/* ---- the gate --------------------------------------------------------------- */
+/* 1: record (guard is BUSY, *g holds the old guard); 0: pass, already
+ * counted where it must be (nested, dropped, not recording). */
+VH_ALWAYS_INLINE int api_enter(struct vh_tls *t, uint8_t *g)
+{
+    if (vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t))
+        return 0;
+    *g = t->guard;
+    t->guard = VH_G_BUSY;
+    return 1;
+}
+
+VH_ALWAYS_INLINE void api_leave(struct vh_tls *t, uint8_t g, uint64_t now)
+{
+    if (vh_unlikely(now >= __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED)))
+        vh_rss_tick(t, now);
+    t->guard = g;
+}
+
+static int heap_live(int heap)
+{
+    if (heap <= 0 || (unsigned)heap > HEAP_MAX ||
+        __atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0)
+        return 0;
+    return __atomic_load_n(&heaps[heap].live, __ATOMIC_RELAXED) != 0;
+}
+
+static void bad_heap(const char *fn, int heap)
+{
+    static int said;
+    vh_count(&bad_heap_calls);
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        vh_log("%s: heap %d does not exist (destroyed, or not made by "
+               "vheap_heap_create); such calls are ignored", fn, heap);
+}
+
+/* ---- heaps ------------------------------------------------------------------- */
+/* A free id, or 0. Ids count up first; after 65535 heaps, the ids of
+ * destroyed heaps are reused (a later HEAP_CREATE with the same id begins a
+ * new heap). Under api_lock. */
+static uint32_t heap_id_new(void)
+{
+    if (next_heap <= HEAP_MAX)
+        return next_heap++;
+    for (uint32_t n = 0; n < HEAP_MAX; n++) {
+        uint32_t id = heap_cursor;
+        heap_cursor = heap_cursor == HEAP_MAX ? 1 : heap_cursor + 1;
+        if (!heaps[id].live)
+            return id;
+    }
+    return 0;
+}
+
+static int heap_create_locked(struct vh_tls *t, const char *name, int parent, void *base,
+                              size_t size)
+{
+    uint32_t id = heap_id_new();
+    if (!id) {
+        static int said;
+        vh_count(&heaps_lost);
+        say_once(&said, "more than 65535 custom heaps alive at once; further heaps are "
+                        "not recorded");
+        return 0;
+    }
+    struct heap_slot *h = &heaps[id];
+    size_t len = text_len(name);
+    h->parent = heap_live(parent) ? (uint16_t)parent : 0;
+    if (parent && !h->parent)
+        bad_heap("vheap_heap_create (parent)", parent);
+    h->first_child = 0;
+    h->next_sibling = h->parent ? heaps[h->parent].first_child : 0;
+    if (h->parent)
+        heaps[h->parent].first_child = (uint16_t)id;
+    h->base = (uintptr_t)base;
+    h->size = size;
+    size_t keep = len < HEAP_NAME - 1 ? len : HEAP_NAME - 1;
+    memcpy(h->name, name ? name : "", keep);
+    h->name[keep] = '\0';
+    __atomic_store_n(&h->live, 1, __ATOMIC_RELEASE);
+    put_heap_create(t, id, h, name ? name : "", len, vh_now());
+    return (int)id;
+}
+
+static int api_heap_create(const char *name, int parent, void *base, size_t size)
+{
+    struct vh_tls *t = &vh_tls;
+    uint8_t g;
+    int id = 0;
+    if (!api_enter(t, &g))
+        return 0;
+    if (tables_map() == 0) {
+        vh_lock(&api_lock);
+        id = heap_create_locked(t, name, parent, base, size);
+        vh_unlock(&api_lock);
+    }
+    api_leave(t, g, 0);
+    return id;
+}
+
+/* Frees `id` and every heap nested in it: depth first, detaching each child
+ * as it is entered, so no recursion and no extra memory. Under api_lock. */
+static void heap_release_tree(uint32_t id)
+{
+    uint32_t p = heaps[id].parent;
+    if (p) {
+        uint16_t *link = &heaps[p].first_child;
+        while (*link && *link != id)
+            link = &heaps[*link].next_sibling;
+        if (*link)
+            *link = heaps[id].next_sibling;
+    }
+    uint32_t n = id;
+    for (;;) {
+        uint32_t c = heaps[n].first_child;
+        if (c) {
+            heaps[n].first_child = heaps[c].next_sibling;
+            n = c;
+            continue;
+        }
+        __atomic_store_n(&heaps[n].live, 0, __ATOMIC_RELEASE);
+        if (n == id)
+            break;
+        n = heaps[n].parent;
+    }
+}
+
+static void api_heap_destroy(int heap)
+{
+    struct vh_tls *t = &vh_tls;
+    uint8_t g;
+    if (heap == 0 || !api_enter(t, &g))
+        return;
+    uint64_t now = 0;
+    if (tables_map() == 0) {
+        vh_lock(&api_lock);
+        if (heap_live(heap)) {
+            /* One record: the reader frees the nested heaps' blocks too. */
+            now = vh_now();
+            vh_record_time(t, VH_REC_HEAP_DESTROY, (uint16_t)heap, 0, now);
+            heap_release_tree((uint32_t)heap);
+        } else {
+            bad_heap("vheap_heap_destroy", heap);
+        }
+        vh_unlock(&api_lock);
+    }
+    api_leave(t, g, now);
+}
+
+/* ---- blocks -------------------------------------------------------------------- */
+/* Records an allocation in `heap` with the caller's stack (the unwinder drops
+ * every leading frame inside libvheap: the first frame is the caller's). */
+static void block_alloc(int heap, unsigned func, unsigned type, unsigned flags,
+                        const void *p, size_t size, size_t usable)
+{
+    struct vh_tls *t = &vh_tls;
+    uint8_t g;
+    if (heap == 0 || !api_enter(t, &g))
+        return;
+    uint64_t now = 0;
+    if (heap_live(heap)) {
+        uint32_t stack = vh_stack_here(t);
+        now = vh_now();
+        if (!p)
+            flags |= VH_RF_FAILED;
+        vh_record_alloc(t, type, (uint16_t)heap, func, flags, (uintptr_t)p, size,
+                        p ? (usable > size ? usable : size) : 0, stack, t->tag, now);
+    } else {
+        bad_heap(func == VH_FN_HEAPTRACK_API ? "heaptrack_malloc" : "vheap_alloc", heap);
+    }
+    api_leave(t, g, now);
+}
+
+static void block_free(int heap, unsigned func, unsigned flags, const void *p)
+{
+    struct vh_tls *t = &vh_tls;
+    uint8_t g;
+    if (heap == 0 || !p || !api_enter(t, &g))
+        return;
+    uint64_t now = 0;
+    if (heap_live(heap)) {
+        now = vh_now();
+        vh_record_free(t, (uint16_t)heap, func, flags, (uintptr_t)p, now);
+    } else {
+        bad_heap(func == VH_FN_HEAPTRACK_API ? "heaptrack_free" : "vheap_free", heap);
+    }
+    api_leave(t, g, now);
+}
+
+/* Same shapes as realloc's records: in place = RESIZE; moved = FREE and
+ * ALLOC, both flagged realloc; old NULL = alloc; new NULL and size 0 = free;
+ * new NULL otherwise = a failed request, the old block untouched. */
+static void block_realloc(int heap, unsigned func, const void *old, const void *p,
+                          size_t size, size_t usable)
+{
+    if (!old)
+        block_alloc(heap, func, VH_REC_ALLOC, 0, p, size, usable);
+    else if (!p && size == 0)
+        block_free(heap, func, 0, old);
+    else if (!p)
+        block_alloc(heap, func, VH_REC_ALLOC, 0, NULL, size, 0);
+    else if (p == old)
+        block_alloc(heap, func, VH_REC_RESIZE, 0, p, size, usable);
+    else {
+        block_free(heap, func, VH_RF_REALLOC, old);
+        block_alloc(heap, func, VH_REC_ALLOC, VH_RF_REALLOC, p, size, usable);
+    }
+}
+
+static void api_alloc(int heap, const void *p, size_t size, size_t usable)
+{
+    block_alloc(heap, VH_FN_CUSTOM, VH_REC_ALLOC, 0, p, size, usable);
+}
+
+static void api_free(int heap, const void *p)
+{
+    block_free(heap, VH_FN_CUSTOM, 0, p);
+}
+
+static void api_realloc(int heap, const void *old, const void *p, size_t size, size_t usable)
+{
+    block_realloc(heap, VH_FN_CUSTOM, old, p, size, usable);
+}
+
+static void api_move(int heap, const void *from, const void *to)
+{
+    struct vh_tls *t = &vh_tls;
+    uint8_t g;
+    if (heap == 0 || from == to || !api_enter(t, &g))
+        return;
+    uint64_t now = 0;
+    if (heap_live(heap)) {
+        now = vh_now();
+        put_move(t, (uint16_t)heap, (uintptr_t)from, (uintptr_t)to, now);
+    } else {
+        bad_heap("vheap_move", heap);
+    }
+    api_leave(t, g, now);
+}
+
+/* ---- marks and tags ------------------------------------------------------------- */
+static void api_mark(const char *label)
+{
+    struct vh_tls *t = &vh_tls;
+    uint8_t g;
+    if (!api_enter(t, &g))
+        return;
+    uint64_t now = vh_now();
+    put_label(t, VH_REC_MARK, 0, label ? label : "", text_len(label), now);
+    api_leave(t, g, now);
+}
+
+static uint64_t label_hash(const char *s, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h | 1;                  /* never 0 */
+}
+
+/* The id of a label already interned, or 0. Lock-free: a slot's id is
+ * published after its hash and text. */
+static uint32_t tag_find(const char *s, size_t len, uint64_t h, uint32_t *free_slot)
+{
+    for (uint32_t i = (uint32_t)h & (TAG_SLOTS - 1);; i = (i + 1) & (TAG_SLOTS - 1)) {
+        uint32_t id = __atomic_load_n(&tag_slots[i].id, __ATOMIC_ACQUIRE);
+        if (!id) {
+            if (free_slot)
+                *free_slot = i;
+            return 0;
+        }
+        if (tag_slots[i].hash == h) {
+            const char *l = labels + tag_slots[i].off;
+            if (!memcmp(l, s, len) && l[len] == '\0')
+                return id;
+        }
+    }
+}
+
+/* Interns a label: one TAG record the first time. 0 when the table is full.
+ * Called inside the gate (guard BUSY). */
+static uint32_t tag_intern(struct vh_tls *t, const char *s)
+{
+    size_t len = text_len(s);
+    uint64_t h = label_hash(s ? s : "", len);
+    uint32_t slot = 0, id;
+    if (!s)
+        s = "";
+    if ((id = tag_find(s, len, h, NULL)))
+        return id;
+    vh_lock(&api_lock);
+    id = tag_find(s, len, h, &slot);
+    if (!id) {
+        if (ntags == TAG_MAX) {
+            static int said;
+            vh_count(&tags_lost);
+            say_once(&said, "more than 65535 distinct tags; further tags are not recorded");
+        } else {
+            id = ++ntags;
+            uint32_t off = labels_used;
+            memcpy(labels + off, s, len);
+            labels[off + len] = '\0';
+            labels_used += (uint32_t)len + 1;
+            tag_off[id] = off;
+            put_label(t, VH_REC_TAG, id, s, len, vh_now());
+            tag_slots[slot].hash = h;
+            tag_slots[slot].off = off;
+            __atomic_store_n(&tag_slots[slot].id, id, __ATOMIC_RELEASE);
+        }
+    }
+    vh_unlock(&api_lock);
+    return id;
+}
+
+/* The per-thread stack. `depth` may exceed TAG_DEPTH: the extra levels are
+ * counted, not stored, and allocations keep the deepest stored tag. The
+ * order of the stores makes a push or pop that a signal handler interrupts
+ * (and whose handler pushes and pops in balance) come out right. */
+struct tag_stack {
+    uint32_t depth;
+    uint16_t ids[TAG_DEPTH];
+};
+static __thread struct tag_stack tag_stack __attribute__((tls_model("initial-exec")));
+
+static void api_tag_push(const char *label)
+{
+    struct vh_tls *t = &vh_tls;
+    struct tag_stack *st = &tag_stack;
+    uint32_t id = 0;
+    uint8_t g;
+    if (api_enter(t, &g)) {
+        if (tables_map() == 0)
+            id = tag_intern(t, label);
+        t->guard = g;
+    } else if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) > 0) {
+        /* nested or not recording: an interned label still gets its id */
+        size_t len = text_len(label);
+        id = tag_find(label ? label : "", len, label_hash(label ? label : "", len), NULL);
+    }
+    uint32_t d = st->depth;
+    st->depth = d + 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (d < TAG_DEPTH) {
+        st->ids[d] = (uint16_t)id;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        t->tag = (uint16_t)id;
+    } else {
+        static int said;
+        vh_count(&tag_overflows);
+        say_once(&said, "tag stack deeper than 32 levels: the deeper tags are counted, "
+                        "not recorded");
+    }
+}
+
+static void api_tag_pop(void)
+{
+    struct tag_stack *st = &tag_stack;
+    uint32_t d = st->depth;
+    if (!d)
+        return;                    /* pop on an empty stack: nothing */
+    st->depth = --d;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (d < TAG_DEPTH)
+        vh_tls.tag = d ? st->ids[d - 1] : 0;
+}
+
+/* ---- the exported table ----------------------------------------------------------- */
+VH_EXPORT const struct vheap_api vheap_api_v1 = {
+    .size = sizeof(struct vheap_api),
+    .version = 1,
+    .heap_create = api_heap_create,
+    .heap_destroy = api_heap_destroy,
+    .block_alloc = api_alloc,
+    .block_free = api_free,
+    .block_realloc = api_realloc,
+    .block_move = api_move,
+    .mark = api_mark,
+    .tag_push = api_tag_push,
+    .tag_pop = api_tag_pop,
+};
+
+/* ---- heaptrack's API (heaptrack_api.h): its blocks get a heap of their own ---- */
+static int ht_heap_id(void)
+{
+    int id = __atomic_load_n(&ht_heap, __ATOMIC_ACQUIRE);
+    if (vh_likely(id))
+        return id;
+    struct vh_tls *t = &vh_tls;
+    uint8_t g;
+    if (!api_enter(t, &g))
+        return 0;
+    if (tables_map() == 0) {
+        vh_lock(&api_lock);
+        id = __atomic_load_n(&ht_heap, __ATOMIC_ACQUIRE);
+        if (!id) {
+            id = heap_create_locked(t, "heaptrack-api", 0, NULL, 0);
+            __atomic_store_n(&ht_heap, id, __ATOMIC_RELEASE);
+        }
+        vh_unlock(&api_lock);
+    }
+    t->guard = g;
+    return id;
+}
+
+VH_EXPORT void heaptrack_malloc(void *ptr, size_t size)
+{
+    if (ptr)
+        block_alloc(ht_heap_id(), VH_FN_HEAPTRACK_API, VH_REC_ALLOC, 0, ptr, size, size);
+}
+
+VH_EXPORT void heaptrack_free(void *ptr)
+{
+    if (ptr)
+        block_free(ht_heap_id(), VH_FN_HEAPTRACK_API, 0, ptr);
+}
+
+VH_EXPORT void heaptrack_realloc(void *ptr_in, size_t size, void *ptr_out)
+{
+    if (ptr_in || ptr_out)
+        block_realloc(ht_heap_id(), VH_FN_HEAPTRACK_API, ptr_in, ptr_out, size, size);
+}
+
+/* ---- fork --------------------------------------------------------------------------- */
+void vh_api_fork_prepare(void)
+{
+    vh_lock(&api_lock);
+}
+
+void vh_api_fork_parent(void)
+{
+    vh_unlock(&api_lock);
+}
+
+/* The child's capture starts empty: describe every live heap and every tag
+ * again (same ids), so its records need nothing from the parent's file. */
+void vh_api_fork_child(struct vh_tls *t)
+{
+    api_lock = 0;
+    if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0 || !vh_cap.hdr)
+        return;
+    uint8_t g = t->guard;
+    t->guard = VH_G_BUSY;
+    uint64_t now = vh_now();
+    uint32_t top = next_heap <= HEAP_MAX ? next_heap : HEAP_MAX + 1;
+    /* parents first: a parent's id is not always below its children's once
+     * ids are reused, so emit in tree order from the roots */
+    for (uint32_t id = 1; id < top; id++) {
+        if (!heaps[id].live || heaps[id].parent)
+            continue;
+        uint32_t n = id;
+        for (;;) {
+            put_heap_create(t, n, &heaps[n], heaps[n].name, strlen(heaps[n].name), now);
+            if (heaps[n].first_child) {
+                n = heaps[n].first_child;
+                continue;
+            }
+            while (n != id && !heaps[n].next_sibling)
+                n = heaps[n].parent;
+            if (n == id)
+                break;
+            n = heaps[n].next_sibling;
+        }
+    }
+    for (uint32_t id = 1; id <= ntags; id++) {
+        const char *l = labels + tag_off[id];
+        put_label(t, VH_REC_TAG, id, l, strlen(l), now);
+    }
+    t->guard = g;
+}

@@ -1,0 +1,96 @@
+/* bootstrap.c — finding the real allocator under the shim.
+ *
+ * The hooks may be called before any constructor ran, even from ld.so, so
+ * the real functions are resolved lazily with dlsym(RTLD_NEXT). dlsym itself
+ * may call calloc/malloc: while the real malloc is unknown those requests
+ * are served from a static bump buffer that is never freed (free() ignores
+ * pointers into it, realloc copies out of it). */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "preload/internal.h"
+
+struct vh_real vh_real;
+
+#define BOOT_SIZE (64u << 10)
+char vh_boot_buf[BOOT_SIZE] __attribute__((aligned(64)));
+const size_t vh_boot_size = BOOT_SIZE;
+static size_t boot_used;           /* atomic bump offset */
+
+/* Each block is preceded by its size (8 bytes), so realloc and
+ * malloc_usable_size of a bootstrap block know how much it holds. */
+void *vh_boot_alloc(size_t size, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    if (align > 4096 || (align & (align - 1)))
+        return NULL;
+    for (;;) {
+        size_t cur = __atomic_load_n(&boot_used, __ATOMIC_RELAXED);
+        size_t start = (cur + 8 + align - 1) & ~(align - 1);
+        if (start > BOOT_SIZE || size > BOOT_SIZE - start)
+            return NULL;           /* dlsym asked for more than it should */
+        size_t next = start + size;
+        if (__atomic_compare_exchange_n(&boot_used, &cur, next, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            memcpy(vh_boot_buf + start - 8, &(uint64_t){ size }, 8);
+            return vh_boot_buf + start;   /* static storage: already zero */
+        }
+    }
+}
+
+size_t vh_boot_usable(const void *p)
+{
+    uint64_t n;
+    memcpy(&n, (const char *)p - 8, 8);
+    return (size_t)n;
+}
+
+static void *next_sym(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+#define RESOLVE(field, name)                                                    \
+    do {                                                                        \
+        if (!vh_real.field) {                                                   \
+            void *f_ = next_sym(name);                                          \
+            __atomic_store_n((void **)&vh_real.field, f_, __ATOMIC_RELEASE);    \
+        }                                                                       \
+    } while (0)
+
+void vh_resolve_real(void)
+{
+    struct vh_tls *t = &vh_tls;
+    t->own++;
+    /* malloc first: once it is known, dlsym's own allocations (and the error
+     * strings of failed lookups below) go to the real allocator. */
+    RESOLVE(malloc, "malloc");
+    RESOLVE(calloc, "calloc");
+    RESOLVE(realloc, "realloc");
+    RESOLVE(free, "free");
+    RESOLVE(posix_memalign, "posix_memalign");
+    RESOLVE(aligned_alloc, "aligned_alloc");
+    RESOLVE(memalign, "memalign");
+    RESOLVE(valloc, "valloc");
+    RESOLVE(pvalloc, "pvalloc");
+    RESOLVE(usable, "malloc_usable_size");
+    RESOLVE(dlclose, "dlclose");
+    /* jemalloc's API: only from a jemalloc the program is linked with. All
+     * or nothing, so a partial set never mixes two allocators. */
+    void *mx = next_sym("mallocx"), *rx = next_sym("rallocx"), *xx = next_sym("xallocx");
+    void *sx = next_sym("sallocx"), *sdx = next_sym("sdallocx"), *dx = next_sym("dallocx");
+    if (mx && rx && xx && sx && sdx && dx) {
+        vh_real.rallocx = (void *(*)(void *, size_t, int))rx;
+        vh_real.xallocx = (size_t (*)(void *, size_t, size_t, int))xx;
+        vh_real.sallocx = (size_t (*)(const void *, int))sx;
+        vh_real.sdallocx = (void (*)(void *, size_t, int))sdx;
+        vh_real.dallocx = (void (*)(void *, int))dx;
+        __atomic_store_n((void **)&vh_real.mallocx, mx, __ATOMIC_RELEASE);
+    }
+    /* A failed lookup leaves an error in dlerror(): clear it so the program
+     * never sees ours. */
+    dlerror();
+    t->own--;
+}

@@ -1,0 +1,666 @@
+/* capture.c — the capture file: creation, header page, growth, chunks.
+ *
+ * One virtual range is reserved once; the file is mapped into it MAP_SHARED
+ * in extents as it grows, so header and chunks are one linear range whose
+ * pages live in the page cache and survive the process's death. Space is
+ * taken with fallocate() before a page is mapped (a write to a hole that the
+ * disk cannot back would be a SIGBUS; fallocate says ENOSPC instead). Any
+ * failure to grow disables recording: events are then only counted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include "preload/internal.h"
+
+struct vh_capture vh_cap = { .fd = -1 };
+
+#define CHUNK_HDR ((uint64_t)sizeof(struct vh_chunk_header))
+#define MAX_EXTENT (64ull << 20)
+#define FREE_MAX 4096u
+
+static int chunk_lock;             /* claims, growth, the free list         */
+/* Chunks of exited threads, with the time of their last record: a chunk is
+ * only handed to a thread whose next record is not earlier (a reader finds
+ * time going backwards inside a chunk a sign of damage). */
+struct free_chunk {
+    uint32_t index;
+    uint64_t time;
+};
+static struct free_chunk free_chunks[FREE_MAX];
+static uint32_t nfree;
+static char display_path[4096];    /* the name as the user will look for it */
+static char start_cwd[4096];       /* relative patterns resolve against it  */
+static char exe_path[VH_EXE_MAX];
+
+/* ---- small locks for the slow paths --------------------------------------- */
+void vh_lock(int *l)
+{
+    /* The thread that ran the fork prepare handler holds every lock until
+     * the parent/child handler: it must not wait for itself. */
+    if (vh_tls.in_fork)
+        return;
+    for (unsigned spins = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); spins++) {
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+            if (++spins < 100)
+                __builtin_ia32_pause();
+            else
+                sched_yield();
+        }
+    }
+}
+
+void vh_unlock(int *l)
+{
+    if (vh_tls.in_fork)
+        return;
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- the name -------------------------------------------------------------- */
+static size_t append(char *dst, size_t len, size_t cap, const char *s)
+{
+    while (*s && len + 1 < cap)
+        dst[len++] = *s++;
+    dst[len < cap ? len : cap - 1] = '\0';
+    return len;
+}
+
+/* Expands %p, %e, %% of `pattern`; sets *has_pid. Returns -ENAMETOOLONG. */
+static int expand(char *dst, size_t cap, const char *pattern, pid_t pid, int *has_pid)
+{
+    const char *exe = strrchr(exe_path, '/');
+    exe = exe ? exe + 1 : (exe_path[0] ? exe_path : "unknown");
+    size_t len = 0;
+    *has_pid = 0;
+    dst[0] = '\0';
+    for (const char *p = pattern; *p; p++) {
+        char num[24];
+        if (p[0] == '%' && p[1] == 'p') {
+            vh_format(num, sizeof num, "%d", (int)pid);
+            len = append(dst, len, cap, num);
+            *has_pid = 1;
+            p++;
+        } else if (p[0] == '%' && p[1] == 'e') {
+            len = append(dst, len, cap, exe);
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            len = append(dst, len, cap, "%");
+            p++;
+        } else {
+            char c[2] = { *p, 0 };
+            len = append(dst, len, cap, c);
+        }
+    }
+    return len + 1 < cap ? 0 : -ENAMETOOLONG;
+}
+
+/* A directory anyone may write to without the sticky bit lets another user
+ * replace or pre-create our capture: refuse it. */
+static int check_dir(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        memcpy(dir, ".", 2);
+    } else if (slash == path) {
+        memcpy(dir, "/", 2);
+    } else {
+        size_t n = (size_t)(slash - path);
+        if (n >= sizeof dir)
+            return -ENAMETOOLONG;
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return -errno;
+    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+        vh_log("refusing to write a capture into %s: world-writable without the sticky "
+               "bit; recording nothing", dir);
+        return -EPERM;
+    }
+    return 0;
+}
+
+/* Moves fd out of the way of the program's own descriptors: high, CLOEXEC. */
+int vh_fd_high(int fd, int below)
+{
+    struct rlimit rl;
+    int target = 0;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 256) {
+        rlim_t top = rl.rlim_cur > 65536 ? 65536 : rl.rlim_cur;
+        target = (int)top - 16 - below;
+    }
+    int nfd = target > fd ? fcntl(fd, F_DUPFD_CLOEXEC, target) : -1;
+    if (nfd < 0)
+        return fd;
+    close(fd);
+    return nfd;
+}
+
+/* Opens the capture exclusively, adding ".1", ".2", ... while the name is
+ * taken. Returns the fd and the suffix number in *gen. */
+static int open_exclusive(const char *abs, const char *disp, int *gen)
+{
+    char try_abs[4096], try_disp[4096];
+    for (int n = 0; n < 1000; n++) {
+        if (n == 0) {
+            vh_format(try_abs, sizeof try_abs, "%s", abs);
+            vh_format(try_disp, sizeof try_disp, "%s", disp);
+        } else {
+            vh_format(try_abs, sizeof try_abs, "%s.%d", abs, n);
+            vh_format(try_disp, sizeof try_disp, "%s.%d", disp, n);
+        }
+        int fd = open(try_abs, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            *gen = n;
+            memcpy(vh_cap.path, try_abs, strlen(try_abs) + 1);
+            memcpy(display_path, try_disp, strlen(try_disp) + 1);
+            return fd;
+        }
+        if (errno == EINTR) {
+            n--;
+            continue;
+        }
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EEXIST;
+}
+
+/* ---- space ----------------------------------------------------------------- */
+static int fd_is_ours(void)
+{
+    struct stat st;
+    return fstat(vh_cap.fd, &st) == 0 && st.st_dev == vh_cap.dev && st.st_ino == vh_cap.ino;
+}
+
+/* The program closed our descriptor (daemons close everything): open the
+ * file again by name, and trust it only if it is the same inode. The old
+ * number is left alone: it may be the program's now. */
+static int reopen(void)
+{
+    int fd = open(vh_cap.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -EBADF;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_dev != vh_cap.dev || st.st_ino != vh_cap.ino) {
+        close(fd);
+        return -EBADF;
+    }
+    vh_cap.fd = vh_fd_high(fd, 0);
+    return 0;
+}
+
+/* Gives [off, off+len) of the file real blocks. */
+static int take_space(uint64_t off, uint64_t len)
+{
+    for (;;) {
+        if (fallocate(vh_cap.fd, 0, (off_t)off, (off_t)len) == 0)
+            return 0;
+        if (errno == EINTR)
+            continue;
+        if (errno != EOPNOTSUPP)
+            return -errno;
+        break;
+    }
+    /* No fallocate on this filesystem: write zeros, which also reports
+     * ENOSPC up front. */
+    static const char zeros[16384];
+    while (len) {
+        size_t n = len < sizeof zeros ? (size_t)len : sizeof zeros;
+        ssize_t w = pwrite(vh_cap.fd, zeros, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : -ENOSPC;
+        off += (uint64_t)w;
+        len -= (uint64_t)w;
+    }
+    return 0;
+}
+
+/* Extends the file and the mapping to at least `need` bytes. Chunk lock. */
+static int grow(uint64_t need)
+{
+    while (vh_cap.mapped < need) {
+        uint64_t body = vh_cap.mapped - VH_HEADER_SIZE;
+        uint64_t step = body < MAX_EXTENT ? body : MAX_EXTENT;
+        if (step < 2ull * vh_cap.chunk_size)
+            step = 2ull * vh_cap.chunk_size;
+        step = (step + vh_cap.chunk_size - 1) / vh_cap.chunk_size * vh_cap.chunk_size;
+        if (vh_cap.mapped + step > vh_cap.reserved) {
+            step = (vh_cap.reserved - vh_cap.mapped) / vh_cap.chunk_size * vh_cap.chunk_size;
+            if (vh_cap.mapped + step < need)
+                return -EFBIG;
+        }
+        if (!fd_is_ours() && reopen() < 0)
+            return -EBADF;         /* closed, and the file is gone */
+        int rc = take_space(vh_cap.mapped, step);
+        if (rc == -ENOSPC && step > vh_cap.chunk_size && vh_cap.mapped + vh_cap.chunk_size >= need) {
+            step = vh_cap.chunk_size;   /* nearly full: take what is needed */
+            rc = take_space(vh_cap.mapped, step);
+        }
+        if (rc < 0)
+            return rc;
+        void *at = mmap(vh_cap.base + vh_cap.mapped, step, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_FIXED, vh_cap.fd, (off_t)vh_cap.mapped);
+        if (at == MAP_FAILED)
+            return -errno;
+        vh_cap.mapped += step;
+    }
+    return 0;
+}
+
+/* ---- creation -------------------------------------------------------------- */
+static void read_cmdline(struct vh_capture_header *h)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t len = 0;
+    char extra;
+    for (;;) {
+        ssize_t r = read(fd, h->argv + len, VH_ARGV_MAX - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        if (len == VH_ARGV_MAX)
+            break;
+    }
+    if (len == VH_ARGV_MAX && read(fd, &extra, 1) == 1) {
+        h->flags |= VH_HDR_ARGV_TRUNC;
+    }
+    if (len == VH_ARGV_MAX) {
+        h->argv[VH_ARGV_MAX - 1] = '\0';
+    } else if (len && h->argv[len - 1] != '\0') {
+        h->argv[len++] = '\0';
+    }
+    h->argv_len = (uint32_t)len;
+    close(fd);
+}
+
+static int reserve_range(void)
+{
+    static const uint64_t sizes[] = { 64ull << 30, 16ull << 30, 4ull << 30, 1ull << 30,
+                                      256ull << 20 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        void *p = mmap(NULL, sizes[i], PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) {
+            vh_cap.base = p;
+            vh_cap.reserved = sizes[i];
+            return 0;
+        }
+    }
+    return -ENOMEM;
+}
+
+int vh_capture_create(int forked, const struct vh_capture_header *parent)
+{
+    pid_t pid = getpid();
+    int rc;
+    if (!forked) {
+        ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+        exe_path[n > 0 ? n : 0] = '\0';
+        if (!getcwd(start_cwd, sizeof start_cwd))
+            start_cwd[0] = '\0';
+    }
+
+    /* The name: pattern expanded; a fork child whose pattern has no %p gets
+     * ".<pid>" so it never shares the parent's file. */
+    char disp[4096], abs[4096];
+    int has_pid;
+    rc = expand(disp, sizeof disp, vh_opt.out, pid, &has_pid);
+    if (rc == 0 && forked && !has_pid) {
+        size_t l = strlen(disp);
+        if (vh_format(disp + l, sizeof disp - l, ".%d", (int)pid) + l + 1 >= sizeof disp)
+            rc = -ENAMETOOLONG;
+    }
+    if (rc < 0) {
+        vh_log("capture path from VHEAP_OUT is too long; recording nothing");
+        return rc;
+    }
+    if (disp[0] != '/' && start_cwd[0])
+        vh_format(abs, sizeof abs, "%s/%s", start_cwd, disp);
+    else
+        vh_format(abs, sizeof abs, "%s", disp);
+
+    rc = check_dir(abs);
+    if (rc < 0) {
+        if (rc != -EPERM)
+            vh_log("cannot use the directory of %s: %s; recording nothing", disp,
+                   vh_errname(-rc));
+        return rc;
+    }
+    int gen = 0;
+    int fd = open_exclusive(abs, disp, &gen);
+    if (fd < 0) {
+        vh_log("cannot create %s: %s; recording nothing", disp, vh_errname(-fd));
+        return fd;
+    }
+    fd = vh_fd_high(fd, 0);
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    vh_cap.fd = fd;
+    vh_cap.dev = st.st_dev;
+    vh_cap.ino = st.st_ino;
+    vh_cap.chunk_size = vh_opt.chunk_size;
+    vh_cap.pid = pid;
+
+    if (!vh_cap.base && (rc = reserve_range()) < 0) {
+        vh_log("cannot reserve address space for the capture; recording nothing");
+        goto out;
+    }
+    vh_cap.mapped = VH_HEADER_SIZE;
+    uint64_t first = VH_HEADER_SIZE + 2ull * vh_cap.chunk_size;
+    if ((rc = take_space(0, first)) < 0) {
+        vh_log("cannot allocate space for %s: %s; recording nothing", disp, vh_errname(-rc));
+        goto out;
+    }
+    if (mmap(vh_cap.base, first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+        MAP_FAILED) {
+        rc = -errno;
+        vh_log("cannot map %s: %s; recording nothing", disp, vh_errname(-rc));
+        goto out;
+    }
+    vh_cap.mapped = first;
+    vh_cap.hdr = (struct vh_capture_header *)vh_cap.base;
+
+    struct vh_capture_header *h = vh_cap.hdr;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    vh_cap.start_mono = vh_mono_ns();
+    h->version = VH_CAPTURE_VERSION;
+    h->header_size = VH_HEADER_SIZE;
+    h->chunk_size = vh_cap.chunk_size;
+    h->chunk_header_size = (uint32_t)CHUNK_HDR;
+    h->chunk_offset = VH_HEADER_SIZE;
+    h->chunks_claimed = 0;
+    h->pid = (uint32_t)pid;
+    h->ppid = (uint32_t)(forked && parent ? parent->pid : (uint32_t)getppid());
+    h->start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    h->start_monotonic_ns = vh_cap.start_mono;
+    h->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+    h->phys_pages = (uint64_t)sysconf(_SC_PHYS_PAGES);
+    h->max_depth = vh_opt.depth;
+    h->unwind = vh_opt.unwind;
+    h->exec_generation = (uint32_t)gen;
+    if (forked) {
+        h->flags |= VH_HDR_FORKED;
+        h->parent_start_realtime_ns = parent ? parent->start_realtime_ns : 0;
+    }
+    memcpy(h->exe, exe_path, strlen(exe_path) + 1);
+    read_cmdline(h);
+    /* The magic last: a reader that sees it sees a complete header. */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy(h->magic, VH_CAPTURE_MAGIC, 8);
+    nfree = 0;
+    return 0;
+out:
+    close(fd);
+    vh_cap.fd = -1;
+    vh_cap.hdr = NULL;
+    unlink(vh_cap.path);
+    return rc;
+}
+
+const char *vh_capture_display_path(void)
+{
+    return display_path;
+}
+
+/* ---- chunks ---------------------------------------------------------------- */
+static struct vh_chunk_header *chunk_at(uint32_t idx)
+{
+    return (struct vh_chunk_header *)(vh_cap.base + VH_HEADER_SIZE +
+                                      (uint64_t)idx * vh_cap.chunk_size);
+}
+
+/* A released chunk whose records all precede `time`, or -1. Chunk lock. */
+static int pop_free(uint64_t time)
+{
+    for (uint32_t i = nfree; i-- > 0;) {
+        if (free_chunks[i].time > time)
+            continue;
+        uint32_t idx = free_chunks[i].index;
+        free_chunks[i] = free_chunks[--nfree];
+        return (int)idx;
+    }
+    return -1;
+}
+
+/* A chunk for a thread whose first record has `time`: a released one, or a
+ * new one. NULL if none. */
+static struct vh_chunk_header *claim(uint64_t time)
+{
+    struct vh_capture_header *h = vh_cap.hdr;
+    struct vh_chunk_header *c = NULL;
+    int rc = 0, reuse, fresh = 0;
+    uint64_t idx = 0;
+    vh_lock(&chunk_lock);
+    if (h->flags & VH_HDR_DISABLED) {
+        vh_unlock(&chunk_lock);
+        return NULL;
+    }
+    if ((reuse = pop_free(time)) >= 0) {
+        c = chunk_at((uint32_t)reuse);
+    } else {
+        idx = h->chunks_claimed;
+        uint64_t need = VH_HEADER_SIZE + (idx + 1) * vh_cap.chunk_size;
+        if (idx >= UINT32_MAX)
+            rc = -EFBIG;
+        else if (need > vh_cap.mapped)
+            rc = grow(need);
+        if (rc == 0) {
+            c = chunk_at((uint32_t)idx);
+            fresh = 1;
+            /* A reader treats a claimed chunk with used == 0 as empty. */
+            __atomic_store_n(&h->chunks_claimed, idx + 1, __ATOMIC_RELEASE);
+        }
+    }
+    vh_unlock(&chunk_lock);
+    if (fresh) {
+        c->magic = VH_CHUNK_MAGIC;
+        c->index = (uint32_t)idx;
+        __atomic_store_n(&c->used, CHUNK_HDR, __ATOMIC_RELEASE);
+    }
+    if (rc < 0)
+        vh_capture_disable(rc == -EFBIG ? "the capture reached its size limit"
+                           : rc == -EBADF ? "the program closed the capture's descriptor"
+                                          : "cannot grow the capture", -rc);
+    return c;
+}
+
+/* Where this thread may write up to: the chunk is faulted in ahead of the
+ * writer in steps (one madvise instead of a page fault every 4 KiB on the
+ * hot path), and only in steps, so a thread that records little does not
+ * map a whole chunk. A chunk its thread is done with is unmapped from the
+ * process again (MADV_DONTNEED keeps a shared file's data): the capture's
+ * pages would otherwise count in the program's RSS, growing with it. */
+#define POPULATE_STEP (64u << 10)
+
+static uint64_t resident;          /* atomic: bytes faulted in, still mapped */
+
+uint64_t vh_capture_resident(void)
+{
+    return __atomic_load_n(&resident, __ATOMIC_RELAXED);
+}
+
+static void populate(struct vh_tls *t, size_t need)
+{
+    char *chunk_end = (char *)t->chunk + vh_cap.chunk_size;
+    char *from = t->pop_start ? t->end : (char *)((uintptr_t)t->pos & ~(uintptr_t)4095);
+    if (!t->pop_start)
+        t->pop_start = from;
+    char *to = (char *)(((uintptr_t)t->pos + need + POPULATE_STEP) &
+                        ~(uintptr_t)(POPULATE_STEP - 1));
+    if (to > chunk_end)
+        to = chunk_end;
+    if (to > from) {
+        madvise(from, (size_t)(to - from), MADV_POPULATE_WRITE);   /* best effort */
+        __atomic_fetch_add(&resident, (uint64_t)(to - from), __ATOMIC_RELAXED);
+        t->end = to;
+    }
+}
+
+static void retire(struct vh_tls *t)
+{
+    if (!t->chunk || !t->pop_start)
+        return;
+    size_t len = (size_t)(t->end - t->pop_start);
+    madvise(t->pop_start, len, MADV_DONTNEED);
+    __atomic_fetch_sub(&resident, (uint64_t)len, __ATOMIC_RELAXED);
+    t->pop_start = NULL;
+}
+
+void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time)
+{
+    struct vh_capture_header *h = vh_cap.hdr;
+    const size_t thread_rec = sizeof(struct vh_rec_time);
+    if (!h || (__atomic_load_n(&h->flags, __ATOMIC_RELAXED) & VH_HDR_DISABLED))
+        return NULL;
+    if (t->chunk && (size_t)((char *)t->chunk + vh_cap.chunk_size - t->pos) >= size) {
+        populate(t, size);
+        return t->pos;             /* the chunk had room beyond what is faulted in */
+    }
+    retire(t);                     /* full: done with it */
+    t->chunk = NULL;
+    t->pos = t->end = NULL;
+    if (size + thread_rec + CHUNK_HDR > vh_cap.chunk_size)
+        return NULL;               /* can never fit (a giant path) */
+    if (!t->tid)
+        t->tid = (uint32_t)vh_gettid();
+    for (;;) {
+        struct vh_chunk_header *c = claim(time);
+        if (!c)
+            return NULL;
+        char *pos = (char *)c + __atomic_load_n(&c->used, __ATOMIC_RELAXED);
+        char *end = (char *)c + vh_cap.chunk_size;
+        if ((size_t)(end - pos) < size + thread_rec)
+            continue;              /* a released chunk with too little room: drop it */
+        t->chunk = c;
+        t->pos = t->end = pos;
+        t->pop_start = NULL;
+        populate(t, size + thread_rec);
+        if (!t->registered)
+            vh_thread_register(t);
+        /* Records of a chunk are one thread's: say which. */
+        struct vh_rec_time *r = (struct vh_rec_time *)t->pos;
+        r->h = (struct vh_rec_hdr){ .type = VH_REC_THREAD, .b = t->tid };
+        r->time = time;
+        t->pos += thread_rec;
+        __atomic_store_n(&c->used, (uint64_t)(t->pos - (char *)c), __ATOMIC_RELEASE);
+        return t->pos;
+    }
+}
+
+void vh_chunk_release(struct vh_tls *t)
+{
+    struct vh_chunk_header *c = t->chunk;
+    retire(t);
+    t->chunk = NULL;
+    t->pos = t->end = NULL;
+    if (!c || !vh_cap.hdr)
+        return;
+    uint64_t now = vh_now();       /* not before any record in the chunk */
+    vh_lock(&chunk_lock);
+    if (nfree < FREE_MAX && vh_cap.chunk_size - c->used > 4096)
+        free_chunks[nfree++] = (struct free_chunk){ c->index, now };
+    vh_unlock(&chunk_lock);
+}
+
+void vh_capture_disable(const char *why, int err)
+{
+    struct vh_capture_header *h = vh_cap.hdr;
+    if (!h)
+        return;
+    uint32_t old = __atomic_fetch_or(&h->flags, VH_HDR_DISABLED, __ATOMIC_ACQ_REL);
+    int expected = VH_MODE_ON;
+    __atomic_compare_exchange_n(&vh_mode, &expected, VH_MODE_DROP, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_RELAXED);
+    expected = VH_MODE_INIT;
+    __atomic_compare_exchange_n(&vh_mode, &expected, VH_MODE_DROP, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_RELAXED);
+    if (!(old & VH_HDR_DISABLED))
+        vh_log("%s (%s): recording stopped, later events are only counted as dropped in %s",
+               why, vh_errname(err), display_path);
+}
+
+/* ---- end and fork ------------------------------------------------------------ */
+void vh_capture_end(void)
+{
+    struct vh_tls *t = &vh_tls;
+    struct vh_capture_header *h = vh_cap.hdr;
+    if (!h || (__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & VH_HDR_ENDED))
+        return;
+    vh_rss_sample(t);              /* a last RSS sample */
+    uint64_t now = vh_now();
+    vh_record_time(t, VH_REC_END, 0, 0, now);
+    __atomic_store_n(&h->end_time, now, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->last_time, now, __ATOMIC_RELEASE);
+    if (!(__atomic_load_n(&h->flags, __ATOMIC_RELAXED) & VH_HDR_DISABLED))
+        __atomic_fetch_or(&h->flags, VH_HDR_ENDED, __ATOMIC_RELEASE);
+    /* Give back the space taken ahead of need. Claimed chunks stay; a claim
+     * after this (allocations after exit started) grows the file again. */
+    vh_lock(&chunk_lock);
+    uint64_t keep = VH_HEADER_SIZE + h->chunks_claimed * (uint64_t)vh_cap.chunk_size;
+    if (keep < vh_cap.mapped && (fd_is_ours() || reopen() == 0) &&
+        ftruncate(vh_cap.fd, (off_t)keep) == 0)
+        vh_cap.mapped = keep;
+    vh_unlock(&chunk_lock);
+    if (!vh_opt.quiet) {
+        uint64_t lost = __atomic_load_n(&h->dropped_events, __ATOMIC_RELAXED);
+        if (lost)
+            vh_say("capture written to %s (%llu events dropped)", display_path,
+                   (unsigned long long)lost);
+        else
+            vh_say("capture written to %s", display_path);
+    }
+}
+
+void vh_capture_fork_prepare(void)
+{
+    vh_lock(&chunk_lock);
+}
+
+void vh_capture_fork_parent(void)
+{
+    vh_unlock(&chunk_lock);
+}
+
+/* In the child: drop the parent's capture from our address space (the child
+ * must never write into it), then start the child's own. */
+void vh_capture_fork_child(void)
+{
+    struct vh_capture_header parent = { 0 };
+    chunk_lock = 0;
+    nfree = 0;
+    resident = 0;
+    if (vh_cap.hdr) {
+        parent.pid = vh_cap.hdr->pid;
+        parent.start_realtime_ns = vh_cap.hdr->start_realtime_ns;
+    }
+    if (vh_cap.base)
+        mmap(vh_cap.base, vh_cap.reserved, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    if (vh_cap.fd >= 0)
+        close(vh_cap.fd);
+    vh_cap.fd = -1;
+    vh_cap.hdr = NULL;
+    vh_cap.mapped = 0;
+    vh_capture_create(1, &parent);
+}

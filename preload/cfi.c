@@ -1,0 +1,569 @@
+/* cfi.c — fast stack walks from cached DWARF unwind rules, keyed by address.
+ *
+ * libunwind's unw_backtrace costs ~15 ns a frame here; most of that is
+ * finding and interpreting the CFI again. For x86-64 code almost every
+ * frame's rule is one of "CFA = rsp+k" or "CFA = rbp+k", "return address at
+ * CFA-8", "caller's rbp unchanged or saved at CFA+j". This file computes that
+ * rule once per return address from the object's .eh_frame_hdr/.eh_frame (in
+ * memory, inside dl_iterate_phdr so the object cannot go away meanwhile),
+ * caches it in a process-wide table, and walks with a few loads per frame.
+ * Anything else (signal trampolines, DWARF expressions, missing tables) makes
+ * the walk return -1 and the caller uses libunwind for that stack. Every read
+ * of the stack is checked against the thread's stack bounds. */
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "preload/internal.h"
+
+/* A rule, packed in 64 bits: kind (8), rbp how (8), rbp offset (16, signed,
+ * from CFA), CFA offset (32, signed). */
+enum { R_EMPTY = 0, R_RSP, R_RBP, R_END, R_UNSUPPORTED };
+enum { RBP_SAME = 0, RBP_AT };
+
+#define CACHE_BITS 16
+#define CACHE_SLOTS (1u << CACHE_BITS)
+
+struct entry {
+    uint64_t key;                  /* ip | gen << 48; 0 = empty (atomic)  */
+    uint64_t rule;
+};
+
+static struct entry *cache;        /* mmap'd, CACHE_SLOTS entries         */
+
+static inline uint64_t pack(unsigned kind, unsigned rbp_how, int rbp_off, int32_t cfa_off)
+{
+    return (uint64_t)kind | (uint64_t)rbp_how << 8 | (uint64_t)(uint16_t)(int16_t)rbp_off << 16 |
+           (uint64_t)(uint32_t)cfa_off << 32;
+}
+
+int vh_cfi_init(void)
+{
+    if (cache)
+        return 0;
+    void *p = mmap(NULL, CACHE_SLOTS * sizeof(struct entry), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    cache = p;
+    return 0;
+}
+
+/* ---- reading DWARF ----------------------------------------------------------- */
+#define DW_EH_PE_omit 0xff
+#define DW_EH_PE_absptr 0x00
+#define DW_EH_PE_uleb128 0x01
+#define DW_EH_PE_udata2 0x02
+#define DW_EH_PE_udata4 0x03
+#define DW_EH_PE_udata8 0x04
+#define DW_EH_PE_sleb128 0x09
+#define DW_EH_PE_sdata2 0x0a
+#define DW_EH_PE_sdata4 0x0b
+#define DW_EH_PE_sdata8 0x0c
+#define DW_EH_PE_pcrel 0x10
+#define DW_EH_PE_datarel 0x30
+#define DW_EH_PE_indirect 0x80
+
+struct rd {
+    const uint8_t *p, *end;
+    int bad;
+};
+
+static uint64_t uleb(struct rd *r)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+    while (r->p < r->end) {
+        uint8_t b = *r->p++;
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+        if (!(b & 0x80))
+            return v;
+    }
+    r->bad = 1;
+    return 0;
+}
+
+static int64_t sleb(struct rd *r)
+{
+    int64_t v = 0;
+    unsigned shift = 0;
+    uint8_t b = 0;
+    while (r->p < r->end) {
+        b = *r->p++;
+        if (shift < 64)
+            v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+        shift += 7;
+        if (!(b & 0x80)) {
+            if (shift < 64 && (b & 0x40))
+                v |= -((int64_t)1 << shift);
+            return v;
+        }
+    }
+    r->bad = 1;
+    return 0;
+}
+
+static uint64_t fixed(struct rd *r, unsigned n)
+{
+    if ((size_t)(r->end - r->p) < n) {
+        r->bad = 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    memcpy(&v, r->p, n);           /* little-endian */
+    r->p += n;
+    return v;
+}
+
+/* An encoded pointer; `datarel` is the .eh_frame_hdr base. */
+static uint64_t pointer(struct rd *r, uint8_t enc, uint64_t datarel)
+{
+    if (enc == DW_EH_PE_omit)
+        return 0;
+    uint64_t at = (uintptr_t)r->p, v;
+    switch (enc & 0x0f) {
+    case DW_EH_PE_absptr: v = fixed(r, 8); break;
+    case DW_EH_PE_uleb128: v = uleb(r); break;
+    case DW_EH_PE_udata2: v = fixed(r, 2); break;
+    case DW_EH_PE_udata4: v = fixed(r, 4); break;
+    case DW_EH_PE_udata8: v = fixed(r, 8); break;
+    case DW_EH_PE_sleb128: v = (uint64_t)sleb(r); break;
+    case DW_EH_PE_sdata2: v = (uint64_t)(int64_t)(int16_t)fixed(r, 2); break;
+    case DW_EH_PE_sdata4: v = (uint64_t)(int64_t)(int32_t)fixed(r, 4); break;
+    case DW_EH_PE_sdata8: v = fixed(r, 8); break;
+    default: r->bad = 1; return 0;
+    }
+    switch (enc & 0x70) {
+    case 0: break;
+    case DW_EH_PE_pcrel: v += at; break;
+    case DW_EH_PE_datarel: v += datarel; break;
+    default: r->bad = 1; return 0;
+    }
+    if (enc & DW_EH_PE_indirect) {
+        r->bad = 1;                /* not used for FDE ranges */
+        return 0;
+    }
+    return v;
+}
+
+/* The CFA / rbp / return-address rules while interpreting. */
+struct state {
+    int cfa_reg;
+    int64_t cfa_off;
+    int rbp_how;                   /* RBP_SAME, RBP_AT, or -1 unsupported */
+    int64_t rbp_off;
+    int ra_ok;                     /* return address at CFA-8 */
+    int ra_undef;                  /* outermost frame */
+    int unsupported;
+};
+
+struct cie {
+    uint64_t code_align;
+    int64_t data_align;
+    uint64_t ra_reg;
+    uint8_t fde_enc;
+    int has_aug_data;
+    int signal;
+    const uint8_t *insns, *end;
+};
+
+#define REG_RBP 6
+#define REG_RSP 7
+
+static void set_reg(struct state *s, uint64_t reg, int how, int64_t off, uint64_t ra_reg)
+{
+    if (reg == REG_RBP) {
+        s->rbp_how = how;
+        s->rbp_off = off;
+    } else if (reg == ra_reg) {
+        s->ra_ok = how == RBP_AT && off == -8;
+        s->ra_undef = 0;
+    }
+}
+
+/* Runs CFA instructions from `r` while loc <= target. `init` is the state
+ * after the CIE's initial instructions (for DW_CFA_restore). Returns 0. */
+static void run(struct rd *r, const struct cie *c, struct state *s, const struct state *init,
+                uint64_t loc, uint64_t target, uint64_t datarel)
+{
+    struct state stack[8];
+    int depth = 0;
+    while (r->p < r->end && !r->bad && !s->unsupported) {
+        uint8_t op = *r->p++;
+        uint64_t reg, delta = 0;
+        int64_t off;
+        switch (op & 0xc0) {
+        case 0x40:
+            delta = (op & 0x3f) * c->code_align;
+            goto advance;
+        case 0x80:
+            off = (int64_t)uleb(r) * c->data_align;
+            set_reg(s, op & 0x3f, RBP_AT, off, c->ra_reg);
+            continue;
+        case 0xc0:
+            reg = op & 0x3f;
+            if (reg == REG_RBP) {
+                s->rbp_how = init->rbp_how;
+                s->rbp_off = init->rbp_off;
+            } else if (reg == c->ra_reg) {
+                s->ra_ok = init->ra_ok;
+                s->ra_undef = init->ra_undef;
+            }
+            continue;
+        }
+        switch (op) {
+        case 0x00: break;                                      /* nop */
+        case 0x01: {                                           /* set_loc */
+            uint64_t nloc = pointer(r, c->fde_enc, datarel);
+            if (nloc > target)
+                return;
+            loc = nloc;
+            break;
+        }
+        case 0x02: delta = fixed(r, 1) * c->code_align; goto advance;
+        case 0x03: delta = fixed(r, 2) * c->code_align; goto advance;
+        case 0x04: delta = fixed(r, 4) * c->code_align; goto advance;
+        case 0x05:                                             /* offset_extended */
+            reg = uleb(r);
+            off = (int64_t)uleb(r) * c->data_align;
+            set_reg(s, reg, RBP_AT, off, c->ra_reg);
+            break;
+        case 0x11:                                             /* offset_extended_sf */
+            reg = uleb(r);
+            off = sleb(r) * c->data_align;
+            set_reg(s, reg, RBP_AT, off, c->ra_reg);
+            break;
+        case 0x06:                                             /* restore_extended */
+            reg = uleb(r);
+            if (reg == REG_RBP) {
+                s->rbp_how = init->rbp_how;
+                s->rbp_off = init->rbp_off;
+            } else if (reg == c->ra_reg) {
+                s->ra_ok = init->ra_ok;
+                s->ra_undef = init->ra_undef;
+            }
+            break;
+        case 0x07:                                             /* undefined */
+            reg = uleb(r);
+            if (reg == c->ra_reg)
+                s->ra_undef = 1;
+            else if (reg == REG_RBP)
+                s->rbp_how = RBP_SAME;   /* value lost; keep walking */
+            break;
+        case 0x08:                                             /* same_value */
+            reg = uleb(r);
+            if (reg == REG_RBP)
+                s->rbp_how = RBP_SAME;
+            else if (reg == c->ra_reg)
+                s->unsupported = 1;
+            break;
+        case 0x09:                                             /* register */
+            reg = uleb(r);
+            uleb(r);
+            if (reg == REG_RBP || reg == c->ra_reg)
+                s->unsupported = 1;
+            break;
+        case 0x0a:                                             /* remember_state */
+            if (depth == 8)
+                s->unsupported = 1;
+            else
+                stack[depth++] = *s;
+            break;
+        case 0x0b:                                             /* restore_state */
+            if (depth == 0)
+                s->unsupported = 1;
+            else
+                *s = stack[--depth];
+            break;
+        case 0x0c:                                             /* def_cfa */
+            s->cfa_reg = (int)uleb(r);
+            s->cfa_off = (int64_t)uleb(r);
+            break;
+        case 0x12:                                             /* def_cfa_sf */
+            s->cfa_reg = (int)uleb(r);
+            s->cfa_off = sleb(r) * c->data_align;
+            break;
+        case 0x0d: s->cfa_reg = (int)uleb(r); break;           /* def_cfa_register */
+        case 0x0e: s->cfa_off = (int64_t)uleb(r); break;       /* def_cfa_offset */
+        case 0x13: s->cfa_off = sleb(r) * c->data_align; break; /* def_cfa_offset_sf */
+        case 0x0f:                                             /* def_cfa_expression */
+            s->unsupported = 1;
+            break;
+        case 0x10:                                             /* expression */
+        case 0x16: {                                           /* val_expression */
+            reg = uleb(r);
+            uint64_t len = uleb(r);
+            if (reg == REG_RBP || reg == c->ra_reg || len > (uint64_t)(r->end - r->p))
+                s->unsupported = 1;
+            else
+                r->p += len;
+            break;
+        }
+        case 0x14:                                             /* val_offset */
+        case 0x15:                                             /* val_offset_sf */
+            reg = uleb(r);
+            if (op == 0x14)
+                uleb(r);
+            else
+                sleb(r);
+            if (reg == REG_RBP || reg == c->ra_reg)
+                s->unsupported = 1;
+            break;
+        case 0x2e: uleb(r); break;                             /* GNU_args_size */
+        case 0x2f:                                             /* GNU_negative_offset_ext */
+            reg = uleb(r);
+            off = -(int64_t)uleb(r) * c->data_align;
+            set_reg(s, reg, RBP_AT, off, c->ra_reg);
+            break;
+        default:
+            s->unsupported = 1;
+            break;
+        }
+        continue;
+    advance:
+        if (loc + delta > target)
+            return;
+        loc += delta;
+    }
+}
+
+static int parse_cie(const uint8_t *p, const uint8_t *limit, struct cie *c)
+{
+    struct rd r = { p, limit, 0 };
+    uint64_t len = fixed(&r, 4);
+    if (len == 0xffffffffu)
+        len = fixed(&r, 8);
+    if (r.bad || len > (uint64_t)(limit - r.p))
+        return -1;
+    r.end = r.p + len;
+    if (fixed(&r, 4) != 0)         /* CIE id */
+        return -1;
+    unsigned version = (unsigned)fixed(&r, 1);
+    if (version != 1 && version != 3)
+        return -1;
+    const char *aug = (const char *)r.p;
+    while (r.p < r.end && *r.p)
+        r.p++;
+    if (r.p >= r.end)
+        return -1;
+    r.p++;
+    c->code_align = uleb(&r);
+    c->data_align = sleb(&r);
+    c->ra_reg = version == 1 ? fixed(&r, 1) : uleb(&r);
+    c->fde_enc = DW_EH_PE_absptr;
+    c->has_aug_data = 0;
+    c->signal = 0;
+    if (aug[0] == 'z') {
+        c->has_aug_data = 1;
+        uint64_t alen = uleb(&r);
+        const uint8_t *aend = r.p + alen;
+        if (alen > (uint64_t)(r.end - r.p))
+            return -1;
+        for (const char *a = aug + 1; *a; a++) {
+            switch (*a) {
+            case 'R': c->fde_enc = (uint8_t)fixed(&r, 1); break;
+            case 'L': fixed(&r, 1); break;
+            case 'P': {
+                uint8_t enc = (uint8_t)fixed(&r, 1);
+                pointer(&r, enc & 0x7f, 0);   /* skip; value unused */
+                break;
+            }
+            case 'S': c->signal = 1; break;
+            case 'B': break;
+            default: return -1;
+            }
+        }
+        r.p = aend;
+    } else if (aug[0]) {
+        return -1;
+    }
+    if (r.bad)
+        return -1;
+    c->insns = r.p;
+    c->end = r.end;
+    return 0;
+}
+
+struct query {
+    uint64_t ip;                   /* address inside the call instruction */
+    uint64_t rule;
+    int found;                     /* the object containing ip was seen */
+};
+
+/* Computes the rule for q->ip from this object's .eh_frame_hdr, if ip is
+ * inside it. Runs under ld.so's lock: the object cannot be unloaded. */
+static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct query *q = arg;
+    const ElfW(Phdr) *hdr_ph = NULL;
+    int inside = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            uint64_t s = info->dlpi_addr + ph->p_vaddr;
+            if (q->ip >= s && q->ip < s + ph->p_memsz)
+                inside = 1;
+        } else if (ph->p_type == PT_GNU_EH_FRAME) {
+            hdr_ph = ph;
+        }
+    }
+    if (!inside)
+        return 0;
+    /* Reads of the tables stay inside the segment that holds them. */
+    const uint8_t *seg_end = NULL;
+    for (int i = 0; hdr_ph && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && hdr_ph->p_vaddr >= ph->p_vaddr &&
+            hdr_ph->p_vaddr < ph->p_vaddr + ph->p_memsz)
+            seg_end = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
+    }
+    q->found = 1;
+    q->rule = pack(R_UNSUPPORTED, 0, 0, 0);
+    if (!hdr_ph || !seg_end)
+        return 1;
+    const uint8_t *hdr = (const uint8_t *)(info->dlpi_addr + hdr_ph->p_vaddr);
+    struct rd r = { hdr, hdr + hdr_ph->p_memsz, 0 };
+    uint64_t base = (uintptr_t)hdr;
+    if (fixed(&r, 1) != 1)
+        return 1;
+    uint8_t frame_enc = (uint8_t)fixed(&r, 1);
+    uint8_t count_enc = (uint8_t)fixed(&r, 1);
+    uint8_t table_enc = (uint8_t)fixed(&r, 1);
+    pointer(&r, frame_enc, base);
+    uint64_t count = pointer(&r, count_enc, base);
+    if (r.bad || table_enc != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || count == 0 ||
+        count > (uint64_t)(r.end - r.p) / 8)
+        return 1;
+    const int32_t *table = (const int32_t *)r.p;
+    /* Last entry whose start is <= ip. */
+    uint64_t lo = 0, hi = count;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (base + (int64_t)table[2 * mid] <= q->ip)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (base + (int64_t)table[2 * lo] > q->ip) {
+        q->rule = pack(R_END, 0, 0, 0);      /* before any FDE: no info */
+        return 1;
+    }
+    /* The FDE. .eh_frame follows the header in the same segment; bound the
+     * reads by the end of the object's mapping. */
+    const uint8_t *fde = (const uint8_t *)(base + (int64_t)table[2 * lo + 1]);
+    if (fde >= seg_end)
+        return 1;
+    struct rd f = { fde, seg_end, 0 };
+    uint64_t len = fixed(&f, 4);
+    if (len == 0xffffffffu)
+        len = fixed(&f, 8);
+    if (f.bad || len < 8 || len > (uint64_t)(seg_end - f.p))
+        return 1;
+    f.end = f.p + len;
+    const uint8_t *cie_ptr_at = f.p;
+    uint32_t cie_off = (uint32_t)fixed(&f, 4);
+    if (cie_off == 0)
+        return 1;                  /* that is a CIE, not an FDE */
+    struct cie c;
+    const uint8_t *cie = cie_ptr_at - cie_off;
+    if (cie >= seg_end || cie < (const uint8_t *)(uintptr_t)info->dlpi_addr ||
+        parse_cie(cie, seg_end, &c) < 0 || c.signal)
+        return 1;
+    uint64_t start = pointer(&f, c.fde_enc, base);
+    uint64_t range = pointer(&f, c.fde_enc & 0x0f, 0);
+    if (f.bad)
+        return 1;
+    if (q->ip < start || q->ip >= start + range) {
+        q->rule = pack(R_END, 0, 0, 0);      /* a gap without unwind info */
+        return 1;
+    }
+    if (c.has_aug_data) {
+        uint64_t alen = uleb(&f);
+        if (alen > (uint64_t)(f.end - f.p))
+            return 1;
+        f.p += alen;
+    }
+    struct state s = { .cfa_reg = REG_RSP, .cfa_off = 8, .rbp_how = RBP_SAME, .ra_ok = 0 };
+    struct rd ci = { c.insns, c.end, 0 };
+    run(&ci, &c, &s, &s, 0, UINT64_MAX, base);
+    struct state init = s;
+    run(&f, &c, &s, &init, start, q->ip, base);
+    if (ci.bad || f.bad || s.unsupported)
+        return 1;
+    if (s.ra_undef) {
+        q->rule = pack(R_END, 0, 0, 0);
+        return 1;
+    }
+    if (!s.ra_ok || (s.cfa_reg != REG_RSP && s.cfa_reg != REG_RBP) || s.cfa_off < 8 ||
+        s.cfa_off > INT32_MAX || (s.rbp_how == RBP_AT && (s.rbp_off < -32768 || s.rbp_off >= 0)))
+        return 1;
+    q->rule = pack(s.cfa_reg == REG_RSP ? R_RSP : R_RBP, (unsigned)s.rbp_how, (int)s.rbp_off,
+                   (int32_t)s.cfa_off);
+    return 1;
+}
+
+/* No `own` marking here: nothing in this path allocates, so an allocation
+ * arriving meanwhile is a signal handler's, to be counted as nested. */
+static uint64_t compute_rule(uint64_t ip)
+{
+    struct query q = { ip, pack(R_END, 0, 0, 0), 0 };
+    dl_iterate_phdr(rule_cb, &q);
+    return q.found ? q.rule : pack(R_END, 0, 0, 0);   /* not in any object */
+}
+
+static inline uint64_t lookup(uint64_t ip, uint64_t gen)
+{
+    uint64_t key = ip | gen << 48;
+    struct entry *e = &cache[(ip ^ ip >> CACHE_BITS ^ ip >> 29) & (CACHE_SLOTS - 1)];
+    uint64_t k1 = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
+    if (vh_likely(k1 == key)) {
+        uint64_t rule = __atomic_load_n(&e->rule, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (vh_likely(__atomic_load_n(&e->key, __ATOMIC_RELAXED) == key))
+            return rule;
+    }
+    uint64_t rule = compute_rule(ip);
+    /* Invalidate, write, publish: a reader that sees the key before and
+     * after reading the rule read this rule. */
+    __atomic_store_n(&e->key, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&e->rule, rule, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->key, key, __ATOMIC_RELEASE);
+    return rule;
+}
+
+int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
+                uint32_t want)
+{
+    uint64_t lo = t->stack_lo, hi = t->stack_hi;
+    uint64_t gen = __atomic_load_n(&vh_module_gen, __ATOMIC_RELAXED) & 0xffff;
+    uint32_t n = 0;
+    if (sp < lo || sp >= hi)
+        return -1;                 /* another stack (sigaltstack, coroutine) */
+    while (n < want && ip) {
+        buf[n++] = ip;
+        uint64_t rule = lookup(ip - 1, gen);
+        unsigned kind = rule & 0xff;
+        if (kind == R_END)
+            break;
+        if (kind != R_RSP && kind != R_RBP)
+            return -1;
+        uint64_t cfa = (kind == R_RSP ? sp : rbp) + (uint64_t)(int64_t)(int32_t)(rule >> 32);
+        if (cfa <= sp || cfa > hi || (cfa & 7))
+            return n == 1 ? -1 : (int)n; /* garbage: stop here */
+        uint64_t ret = ((const uint64_t *)cfa)[-1];
+        if (((rule >> 8) & 0xff) == RBP_AT) {
+            uint64_t at = cfa + (uint64_t)(int64_t)(int16_t)(rule >> 16);
+            if (at < sp || at + 8 > cfa)
+                return (int)n;
+            rbp = *(const uint64_t *)at;
+        }
+        sp = cfa;
+        ip = ret;
+    }
+    return (int)n;
+}

@@ -1,0 +1,546 @@
+/* hooks.c — the interposed allocator entry points and the records they write.
+ *
+ * Rules for every hook: the fast path is the one vh_fast_ok() test; anything
+ * unusual (first call, nested call, the shim's own call, fork, disabled) goes
+ * to vh_enter_slow(), which decides whether to record. The real call runs at
+ * guard REAL, bookkeeping at guard BUSY; errno is what the real call left.
+ * Each hook calls vh_stack_here() itself, so its frame is on the stack that
+ * the unwinder trims (unwind.c drops every leading frame inside libvheap).
+ * Times: an allocation's after the real call and after the stack lookup, a
+ * free's before the real free — so a block's free always sorts before its
+ * reuse on another thread. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "preload/internal.h"
+
+/* ---- records ------------------------------------------------------------------ */
+VH_ALWAYS_INLINE void put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap, unsigned func,
+                                unsigned flags, uint64_t addr, uint64_t size, uint64_t usable,
+                                uint32_t stack, uint16_t tag, uint64_t time)
+{
+    struct vh_rec_alloc *r = vh_rec_begin(t, sizeof *r, time);
+    if (vh_unlikely(!r)) {
+        vh_dropped();
+        return;
+    }
+    uint64_t slack = usable > size ? usable - size : 0;
+    if (vh_unlikely(slack > UINT32_MAX)) {
+        slack = UINT32_MAX;
+        flags |= VH_RF_SLACK_CLAMPED;
+    }
+    r->h = (struct vh_rec_hdr){ .type = type, .flags = (uint8_t)flags, .a = heap, .b = stack };
+    r->time = time;
+    r->addr = addr;
+    r->size = size;
+    r->slack = (uint32_t)slack;
+    r->func = (uint16_t)func;
+    r->tag = tag;
+    vh_rec_commit(t, sizeof *r);
+}
+
+VH_ALWAYS_INLINE void put_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
+                               uint64_t addr, uint64_t time)
+{
+    struct vh_rec_free *r = vh_rec_begin(t, sizeof *r, time);
+    if (vh_unlikely(!r)) {
+        vh_dropped();
+        return;
+    }
+    r->h = (struct vh_rec_hdr){ .type = VH_REC_FREE, .flags = (uint8_t)flags, .a = heap };
+    r->time = time;
+    r->addr = addr;
+    r->func = func;
+    vh_rec_commit(t, sizeof *r);
+}
+
+void vh_record_alloc(struct vh_tls *t, uint32_t type, uint16_t heap, unsigned func,
+                     unsigned flags, uint64_t addr, uint64_t size, uint64_t usable,
+                     uint32_t stack, uint16_t tag, uint64_t time)
+{
+    put_alloc(t, (uint8_t)type, heap, func, flags, addr, size, usable, stack, tag, time);
+}
+
+void vh_record_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
+                    uint64_t addr, uint64_t time)
+{
+    put_free(t, heap, func, flags, addr, time);
+}
+
+void vh_record_time(struct vh_tls *t, uint8_t type, uint16_t a, uint32_t b, uint64_t time)
+{
+    struct vh_rec_time *r = vh_rec_begin(t, sizeof *r, time);
+    if (!r)
+        return;
+    r->h = (struct vh_rec_hdr){ .type = type, .a = a, .b = b };
+    r->time = time;
+    vh_rec_commit(t, sizeof *r);
+}
+
+void vh_record_value(struct vh_tls *t, uint8_t type, uint64_t value, uint64_t time)
+{
+    struct vh_rec_value *r = vh_rec_begin(t, sizeof *r, time);
+    if (!r)
+        return;
+    r->h = (struct vh_rec_hdr){ .type = type };
+    r->time = time;
+    r->value = value;
+    vh_rec_commit(t, sizeof *r);
+}
+
+VH_ALWAYS_INLINE void rss_check(struct vh_tls *t, uint64_t now)
+{
+    if (vh_unlikely(now >= __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED)))
+        vh_rss_tick(t, now);
+}
+
+/* ---- helpers ------------------------------------------------------------------ */
+VH_ALWAYS_INLINE size_t usable_of(void *p)
+{
+    if (!p)
+        return 0;
+    if (vh_real.sallocx && vh_real.mallocx)
+        return vh_real.sallocx(p, 0);
+    return vh_real.usable ? vh_real.usable(p) : 0;
+}
+
+/* An ALLOC record for a call that already returned p. Guard is BUSY. */
+VH_ALWAYS_INLINE void note_alloc(struct vh_tls *t, unsigned func, void *p, uint64_t size,
+                                 uint32_t stack)
+{
+    uint64_t usable = usable_of(p);
+    uint64_t now = vh_now();
+    put_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, p ? 0 : VH_RF_FAILED, (uintptr_t)p,
+              size, usable, stack, t->tag, now);
+    rss_check(t, now);
+}
+
+static void *pass_malloc(size_t n)
+{
+    void *(*f)(size_t) = __atomic_load_n(&vh_real.malloc, __ATOMIC_ACQUIRE);
+    return f ? f(n) : vh_boot_alloc(n, 16);
+}
+
+static void *pass_calloc(size_t a, size_t b)
+{
+    size_t n;
+    if (__builtin_mul_overflow(a, b, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *(*f)(size_t, size_t) = __atomic_load_n(&vh_real.calloc, __ATOMIC_ACQUIRE);
+    return f ? f(a, b) : vh_boot_alloc(n, 16);
+}
+
+static void *pass_memalign(size_t align, size_t n)
+{
+    void *(*f)(size_t, size_t) = __atomic_load_n(&vh_real.memalign, __ATOMIC_ACQUIRE);
+    return f ? f(align, n) : vh_boot_alloc(n, align);
+}
+
+static void pass_free(void *p)
+{
+    if (vh_real.free)
+        vh_real.free(p);
+}
+
+/* realloc of a block from the bootstrap buffer: copy it out. */
+static void *boot_realloc(void *p, size_t n)
+{
+    if (!p)
+        return pass_malloc(n);     /* realloc(NULL, n) before the real one is known */
+    size_t old = vh_boot_usable(p);
+    void *q = pass_malloc(n ? n : 1);
+    if (q)
+        memcpy(q, p, old < n ? old : n);
+    return q;
+}
+
+#define ENTER_OR(t, passthrough)                                               \
+    do {                                                                       \
+        if (vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t))                  \
+            return passthrough;                                                \
+    } while (0)
+
+/* ---- the malloc family -------------------------------------------------------------- */
+VH_EXPORT void *malloc(size_t size)
+{
+    struct vh_tls *t = &vh_tls;
+    ENTER_OR(t, pass_malloc(size));
+    uint8_t g = t->guard;
+    t->guard = VH_G_REAL;
+    void *p = vh_real.malloc(size);
+    int e = errno;
+    t->guard = VH_G_BUSY;
+    note_alloc(t, VH_FN_MALLOC, p, size, vh_stack_here(t));
+    t->guard = g;
+    errno = e;
+    return p;
+}
+
+VH_EXPORT void free(void *p)
+{
+    if (!p)
+        return;                    /* free(NULL): nothing happened */
+    if (vh_unlikely(vh_boot_owns(p)))
+        return;
+    struct vh_tls *t = &vh_tls;
+    if (vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t)) {
+        pass_free(p);
+        return;
+    }
+    uint8_t g = t->guard;
+    int e = errno;
+    t->guard = VH_G_BUSY;
+    uint64_t now = vh_now();
+    put_free(t, VH_HEAP_SYSTEM, VH_FN_FREE, 0, (uintptr_t)p, now);
+    rss_check(t, now);
+    errno = e;
+    t->guard = VH_G_REAL;
+    vh_real.free(p);
+    t->guard = g;
+}
+
+VH_EXPORT void *calloc(size_t n, size_t each)
+{
+    struct vh_tls *t = &vh_tls;
+    ENTER_OR(t, pass_calloc(n, each));
+    uint64_t size;
+    if (__builtin_mul_overflow((uint64_t)n, (uint64_t)each, &size))
+        size = UINT64_MAX;         /* recorded as a failed request that big */
+    uint8_t g = t->guard;
+    t->guard = VH_G_REAL;
+    void *p = vh_real.calloc(n, each);
+    int e = errno;
+    t->guard = VH_G_BUSY;
+    note_alloc(t, VH_FN_CALLOC, p, size, vh_stack_here(t));
+    t->guard = g;
+    errno = e;
+    return p;
+}
+
+/* The common part of realloc, reallocarray and rallocx. `call` does the real
+ * resize. Runs entirely at guard BUSY: a signal handler allocating while the
+ * real realloc runs is counted as nested, because the FREE half's time was
+ * taken before and the chunk's times must not go backwards. */
+VH_ALWAYS_INLINE void note_resize(struct vh_tls *t, unsigned func, void *p, void *q,
+                                  uint64_t size, uint32_t stack, uint64_t t_free, int frees_on_zero)
+{
+    if (!q) {
+        if (size == 0 && frees_on_zero) {
+            put_free(t, VH_HEAP_SYSTEM, func, 0, (uintptr_t)p, t_free);
+            rss_check(t, t_free);
+        } else {
+            note_alloc(t, func, NULL, size, stack);   /* old block untouched */
+        }
+        return;
+    }
+    uint64_t usable = usable_of(q);
+    uint64_t now = vh_now();
+    if (q == p) {
+        put_alloc(t, VH_REC_RESIZE, VH_HEAP_SYSTEM, func, 0, (uintptr_t)q, size, usable,
+                  stack, t->tag, now);
+    } else {
+        put_free(t, VH_HEAP_SYSTEM, func, VH_RF_REALLOC, (uintptr_t)p, t_free);
+        put_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, VH_RF_REALLOC, (uintptr_t)q, size,
+                  usable, stack, t->tag, now);
+    }
+    rss_check(t, now);
+}
+
+VH_EXPORT void *realloc(void *p, size_t size)
+{
+    if (vh_unlikely(vh_boot_owns(p)))
+        return boot_realloc(p, size);
+    struct vh_tls *t = &vh_tls;
+    void *(*real)(void *, size_t) = vh_real.realloc;
+    ENTER_OR(t, real ? real(p, size) : boot_realloc(p, size));
+    uint8_t g = t->guard;
+    t->guard = VH_G_BUSY;
+    void *q;
+    int e;
+    if (!p) {
+        t->guard = VH_G_REAL;
+        q = vh_real.realloc(NULL, size);
+        e = errno;
+        t->guard = VH_G_BUSY;
+        note_alloc(t, VH_FN_REALLOC, q, size, vh_stack_here(t));
+    } else {
+        e = errno;
+        uint32_t stack = vh_stack_here(t);
+        uint64_t t_free = vh_now();
+        errno = e;
+        q = vh_real.realloc(p, size);
+        e = errno;
+        note_resize(t, VH_FN_REALLOC, p, q, size, stack, t_free, 1);
+    }
+    t->guard = g;
+    errno = e;
+    return q;
+}
+
+VH_EXPORT void *reallocarray(void *p, size_t n, size_t each)
+{
+    size_t size;
+    int overflow = __builtin_mul_overflow(n, each, &size);
+    if (vh_unlikely(vh_boot_owns(p)))
+        return overflow ? (errno = ENOMEM, NULL) : boot_realloc(p, size);
+    struct vh_tls *t = &vh_tls;
+    void *(*real)(void *, size_t) = vh_real.realloc;
+    ENTER_OR(t, overflow ? (errno = ENOMEM, NULL)
+                         : real ? real(p, size) : boot_realloc(p, size));
+    /* Never glibc's reallocarray: it calls realloc through the PLT, which
+     * would be this shim again. */
+    uint8_t g = t->guard;
+    t->guard = VH_G_BUSY;
+    void *q;
+    int e;
+    if (overflow) {
+        note_alloc(t, VH_FN_REALLOCARRAY, NULL, UINT64_MAX, vh_stack_here(t));
+        q = NULL;
+        e = ENOMEM;
+    } else if (!p) {
+        t->guard = VH_G_REAL;
+        q = vh_real.realloc(NULL, size);
+        e = errno;
+        t->guard = VH_G_BUSY;
+        note_alloc(t, VH_FN_REALLOCARRAY, q, size, vh_stack_here(t));
+    } else {
+        e = errno;
+        uint32_t stack = vh_stack_here(t);
+        uint64_t t_free = vh_now();
+        errno = e;
+        q = vh_real.realloc(p, size);
+        e = errno;
+        note_resize(t, VH_FN_REALLOCARRAY, p, q, size, stack, t_free, 1);
+    }
+    t->guard = g;
+    errno = e;
+    return q;
+}
+
+VH_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+    struct vh_tls *t = &vh_tls;
+    int (*real)(void **, size_t, size_t) = vh_real.posix_memalign;
+    if (vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t)) {
+        if (real)
+            return real(out, align, size);
+        void *p = vh_boot_alloc(size, align);
+        if (!p)
+            return ENOMEM;
+        *out = p;
+        return 0;
+    }
+    uint8_t g = t->guard;
+    int e = errno;
+    t->guard = VH_G_REAL;
+    int rc = real(out, align, size);
+    t->guard = VH_G_BUSY;
+    note_alloc(t, VH_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size, vh_stack_here(t));
+    t->guard = g;
+    errno = e;
+    return rc;
+}
+
+#define ALIGNED_HOOK(name, FN, args, call, pass, sizeexpr)                   \
+    VH_EXPORT void *name args                                                 \
+    {                                                                         \
+        struct vh_tls *t = &vh_tls;                                           \
+        ENTER_OR(t, pass);                                                    \
+        uint8_t g = t->guard;                                                 \
+        t->guard = VH_G_REAL;                                                 \
+        void *p = call;                                                       \
+        int e = errno;                                                        \
+        t->guard = VH_G_BUSY;                                                 \
+        note_alloc(t, FN, p, sizeexpr, vh_stack_here(t));                     \
+        t->guard = g;                                                         \
+        errno = e;                                                            \
+        return p;                                                             \
+    }
+
+ALIGNED_HOOK(aligned_alloc, VH_FN_ALIGNED_ALLOC, (size_t align, size_t size),
+             vh_real.aligned_alloc(align, size),
+             vh_real.aligned_alloc ? vh_real.aligned_alloc(align, size)
+                                   : pass_memalign(align, size),
+             size)
+ALIGNED_HOOK(memalign, VH_FN_MEMALIGN, (size_t align, size_t size),
+             vh_real.memalign(align, size), pass_memalign(align, size), size)
+ALIGNED_HOOK(valloc, VH_FN_VALLOC, (size_t size), vh_real.valloc(size),
+             vh_real.valloc ? vh_real.valloc(size) : pass_memalign(4096, size), size)
+ALIGNED_HOOK(pvalloc, VH_FN_PVALLOC, (size_t size), vh_real.pvalloc(size),
+             vh_real.pvalloc ? vh_real.pvalloc(size) : pass_memalign(4096, size), size)
+
+/* ---- jemalloc's non-standard API ----------------------------------------------------
+ * With a jemalloc that exports it, the real functions are called and
+ * sallocx() gives the usable size. Without one, the calls are emulated on
+ * the system allocator so a program that uses them still works. */
+#define X_LG_ALIGN(flags) ((unsigned)(flags) & 63u)
+#define X_ZERO 0x40
+
+static void *emu_mallocx(size_t size, int flags)
+{
+    size_t align = X_LG_ALIGN(flags) ? (size_t)1 << X_LG_ALIGN(flags) : 0;
+    void *p = NULL;
+    if (align > 16) {
+        if (align < sizeof(void *))
+            align = sizeof(void *);
+        if (vh_real.posix_memalign(&p, align, size ? size : 1) != 0)
+            p = NULL;
+        if (p && (flags & X_ZERO))
+            memset(p, 0, size);
+    } else if (flags & X_ZERO) {
+        p = vh_real.calloc(1, size ? size : 1);
+    } else {
+        p = vh_real.malloc(size ? size : 1);
+    }
+    return p;
+}
+
+static void *emu_rallocx(void *p, size_t size, int flags)
+{
+    size_t align = X_LG_ALIGN(flags) ? (size_t)1 << X_LG_ALIGN(flags) : 0;
+    size_t old = vh_real.usable(p);
+    if (!size)
+        size = 1;                  /* rallocx never frees */
+    void *q;
+    if (align > 16) {
+        q = emu_mallocx(size, flags & ~X_ZERO);
+        if (!q)
+            return NULL;
+        memcpy(q, p, old < size ? old : size);
+        vh_real.free(p);
+    } else {
+        q = vh_real.realloc(p, size);
+        if (!q)
+            return NULL;
+    }
+    if ((flags & X_ZERO) && size > old)
+        memset((char *)q + old, 0, size - old);
+    return q;
+}
+
+static void *call_mallocx(size_t size, int flags)
+{
+    return vh_real.mallocx ? vh_real.mallocx(size, flags) : emu_mallocx(size, flags);
+}
+
+static void *call_rallocx(void *p, size_t size, int flags)
+{
+    return vh_real.mallocx ? vh_real.rallocx(p, size, flags) : emu_rallocx(p, size, flags);
+}
+
+static size_t call_xallocx(void *p, size_t size, size_t extra, int flags)
+{
+    return vh_real.mallocx ? vh_real.xallocx(p, size, extra, flags) : vh_real.usable(p);
+}
+
+static void call_dallocx(void *p, size_t size, int flags, int sized)
+{
+    if (!vh_real.mallocx)
+        vh_real.free(p);
+    else if (sized)
+        vh_real.sdallocx(p, size, flags);
+    else
+        vh_real.dallocx(p, flags);
+}
+
+VH_EXPORT void *mallocx(size_t size, int flags)
+{
+    struct vh_tls *t = &vh_tls;
+    if (!vh_real.malloc)
+        vh_resolve_real();
+    ENTER_OR(t, call_mallocx(size, flags));
+    uint8_t g = t->guard;
+    t->guard = VH_G_REAL;
+    void *p = call_mallocx(size, flags);
+    int e = errno;
+    t->guard = VH_G_BUSY;
+    note_alloc(t, VH_FN_MALLOCX, p, size, vh_stack_here(t));
+    t->guard = g;
+    errno = e;
+    return p;
+}
+
+VH_EXPORT void *rallocx(void *p, size_t size, int flags)
+{
+    struct vh_tls *t = &vh_tls;
+    if (!vh_real.malloc)
+        vh_resolve_real();
+    if (vh_unlikely(vh_boot_owns(p)))
+        return boot_realloc(p, size);
+    ENTER_OR(t, call_rallocx(p, size, flags));
+    uint8_t g = t->guard;
+    t->guard = VH_G_BUSY;
+    int e = errno;
+    uint32_t stack = vh_stack_here(t);
+    uint64_t t_free = vh_now();
+    errno = e;
+    void *q = call_rallocx(p, size, flags);
+    e = errno;
+    note_resize(t, VH_FN_RALLOCX, p, q, size, stack, t_free, 0);
+    t->guard = g;
+    errno = e;
+    return q;
+}
+
+VH_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
+{
+    struct vh_tls *t = &vh_tls;
+    if (!vh_real.malloc)
+        vh_resolve_real();
+    if (vh_unlikely(vh_boot_owns(p)))
+        return vh_boot_usable(p);
+    ENTER_OR(t, call_xallocx(p, size, extra, flags));
+    uint8_t g = t->guard;
+    int e = errno;
+    t->guard = VH_G_REAL;
+    size_t got = call_xallocx(p, size, extra, flags);
+    t->guard = VH_G_BUSY;
+    /* In place by definition; a result below `size` means it could not grow
+     * and the block is as it was. */
+    if (got >= size) {
+        uint32_t stack = vh_stack_here(t);
+        uint64_t now = vh_now();
+        put_alloc(t, VH_REC_RESIZE, VH_HEAP_SYSTEM, VH_FN_XALLOCX, 0, (uintptr_t)p, size,
+                  got, stack, t->tag, now);
+        rss_check(t, now);
+    }
+    t->guard = g;
+    errno = e;
+    return got;
+}
+
+VH_ALWAYS_INLINE void free_x(void *p, size_t size, int flags, int sized)
+{
+    if (!p || vh_boot_owns(p))
+        return;
+    struct vh_tls *t = &vh_tls;
+    if (!vh_real.malloc)
+        vh_resolve_real();
+    if (vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t)) {
+        call_dallocx(p, size, flags, sized);
+        return;
+    }
+    uint8_t g = t->guard;
+    int e = errno;
+    t->guard = VH_G_BUSY;
+    uint64_t now = vh_now();
+    put_free(t, VH_HEAP_SYSTEM, sized ? VH_FN_SDALLOCX : VH_FN_DALLOCX, 0, (uintptr_t)p, now);
+    rss_check(t, now);
+    errno = e;
+    t->guard = VH_G_REAL;
+    call_dallocx(p, size, flags, sized);
+    t->guard = g;
+}
+
+VH_EXPORT void sdallocx(void *p, size_t size, int flags)
+{
+    free_x(p, size, flags, 1);
+}
+
+VH_EXPORT void dallocx(void *p, int flags)
+{
+    free_x(p, 0, flags, 0);
+}

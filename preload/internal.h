@@ -1,0 +1,278 @@
+/* internal.h — what the files of the shim share: the per-thread state, the
+ * process-wide capture state, the real allocator functions, and the inline
+ * record writers of the hot path. Nothing here is exported from
+ * libvheap.so; `vh_` names are cross-file, everything else is static. */
+#ifndef VHEAP_PRELOAD_INTERNAL_H
+#define VHEAP_PRELOAD_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "common/capture_format.h"
+
+#define VH_EXPORT __attribute__((visibility("default")))
+#define VH_NOINLINE __attribute__((noinline))
+#define VH_ALWAYS_INLINE static inline __attribute__((always_inline))
+#define vh_likely(x) __builtin_expect(!!(x), 1)
+#define vh_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- options (options.c) ------------------------------------------------ */
+struct vh_options {
+    char out[1024];                /* VHEAP_OUT pattern                      */
+    uint32_t depth;                /* VHEAP_DEPTH, 1..VH_MAX_DEPTH           */
+    uint32_t unwind;               /* enum vh_unwind_kind                    */
+    uint32_t quiet;                /* VHEAP_QUIET                            */
+    uint32_t chunk_size;           /* VHEAP_CHUNK_SIZE, power of two         */
+    uint64_t rss_interval_ns;      /* VHEAP_RSS_INTERVAL (ms), 0 = off      */
+    uint32_t allow_setuid;         /* VHEAP_ALLOW_SETUID                     */
+};
+extern struct vh_options vh_opt;
+/* Reads every VHEAP_* variable from `environ` (no allocation); a bad value
+ * gets one warning and keeps the default. */
+void vh_options_load(void);
+
+/* ---- logging (log.c) ---------------------------------------------------- */
+/* "vheap: <message>\n" to fd 2 through a stack buffer; never allocates.
+ * Understands %s %c %d %u %ld %lu %zu %llu %x %lx %p %%. */
+void vh_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Same, not rate-limited: for the one closing line. */
+void vh_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Formats into buf (always NUL-terminated); returns the length. */
+size_t vh_vformat(char *buf, size_t size, const char *fmt, va_list ap);
+/* "ENOSPC"-style name of an errno value: static, never translated. */
+const char *vh_errname(int err);
+size_t vh_format(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- the real functions (bootstrap.c) ----------------------------------- */
+struct vh_real {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    size_t (*usable)(void *);      /* malloc_usable_size                    */
+    /* jemalloc's non-standard API, NULL when the program is not linked
+     * against a jemalloc that exports it (then hooks.c emulates it). */
+    void *(*mallocx)(size_t, int);
+    void *(*rallocx)(void *, size_t, int);
+    size_t (*xallocx)(void *, size_t, size_t, int);
+    size_t (*sallocx)(const void *, int);
+    void (*sdallocx)(void *, size_t, int);
+    void (*dallocx)(void *, int);
+    int (*dlclose)(void *);
+};
+extern struct vh_real vh_real;
+/* Resolves vh_real through dlsym(RTLD_NEXT); safe to call more than once
+ * and from several threads. Allocations dlsym makes meanwhile are served
+ * from the bootstrap buffer. */
+void vh_resolve_real(void);
+void *vh_boot_alloc(size_t size, size_t align);
+extern char vh_boot_buf[];
+extern const size_t vh_boot_size;
+VH_ALWAYS_INLINE int vh_boot_owns(const void *p)
+{
+    return (const char *)p >= vh_boot_buf && (const char *)p < vh_boot_buf + vh_boot_size;
+}
+size_t vh_boot_usable(const void *p);
+
+/* ---- per-thread state ---------------------------------------------------- */
+/* Reentrancy: `guard` is 0 outside the shim, 1 while the real allocator runs
+ * (a signal handler arriving then is recorded normally), 2 while the shim does
+ * its own bookkeeping (a call arriving then is passed through and counted in
+ * nested_events). `own` > 0 marks calls the shim itself makes (dlsym,
+ * libunwind, pthread_getattr_np): passed through and not counted. */
+enum { VH_G_OUT = 0, VH_G_REAL = 1, VH_G_BUSY = 2 };
+struct vh_tls {
+    uint8_t guard;
+    uint8_t own;
+    uint8_t in_fork;               /* forking thread between prepare and
+                                      the parent/child handler             */
+    uint8_t exited;                /* thread-exit destructor already ran   */
+    uint8_t registered;            /* pthread_setspecific done             */
+    uint8_t bounds_known;          /* stack_lo/hi valid (fp walker)        */
+    uint16_t tag;                  /* innermost tag id (api.c), 0 = none   */
+    uint32_t tid;
+    struct vh_chunk_header *chunk; /* chunk this thread appends to         */
+    char *pos, *end;               /* next record / end of that chunk      */
+    uintptr_t stack_lo, stack_hi;
+    char *pop_start;               /* [pop_start, end) of the chunk is
+                                      faulted in by us (capture.c)          */
+};
+extern __thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
+
+/* ---- process state (lifecycle.c, capture.c) ----------------------------- */
+enum vh_mode {
+    VH_MODE_UNINIT = 0,            /* nothing done yet                       */
+    VH_MODE_INIT,                  /* one thread is initializing             */
+    VH_MODE_ON,                    /* recording                              */
+    VH_MODE_DROP,                  /* capture disabled: count, don't record  */
+    VH_MODE_OFF,                   /* no capture at all: pass through        */
+};
+extern int vh_mode;                /* atomic                                 */
+
+struct vh_capture {
+    struct vh_capture_header *hdr; /* == base                                */
+    char *base;                    /* reserved virtual range                 */
+    size_t reserved;               /* its size                               */
+    uint64_t mapped;               /* bytes of the file mapped (and backed) */
+    uint64_t start_mono;           /* CLOCK_MONOTONIC ns of start            */
+    uint32_t chunk_size;
+    pid_t pid;                     /* pid the capture belongs to             */
+    int fd;                        /* capture file, high, CLOEXEC            */
+    dev_t dev;
+    ino_t ino;
+    char path[4096];
+};
+extern struct vh_capture vh_cap;
+extern uint64_t vh_next_rss;       /* atomic: capture ns of the next sample  */
+extern uint32_t vh_module_gen;     /* atomic: bumped on every module unload  */
+
+/* capture.c */
+int vh_capture_create(int forked, const struct vh_capture_header *parent);
+void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time);
+void vh_chunk_release(struct vh_tls *t);
+void vh_capture_disable(const char *why, int err);
+void vh_capture_end(void);
+void vh_capture_fork_prepare(void);
+void vh_capture_fork_parent(void);
+void vh_capture_fork_child(void);
+void vh_lock(int *l);
+void vh_unlock(int *l);
+const char *vh_capture_display_path(void);
+/* Bytes of capture pages mapped in this process now (they count in its
+ * RSS; the RSS records leave them out). */
+uint64_t vh_capture_resident(void);
+/* Moves fd high (out of the program's way) and CLOEXEC; returns the new fd. */
+int vh_fd_high(int fd, int below);
+
+/* stacks.c */
+int vh_stacks_init(void);
+void vh_stacks_reset(void);
+/* Stack id of the current call stack, with the shim's own frames skipped;
+ * 0 when the table is full (counted in header.stack_table_full). */
+uint32_t vh_stack_here(struct vh_tls *t);
+void vh_stacks_fork_prepare(void);
+void vh_stacks_fork_parent(void);
+
+/* unwind.c */
+int vh_unwind_init(void);
+/* Caches this thread's stack bounds (pthread_getattr_np: for the main thread
+ * it reads /proc/self/maps, so init does it before the program runs). */
+void vh_unwind_bounds(struct vh_tls *t);
+/* Size of the buffer vh_unwind needs for `max` frames. */
+uint32_t vh_unwind_want(uint32_t max);
+/* Walks the current stack into buf (vh_unwind_want(max) entries); the
+ * frames start at buf + *skip (the shim's own frames removed), innermost
+ * first, at most max of them; *truncated set if there were more. Returns the
+ * count. */
+uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated,
+                   uint32_t *skip);
+
+/* cfi.c: walks from (ip, sp, rbp) — the state just after returning into
+ * the first caller — with cached DWARF CFI rules; returns the frame count,
+ * or -1 when a frame needs libunwind (signal frames, DWARF expressions). */
+int vh_cfi_init(void);
+int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
+                uint32_t want);
+
+/* modules.c */
+int vh_modules_init(void);
+/* Emits MODULE records for the whole list (capture start, fork child). */
+void vh_modules_emit_all(struct vh_tls *t);
+/* Cheap check whether ld.so's module list changed; diff and record if so. */
+void vh_modules_poll(struct vh_tls *t);
+void vh_modules_fork_prepare(void);
+void vh_modules_fork_parent(void);
+void vh_modules_fork_child(void);
+
+/* lifecycle.c */
+/* Called when the fast-path test failed: initializes if needed and decides.
+ * Returns 1 if the event is to be recorded (guard is then usable), 0 if the
+ * caller passes it straight through (already counted where it must be). */
+int vh_enter_slow(struct vh_tls *t);
+/* RSS sampling: tick is the hot path's "now >= vh_next_rss" branch (one
+ * thread wins the sample); sample writes one RSS record now. */
+void vh_rss_tick(struct vh_tls *t, uint64_t now);
+void vh_rss_sample(struct vh_tls *t);
+void vh_thread_register(struct vh_tls *t);
+pid_t vh_gettid(void);
+
+/* ---- time ---------------------------------------------------------------- */
+VH_ALWAYS_INLINE uint64_t vh_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+/* Record time: ns since the capture's start (never below zero). */
+VH_ALWAYS_INLINE uint64_t vh_now(void)
+{
+    uint64_t m = vh_mono_ns();
+    return m > vh_cap.start_mono ? m - vh_cap.start_mono : 0;
+}
+
+/* ---- the hot path --------------------------------------------------------- */
+/* True when an event can go the fast way: recording, not nested, not the
+ * shim's own call, not in the middle of fork. */
+VH_ALWAYS_INLINE int vh_fast_ok(const struct vh_tls *t)
+{
+    return __atomic_load_n(&vh_mode, __ATOMIC_RELAXED) == VH_MODE_ON &&
+           t->guard != VH_G_BUSY && !t->own && !t->in_fork;
+}
+
+VH_ALWAYS_INLINE void vh_count(uint64_t *counter)
+{
+    __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
+
+/* Room for `size` bytes in this thread's chunk (claiming one if needed, a
+ * THREAD record with `time` first); NULL when recording is disabled (the
+ * event is then counted as dropped by the caller). */
+VH_ALWAYS_INLINE void *vh_rec_begin(struct vh_tls *t, size_t size, uint64_t time)
+{
+    if (vh_likely((size_t)(t->end - t->pos) >= size))
+        return t->pos;
+    return vh_rec_begin_slow(t, size, time);
+}
+
+/* Publishes the record: a reader trusts only bytes below `used`. */
+VH_ALWAYS_INLINE void vh_rec_commit(struct vh_tls *t, size_t size)
+{
+    t->pos += size;
+    __atomic_store_n(&t->chunk->used, (uint64_t)(t->pos - (char *)t->chunk),
+                     __ATOMIC_RELEASE);
+    if (vh_unlikely(t->exited))
+        vh_chunk_release(t);
+}
+
+VH_ALWAYS_INLINE void vh_dropped(void)
+{
+    if (vh_cap.hdr)
+        vh_count(&vh_cap.hdr->dropped_events);
+}
+
+/* Internal entries the hooks use and the public custom-allocator API
+ * (preload/vheap.h, later) will call. heap 0 = system allocator. */
+void vh_record_alloc(struct vh_tls *t, uint32_t type, uint16_t heap, unsigned func,
+                     unsigned flags, uint64_t addr, uint64_t size, uint64_t usable,
+                     uint32_t stack, uint16_t tag, uint64_t time);
+void vh_record_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
+                    uint64_t addr, uint64_t time);
+void vh_record_time(struct vh_tls *t, uint8_t type, uint16_t a, uint32_t b, uint64_t time);
+void vh_record_value(struct vh_tls *t, uint8_t type, uint64_t value, uint64_t time);
+
+/* api.c: the custom-heap and tag tables around fork (lifecycle.c calls
+ * these); the child re-describes live heaps and tags in its new capture. */
+void vh_api_fork_prepare(void);
+void vh_api_fork_parent(void);
+void vh_api_fork_child(struct vh_tls *t);
+
+#endif

@@ -1,0 +1,316 @@
+/* lifecycle.c — when the shim starts, stops, forks and samples RSS.
+ *
+ * Initialization is lazy (the first hook call, or our constructor if that
+ * comes first) because allocations happen before constructors run. Also
+ * here: the per-thread exit destructor, the fork handlers, the END record at
+ * exit, and the periodic RSS sample taken on the hot path's one timer branch. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "preload/internal.h"
+
+extern char **environ;
+
+__thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
+int vh_mode = VH_MODE_UNINIT;
+uint64_t vh_next_rss = UINT64_MAX;
+
+static pthread_key_t thread_key;
+static int thread_key_ok;
+static uint64_t preinit_dropped;   /* events while another thread initialized */
+static int statm_fd = -1;
+static dev_t statm_dev;
+static ino_t statm_ino;
+static long page_size = 4096;
+
+pid_t vh_gettid(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
+
+/* ---- RSS --------------------------------------------------------------------- */
+static void statm_open(void)
+{
+    if (statm_fd >= 0)
+        close(statm_fd);
+    statm_fd = -1;
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    fd = vh_fd_high(fd, 1);
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        return;
+    }
+    statm_fd = fd;
+    statm_dev = st.st_dev;
+    statm_ino = st.st_ino;
+}
+
+static int read_rss(uint64_t *bytes)
+{
+    struct stat st;
+    /* The program may have closed our descriptor and reused the number. */
+    if (statm_fd < 0 || fstat(statm_fd, &st) < 0 || st.st_dev != statm_dev ||
+        st.st_ino != statm_ino)
+        statm_open();
+    if (statm_fd < 0)
+        return -1;
+    char buf[128];
+    ssize_t n = pread(statm_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = buf;
+    while (*p && *p != ' ')        /* field 1: size; field 2: resident */
+        p++;
+    while (*p == ' ')
+        p++;
+    uint64_t pages = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        pages = pages * 10 + (uint64_t)(*p - '0');
+    *bytes = pages * (uint64_t)page_size;
+    /* The program's RSS, not ours: leave out the capture pages mapped now. */
+    uint64_t ours = vh_capture_resident();
+    *bytes = *bytes > ours ? *bytes - ours : 0;
+    return 0;
+}
+
+void vh_rss_sample(struct vh_tls *t)
+{
+    uint64_t bytes;
+    if (read_rss(&bytes) < 0)
+        return;
+    uint64_t now = vh_now();
+    vh_record_value(t, VH_REC_RSS, bytes, now);
+    if (vh_cap.hdr)
+        __atomic_store_n(&vh_cap.hdr->last_time, now, __ATOMIC_RELAXED);
+}
+
+void vh_rss_tick(struct vh_tls *t, uint64_t now)
+{
+    uint64_t next = __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED);
+    if (now < next || !__atomic_compare_exchange_n(&vh_next_rss, &next,
+                                                   now + vh_opt.rss_interval_ns, 0,
+                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return;
+    /* Libraries loaded behind our back (glibc's own dlopen of NSS or iconv
+     * modules) show up here at the latest. */
+    vh_modules_poll(t);
+    vh_rss_sample(t);
+}
+
+static void rss_restart(void)
+{
+    __atomic_store_n(&vh_next_rss,
+                     vh_opt.rss_interval_ns ? vh_now() + vh_opt.rss_interval_ns : UINT64_MAX,
+                     __ATOMIC_RELAXED);
+}
+
+/* ---- threads ----------------------------------------------------------------- */
+/* Runs as a pthread key destructor when a thread exits: closes its stream
+ * and hands the chunk to a later thread. A record made after this (another
+ * destructor that frees) claims a chunk and gives it back at once. */
+static void thread_exit(void *arg)
+{
+    struct vh_tls *t = &vh_tls;
+    uint8_t g = t->guard;
+    t->guard = VH_G_BUSY;
+    t->registered = 0;
+    if (t->chunk && __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON)
+        vh_record_time(t, VH_REC_THREAD_EXIT, 0, t->tid, vh_now());
+    t->exited = 1;
+    vh_chunk_release(t);
+    t->guard = g;
+}
+
+void vh_thread_register(struct vh_tls *t)
+{
+    if (thread_key_ok && pthread_setspecific(thread_key, (void *)1) == 0)
+        t->registered = 1;
+}
+
+/* ---- fork ------------------------------------------------------------------- */
+static void fork_prepare(void)
+{
+    vh_api_fork_prepare();
+    vh_modules_fork_prepare();
+    vh_stacks_fork_prepare();
+    vh_capture_fork_prepare();
+    vh_tls.in_fork = 1;            /* after taking the locks: see vh_lock */
+}
+
+static void fork_parent(void)
+{
+    vh_tls.in_fork = 0;
+    vh_capture_fork_parent();
+    vh_stacks_fork_parent();
+    vh_modules_fork_parent();
+    vh_api_fork_parent();
+}
+
+/* The child's own capture. Runs in our atfork child handler, or earlier, in
+ * the first allocation the child makes (child handlers registered before
+ * ours run first and may allocate). */
+static void fork_child_work(void)
+{
+    struct vh_tls *t = &vh_tls;
+    t->own++;
+    t->chunk = NULL;
+    t->pos = t->end = NULL;
+    t->pop_start = NULL;
+    t->tid = 0;
+    t->exited = 0;
+    t->in_fork = 0;
+    int mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);
+    vh_modules_fork_child();
+    if (mode == VH_MODE_ON || mode == VH_MODE_DROP) {
+        vh_stacks_reset();
+        vh_capture_fork_child();
+        if (vh_cap.hdr) {
+            __atomic_store_n(&vh_mode, VH_MODE_ON, __ATOMIC_RELEASE);
+            statm_open();
+            vh_modules_emit_all(t);
+            vh_rss_sample(t);
+            rss_restart();
+        } else {
+            __atomic_store_n(&vh_mode, VH_MODE_OFF, __ATOMIC_RELEASE);
+        }
+    } else {
+        vh_capture_fork_parent(); /* only the locks prepare took */
+        vh_stacks_fork_parent();
+    }
+    vh_api_fork_child(t);          /* after the capture exists */
+    t->own--;
+}
+
+static void fork_child(void)
+{
+    if (vh_tls.in_fork)
+        fork_child_work();
+}
+
+/* ---- start and end ---------------------------------------------------------- */
+static pid_t finished_pid;          /* END written for this process */
+
+/* atexit handler and destructor: whichever runs first writes END. */
+static void finish(void)
+{
+    int mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);
+    if (mode != VH_MODE_ON && mode != VH_MODE_DROP)
+        return;
+    pid_t me = vh_cap.pid;         /* a fork child has its own capture */
+    if (__atomic_exchange_n(&finished_pid, me, __ATOMIC_ACQ_REL) == me)
+        return;
+    struct vh_tls *t = &vh_tls;
+    uint8_t g = t->guard;
+    t->guard = VH_G_BUSY;
+    vh_capture_end();
+    t->guard = g;
+}
+
+static void init(void)
+{
+    struct vh_tls *t = &vh_tls;
+    /* Before libc's own initialization environ is not set yet: wait for our
+     * constructor rather than ignore VHEAP_OUT; meanwhile calls go to the
+     * real allocator. */
+    if (!environ) {
+        if (!vh_real.malloc)
+            vh_resolve_real();
+        return;
+    }
+    int expected = VH_MODE_UNINIT;
+    if (!__atomic_compare_exchange_n(&vh_mode, &expected, VH_MODE_INIT, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
+        return;
+    t->own++;
+    int mode = VH_MODE_OFF;
+    vh_resolve_real();
+    vh_options_load();
+    page_size = sysconf(_SC_PAGESIZE);
+    if (!vh_real.malloc || !vh_real.free) {
+        vh_log("cannot find the real malloc; recording nothing");
+        goto out;
+    }
+    if (getauxval(AT_SECURE) && !vh_opt.allow_setuid)
+        goto out;                  /* setuid/setgid: silent, as ld.so would be */
+    if (vh_capture_create(0, NULL) < 0)
+        goto out;
+    if (vh_unwind_init() < 0 || vh_stacks_init() < 0 || vh_modules_init() < 0) {
+        vh_capture_disable("cannot set up the stack table", ENOMEM);
+        mode = VH_MODE_DROP;
+        goto out;
+    }
+    vh_unwind_bounds(t);
+    thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    atexit(finish);
+    statm_open();
+    uint8_t g = t->guard;
+    t->guard = VH_G_BUSY;
+    vh_modules_emit_all(t);
+    vh_rss_sample(t);
+    t->guard = g;
+    rss_restart();
+    __atomic_fetch_add(&vh_cap.hdr->dropped_events,
+                       __atomic_exchange_n(&preinit_dropped, 0, __ATOMIC_RELAXED),
+                       __ATOMIC_RELAXED);
+    mode = VH_MODE_ON;
+out:
+    expected = VH_MODE_INIT;
+    __atomic_compare_exchange_n(&vh_mode, &expected, mode, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_RELAXED);
+    t->own--;
+}
+
+int vh_enter_slow(struct vh_tls *t)
+{
+    if (t->own)
+        return 0;                  /* the shim's own call: not an event */
+    if (t->in_fork && getpid() != vh_cap.pid)
+        fork_child_work();         /* a child allocating before our handler */
+    int mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);
+    if (mode == VH_MODE_UNINIT) {
+        init();
+        mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);
+    }
+    switch (mode) {
+    case VH_MODE_ON:
+        if (t->guard == VH_G_BUSY) {
+            /* A signal handler interrupted our bookkeeping. */
+            vh_count(&vh_cap.hdr->nested_events);
+            return 0;
+        }
+        return 1;
+    case VH_MODE_DROP:
+        vh_dropped();
+        return 0;
+    case VH_MODE_UNINIT:
+    case VH_MODE_INIT:
+        __atomic_fetch_add(&preinit_dropped, 1, __ATOMIC_RELAXED);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+__attribute__((constructor)) static void vh_constructor(void)
+{
+    if (__atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_UNINIT)
+        init();
+}
+
+__attribute__((destructor)) static void vh_destructor(void)
+{
+    finish();
+}

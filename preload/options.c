@@ -1,0 +1,166 @@
+/* options.c — the one table of VHEAP_* environment variables.
+ *
+ * Read straight from `environ` at initialization (which may happen inside
+ * the first malloc, before libc's constructors), so: no getenv, no malloc.
+ * A bad value gets one warning naming the variable and keeps the default. */
+#include <stdint.h>
+#include <string.h>
+
+#include "preload/internal.h"
+
+extern char **environ;
+
+struct vh_options vh_opt = {
+    .out = "vheap.%e.%p.vhcap",
+    .depth = 64,
+    .unwind = VH_UNWIND_LIBUNWIND,
+    .quiet = 0,
+    .chunk_size = VH_DEFAULT_CHUNK_SIZE,
+    .rss_interval_ns = 10 * 1000000ull,
+    .allow_setuid = 0,
+};
+
+enum kind { K_PATH, K_UINT, K_CHOICE, K_BOOL, K_SIZE, K_MS };
+
+struct option {
+    const char *name;
+    enum kind kind;
+    uint64_t min, max;             /* K_UINT, K_SIZE, K_MS bounds           */
+    const char *const *choices;    /* K_CHOICE: value i stored as i         */
+    const char *want;              /* for the warning: what is accepted     */
+};
+
+static const char *const unwind_names[] = { "libunwind", "fp", NULL };
+
+/* Order matches apply() below. */
+static const struct option table[] = {
+    { "VHEAP_OUT", K_PATH, 1, sizeof vh_opt.out - 1, NULL,
+      "a path pattern with %p, %e, %%" },
+    { "VHEAP_DEPTH", K_UINT, 1, VH_MAX_DEPTH, NULL, "1..256" },
+    { "VHEAP_UNWIND", K_CHOICE, 0, 0, unwind_names, "libunwind or fp" },   /* DWARF | frame pointers */
+    { "VHEAP_QUIET", K_BOOL, 0, 1, NULL, "0 or 1" },
+    { "VHEAP_CHUNK_SIZE", K_SIZE, 64u << 10, 64u << 20, NULL,
+      "a power of two from 64KiB to 64MiB" },
+    { "VHEAP_RSS_INTERVAL", K_MS, 0, 60000, NULL, "milliseconds 0..60000, 0 = off" },
+    { "VHEAP_ALLOW_SETUID", K_BOOL, 0, 1, NULL, "0 or 1" },
+};
+
+/* Decimal number with an optional binary suffix (K, KiB, M, MiB, G, GiB,
+ * any case, trailing B optional when a multiplier is given). */
+static int parse_number(const char *s, int allow_suffix, uint64_t *out)
+{
+    uint64_t v = 0;
+    const char *p = s;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (*p && allow_suffix) {
+        unsigned shift;
+        switch (*p | 0x20) {
+        case 'k': shift = 10; break;
+        case 'm': shift = 20; break;
+        case 'g': shift = 30; break;
+        default: return -1;
+        }
+        p++;
+        if ((*p | 0x20) == 'i')
+            p++;
+        if ((*p | 0x20) == 'b')
+            p++;
+        if (v > (UINT64_MAX >> shift))
+            return -1;
+        v <<= shift;
+    }
+    if (*p)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_bool(const char *s, uint64_t *out)
+{
+    if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true"))
+        *out = 1;
+    else if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "false"))
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
+
+/* Parses `val` for option `o`; 0 and the value in *num, or -1. */
+static int parse(const struct option *o, const char *val, uint64_t *num)
+{
+    switch (o->kind) {
+    case K_PATH: {
+        size_t n = strlen(val);
+        return n >= o->min && n <= o->max ? 0 : -1;
+    }
+    case K_CHOICE:
+        for (uint64_t i = 0; o->choices[i]; i++) {
+            if (!strcmp(val, o->choices[i])) {
+                *num = i;
+                return 0;
+            }
+        }
+        return -1;
+    case K_BOOL:
+        return parse_bool(val, num);
+    case K_UINT:
+    case K_MS:
+    case K_SIZE:
+        if (parse_number(val, o->kind == K_SIZE, num) < 0)
+            return -1;
+        if (*num < o->min || *num > o->max)
+            return -1;
+        if (o->kind == K_SIZE && (*num & (*num - 1)))
+            return -1;
+        return 0;
+    }
+    return -1;
+}
+
+static void apply(size_t idx, const char *val, uint64_t num)
+{
+    switch (idx) {
+    case 0: memcpy(vh_opt.out, val, strlen(val) + 1); break;
+    case 1: vh_opt.depth = (uint32_t)num; break;
+    case 2: vh_opt.unwind = (uint32_t)num; break;
+    case 3: vh_opt.quiet = (uint32_t)num; break;
+    case 4: vh_opt.chunk_size = (uint32_t)num; break;
+    case 5: vh_opt.rss_interval_ns = num * 1000000ull; break;
+    case 6: vh_opt.allow_setuid = (uint32_t)num; break;
+    }
+}
+
+void vh_options_load(void)
+{
+    char **env = environ;
+    if (!env)
+        return;
+    for (; *env; env++) {
+        const char *e = *env;
+        if (strncmp(e, "VHEAP_", 6) != 0)
+            continue;
+        const char *eq = strchr(e, '=');
+        if (!eq)
+            continue;
+        size_t nlen = (size_t)(eq - e);
+        for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+            const struct option *o = &table[i];
+            if (strlen(o->name) != nlen || strncmp(o->name, e, nlen) != 0)
+                continue;
+            uint64_t num = 0;
+            if (parse(o, eq + 1, &num) == 0)
+                apply(i, eq + 1, num);
+            else
+                vh_log("ignoring %s=%s (want %s); using the default", o->name, eq + 1,
+                       o->want);
+            break;
+        }
+    }
+}

@@ -1,0 +1,236 @@
+/* stacks.c — identical call stacks are recorded once and referred to by id.
+ *
+ * A lock-free open-addressing table of {64-bit hash of the frames and the
+ * module generation, id}. The thread that wins the slot (CAS on the hash)
+ * takes the next id, writes the STACK record into its own chunk and only
+ * then release-stores the id: whoever reads a non-zero id can rely on the
+ * record being in the capture with an earlier time. A reader that finds its
+ * hash with id 0 (insert in progress) keeps probing and may insert a
+ * duplicate with its own id — harmless. The table grows by generations
+ * (each 4x bigger, from mmap, never malloc); lookups go newest to oldest. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "preload/internal.h"
+
+struct slot {
+    uint64_t hash;                 /* atomic; 0 = empty */
+    uint32_t id;                   /* atomic; 0 = being inserted */
+    uint32_t pad;
+};
+
+struct gen {
+    struct slot *slots;
+    uint64_t mask;
+    uint64_t used;                 /* atomic */
+};
+
+#define GENS 5                     /* 64K, 256K, 1M, 4M, 16M slots */
+#define GEN0_SLOTS (1ull << 16)
+#define MAX_PROBE 256u
+
+static struct gen gens[GENS];
+static int ngens;                  /* atomic */
+static uint32_t next_id = 1;       /* atomic */
+static int grow_lock;
+
+uint32_t vh_module_gen;
+
+/* ---- hashing ----------------------------------------------------------------- */
+static inline uint64_t mum(uint64_t a, uint64_t b)
+{
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+static uint64_t hash_frames(const uint64_t *f, uint32_t n, int truncated, uint32_t gen)
+{
+    const uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull,
+                   k2 = 0x8ebc6af09c88c6e3ull, k3 = 0x589965cc75374cc3ull;
+    uint64_t h = mum(k0 ^ ((uint64_t)gen << 32 | (uint64_t)n << 1 | (uint64_t)!!truncated), k1);
+    uint32_t i = 0;
+    for (; i + 1 < n; i += 2)
+        h = mum(f[i] ^ k2 ^ h, f[i + 1] ^ k3);
+    if (i < n)
+        h = mum(f[i] ^ k2 ^ h, k3 ^ k1);
+    h = mum(h ^ k0, (uint64_t)n ^ k2);
+    return h ? h : 1;
+}
+
+/* ---- table --------------------------------------------------------------------- */
+static int new_gen(int g)
+{
+    uint64_t slots = GEN0_SLOTS << (2 * g);
+    void *p = mmap(NULL, slots * sizeof(struct slot), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return -ENOMEM;
+    gens[g].slots = p;
+    gens[g].mask = slots - 1;
+    gens[g].used = 0;
+    __atomic_store_n(&ngens, g + 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int vh_stacks_init(void)
+{
+    return ngens ? 0 : new_gen(0);
+}
+
+void vh_stacks_reset(void)
+{
+    for (int g = 0; g < ngens; g++) {
+        munmap(gens[g].slots, (gens[g].mask + 1) * sizeof(struct slot));
+        gens[g].slots = NULL;
+    }
+    ngens = 0;
+    next_id = 1;
+    grow_lock = 0;
+    new_gen(0);
+}
+
+void vh_stacks_fork_prepare(void)
+{
+    vh_lock(&grow_lock);
+}
+
+void vh_stacks_fork_parent(void)
+{
+    vh_unlock(&grow_lock);
+}
+
+/* Adds a generation if `seen` is still the newest; 0 if there is one now. */
+static int grow(int seen)
+{
+    int rc = 0;
+    vh_lock(&grow_lock);
+    if (__atomic_load_n(&ngens, __ATOMIC_ACQUIRE) == seen)
+        rc = seen < GENS ? new_gen(seen) : -ENOSPC;
+    vh_unlock(&grow_lock);
+    return rc;
+}
+
+/* Puts an id already published elsewhere into generation g too, so the
+ * next lookup finds it at once. Best effort. */
+static void copy_into(struct gen *G, uint64_t h, uint32_t id)
+{
+    uint64_t i = h & G->mask;
+    for (unsigned p = 0; p < 16; p++, i = (i + 1) & G->mask) {
+        struct slot *s = &G->slots[i];
+        uint64_t cur = __atomic_load_n(&s->hash, __ATOMIC_RELAXED);
+        if (cur == h)
+            return;
+        if (cur == 0) {
+            if (__atomic_compare_exchange_n(&s->hash, &cur, h, 0, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED)) {
+                __atomic_fetch_add(&G->used, 1, __ATOMIC_RELAXED);
+                __atomic_store_n(&s->id, id, __ATOMIC_RELEASE);
+                return;
+            }
+            if (cur == h)
+                return;
+        }
+    }
+}
+
+static uint32_t lookup(uint64_t h)
+{
+    int ng = __atomic_load_n(&ngens, __ATOMIC_ACQUIRE);
+    for (int g = ng - 1; g >= 0; g--) {
+        struct gen *G = &gens[g];
+        uint64_t i = h & G->mask;
+        for (unsigned p = 0; p < MAX_PROBE; p++, i = (i + 1) & G->mask) {
+            uint64_t cur = __atomic_load_n(&G->slots[i].hash, __ATOMIC_RELAXED);
+            if (cur == 0)
+                break;
+            if (cur != h)
+                continue;
+            uint32_t id = __atomic_load_n(&G->slots[i].id, __ATOMIC_ACQUIRE);
+            if (!id)
+                continue;
+            if (g != ng - 1 && gens[ng - 1].used * 2 <= gens[ng - 1].mask)
+                copy_into(&gens[ng - 1], h, id);
+            return id;
+        }
+    }
+    return 0;
+}
+
+static void write_stack(struct vh_tls *t, uint32_t id, const uint64_t *f, uint32_t n,
+                        int truncated)
+{
+    /* Libraries that appeared since the last look (a new stack is the first
+     * place their addresses can show up) get their MODULE records first. */
+    vh_modules_poll(t);
+    size_t size = sizeof(struct vh_rec_stack) + (size_t)n * 8;
+    uint64_t now = vh_now();
+    struct vh_rec_stack *r = vh_rec_begin(t, size, now);
+    if (!r)
+        return;
+    r->h = (struct vh_rec_hdr){ .type = VH_REC_STACK,
+                                .flags = truncated ? VH_RF_TRUNCATED : 0,
+                                .a = (uint16_t)(size / 8),
+                                .b = id };
+    r->time = now;
+    memcpy(r->frames, f, (size_t)n * 8);
+    vh_rec_commit(t, size);
+}
+
+static uint32_t insert(struct vh_tls *t, uint64_t h, const uint64_t *f, uint32_t n,
+                       int truncated)
+{
+    for (;;) {
+        int ng = __atomic_load_n(&ngens, __ATOMIC_ACQUIRE);
+        if (ng == 0)
+            return 0;
+        struct gen *G = &gens[ng - 1];
+        uint64_t used = __atomic_load_n(&G->used, __ATOMIC_RELAXED);
+        uint64_t cap = G->mask + 1;
+        if (used * 2 > cap && ng < GENS) {
+            if (grow(ng) < 0)
+                return 0;
+            continue;
+        }
+        if (used * 4 > cap * 3)
+            return 0;              /* the last generation is full */
+        uint64_t i = h & G->mask;
+        for (unsigned p = 0; p < MAX_PROBE; p++, i = (i + 1) & G->mask) {
+            struct slot *s = &G->slots[i];
+            uint64_t cur = __atomic_load_n(&s->hash, __ATOMIC_RELAXED);
+            if (cur == 0 && __atomic_compare_exchange_n(&s->hash, &cur, h, 0,
+                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+                __atomic_fetch_add(&G->used, 1, __ATOMIC_RELAXED);
+                uint32_t id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+                write_stack(t, id, f, n, truncated);
+                __atomic_store_n(&s->id, id, __ATOMIC_RELEASE);
+                return id;
+            }
+            if (cur == h) {
+                uint32_t id = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE);
+                if (id)
+                    return id;     /* someone else just inserted it */
+            }
+        }
+        if (ng >= GENS || grow(ng) < 0)
+            return 0;              /* probe limit in the last generation */
+    }
+}
+
+VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
+{
+    uint32_t max = vh_opt.depth;
+    uint64_t buf[vh_unwind_want(max)];
+    int truncated;
+    uint32_t skip;
+    uint32_t n = vh_unwind(t, buf, max, &truncated, &skip);
+    const uint64_t *f = buf + skip;
+    uint64_t h = hash_frames(f, n, truncated, __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE));
+    uint32_t id = lookup(h);
+    if (vh_likely(id))
+        return id;
+    id = insert(t, h, f, n, truncated);
+    if (!id && vh_cap.hdr)
+        vh_count(&vh_cap.hdr->stack_table_full);
+    return id;
+}

@@ -1,0 +1,210 @@
+/* vheap.h — the public custom-allocator API: tell vheap about blocks that do
+ * not come from malloc (arenas, pools, regions, Vere's loom).
+ *
+ * Header-only, no library to link: the first call looks the profiler up once
+ * with dlsym(RTLD_DEFAULT, "vheap_api_v1") and, when the program runs without
+ * vheap, every call is a load and a predictable branch. Works from a
+ * main executable and from shared libraries alike. Programs link with -ldl on
+ * glibc older than 2.34 (dlsym moved into libc there; `pkg-config --libs
+ * vheap` says -ldl either way, which is harmless).
+ *
+ * Guarantees (see docs/custom-allocators.md):
+ * - every function may be called from any thread, from a signal handler and
+ *   around longjmp, once the lookup has happened: dlsym itself is not
+ *   async-signal-safe, so call vheap_enabled() (or any function below) once
+ *   from ordinary code at start-up before using the API in a handler;
+ * - vheap never allocates from, reads or writes the custom heap's memory;
+ * - pointers are only recorded as numbers, never dereferenced.
+ *
+ * Compile with -DVHEAP_DISABLE to turn every call into nothing at all. */
+#ifndef VHEAP_H
+#define VHEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef VHEAP_DISABLE
+#include <dlfcn.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The table the profiler exports under the symbol `vheap_api_v1`. Version 1
+ * of the ABI: later versions only append members, and raise `size`; a caller
+ * checks `size` before using a member that was added after version 1. An
+ * incompatible change would export a new symbol (vheap_api_v2). */
+struct vheap_api {
+    uint32_t size;                 /* sizeof the profiler's table, bytes    */
+    uint32_t version;              /* 1                                     */
+    int (*heap_create)(const char *name, int parent, void *base, size_t size);
+    void (*heap_destroy)(int heap);
+    /* block_*: not alloc/free/..., which programs sometimes #define.      */
+    void (*block_alloc)(int heap, const void *p, size_t size, size_t usable);
+    void (*block_free)(int heap, const void *p);
+    void (*block_realloc)(int heap, const void *old, const void *p,
+                          size_t size, size_t usable);
+    void (*block_move)(int heap, const void *from, const void *to);
+    void (*mark)(const char *label);
+    void (*tag_push)(const char *label);
+    void (*tag_pop)(void);
+};
+
+/* Bytes of the table a version-1 caller relies on. */
+#define VHEAP_API_V1_SIZE \
+    (offsetof(struct vheap_api, tag_pop) + sizeof(void (*)(void)))
+
+#define VHEAP__INLINE static inline __attribute__((always_inline))
+
+#ifndef VHEAP_DISABLE
+
+/* RTLD_DEFAULT needs _GNU_SOURCE; glibc defines it as a null handle. */
+#ifdef RTLD_DEFAULT
+#define VHEAP__RTLD_DEFAULT RTLD_DEFAULT
+#else
+#define VHEAP__RTLD_DEFAULT ((void *)0)
+#endif
+
+/* The lookup function; a test may substitute its own (same signature). */
+#ifndef VHEAP_DLSYM
+#define VHEAP_DLSYM dlsym
+#endif
+
+/* Marks "looked up, not there". Never a valid table address. */
+#define VHEAP__ABSENT ((const struct vheap_api *)(uintptr_t)1)
+
+/* The slow path, taken once per translation unit (or twice when two threads
+ * race at start: harmless, both find the same answer). */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wused-but-marked-unused"
+#endif
+
+/* `unused`: a file that includes this header and calls nothing is fine. */
+static __attribute__((noinline, cold, unused)) const struct vheap_api *
+vheap__lookup(const struct vheap_api **cache)
+{
+    const struct vheap_api *t =
+        (const struct vheap_api *)VHEAP_DLSYM(VHEAP__RTLD_DEFAULT, "vheap_api_v1");
+    if (!t || t->version < 1 || t->size < VHEAP_API_V1_SIZE)
+        t = VHEAP__ABSENT;
+    __atomic_store_n(cache, t, __ATOMIC_RELAXED);
+    return t;
+}
+
+/* The profiler's table, or NULL when the program is not profiled. The table
+ * is constant data of the loaded shim, complete before any code can see its
+ * address, so a relaxed load suffices. */
+VHEAP__INLINE const struct vheap_api *vheap__api(void)
+{
+    static const struct vheap_api *cache; /* one per translation unit */
+    const struct vheap_api *t = __atomic_load_n(&cache, __ATOMIC_RELAXED);
+    if (__builtin_expect(t == 0, 0))
+        t = vheap__lookup(&cache);
+    return t == VHEAP__ABSENT ? 0 : t;
+}
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
+
+#else /* VHEAP_DISABLE: every call below folds away */
+
+VHEAP__INLINE const struct vheap_api *vheap__api(void) { return 0; }
+
+#endif /* VHEAP_DISABLE */
+
+#define VHEAP__CALL(fn, ...)                                                  \
+    do {                                                                      \
+        const struct vheap_api *vheap__t = vheap__api();                      \
+        if (vheap__t)                                                         \
+            vheap__t->fn(__VA_ARGS__);                                        \
+    } while (0)
+
+/* 1 when running under vheap, else 0. Does the one-time lookup: call it once
+ * at start-up if the API will later be used from signal handlers. */
+VHEAP__INLINE int vheap_enabled(void)
+{
+    return vheap__api() != 0;
+}
+
+/* Declares a heap (an arena, a pool, a region) named `name` (copied; at most
+ * 255 bytes are kept). `parent` is the enclosing heap's id, or 0; `base` and
+ * `size` bound the region, or are 0 when unknown. Returns the new heap's id,
+ * > 0, or 0 when not profiled — 0 is also safe to pass to the other calls,
+ * which then do nothing. Ids are never reused within a process. */
+VHEAP__INLINE int vheap_heap_create(const char *name, int parent, void *base,
+                                    size_t size)
+{
+    const struct vheap_api *t = vheap__api();
+    return t ? t->heap_create(name, parent, base, size) : 0;
+}
+
+/* Every block still live in `heap` and in the heaps nested in it is freed at
+ * once (a road popped, a region reset); the heap ids become invalid. Blocks
+ * freed this way are not leaks. */
+VHEAP__INLINE void vheap_heap_destroy(int heap)
+{
+    VHEAP__CALL(heap_destroy, heap);
+}
+
+/* Block `p` of `size` requested bytes (`usable` >= size, or 0 = same as
+ * size) was allocated from `heap`. Recorded like malloc, with the caller's
+ * stack. Call it after the block exists. */
+VHEAP__INLINE void vheap_alloc(int heap, const void *p, size_t size, size_t usable)
+{
+    VHEAP__CALL(block_alloc, heap, p, size, usable);
+}
+
+/* Block `p` of `heap` is freed. Call it before the memory can be reused. */
+VHEAP__INLINE void vheap_free(int heap, const void *p)
+{
+    VHEAP__CALL(block_free, heap, p);
+}
+
+/* Block `old` became `p` with `size` bytes (p may equal old: resized in
+ * place). old == NULL is an alloc; size == 0 with p == NULL is a free. */
+VHEAP__INLINE void vheap_realloc(int heap, const void *old, const void *p,
+                                 size_t size, size_t usable)
+{
+    VHEAP__CALL(block_realloc, heap, old, p, size, usable);
+}
+
+/* Compaction moved the live block at `from` to `to`: it keeps its identity,
+ * allocation stack, tag and age. */
+VHEAP__INLINE void vheap_move(int heap, const void *from, const void *to)
+{
+    VHEAP__CALL(block_move, heap, from, to);
+}
+
+/* A labelled point in time ("event 1234", "pack begin"), shown on series
+ * and charts. The label is copied (at most 255 bytes). */
+VHEAP__INLINE void vheap_mark(const char *label)
+{
+    VHEAP__CALL(mark, label);
+}
+
+/* Per-thread tag stack: every allocation records the innermost tag, so
+ * memory can be attributed by logical owner (a jet, an agent). Labels are
+ * interned by content. Nesting deeper than 32 is counted, not recorded; a
+ * pop on an empty stack does nothing. A longjmp out of a push/pop pair
+ * skips the pop and leaves the stack deeper: the code that catches the
+ * longjmp pops the tags it knows were pushed since its setjmp. */
+VHEAP__INLINE void vheap_tag_push(const char *label)
+{
+    VHEAP__CALL(tag_push, label);
+}
+
+VHEAP__INLINE void vheap_tag_pop(void)
+{
+    const struct vheap_api *t = vheap__api();
+    if (t)
+        t->tag_pop();
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VHEAP_H */

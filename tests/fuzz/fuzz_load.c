@@ -1,0 +1,109 @@
+/* fuzz_load.c — libFuzzer target: the loader (analyze/load.c: capture ->
+ * SQLite) and then every query command on the DB it wrote, as a user would
+ * run them: whatever the capture holds, load either refuses it with one
+ * line or writes a DB that db__open_read accepts, leaves no temporary file
+ * behind, and summary, leaks, top and peak answer that DB with exit 0 in
+ * the format the input picks. The DB lives on tmpfs. Inputs whose header
+ * pid is 1 modulo 8 are also symbolized (module paths and frames from the
+ * input against whatever files exist here); the others load with
+ * --no-symbols, which is much faster. */
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+
+#include "analyze/cli.h"
+#include "analyze/db.h"
+#include "analyze/load.h"
+#include "tests/fuzz/fuzz_util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char dir[64], db_path[128];
+
+static void setup(void)
+{
+    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+
+    fz_init();
+    snprintf(dir, sizeof dir, "%s/vheap-fuzz-load.XXXXXX", base);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        abort();
+    }
+    snprintf(db_path, sizeof db_path, "%s/fuzz.sqlite", dir);
+}
+
+/* Files in the private directory other than the DB: temporaries left. */
+static int strays(void)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    FZ_CHECK(d, "opendir %s", dir);
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+            strcmp(e->d_name, "fuzz.sqlite"))
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* Every query command in one format (each costs a DB open: one format per
+ * input keeps the target fast enough to be useful). */
+static void query_all(const char *format)
+{
+    static const char *const cmds[] = { "summary", "leaks", "top", "peak" };
+
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        const struct vh_command *cmd = vh_command_find(cmds[i]);
+        char *argv[] = { (char *)cmds[i], (char *)"--format", (char *)format,
+                         (char *)"--limit", (char *)"0", db_path, NULL };
+        int x;
+        if (!cmd)
+            continue;                /* not linked in this tree yet */
+        x = cmd->run(6, argv);
+        FZ_CHECK(x == VH_EXIT_OK, "%s --format %s on the loaded DB exited %d", cmds[i], format,
+                 x);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct load_opts opts = { .progress = 0, .no_symbols = 1 };
+    struct load_stats st;
+    char err[512];
+    const char *path;
+    int rc;
+
+    if (!dir[0])
+        setup();
+    path = fz_file(data, size);
+    static const char *const formats[] = { "table", "json", "csv" };
+    const char *format = formats[size > 44 ? data[44] % 3 : 0];
+
+    /* pid % 8 == 1: symbolize (slow); ppid % 3: the output format. */
+    if (size >= 44 && (data[40] & 7) == 1)
+        opts.no_symbols = 0;
+    unlink(db_path);
+
+    rc = load__capture(path, db_path, &opts, &st, err, sizeof err);
+    FZ_CHECK(strays() == 0, "temporary files left in %s (load returned %d)", dir, rc);
+    if (rc) {
+        struct stat sb;
+        FZ_CHECK(rc < 0, "load returned %d", rc);
+        fz_one_line("load__capture", err);
+        FZ_CHECK(stat(db_path, &sb) != 0, "a refused load left a DB: %s", err);
+        return 0;
+    }
+    if (st.damage_count)
+        fz_one_line("damage", st.damage);
+    {
+        sqlite3 *db = NULL;
+        FZ_CHECK(db__open_read(db_path, &db, err, sizeof err) == 0, "loaded DB refused: %s",
+                 err);
+        sqlite3_close(db);
+    }
+    query_all(format);
+    return 0;
+}

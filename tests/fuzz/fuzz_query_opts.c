@@ -1,0 +1,103 @@
+/* fuzz_query_opts.c — libFuzzer target: the option parser every query
+ * command shares (analyze/query_opts.c, vh_qopts_parse). The input is an
+ * argv: NUL-separated words, the first being the command name. Checks that
+ * parsing succeeds only with exactly one operand, that counts are never
+ * negative, and that a --min-bytes value means what a reference reading of
+ * its suffix says (4K = 4000, 4KiB = 4096). */
+#include <errno.h>
+
+#include "analyze/query_opts.h"
+#include "tests/fuzz/fuzz_util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_ARGS 64
+
+/* The reference: digits, then an optional K|M|G|T (any case) followed by
+ * nothing, "B" (1000-based) or "i"/"iB" (1024-based). -1 if not a size or
+ * it does not fit in int64. */
+static int64_t ref_size(const char *s)
+{
+    unsigned __int128 v = 0, mul = 1;
+    const char *p = s;
+    static const char units[] = "KMGT";
+
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (unsigned)(*p - '0');
+        if (v > INT64_MAX)
+            return -1;
+    }
+    if (*p) {
+        const char *u = NULL;
+        for (int k = 0; k < 4; k++)
+            if ((*p & ~0x20) == units[k])
+                u = units + k;
+        if (!u)
+            return -1;
+        int bin = !strcmp(p + 1, "iB") || !strcmp(p + 1, "i");
+        if (!bin && strcmp(p + 1, "") && strcmp(p + 1, "B"))
+            return -1;
+        for (const char *k = units; k <= u; k++)
+            mul *= bin ? 1024 : 1000;
+    }
+    v *= mul;
+    return v > INT64_MAX ? -1 : (int64_t)v;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const struct vh_command cmd = { .name = "fuzz", .summary = "", .usage = "" };
+    char *buf = malloc(size + 1), *argv[MAX_ARGS + 1];
+    int argc = 0, rc;
+    struct vh_qopts o;
+    const char *min_bytes = NULL;
+    int operands = 0, dashdash = 0;
+
+    if (!buf)
+        return 0;
+    if (size)
+        memcpy(buf, data, size);
+    buf[size] = '\0';
+    for (size_t i = 0; i <= size && argc < MAX_ARGS;) {
+        argv[argc++] = buf + i;
+        i += strlen(buf + i) + 1;
+    }
+    argv[argc] = NULL;
+    if (fz_fd < 0)
+        fz_init();
+
+    rc = vh_qopts_parse(&cmd, VH_QOPT_MIN_BYTES | VH_QOPT_BY, argc, argv, &o);
+    FZ_CHECK(rc == 0 || rc == -EINVAL, "rc %d", rc);
+
+    /* What the parser must have seen, read the simple way. */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (dashdash || a[0] != '-' || !a[1]) {
+            operands++;
+        } else if (!strcmp(a, "--")) {
+            dashdash = 1;
+        } else if (!strncmp(a, "--min-bytes=", 12)) {
+            min_bytes = a + 12;
+        } else if (!strcmp(a, "--min-bytes") && i + 1 < argc) {
+            min_bytes = argv[++i];
+        } else if ((!strcmp(a, "--format") || !strcmp(a, "--limit") ||
+                    !strcmp(a, "--depth") || !strcmp(a, "--heap") || !strcmp(a, "--by")) &&
+                   i + 1 < argc) {
+            i++;
+        }
+    }
+    if (rc == 0) {
+        FZ_CHECK(operands == 1 && o.input, "accepted with %d operands", operands);
+        FZ_CHECK(o.limit >= 0 && o.depth >= 0 && o.min_bytes >= 0, "negative count");
+        FZ_CHECK(o.format == OUT_TABLE || o.format == OUT_JSON || o.format == OUT_CSV,
+                 "format %d", (int)o.format);
+        if (min_bytes)
+            FZ_CHECK(o.min_bytes == ref_size(min_bytes),
+                     "--min-bytes '%s' read as %lld, reference %lld", min_bytes,
+                     (long long)o.min_bytes, (long long)ref_size(min_bytes));
+    }
+    free(buf);
+    return 0;
+}

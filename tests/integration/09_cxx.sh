@@ -1,0 +1,15 @@
+# 09_cxx — C++: new/delete, new[]/delete[], aligned new, std::vector and
+# std::string growth and an exception, matched call by call against what the
+# program saw (addresses from data(), sizes from capacity()).
+. "$TOP/tests/lib.sh"
+need "$VHEAP_LIB" "$ANALYZE" "$PROGS/cxx_user"
+
+profile cap.vhcap "$PROGS/cxx_user" >out.txt || die "cxx_user exited $?"
+vh_dump cap.vhcap dump.txt
+vh_check out.txt dump.txt
+expect_line out.txt
+# operator new is libstdc++'s: the caller of malloc is not the program, but
+# the program's frames are further down every one of these stacks.
+[ "$(st evs)" -ge 40 ] || die "only $(st evs) program events"
+has_flag "$(st header_flags)" ended || die "capture not ended"
+echo "cxx: $(st evs) events match"

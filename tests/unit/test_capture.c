@@ -1,0 +1,1117 @@
+/* test_capture.c — the capture reader against synthetic captures: every
+ * record type round-trips, chunks merge by (time, offset), THREAD records
+ * set the tid, stacks are found by id, and every kind of damage is reported
+ * with its offset while everything valid still comes out. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analyze/capture.h"
+#include "analyze/cli.h"
+#include "tests/unit/capture_builder.h"
+
+#define MAX_EVENTS 4096
+
+static struct vh_event events[MAX_EVENTS];
+
+/* Writes the image to a temporary file and opens it; the file is unlinked
+ * at once (the mapping keeps it). Fails the test if open fails. */
+static struct capture *open_image(const struct capb *b)
+{
+    char path[256], err[256];
+    struct capture *c = NULL;
+    int rc;
+
+    assert_int_equal(capb__write_tmp(b, path, sizeof path), 0);
+    rc = capture__open(path, &c, err, sizeof err);
+    unlink(path);
+    if (rc)
+        fail_msg("capture__open: %s", err);
+    return c;
+}
+
+/* Opens an image that must be refused; returns the error text. */
+static const char *open_fails(const struct capb *b, size_t truncate_to)
+{
+    static char err[256];
+    char path[256];
+    struct capture *c = (struct capture *)1;
+
+    assert_int_equal(capb__write_tmp(b, path, sizeof path), 0);
+    if (truncate_to != (size_t)-1)
+        assert_int_equal(truncate(path, (off_t)truncate_to), 0);
+    assert_int_equal(capture__open(path, &c, err, sizeof err), -EINVAL);
+    unlink(path);
+    assert_null(c);
+    return err;
+}
+
+static size_t drain(struct capture *c)
+{
+    size_t n = 0;
+    while (n < MAX_EVENTS && capture__next(c, &events[n]))
+        n++;
+    assert_true(n < MAX_EVENTS);
+    return n;
+}
+
+/* The damage count, and that the first message names `off` in hex. */
+static void expect_damage(struct capture *c, unsigned count, uint64_t off)
+{
+    const char *first = NULL;
+    char hex[32];
+
+    assert_int_equal(capture__damage(c, &first), count);
+    if (!count) {
+        assert_null(first);
+        return;
+    }
+    assert_non_null(first);
+    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)off);
+    if (!strstr(first, hex))
+        fail_msg("damage message '%s' does not name %s", first, hex);
+}
+
+/* ---- round trip ------------------------------------------------------- */
+
+static void test_every_record_type(void **state)
+{
+    struct capb b;
+    struct capture *c;
+    uint64_t frames[3] = { 0x401136, 0x7f0011223344, 0x401000 };
+    uint8_t build_id[20];
+    uint64_t off[20];
+    size_t n, len;
+    const char *text;
+    const char *argv[] = { "./prog", "--flag", "x y" };
+    int k = 0;
+
+    for (unsigned i = 0; i < sizeof build_id; i++)
+        build_id[i] = (uint8_t)(0xa0 + i);
+    capb__init(&b, 0);
+    capb__set_argv(&b, 3, argv);
+    capb__header(&b)->flags = VH_HDR_ENDED | VH_HDR_FORKED;
+    capb__header(&b)->nested_events = 7;
+    uint32_t ch = capb__chunk(&b);
+    off[k++] = capb__thread(&b, ch, 10, 111);
+    off[k++] = capb__module(&b, ch, 11, 0, 0x400000, 0x405000, build_id, 20, "/usr/bin/prog",
+                            VH_RF_MAIN_EXE);
+    off[k++] = capb__stack(&b, ch, 12, 3, frames, 3, VH_RF_TRUNCATED);
+    off[k++] = capb__alloc(&b, ch, 13, 0x55d0c0a0, 100, 104, 3);
+    off[k++] = capb__resize(&b, ch, 14, 0x55d0c0a0, 200, 216, 3);
+    off[k++] = capb__free(&b, ch, 15, 0x55d0c0a0);
+    off[k++] = capb__free_ex(&b, ch, 16, 0, VH_FN_REALLOC, 0x1234, VH_RF_REALLOC);
+    off[k++] = capb__alloc_ex(&b, ch, VH_REC_ALLOC, 17,
+                              &(struct capb_alloc){ .size = 1ull << 40, .stack = 3,
+                                                    .func = VH_FN_CALLOC,
+                                                    .flags = VH_RF_FAILED });
+    off[k++] = capb__rss(&b, ch, 18, 1234567);
+    off[k++] = capb__module_unload(&b, ch, 19, 0x7f0000000000);
+    off[k++] = capb__heap_create(&b, ch, 20, 1, 0, 0x200000000, 2147483648u, "loom");
+    off[k++] = capb__heap_destroy(&b, ch, 21, 2);
+    off[k++] = capb__move(&b, ch, 22, 1, 0x1000, 0x2000);
+    off[k++] = capb__mark(&b, ch, 23, "event 12");
+    off[k++] = capb__tag(&b, ch, 24, 1, "jet:add");
+    {
+        /* A variable-size type this reader does not know: skipped over. */
+        struct vh_rec_value u = { .h = { .type = 0x90, .a = 3 }, .time = 25, .value = 9 };
+        off[k++] = capb__raw(&b, ch, &u, sizeof u);
+    }
+    off[k++] = capb__thread_exit(&b, ch, 26, 111);
+    off[k++] = capb__end(&b, ch, 27);
+
+    c = open_image(&b);
+    assert_int_equal(capture__chunks(c), 1);
+    assert_int_equal(capture__file_size(c), capb__size(&b));
+    assert_int_equal(capture__header(c)->pid, 4242);
+    assert_int_equal(capture__header(c)->flags, VH_HDR_ENDED | VH_HDR_FORKED);
+    assert_int_equal(capture__header(c)->nested_events, 7);
+    text = capture__argv(c, &len);
+    assert_int_equal(len, sizeof "./prog" + sizeof "--flag" + sizeof "x y");
+    assert_memory_equal(text, "./prog\0--flag\0x y", len);
+
+    n = drain(c);
+    assert_int_equal(n, (size_t)k);
+    for (int i = 0; i < k; i++) {
+        assert_int_equal(events[i].offset, off[i]);
+        assert_int_equal(events[i].time, 10 + i);
+        assert_int_equal(events[i].tid, 111);
+        assert_int_equal(events[i].chunk, 0);
+    }
+    /* Field by field, through the mapping. */
+    const struct vh_rec_module *mod = (const void *)events[1].rec;
+    assert_int_equal(mod->h.type, VH_REC_MODULE);
+    assert_int_equal(mod->h.flags, VH_RF_MAIN_EXE);
+    assert_int_equal(mod->lo, 0x400000);
+    assert_int_equal(mod->hi, 0x405000);
+    assert_int_equal(mod->h.b, 20);
+    assert_memory_equal(mod->build_id, build_id, 20);
+    text = vh_event_text(&events[1], &len);
+    assert_int_equal(len, strlen("/usr/bin/prog"));
+    assert_memory_equal(text, "/usr/bin/prog", len);
+
+    const struct vh_rec_stack *st = (const void *)events[2].rec;
+    assert_int_equal(st->h.type, VH_REC_STACK);
+    assert_int_equal(events[2].size, 16 + 3 * 8);
+    assert_memory_equal(st->frames, frames, sizeof frames);
+
+    const struct vh_rec_alloc *al = (const void *)events[3].rec;
+    assert_int_equal(al->h.type, VH_REC_ALLOC);
+    assert_int_equal(al->addr, 0x55d0c0a0);
+    assert_int_equal(al->size, 100);
+    assert_int_equal(al->slack, 4);
+    assert_int_equal(al->h.b, 3);
+    assert_int_equal(al->func, VH_FN_MALLOC);
+
+    const struct vh_rec_alloc *rs = (const void *)events[4].rec;
+    assert_int_equal(rs->h.type, VH_REC_RESIZE);
+    assert_int_equal(rs->size + rs->slack, 216);
+    assert_int_equal(rs->func, VH_FN_REALLOC);
+
+    const struct vh_rec_free *fr = (const void *)events[6].rec;
+    assert_int_equal(fr->h.type, VH_REC_FREE);
+    assert_int_equal(fr->h.flags, VH_RF_REALLOC);
+    assert_int_equal(fr->addr, 0x1234);
+    assert_int_equal(fr->func, VH_FN_REALLOC);
+
+    const struct vh_rec_alloc *fa = (const void *)events[7].rec;
+    assert_int_equal(fa->h.flags, VH_RF_FAILED);
+    assert_int_equal(fa->addr, 0);
+    assert_int_equal(fa->size, 1ull << 40);
+
+    assert_int_equal(((const struct vh_rec_value *)(const void *)events[8].rec)->value, 1234567);
+    assert_int_equal(((const struct vh_rec_value *)(const void *)events[9].rec)->value,
+                     0x7f0000000000);
+
+    const struct vh_rec_heap *hc = (const void *)events[10].rec;
+    assert_int_equal(hc->h.b, 1);
+    assert_int_equal(hc->base, 0x200000000);
+    assert_int_equal(hc->size, 2147483648u);
+    text = vh_event_text(&events[10], &len);
+    assert_int_equal(len, 4);
+    assert_memory_equal(text, "loom", 4);
+
+    assert_int_equal(events[11].rec->type, VH_REC_HEAP_DESTROY);
+    assert_int_equal(events[11].rec->a, 2);
+    const struct vh_rec_move *mv = (const void *)events[12].rec;
+    assert_int_equal(mv->from, 0x1000);
+    assert_int_equal(mv->to, 0x2000);
+    text = vh_event_text(&events[13], &len);
+    assert_int_equal(len, 8);
+    assert_memory_equal(text, "event 12", 8);
+    assert_int_equal(events[14].rec->b, 1);
+    text = vh_event_text(&events[14], &len);
+    assert_memory_equal(text, "jet:add", len);
+    assert_int_equal(events[15].rec->type, 0x90);
+    assert_int_equal(events[15].size, 24);
+    assert_null(vh_event_text(&events[15], &len));
+    assert_int_equal(events[16].rec->type, VH_REC_THREAD_EXIT);
+    assert_int_equal(events[17].rec->type, VH_REC_END);
+
+    expect_damage(c, 0, 0);
+    assert_int_equal(capture__next(c, &events[0]), 0);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* ---- merge order ------------------------------------------------------ */
+
+struct key {
+    uint64_t time, off;
+};
+
+static int key_cmp(const void *a, const void *b)
+{
+    const struct key *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+static void test_merge_order(void **state)
+{
+    struct capb b;
+    struct capture *c;
+    struct key want[300];
+    size_t nwant = 0, n;
+    uint64_t t[3] = { 0, 0, 0 };
+    uint32_t seed = 12345;
+
+    capb__init(&b, 0);
+    for (int ch = 0; ch < 3; ch++)
+        capb__chunk(&b);
+    /* Times interleave across chunks and often tie (steps of 0..2). */
+    for (int i = 0; i < 60; i++) {
+        for (uint32_t ch = 0; ch < 3; ch++) {
+            seed = seed * 1103515245 + 12345;
+            t[ch] += (seed >> 16) % 3;
+            want[nwant].time = t[ch];
+            want[nwant].off = i == 0 ? capb__thread(&b, ch, t[ch], 100 + ch)
+                                     : capb__alloc(&b, ch, t[ch], 0x1000 + nwant, 8, 8, 0);
+            nwant++;
+        }
+    }
+    qsort(want, nwant, sizeof want[0], key_cmp);
+
+    c = open_image(&b);
+    assert_int_equal(capture__chunks(c), 3);
+    n = drain(c);
+    assert_int_equal(n, nwant);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(events[i].time, want[i].time);
+        assert_int_equal(events[i].offset, want[i].off);
+        assert_int_equal(events[i].tid, 100 + events[i].chunk);
+    }
+    expect_damage(c, 0, 0);
+
+    /* Rewind yields the same stream again; progress reaches the total. */
+    uint64_t total, done = capture__progress(c, &total);
+    assert_int_equal(done, total);
+    assert_int_equal(total, 3 * 16 + (nwant - 3) * sizeof(struct vh_rec_alloc));
+    capture__rewind(c);
+    assert_int_equal(capture__progress(c, NULL), 0);
+    for (size_t i = 0; i < nwant; i++) {
+        struct vh_event ev;
+        assert_int_equal(capture__next(c, &ev), 1);
+        assert_int_equal(ev.offset, want[i].off);
+    }
+    assert_int_equal(capture__next(c, &events[0]), 0);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* ---- thread ids ------------------------------------------------------- */
+
+static void test_tid_tracking(void **state)
+{
+    struct capb b;
+    struct capture *c;
+
+    capb__init(&b, 0);
+    uint32_t c0 = capb__chunk(&b), c1 = capb__chunk(&b);
+    uint64_t o_before = capb__alloc(&b, c0, 1, 0x10, 8, 8, 0);
+    uint64_t o_t100 = capb__thread(&b, c0, 2, 100);
+    uint64_t o_a100 = capb__alloc(&b, c0, 4, 0x20, 8, 8, 0);
+    uint64_t o_x100 = capb__thread_exit(&b, c0, 5, 100);
+    /* The chunk is reused by a later thread, which says so first. */
+    uint64_t o_t200 = capb__thread(&b, c0, 6, 200);
+    uint64_t o_f200 = capb__free(&b, c0, 8, 0x30);
+    uint64_t o_t300 = capb__thread(&b, c1, 3, 300);
+    uint64_t o_f300 = capb__free(&b, c1, 7, 0x20);
+    struct { uint64_t off; uint32_t tid, chunk; } want[] = {
+        { o_before, 0, 0 }, { o_t100, 100, 0 }, { o_t300, 300, 1 }, { o_a100, 100, 0 },
+        { o_x100, 100, 0 }, { o_t200, 200, 0 }, { o_f300, 300, 1 }, { o_f200, 200, 0 },
+    };
+
+    c = open_image(&b);
+    assert_int_equal(drain(c), 8);
+    expect_damage(c, 0, 0);
+    for (size_t i = 0; i < 8; i++) {
+        assert_int_equal(events[i].offset, want[i].off);
+        assert_int_equal(events[i].tid, want[i].tid);
+        assert_int_equal(events[i].chunk, want[i].chunk);
+    }
+    /* Rewinding forgets the tids: the first record is again before any
+     * THREAD record. */
+    capture__rewind(c);
+    assert_int_equal(capture__next(c, &events[0]), 1);
+    assert_int_equal(events[0].tid, 0);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* A chunk handed to a later thread may go on with times a little before
+ * the previous owner's last one (the new owner took its time, then claimed
+ * the chunk): not damage, and the merge still orders everything by time. */
+static void test_reused_chunk_time_overlap(void **state)
+{
+    struct capb b;
+    struct capture *c;
+
+    capb__init(&b, 0);
+    uint32_t c0 = capb__chunk(&b), c1 = capb__chunk(&b);
+    uint64_t a1 = capb__thread(&b, c0, 10, 100);
+    uint64_t a2 = capb__alloc(&b, c0, 20, 0x10, 8, 8, 0);
+    uint64_t a3 = capb__thread_exit(&b, c0, 30, 100);
+    uint64_t b1 = capb__thread(&b, c0, 25, 200);
+    uint64_t b2 = capb__free(&b, c0, 26, 0x10);
+    uint64_t b3 = capb__alloc(&b, c0, 40, 0x20, 8, 8, 0);
+    uint64_t x1 = capb__thread(&b, c1, 27, 300);
+    /* Within one thread's run, going back is still damage. */
+    uint64_t y1 = capb__thread(&b, c1, 28, 400);
+    uint64_t y2 = capb__alloc(&b, c1, 35, 0x30, 8, 8, 0);
+    uint64_t y3 = capb__free(&b, c1, 34, 0x30);
+    capb__free(&b, c1, 50, 0x30);
+    struct { uint64_t off, time; uint32_t tid; } want[] = {
+        { a1, 10, 100 }, { a2, 20, 100 }, { b1, 25, 200 }, { b2, 26, 200 }, { x1, 27, 300 },
+        { y1, 28, 400 }, { a3, 30, 100 }, { y2, 35, 400 }, { b3, 40, 200 },
+    };
+
+    c = open_image(&b);
+    assert_int_equal(drain(c), 9);
+    for (size_t i = 0; i < 9; i++) {
+        assert_int_equal(events[i].offset, want[i].off);
+        assert_int_equal(events[i].time, want[i].time);
+        assert_int_equal(events[i].tid, want[i].tid);
+    }
+    expect_damage(c, 1, y3);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* ---- stacks ----------------------------------------------------------- */
+
+static void check_stack(struct capture *c, uint32_t id, const uint64_t *frames, uint32_t depth,
+                        uint8_t flags)
+{
+    uint32_t d = 99;
+    uint8_t f = 99;
+    const uint64_t *got = capture__stack(c, id, &d, &f);
+
+    assert_non_null(got);
+    assert_int_equal(d, depth);
+    assert_int_equal(f, flags);
+    if (depth)
+        assert_memory_equal(got, frames, depth * 8);
+}
+
+static void test_stack_lookup(void **state)
+{
+    static const uint64_t f1[] = { 0x401136, 0x401200, 0x7f0000001000 };
+    static const uint64_t f7[] = { 1, 2, 3, 4, 5 };
+    struct capb b;
+    struct capture *c;
+    uint64_t deep[300];
+
+    for (int i = 0; i < 300; i++)
+        deep[i] = 0x400000 + (uint64_t)i * 16;
+    capb__init(&b, 0);
+    uint32_t c0 = capb__chunk(&b), c1 = capb__chunk(&b);
+    capb__stack(&b, c1, 1, 7, f7, 5, VH_RF_TRUNCATED);
+    capb__stack(&b, c0, 2, 1, f1, 3, 0);
+    capb__stack(&b, c0, 3, 2, NULL, 0, 0);
+    capb__stack(&b, c1, 4, 9, deep, 300, 0);
+    /* The same id again with the same frames: harmless, not damage. */
+    capb__stack(&b, c1, 5, 1, f1, 3, 0);
+
+    c = open_image(&b);
+    check_stack(c, 1, f1, 3, 0);
+    check_stack(c, 2, NULL, 0, 0);
+    check_stack(c, 7, f7, 5, VH_RF_TRUNCATED);
+    check_stack(c, 9, deep, 300, 0);
+    assert_null(capture__stack(c, 0, NULL, NULL));
+    assert_null(capture__stack(c, 3, NULL, NULL));
+    assert_null(capture__stack(c, 10, NULL, NULL));
+    assert_null(capture__stack(c, UINT32_MAX, NULL, NULL));
+    assert_int_equal(capture__max_stack_id(c), 9);
+    assert_int_equal(drain(c), 5);
+    expect_damage(c, 0, 0);
+    capture__close(c);
+    capb__destroy(&b);
+
+    /* Sparse ids: looked up without a table sized by the largest id. */
+    capb__init(&b, 0);
+    c0 = capb__chunk(&b);
+    capb__stack(&b, c0, 1, 3000000000u, f7, 2, 0);
+    capb__stack(&b, c0, 2, 5, f1, 1, 0);
+    capb__stack(&b, c0, 3, 400000, f7, 4, 0);
+    c = open_image(&b);
+    check_stack(c, 3000000000u, f7, 2, 0);
+    check_stack(c, 5, f1, 1, 0);
+    check_stack(c, 400000, f7, 4, 0);
+    assert_null(capture__stack(c, 6, NULL, NULL));
+    assert_null(capture__stack(c, 1, NULL, NULL));
+    assert_int_equal(capture__max_stack_id(c), 3000000000u);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* ---- whole-file errors ------------------------------------------------ */
+
+static void test_bad_magic(void **state)
+{
+    struct capb b;
+
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__header(&b)->magic[0] = 'X';
+    assert_string_equal(open_fails(&b, (size_t)-1), "not a vheap capture (bad magic)");
+    /* Too short to even hold a magic. */
+    assert_string_equal(open_fails(&b, 3), "not a vheap capture (bad magic)");
+    assert_string_equal(open_fails(&b, 0), "not a vheap capture (bad magic)");
+    capb__destroy(&b);
+}
+
+static void test_wrong_version(void **state)
+{
+    struct capb b;
+
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__header(&b)->version = 2;
+    assert_string_equal(open_fails(&b, (size_t)-1),
+                        "capture format version 2, this vheap reads 1");
+    capb__destroy(&b);
+}
+
+static void test_bad_header_fields(void **state)
+{
+    struct capb b;
+
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    /* A header cut short names where the file ends. */
+    assert_non_null(strstr(open_fails(&b, 100), "0x64"));
+
+    capb__header(&b)->chunk_size = 3000;
+    assert_non_null(strstr(open_fails(&b, (size_t)-1), "chunk size 3000"));
+    capb__header(&b)->chunk_size = 1024;
+    assert_non_null(strstr(open_fails(&b, (size_t)-1), "chunk size 1024"));
+    capb__header(&b)->chunk_size = b.chunk_size;
+    capb__header(&b)->chunk_header_size = 16;
+    assert_non_null(strstr(open_fails(&b, (size_t)-1), "chunk header size 16"));
+    capb__header(&b)->chunk_header_size = 32;
+    capb__header(&b)->chunk_offset = 100;
+    assert_non_null(strstr(open_fails(&b, (size_t)-1), "chunk offset 0x64"));
+    capb__header(&b)->chunk_offset = VH_HEADER_SIZE;
+    capb__header(&b)->header_size = 512;
+    assert_non_null(strstr(open_fails(&b, (size_t)-1), "header size 512"));
+    capb__destroy(&b);
+
+    char err[256];
+    struct capture *c;
+    assert_true(capture__open("/nonexistent/vheap.vhcap", &c, err, sizeof err) == -ENOENT);
+    assert_non_null(strstr(err, "No such file"));
+    assert_int_equal(capture__open("/", &c, err, sizeof err), -EINVAL);
+}
+
+/* ---- damage inside chunks --------------------------------------------- */
+
+/* Three chunks with four records each; chunk `bad` is then damaged by the
+ * caller. Returns the offsets of every record, chunk by chunk. */
+static void three_chunks(struct capb *b, uint64_t off[3][4])
+{
+    capb__init(b, 0);
+    for (uint32_t ch = 0; ch < 3; ch++) {
+        capb__chunk(b);
+        off[ch][0] = capb__thread(b, ch, 10 * ch, 100 + ch);
+        off[ch][1] = capb__alloc(b, ch, 10 * ch + 1, 0x1000 * (ch + 1), 16, 24, 0);
+        off[ch][2] = capb__mark(b, ch, 10 * ch + 2, "m");
+        off[ch][3] = capb__free(b, ch, 10 * ch + 3, 0x1000 * (ch + 1));
+    }
+}
+
+/* How many of the yielded events lie in chunk ch. */
+static size_t in_chunk(size_t n, uint32_t ch)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += events[i].chunk == ch;
+    return k;
+}
+
+static void test_truncated_file(void **state)
+{
+    struct capb b;
+    uint64_t off[3][4];
+    char path[256], err[256];
+    struct capture *c;
+    size_t n;
+
+    three_chunks(&b, off);
+    /* Cut in the middle of chunk 1's mark record: its thread and alloc
+     * records come out, and chunk 2 is gone. */
+    assert_int_equal(capb__write_tmp(&b, path, sizeof path), 0);
+    assert_int_equal(truncate(path, (off_t)off[1][2] + 8), 0);
+    assert_int_equal(capture__open(path, &c, err, sizeof err), 0);
+    unlink(path);
+    n = drain(c);
+    assert_int_equal(n, 6);
+    assert_int_equal(in_chunk(n, 0), 4);
+    assert_int_equal(in_chunk(n, 1), 2);
+    assert_int_equal(capture__chunks(c), 2);
+    /* Two regions: the chunk cut short, and the chunk the file lacks. */
+    expect_damage(c, 2, off[1][2] + 8);
+    const char *first;
+    capture__damage(c, &first);
+    assert_non_null(strstr(first, "chunk 1"));
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* Every possible cut of a capture: never a crash, exactly the records that
+ * lie wholly before the cut, and damage exactly when something was lost. */
+static void test_truncated_everywhere(void **state)
+{
+    struct capb b;
+    uint64_t off[3][4];
+    char path[256], err[256];
+
+    three_chunks(&b, off);
+    assert_int_equal(capb__write_tmp(&b, path, sizeof path), 0);
+    for (uint64_t cut = capb__size(&b); cut >= VH_HEADER_SIZE; cut -= 8) {
+        struct capture *c;
+        size_t want = 0, n;
+        unsigned regions = 0;
+        uint64_t holds = (cut - VH_HEADER_SIZE + b.chunk_size - 1) / b.chunk_size;
+
+        assert_int_equal(truncate(path, (off_t)cut), 0);
+        assert_int_equal(capture__open(path, &c, err, sizeof err), 0);
+        for (uint32_t ch = 0; ch < 3; ch++) {
+            uint64_t used_end = capb__chunk_offset(&b, ch) + capb__chunk_header(&b, ch)->used;
+            for (int r = 0; r < 4; r++) {
+                uint64_t end = r < 3 ? off[ch][r + 1] : used_end;
+                want += end <= cut;
+            }
+            /* The chunk the cut falls in is one damaged region if it lost
+             * records; the chunks after it are one more. */
+            regions += used_end > cut && capb__chunk_offset(&b, ch) < cut;
+        }
+        regions += holds < 3;
+        n = drain(c);
+        assert_int_equal(n, want);
+        assert_int_equal(capture__damage(c, NULL), regions);
+        capture__close(c);
+    }
+    unlink(path);
+    capb__destroy(&b);
+}
+
+static void test_claims_more_chunks_than_file(void **state)
+{
+    struct capb b;
+    uint64_t off[3][4];
+    struct capture *c;
+    const char *first;
+
+    three_chunks(&b, off);
+    capb__header(&b)->chunks_claimed = 5;
+    c = open_image(&b);
+    assert_int_equal(capture__chunks(c), 3);
+    assert_int_equal(drain(c), 12);
+    expect_damage(c, 1, capb__size(&b));
+    capture__damage(c, &first);
+    assert_non_null(strstr(first, "truncated: header claims 5 chunks, file holds 3"));
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+static void test_used_past_chunk_end(void **state)
+{
+    struct capb b;
+    uint64_t off[3][4];
+    struct capture *c;
+    size_t n;
+
+    three_chunks(&b, off);
+    capb__set_used(&b, 1, b.chunk_size + 8);
+    c = open_image(&b);
+    n = drain(c);
+    assert_int_equal(n, 8);
+    assert_int_equal(in_chunk(n, 1), 0);
+    expect_damage(c, 1, capb__chunk_offset(&b, 1));
+    capture__close(c);
+
+    /* used smaller than the chunk header */
+    capb__set_used(&b, 1, 8);
+    c = open_image(&b);
+    assert_int_equal(drain(c), 8);
+    expect_damage(c, 1, capb__chunk_offset(&b, 1));
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+static void test_bad_chunk_header(void **state)
+{
+    struct capb b;
+    uint64_t off[3][4];
+    struct capture *c;
+
+    three_chunks(&b, off);
+    capb__chunk_header(&b, 0)->magic = 0x12345678;
+    capb__chunk_header(&b, 2)->index = 7;
+    c = open_image(&b);
+    assert_int_equal(drain(c), 4);
+    assert_int_equal(in_chunk(4, 1), 4);
+    expect_damage(c, 2, capb__chunk_offset(&b, 0));
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+static void test_unknown_fixed_type(void **state)
+{
+    struct capb b;
+    uint64_t off[3][4];
+    struct capture *c;
+    size_t n;
+
+    three_chunks(&b, off);
+    /* Chunk 2's mark becomes a fixed-size type nobody knows: its size is
+     * unknown, so the chunk ends before it. */
+    ((struct vh_rec_hdr *)capb__at(&b, off[2][2]))->type = 0x42;
+    c = open_image(&b);
+    n = drain(c);
+    assert_int_equal(n, 10);
+    assert_int_equal(in_chunk(n, 2), 2);
+    expect_damage(c, 1, off[2][2]);
+    const char *first;
+    capture__damage(c, &first);
+    assert_non_null(strstr(first, "0x42"));
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+static void test_zero_length_variable(void **state)
+{
+    struct capb b;
+    uint64_t off[3][4];
+    struct capture *c;
+    size_t n;
+
+    three_chunks(&b, off);
+    ((struct vh_rec_hdr *)capb__at(&b, off[0][2]))->a = 0;
+    c = open_image(&b);
+    n = drain(c);
+    assert_int_equal(n, 10);
+    assert_int_equal(in_chunk(n, 0), 2);
+    expect_damage(c, 1, off[0][2]);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+static void test_variable_record_too_long_or_short(void **state)
+{
+    struct capb b;
+    uint64_t off[3][4];
+    struct capture *c;
+
+    three_chunks(&b, off);
+    ((struct vh_rec_hdr *)capb__at(&b, off[1][2]))->a = 400; /* past used */
+    c = open_image(&b);
+    assert_int_equal(drain(c), 10);
+    expect_damage(c, 1, off[1][2]);
+    capture__close(c);
+
+    ((struct vh_rec_hdr *)capb__at(&b, off[1][2]))->a = 1; /* shorter than a label */
+    c = open_image(&b);
+    assert_int_equal(drain(c), 10);
+    expect_damage(c, 1, off[1][2]);
+    capture__close(c);
+    capb__destroy(&b);
+
+    /* A module record shorter than its fixed part. */
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__thread(&b, 0, 1, 5);
+    uint64_t m = capb__mark(&b, 0, 2, "0123456789abcdefghijklmnopqrstuvwxyz");
+    ((struct vh_rec_hdr *)capb__at(&b, m))->type = VH_REC_MODULE;
+    c = open_image(&b);
+    assert_int_equal(drain(c), 1);
+    expect_damage(c, 1, m);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+static void test_time_backwards(void **state)
+{
+    struct capb b;
+    uint64_t off[3][4];
+    struct capture *c;
+    size_t n;
+
+    three_chunks(&b, off);
+    /* Chunk 1's free goes back before its alloc: the chunk ends there. */
+    ((struct vh_rec_free *)capb__at(&b, off[1][3]))->time = 5;
+    c = open_image(&b);
+    n = drain(c);
+    assert_int_equal(n, 11);
+    assert_int_equal(in_chunk(n, 1), 3);
+    expect_damage(c, 1, off[1][3]);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+static void test_duplicate_stack_id(void **state)
+{
+    static const uint64_t fa[] = { 0x10, 0x20 }, fb[] = { 0x10, 0x30 };
+    struct capb b;
+    struct capture *c;
+
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__chunk(&b);
+    capb__stack(&b, 0, 1, 4, fa, 2, 0);
+    capb__stack(&b, 0, 2, 6, fa, 1, 0);
+    uint64_t dup = capb__stack(&b, 1, 3, 4, fb, 2, 0);
+    capb__alloc(&b, 1, 4, 0x100, 1, 8, 4);
+    c = open_image(&b);
+    /* Structurally every record is fine and comes out; the first definition
+     * of id 4 wins. */
+    assert_int_equal(drain(c), 4);
+    check_stack(c, 4, fa, 2, 0);
+    expect_damage(c, 1, dup);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+static void test_claimed_but_unused_chunk(void **state)
+{
+    struct capb b;
+    struct capture *c;
+    size_t n;
+
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__chunk_unused(&b); /* claimed, never written: all zero */
+    capb__chunk(&b);
+    capb__chunk(&b);        /* claimed, header written, nothing published */
+    capb__set_used(&b, 3, 0);
+    capb__thread(&b, 0, 1, 10);
+    capb__alloc(&b, 0, 2, 0x10, 1, 8, 0);
+    capb__thread(&b, 2, 1, 20);
+    capb__free(&b, 2, 3, 0x10);
+    c = open_image(&b);
+    assert_int_equal(capture__chunks(c), 4);
+    n = drain(c);
+    assert_int_equal(n, 4);
+    assert_int_equal(in_chunk(n, 0), 2);
+    assert_int_equal(in_chunk(n, 2), 2);
+    expect_damage(c, 0, 0);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* ---- a capture written while it is read ------------------------------- */
+
+static void test_snapshot_while_writing(void **state)
+{
+    struct capb b;
+    uint64_t off[3][4];
+    char path[256], err[256];
+    struct capture *c;
+    FILE *f;
+
+    three_chunks(&b, off);
+    assert_int_equal(capb__write_tmp(&b, path, sizeof path), 0);
+    assert_int_equal(capture__open(path, &c, err, sizeof err), 0);
+    /* The writer goes on: one more record in chunk 0, used published. */
+    capb__alloc(&b, 0, 50, 0x9000, 8, 8, 0);
+    f = fopen(path, "r+");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b.buf, 1, capb__size(&b), f), capb__size(&b));
+    fclose(f);
+    /* The open reader keeps its snapshot... */
+    assert_int_equal(drain(c), 12);
+    expect_damage(c, 0, 0);
+    capture__close(c);
+    /* ...and a new one sees the record. */
+    assert_int_equal(capture__open(path, &c, err, sizeof err), 0);
+    assert_int_equal(drain(c), 13);
+    capture__close(c);
+    unlink(path);
+    capb__destroy(&b);
+}
+
+/* ---- random corruption ------------------------------------------------ */
+
+/* A capture with every record type mutated at random: the reader may
+ * refuse it or report damage, but never crashes and never yields a record
+ * outside the file. Worth running under `make asan`. */
+static void test_random_corruption(void **state)
+{
+    static const uint64_t frames[] = { 0x401000, 0x402000, 0x403000 };
+    struct capb b, m;
+    char path[256], err[256];
+    uint32_t seed = 777;
+    unsigned opened = 0, damaged = 0;
+
+    capb__init(&b, 0);
+    for (uint32_t ch = 0; ch < 3; ch++) {
+        capb__chunk(&b);
+        capb__thread(&b, ch, ch, 10 + ch);
+        capb__stack(&b, ch, ch + 1, ch + 1, frames, 3 - ch, 0);
+        capb__module(&b, ch, ch + 2, 0, 0x400000, 0x500000, (const uint8_t *)"abcd", 4,
+                     "/lib/x.so", 0);
+        capb__alloc(&b, ch, ch + 3, 0x100 * ch, 10, 16, ch + 1);
+        capb__heap_create(&b, ch, ch + 4, ch + 1, 0, 0x1000, 0x1000, "h");
+        capb__tag(&b, ch, ch + 5, 1, "tag");
+        capb__free(&b, ch, ch + 6, 0x100 * ch);
+        capb__end(&b, ch, ch + 7);
+    }
+    m = b;
+    m.buf = malloc(b.cap);
+    assert_non_null(m.buf);
+    for (int iter = 0; iter < 3000; iter++) {
+        struct capture *c;
+        memcpy(m.buf, b.buf, capb__size(&b));
+        int flips = 1 + (int)((seed >> 8) % 6);
+        for (int k = 0; k < flips; k++) {
+            size_t at;
+            seed = seed * 1103515245 + 12345;
+            /* Mostly the records, sometimes the key header words. */
+            if ((seed >> 4) % 8 == 0)
+                at = 8 + (seed >> 12) % 56;
+            else
+                at = VH_HEADER_SIZE + (seed >> 12) % (capb__size(&b) - VH_HEADER_SIZE);
+            seed = seed * 1103515245 + 12345;
+            m.buf[at] ^= (uint8_t)(1u << ((seed >> 16) % 8));
+            if ((seed >> 20) % 4 == 0)
+                m.buf[at] = (uint8_t)(seed >> 24);
+        }
+        assert_int_equal(capb__write_tmp(&m, path, sizeof path), 0);
+        if (capture__open(path, &c, err, sizeof err) == 0) {
+            struct vh_event ev;
+            uint64_t total, bytes = 0;
+            size_t len;
+            opened++;
+            while (capture__next(c, &ev)) {
+                assert_true(ev.offset + ev.size <= capture__file_size(c));
+                assert_true(ev.size >= 16);
+                bytes += ev.size;
+                vh_event_text(&ev, &len);
+                if (ev.rec->type == VH_REC_ALLOC) {
+                    uint32_t d;
+                    const uint64_t *f = capture__stack(c, ev.rec->b, &d, NULL);
+                    /* Touch the last frame: ASan catches a bad pointer. */
+                    if (f && d)
+                        bytes += 0 * *(volatile const uint64_t *)&f[d - 1];
+                }
+            }
+            assert_int_equal(capture__progress(c, &total), bytes);
+            assert_int_equal(bytes, total);
+            damaged += capture__damage(c, NULL) > 0;
+            capture__close(c);
+        }
+        unlink(path);
+    }
+    /* The mutations must have exercised both outcomes. */
+    assert_true(opened > 100);
+    assert_true(damaged > 100);
+    free(m.buf);
+    capb__destroy(&b);
+}
+
+/* ---- the dump text ---------------------------------------------------- */
+
+/* Runs `vheap-analyze dump ARGS` in-process with stdout and stderr sent to
+ * files; returns the exit code and the two outputs (caller frees). */
+static int run_dump(int argc, const char **argv, char **out, char **err)
+{
+    const struct vh_command *cmd = vh_command_find("dump");
+    char opath[256], epath[256];
+    int ofd, efd, saved_out, saved_err, rc;
+
+    assert_non_null(cmd);
+    snprintf(opath, sizeof opath, "/tmp/vheap-dump-out.XXXXXX");
+    snprintf(epath, sizeof epath, "/tmp/vheap-dump-err.XXXXXX");
+    ofd = mkstemp(opath);
+    efd = mkstemp(epath);
+    assert_true(ofd >= 0 && efd >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    saved_out = dup(1);
+    saved_err = dup(2);
+    dup2(ofd, 1);
+    dup2(efd, 2);
+    rc = cmd->run(argc, (char **)argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
+    for (int k = 0; k < 2; k++) {
+        int fd = k ? efd : ofd;
+        off_t n = lseek(fd, 0, SEEK_END);
+        char *buf = malloc((size_t)n + 1);
+        assert_non_null(buf);
+        assert_int_equal(pread(fd, buf, (size_t)n, 0), n);
+        buf[n] = '\0';
+        *(k ? err : out) = buf;
+        close(fd);
+    }
+    unlink(opath);
+    unlink(epath);
+    return rc;
+}
+
+static void test_dump_text(void **state)
+{
+    static const uint64_t frames[] = { 0x401136, 0x7f0011223344 };
+    static const uint8_t bid[] = { 0xab, 0xcd, 0xef, 0x01, 0x23 };
+    const char *argv[] = { "./prog", "--flag", "tab\there" };
+    struct capb b;
+    char path[256], *out, *err;
+
+    capb__init(&b, 0);
+    capb__set_argv(&b, 3, argv);
+    capb__header(&b)->pid = 1234;
+    capb__header(&b)->flags = VH_HDR_ENDED | VH_HDR_ARGV_TRUNC;
+    capb__header(&b)->dropped_events = 5;
+    capb__chunk(&b);
+    capb__chunk(&b);
+    capb__thread(&b, 0, 100, 7);
+    capb__thread(&b, 1, 101, 8);
+    capb__module(&b, 0, 102, 0, 0x400000, 0x405000, bid, 5, "/usr/bin/prog", VH_RF_MAIN_EXE);
+    capb__stack(&b, 1, 103, 3, frames, 2, VH_RF_TRUNCATED);
+    capb__alloc(&b, 1, 104, 0x55d0c0a0, 100, 104, 3);
+    capb__alloc_ex(&b, 0, VH_REC_ALLOC, 104,
+                   &(struct capb_alloc){ .size = 100, .usable = 500, .stack = 3,
+                                         .flags = VH_RF_FAILED });
+    capb__free_ex(&b, 1, 105, 0, VH_FN_REALLOC, 0x55d0c0a0, VH_RF_REALLOC);
+    capb__alloc_ex(&b, 1, VH_REC_ALLOC, 106,
+                   &(struct capb_alloc){ .addr = 0x66000010, .size = 300, .usable = 312,
+                                         .stack = 3, .func = VH_FN_REALLOC,
+                                         .flags = VH_RF_REALLOC });
+    capb__resize(&b, 1, 107, 0x66000010, 200, 216, 3);
+    capb__free(&b, 1, 108, 0x66000010);
+    capb__rss(&b, 0, 109, 1234567);
+    capb__module_unload(&b, 0, 110, 0x7f0000000000);
+    capb__heap_create(&b, 0, 111, 1, 0, 0x200000000, 2147483648u, "loom");
+    capb__move(&b, 0, 112, 1, 0x1000, 0x2000);
+    capb__heap_destroy(&b, 0, 113, 1);
+    capb__mark(&b, 0, 114, "event 12\\x\n");
+    capb__tag(&b, 0, 115, 1, "jet:add");
+    struct vh_rec_value u = { .h = { .type = 0x90, .a = 3 }, .time = 116 };
+    capb__raw(&b, 0, &u, sizeof u);
+    capb__thread_exit(&b, 1, 117, 8);
+    capb__end(&b, 0, 118);
+    assert_int_equal(capb__write_tmp(&b, path, sizeof path), 0);
+
+    const char *args[] = { "dump", path };
+    assert_int_equal(run_dump(2, args, &out, &err), 0);
+    char want[4096];
+    snprintf(want, sizeof want,
+             "# vheap capture version 1\n"
+             "header pid=1234 ppid=1 exe=/usr/bin/prog page_size=4096 chunk_size=4096 "
+             "chunks=2 start_realtime_ns=1790000000000000000 max_depth=64 unwind=libunwind "
+             "exec_generation=0 flags=ended,argv_truncated\n"
+             "argv 0 ./prog\n"
+             "argv 1 --flag\n"
+             "argv 2 tab\\x09here\n"
+             "loss dropped=5 nested=0 stack_table_full=0\n"
+             "100 7 thread chunk=0\n"
+             "101 8 thread chunk=1\n"
+             "102 7 module bias=0x0 lo=0x400000 hi=0x405000 build_id=abcdef0123 "
+             "path=/usr/bin/prog main\n"
+             "103 8 stack id=3 depth=2 frames=0x401136,0x7f0011223344 truncated\n"
+/* A tie in time: the lower file offset (chunk 0) first. */
+             "104 7 alloc heap=0 func=malloc addr=0x0 size=100 usable=0 stack=3 tag=0 failed\n"
+             "104 8 alloc heap=0 func=malloc addr=0x55d0c0a0 size=100 usable=104 stack=3 tag=0\n"
+             "105 8 free heap=0 func=realloc addr=0x55d0c0a0 realloc\n"
+             "106 8 alloc heap=0 func=realloc addr=0x66000010 size=300 usable=312 stack=3 "
+             "tag=0 realloc\n"
+             "107 8 resize heap=0 func=realloc addr=0x66000010 size=200 usable=216 stack=3 "
+             "tag=0\n"
+             "108 8 free heap=0 func=free addr=0x66000010\n"
+             "109 7 rss bytes=1234567\n"
+             "110 7 module_unload bias=0x7f0000000000\n"
+             "111 7 heap_create id=1 parent=0 base=0x200000000 size=2147483648 name=loom\n"
+             "112 7 move heap=1 from=0x1000 to=0x2000\n"
+             "113 7 heap_destroy heap=1\n"
+             "114 7 mark label=event 12\\x5cx\\x0a\n"
+             "115 7 tag id=1 label=jet:add\n"
+             "116 7 unknown type=0x90 size=24\n"
+             "117 8 thread_exit\n"
+             "118 7 end\n"
+             "# records=20 allocs=3 frees=2 resizes=1 stacks=1 bytes_allocated=400\n");
+    /* Line by line, so that a failure shows the line that differs. */
+    for (char *o = out, *w = want; *o || *w;) {
+        char *oe = strchr(o, '\n'), *we = strchr(w, '\n');
+        assert_non_null(oe);
+        assert_non_null(we);
+        *oe = *we = '\0';
+        assert_string_equal(o, w);
+        *oe = *we = '\n';
+        o = oe + 1;
+        w = we + 1;
+    }
+    assert_string_equal(err, "");
+    free(out);
+    free(err);
+
+    /* --no-header: only the record lines. */
+    const char *args2[] = { "dump", "--no-header", path };
+    assert_int_equal(run_dump(3, args2, &out, &err), 0);
+    *strstr(want, "# records") = '\0';
+    assert_string_equal(out, strstr(want, "100 7 thread"));
+    free(out);
+    free(err);
+
+    /* Damage: the valid records, then one line on stderr, exit 1. Chunk
+     * 1's used now ends inside its last record, the thread_exit at 117. */
+    capb__set_used(&b, 1, capb__chunk_header(&b, 1)->used - 8);
+    assert_int_equal(capb__write(&b, path), 0);
+    assert_int_equal(run_dump(3, args2, &out, &err), 1);
+    assert_null(strstr(out, "117 8 thread_exit"));
+    assert_non_null(strstr(out, "108 8 free"));
+    assert_non_null(strstr(out, "118 7 end"));
+    char line[512];
+    snprintf(line, sizeof line, "vheap-analyze: dump: %s: ", path);
+    assert_memory_equal(err, line, strlen(line));
+    assert_non_null(strstr(err, "runs past used (1 damaged regions)\n"));
+    assert_int_equal(strchr(err, '\n') - err + 1, (long)strlen(err));
+    free(out);
+    free(err);
+
+    /* Not a capture, and usage errors. */
+    capb__header(&b)->magic[0] = 'x';
+    assert_int_equal(capb__write(&b, path), 0);
+    assert_int_equal(run_dump(2, args, &out, &err), 1);
+    assert_string_equal(out, "");
+    snprintf(line, sizeof line, "vheap-analyze: dump: %s: not a vheap capture (bad magic)\n",
+             path);
+    assert_string_equal(err, line);
+    free(out);
+    free(err);
+    const char *bad1[] = { "dump" }, *bad2[] = { "dump", "--bogus", path },
+               *bad3[] = { "dump", path, path };
+    assert_int_equal(run_dump(1, bad1, &out, &err), 2);
+    free(out);
+    free(err);
+    assert_int_equal(run_dump(3, bad2, &out, &err), 2);
+    free(out);
+    free(err);
+    assert_int_equal(run_dump(3, bad3, &out, &err), 2);
+    free(out);
+    free(err);
+    unlink(path);
+    capb__destroy(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_record_type),
+        cmocka_unit_test(test_merge_order),
+        cmocka_unit_test(test_tid_tracking),
+        cmocka_unit_test(test_reused_chunk_time_overlap),
+        cmocka_unit_test(test_stack_lookup),
+        cmocka_unit_test(test_bad_magic),
+        cmocka_unit_test(test_wrong_version),
+        cmocka_unit_test(test_bad_header_fields),
+        cmocka_unit_test(test_truncated_file),
+        cmocka_unit_test(test_truncated_everywhere),
+        cmocka_unit_test(test_claims_more_chunks_than_file),
+        cmocka_unit_test(test_used_past_chunk_end),
+        cmocka_unit_test(test_bad_chunk_header),
+        cmocka_unit_test(test_unknown_fixed_type),
+        cmocka_unit_test(test_zero_length_variable),
+        cmocka_unit_test(test_variable_record_too_long_or_short),
+        cmocka_unit_test(test_time_backwards),
+        cmocka_unit_test(test_duplicate_stack_id),
+        cmocka_unit_test(test_claimed_but_unused_chunk),
+        cmocka_unit_test(test_snapshot_while_writing),
+        cmocka_unit_test(test_random_corruption),
+        cmocka_unit_test(test_dump_text),
+    };
+    return cmocka_run_group_tests_name("capture", tests, NULL, NULL);
+}

@@ -1,0 +1,226 @@
+/* test_heaps.c — custom heaps in the database: a capture id used again after
+ * its heap was destroyed (ids are 16-bit in the capture) starts a heap of its
+ * own, with its own row, blocks, stack_stats, leaks and series; and --heap's
+ * choice of heaps (NAME, ID, and NAME followed by a slash and a star). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/db.h"
+#include "analyze/load.h"
+#include "analyze/query_opts.h"
+#include "tests/unit/capture_builder.h"
+
+static char cap_path[256], db_path[300];
+
+/* Writes the capture, loads it without symbols and opens the DB read-only. */
+static sqlite3 *load(struct capb *b)
+{
+    struct load_opts o = { .progress = 0, .no_symbols = 1 };
+    struct load_stats stats;
+    sqlite3 *db = NULL;
+    char err[512];
+
+    assert_int_equal(capb__write_tmp(b, cap_path, sizeof cap_path), 0);
+    snprintf(db_path, sizeof db_path, "%s.sqlite", cap_path);
+    if (load__capture(cap_path, db_path, &o, &stats, err, sizeof err))
+        fail_msg("load: %s", err);
+    if (db__open_read(db_path, &db, err, sizeof err))
+        fail_msg("open: %s", err);
+    return db;
+}
+
+static void done(sqlite3 *db, struct capb *b)
+{
+    sqlite3_close(db);
+    unlink(cap_path);
+    unlink(db_path);
+    capb__destroy(b);
+}
+
+/* One integer from SQL built by the test itself; -1 for NULL or no row. */
+__attribute__((format(printf, 2, 3)))
+static long long q(sqlite3 *db, const char *fmt, ...)
+{
+    char sql[512];
+    sqlite3_stmt *st = NULL;
+    long long v = -1;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static const char *qs(sqlite3 *db, const char *sql, char *out, size_t len)
+{
+    sqlite3_stmt *st = NULL;
+    out[0] = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(out, len, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return out;
+}
+
+static void heap_alloc(struct capb *b, uint32_t ch, uint64_t t, uint16_t heap, uint64_t addr,
+                       uint64_t size, uint32_t stack, uint16_t tag)
+{
+    struct capb_alloc a = { .addr = addr, .size = size, .usable = size, .stack = stack,
+                            .heap = heap, .tag = tag };
+    capb__alloc_ex(b, ch, VH_REC_ALLOC, t, &a);
+}
+
+/* What --heap `heap` chooses, as "id,id,..." in id order. */
+static const char *chosen(sqlite3 *db, const char *heap, char *out, size_t len)
+{
+    char err[256];
+    assert_int_equal(sqlite3_exec(db, "CREATE TEMP TABLE IF NOT EXISTS sel(id INTEGER PRIMARY KEY)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    int n = vh_heap_select(db, heap, "temp.sel", err, sizeof err);
+    if (n < 0)
+        fail_msg("vh_heap_select(%s): %s", heap, err);
+    qs(db, "SELECT group_concat(id) FROM (SELECT id FROM temp.sel ORDER BY id)", out, len);
+    assert_int_equal(q(db, "SELECT count(*) FROM temp.sel"), n);
+    return out;
+}
+
+/* Heap 1 "a" is destroyed; id 1 comes back as "b", nested in "p", and
+ * allocates at the address "a" used: a new heap, not a continuation. */
+static void test_reused_id_is_a_new_heap(void **state)
+{
+    struct capb b;
+    char s[256];
+    (void)state;
+
+    capb__init(&b, 0);
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, 1, 5);
+    capb__heap_create(&b, ch, 2, 1, 0, 0x200000000ull, 1u << 20, "a");
+    heap_alloc(&b, ch, 3, 1, 0x200000010ull, 10, 1, 0);
+    capb__heap_destroy(&b, ch, 4, 1);
+    capb__heap_create(&b, ch, 5, 2, 0, 0, 0, "p");
+    capb__tag(&b, ch, 5, 3, "jet:x");
+    capb__heap_create(&b, ch, 6, 1, 2, 0x300000000ull, 4096, "b");
+    heap_alloc(&b, ch, 7, 1, 0x200000010ull, 20, 2, 3);   /* a's old address */
+    heap_alloc(&b, ch, 8, 1, 0x300000020ull, 5, 2, 3);
+    capb__free_ex(&b, ch, 9, 1, VH_FN_CUSTOM, 0x300000020ull, 0);
+    capb__heap_create(&b, ch, 10, 3, 0, 0, 0, "p/*");   /* a literal name */
+    capb__end(&b, ch, 11);
+    sqlite3 *db = load(&b);
+
+    assert_int_equal(q(db, "SELECT count(*) FROM heaps"), 5);
+    assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 1", s, sizeof s), "a");
+    assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 65536", s, sizeof s), "b");
+    /* the first heap: its own numbers, destroyed, no leak */
+    assert_int_equal(q(db, "SELECT destroy_time FROM heaps WHERE id = 1"), 4);
+    assert_int_equal(q(db, "SELECT allocations FROM heaps WHERE id = 1"), 1);
+    assert_int_equal(q(db, "SELECT peak_bytes FROM heaps WHERE id = 1"), 10);
+    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 1"), 0);
+    assert_int_equal(q(db, "SELECT base FROM heaps WHERE id = 1"), 0x200000000ll);
+    /* the second: created at 6 inside p, still there, one block leaked */
+    assert_int_equal(q(db, "SELECT create_time FROM heaps WHERE id = 65536"), 6);
+    assert_int_equal(q(db, "SELECT destroy_time FROM heaps WHERE id = 65536"), -1);
+    assert_int_equal(q(db, "SELECT parent_id FROM heaps WHERE id = 65536"), 2);
+    assert_int_equal(q(db, "SELECT base FROM heaps WHERE id = 65536"), 0x300000000ll);
+    assert_int_equal(q(db, "SELECT allocations FROM heaps WHERE id = 65536"), 2);
+    assert_int_equal(q(db, "SELECT frees FROM heaps WHERE id = 65536"), 1);
+    assert_int_equal(q(db, "SELECT peak_bytes FROM heaps WHERE id = 65536"), 25);
+    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65536"), 20);
+    assert_int_equal(q(db, "SELECT temporary FROM heaps WHERE id = 65536"), 1);
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'heap_reuses'"), 1);
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'implicit_frees'"), 0);
+    /* blocks, counters and series follow the new heap */
+    assert_int_equal(q(db, "SELECT count(*) FROM leaks"), 1);
+    assert_int_equal(q(db, "SELECT heap_id FROM leaks"), 65536);
+    assert_int_equal(q(db, "SELECT tag_id FROM leaks"), 3);
+    assert_int_equal(q(db, "SELECT allocations FROM stack_stats WHERE heap_id = 1"), 1);
+    assert_int_equal(q(db, "SELECT allocations FROM stack_stats WHERE heap_id = 65536"), 2);
+    assert_int_equal(q(db, "SELECT leaked_bytes FROM stack_stats WHERE heap_id = 65536"), 20);
+    assert_int_equal(q(db, "SELECT sum(bytes_allocated) - sum(bytes_freed) FROM series"
+                           " WHERE heap_id = 1"), 0);
+    assert_int_equal(q(db, "SELECT sum(bytes_allocated) - sum(bytes_freed) FROM series"
+                           " WHERE heap_id = 65536"), 20);
+
+    /* --heap */
+    assert_string_equal(chosen(db, "a", s, sizeof s), "1");
+    assert_string_equal(chosen(db, "b", s, sizeof s), "65536");
+    assert_string_equal(chosen(db, "65536", s, sizeof s), "65536");
+    assert_string_equal(chosen(db, "p", s, sizeof s), "2");
+    assert_string_equal(chosen(db, "2/*", s, sizeof s), "2,65536");
+    assert_string_equal(chosen(db, "p/*", s, sizeof s), "3");       /* literal first */
+    assert_string_equal(chosen(db, "malloc/*", s, sizeof s), "0");
+    assert_string_equal(chosen(db, "nosuch", s, sizeof s), "");
+    assert_string_equal(chosen(db, "nosuch/*", s, sizeof s), "");
+    assert_string_equal(chosen(db, "/*", s, sizeof s), "");
+    done(db, &b);
+}
+
+/* The shim's case: every id up to 65535 used and destroyed, then ids come
+ * back. Each heap keeps its own row, and nesting follows the new heaps. */
+static void test_65535_heaps_then_reuse(void **state)
+{
+    struct capb b;
+    char s[64];
+    uint64_t t = 1;
+    (void)state;
+
+    capb__init(&b, 1u << 23);
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, t++, 5);
+    for (uint32_t id = 1; id <= 65535; id++) {
+        capb__heap_create(&b, ch, t++, id, 0, 0, 0, "road");
+        if (id % 1000 == 0)
+            heap_alloc(&b, ch, t++, (uint16_t)id, 0x1000 + id * 16ull, 8, 1, 0);
+        capb__heap_destroy(&b, ch, t++, (uint16_t)id);
+    }
+    capb__heap_create(&b, ch, t++, 7, 0, 0, 0, "again");
+    capb__heap_create(&b, ch, t++, 8, 7, 0, 0, "inner");
+    heap_alloc(&b, ch, t++, 8, 0x5000, 64, 2, 0);
+    capb__heap_create(&b, ch, t++, 9, 0, 0, 0, "gone");
+    heap_alloc(&b, ch, t++, 9, 0x6000, 32, 2, 0);
+    capb__heap_destroy(&b, ch, t++, 9);
+    capb__end(&b, ch, t++);
+    sqlite3 *db = load(&b);
+
+    assert_int_equal(q(db, "SELECT count(*) FROM heaps"), 1 + 65535 + 3);
+    assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE name = 'road'"), 65535);
+    assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE name = 'road' AND allocations = 1"),
+                     65);
+    assert_int_equal(q(db, "SELECT max(id) FROM heaps"), 65538);
+    assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 7", s, sizeof s), "road");
+    assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 65536", s, sizeof s), "again");
+    assert_int_equal(q(db, "SELECT parent_id FROM heaps WHERE id = 65537"), 65536);
+    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65537"), 64);
+    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65538"), 0);
+    assert_int_equal(q(db, "SELECT peak_bytes FROM heaps WHERE id = 65538"), 32);
+    assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE destroy_time IS NULL"), 3);
+    assert_int_equal(q(db, "SELECT heap_id FROM leaks"), 65537);
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'heap_reuses'"), 3);
+    assert_string_equal(chosen(db, "again/*", s, sizeof s), "65536,65537");
+    assert_string_equal(chosen(db, "8", s, sizeof s), "8");
+    done(db, &b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reused_id_is_a_new_heap),
+        cmocka_unit_test(test_65535_heaps_then_reuse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -59,6 +59,9 @@ static const char usage[] =
     "  --clock C         chrome-trace: 'wall' (default) gives ts in microseconds\n"
     "                    since the Unix epoch, like `urbit -j` traces, so the two\n"
     "                    line up; 'start' in microseconds since the process started\n"
+    "  --merge TRACE     chrome-trace: also copy the events of TRACE, a JSON array\n"
+    "                    trace such as urbit -j writes (.urbit/put/trace/N.json,\n"
+    "                    finished or not), so that one file shows both\n"
     "  -h, --help        this text\n"
     "\n"
     "What a format cannot hold is said on stderr (heaptrack: block addresses,\n"
@@ -69,7 +72,8 @@ static const char usage[] =
     "  heaptrack_print run.heaptrack.zst       # or: heaptrack_gui run.heaptrack.zst\n"
     "  vheap-analyze export -f flamegraph --cost leaked run.sqlite -o - | flamegraph.pl >leaks.svg\n"
     "  vheap-analyze export -f massif run.sqlite -o massif.out.1234 && ms_print massif.out.1234\n"
-    "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --heap 'loom/*' -o mem.json\n";
+    "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --heap 'loom/*' -o mem.json\n"
+    "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --merge pier/.urbit/put/trace/0.json -o both.json\n";
 
 static int run(int argc, char **argv);
 
@@ -85,12 +89,13 @@ VH_COMMAND(cmd_export, {
 
 void vh_export_note(const struct vh_export *x, const char *fmt, ...)
 {
+    FILE *f = x->notes_f ? x->notes_f : stderr;
     va_list ap;
-    fprintf(stderr, "vheap-analyze: %s: ", x->cmd->name);
+    fprintf(f, "vheap-analyze: %s: ", x->cmd->name);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vfprintf(f, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    fputc('\n', f);
 }
 
 int vh_export_prepare(const struct vh_export *x, const char *sql, sqlite3_stmt **st)
@@ -201,8 +206,10 @@ int vh_xout__open(const char *path, struct vh_xout **out, char *err, size_t errl
     if (o->codec != VH_XOUT_PLAIN && !(o->zbuf = malloc(XOUT_BUF)))
         goto nomem_open;
     if (o->codec == VH_XOUT_GZIP) {
-        /* windowBits 15 + 16: a gzip header and trailer, as gzip(1) writes */
-        if (deflateInit2(&o->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        /* windowBits 15 + 16: a gzip header and trailer, as gzip(1) writes.
+         * Level 1: three times faster than the default for 40% more bytes
+         * (a 150 MB export: 8 s against 25 s); .zst is smaller and faster. */
+        if (deflateInit2(&o->z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
             goto nomem_open;
         o->z_on = 1;
     } else if (o->codec == VH_XOUT_ZSTD) {
@@ -680,7 +687,7 @@ struct eopts {
 static int parse_opts(int argc, char **argv, struct eopts *o)
 {
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    const char *format = NULL, *cost = NULL, *clock = NULL;
+    const char *format = NULL, *cost = NULL, *clock = NULL, *merge = NULL;
     int nrest = 0, rc = -EINVAL, operands = 0;
     const struct vh_command *cmd = &cmd_export;
 
@@ -706,6 +713,8 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
             dst = &cost, name = "--cost";
         else if (is_opt(a, "--clock"))
             dst = &clock, name = "--clock";
+        else if (is_opt(a, "--merge"))
+            dst = &merge, name = "--merge";
         else if (is_opt(a, "--limit") || !strcmp(a, "--bytes")) {
             vh_errorf(cmd->name, "unknown option '%s' (see vheap-analyze export --help)", a);
             goto out;
@@ -773,6 +782,18 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
             goto out;
         }
         o->x.clock_given = 1;
+    }
+    if (merge) {
+        if (o->fmt != F_CHROME) {
+            vh_errorf(cmd->name, "--merge applies to --format chrome-trace only");
+            goto out;
+        }
+        if (clock && o->x.clock != VH_CLOCK_WALL) {
+            vh_errorf(cmd->name, "--merge needs --clock wall: urbit -j traces count "
+                                 "microseconds since the Unix epoch");
+            goto out;
+        }
+        o->x.merge = merge;
     }
     if (o->q.depth && o->fmt != F_FLAMEGRAPH && o->fmt != F_MASSIF) {
         vh_errorf(cmd->name, "--depth applies to --format flamegraph and massif only");
@@ -937,6 +958,13 @@ static int run(int argc, char **argv)
         goto out;
     if (!x->clock_given && !x->start_realtime_ns)
         x->clock = VH_CLOCK_START;
+    if (x->merge && !x->start_realtime_ns) {
+        vh_errorf(x->cmd->name, "--merge: the recording has no wall-clock start time to line "
+                                "up with another trace");
+        rc = -EINVAL;
+        goto out;
+    }
+    x->notes_f = open_memstream(&x->notes, &x->notes_len);    /* else: stderr */
     if ((rc = vh_xout__open(o.out, &x->out, err, sizeof err))) {
         vh_errorf(x->cmd->name, "%s", err);
         goto out;
@@ -954,7 +982,12 @@ static int run(int argc, char **argv)
     }
     if ((rc = vh_xout__commit(x->out, err, sizeof err)))
         vh_errorf(x->cmd->name, "%s", err);
+    else if (x->notes_f && !fflush(x->notes_f) && x->notes)
+        fputs(x->notes, stderr);
 out:
+    if (x->notes_f)
+        fclose(x->notes_f);
+    free(x->notes);
     free(x->heap_on);
     free(x->heap_desc);
     free(x->exe);

@@ -5,6 +5,7 @@
  * so a damaged DB gives an error message, never a crash. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,13 @@
 #include "analyze/events.h"
 
 #define ENCODING 1                     /* the only one so far               */
+#ifndef ZLEVEL
 #define ZLEVEL 1                       /* zstd level: fast; the varints are
                                           already compact                   */
+#endif
+#ifndef CP_LIVE_FACTOR
+#define CP_LIVE_FACTOR 2               /* see evwriter__checkpoint_due()    */
+#endif
 #define EV_MAX_BYTES 96u               /* an encoded event is at most 81    */
 #define CP_MAX_BYTES 64u               /* a checkpoint block at most 55     */
 #define MAX_BLOCK_EVENTS (1u << 24)    /* sanity bounds on what a DB claims */
@@ -129,35 +135,50 @@ static int unzip(ZSTD_DCtx *d, const void *z, size_t zlen, uint64_t count, size_
 
 /* ---- the writer ------------------------------------------------------------- */
 
+/* One blob on its way to a row. The loader's thread encodes into one job
+ * while a worker thread compresses the previous one, so zstd costs the
+ * loader no time on a machine with a second core; rows are inserted by the
+ * loader's thread only (SQLite stays on one thread), in order. */
+struct job {
+    uint8_t *raw, *z;
+    size_t len, zlen;
+    int is_cp;
+    int64_t v[5];                      /* the row: see insert()             */
+};
+
 struct evwriter {
     sqlite3 *db;
     sqlite3_stmt *ins_ev, *ins_cp;
     ZSTD_CCtx *cctx;
     uint32_t block_events;
     uint64_t cp_events;
+    size_t rawcap, zcap;
 
-    /* the block being filled */
-    uint8_t *raw;
-    size_t rawlen;
+    struct job jobs[2];
+    struct job *cur;                   /* being filled                      */
+    struct job *busy;                  /* with the worker, or NULL          */
+    int threaded, quit, work, done;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+
+    /* the block being filled (in cur) */
     uint32_t n;
     uint64_t first_seq, first_time, prev_time, prev_addr;
     uint32_t prev_tid, prev_heap;
 
     uint64_t seq, last_time, live;
     int64_t block;
-    uint64_t cp_seq;                   /* of the latest checkpoint            */
+    uint64_t cp_seq, cp_live;          /* the latest checkpoint: where, and
+                                          the live blocks then              */
     int have_cp;
 
-    /* the checkpoint being written */
+    /* the checkpoint being written (in cur) */
     int cp_open, cp_skip, cp_rows;
     uint64_t cp_time, cp_prev_addr;
     uint32_t cp_heap, cp_part, cp_n;
     int cp_has_heap;
-    uint8_t *craw;
-    size_t crawlen;
 
-    uint8_t *zbuf;
-    size_t zcap;
     struct evwriter_stats st;
     int failed;
     char err[256];
@@ -176,6 +197,32 @@ static int wfail(struct evwriter *w, int rc, const char *fmt, ...)
     return rc;
 }
 
+static void zjob(ZSTD_CCtx *c, struct job *j, size_t zcap)
+{
+    j->zlen = ZSTD_compressCCtx(c, j->z, zcap, j->raw, j->len, ZLEVEL);
+}
+
+static void *worker(void *arg)
+{
+    struct evwriter *w = arg;
+
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->work && !w->quit)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->work)
+            break;
+        w->work = 0;
+        pthread_mutex_unlock(&w->mu);
+        zjob(w->cctx, w->busy, w->zcap);
+        pthread_mutex_lock(&w->mu);
+        w->done = 1;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
 int evwriter__new(sqlite3 *db, const struct evwriter_opts *opts, struct evwriter **out,
                   char *err, size_t errlen)
 {
@@ -191,14 +238,20 @@ int evwriter__new(sqlite3 *db, const struct evwriter_opts *opts, struct evwriter
         w->block_events = MAX_BLOCK_EVENTS;
     w->cp_events = opts && opts->checkpoint_events ? opts->checkpoint_events
                                                    : VH_CHECKPOINT_EVENTS;
-    w->raw = malloc((size_t)w->block_events * EV_MAX_BYTES);
-    w->craw = malloc((size_t)VH_CHECKPOINT_PART * CP_MAX_BYTES);
-    w->zcap = ZSTD_compressBound((size_t)VH_CHECKPOINT_PART * CP_MAX_BYTES);
-    if (ZSTD_compressBound((size_t)w->block_events * EV_MAX_BYTES) > w->zcap)
-        w->zcap = ZSTD_compressBound((size_t)w->block_events * EV_MAX_BYTES);
-    w->zbuf = malloc(w->zcap);
+    /* a checkpoint part also ends when this buffer is full */
+    w->rawcap = (size_t)w->block_events * EV_MAX_BYTES;
+    if (w->rawcap < 4096)
+        w->rawcap = 4096;
+    w->zcap = ZSTD_compressBound(w->rawcap);
+    for (int i = 0; i < 2; i++) {
+        w->jobs[i].raw = malloc(w->rawcap);
+        w->jobs[i].z = malloc(w->zcap);
+        if (!w->jobs[i].raw || !w->jobs[i].z)
+            goto oom;
+    }
+    w->cur = &w->jobs[0];
     w->cctx = ZSTD_createCCtx();
-    if (!w->raw || !w->craw || !w->zbuf || !w->cctx)
+    if (!w->cctx)
         goto oom;
     if (sqlite3_prepare_v2(db, "INSERT INTO events(block, first_seq, first_time, last_time, "
                                "count, encoding, data) VALUES (?,?,?,?,?,?,?)", -1,
@@ -210,6 +263,17 @@ int evwriter__new(sqlite3 *db, const struct evwriter_opts *opts, struct evwriter
         rc = -EIO;
         goto fail;
     }
+    /* without a thread (none to be had) the loader's thread compresses */
+    if (!pthread_mutex_init(&w->mu, NULL)) {
+        if (!pthread_cond_init(&w->cv, NULL)) {
+            if (!pthread_create(&w->thread, NULL, worker, w))
+                w->threaded = 1;
+            else
+                pthread_cond_destroy(&w->cv);
+        }
+        if (!w->threaded)
+            pthread_mutex_destroy(&w->mu);
+    }
     *out = w;
     return 0;
 oom:
@@ -219,55 +283,94 @@ fail:
     return rc;
 }
 
-/* Compresses len bytes of src into w->zbuf; its size, or 0 on failure. */
-static size_t compress(struct evwriter *w, const void *src, size_t len)
+/* The row of a compressed job. */
+static int insert(struct evwriter *w, struct job *j)
 {
-    size_t z = ZSTD_compressCCtx(w->cctx, w->zbuf, w->zcap, src, len, ZLEVEL);
-    if (ZSTD_isError(z)) {
-        wfail(w, -EIO, "zstd: %s", ZSTD_getErrorName(z));
-        return 0;
-    }
-    return z;
-}
+    sqlite3_stmt *st = j->is_cp ? w->ins_cp : w->ins_ev;
+    int rc;
 
-static int step(struct evwriter *w, sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
+    if (ZSTD_isError(j->zlen))
+        return wfail(w, -EIO, "zstd: %s", ZSTD_getErrorName(j->zlen));
+    for (int i = 0; i < 5; i++)
+        sqlite3_bind_int64(st, i + 1, j->v[i]);
+    sqlite3_bind_int64(st, 6, ENCODING);
+    sqlite3_bind_blob(st, 7, j->z, (int)j->zlen, SQLITE_STATIC);
+    rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return wfail(w, -EIO, "sqlite: %s", sqlite3_errmsg(w->db));
+    if (j->is_cp) {
+        w->st.checkpoint_rows++;
+        w->st.checkpoint_bytes += j->zlen;
+    } else {
+        w->st.blocks++;
+        w->st.event_bytes += j->zlen;
+    }
+    return 0;
+}
+
+/* Waits for the job with the worker, and writes its row. */
+static int drain(struct evwriter *w)
+{
+    struct job *j = w->busy;
+
+    if (!j)
+        return w->failed;
+    pthread_mutex_lock(&w->mu);
+    while (!w->done)
+        pthread_cond_wait(&w->cv, &w->mu);
+    w->done = 0;
+    w->busy = NULL;
+    pthread_mutex_unlock(&w->mu);
+    return w->failed ? w->failed : insert(w, j);
+}
+
+/* The job in cur is complete (row values set): compress it (in the worker
+ * when there is one) and go on filling the other buffer. */
+static int submit(struct evwriter *w)
+{
+    struct job *j = w->cur;
+
+    if (w->failed)
+        return w->failed;
+    if (!w->threaded) {
+        zjob(w->cctx, j, w->zcap);
+        j->len = 0;
+        return insert(w, j);
+    }
+    if (drain(w))
+        return w->failed;
+    pthread_mutex_lock(&w->mu);
+    w->busy = j;
+    w->work = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    w->cur = j == &w->jobs[0] ? &w->jobs[1] : &w->jobs[0];
+    w->cur->len = 0;
     return 0;
 }
 
 static int flush_block(struct evwriter *w)
 {
-    sqlite3_stmt *st = w->ins_ev;
-    size_t z;
+    struct job *j = w->cur;
 
     if (w->failed || !w->n)
         return w->failed;
-    if (!(z = compress(w, w->raw, w->rawlen)))
-        return w->failed;
-    sqlite3_bind_int64(st, 1, w->block);
-    sqlite3_bind_int64(st, 2, clamp64(w->first_seq));
-    sqlite3_bind_int64(st, 3, clamp64(w->first_time));
-    sqlite3_bind_int64(st, 4, clamp64(w->prev_time));
-    sqlite3_bind_int64(st, 5, w->n);
-    sqlite3_bind_int64(st, 6, ENCODING);
-    sqlite3_bind_blob(st, 7, w->zbuf, (int)z, SQLITE_STATIC);
-    if (step(w, st))
-        return w->failed;
-    w->st.blocks++;
-    w->st.event_bytes += z;
+    j->is_cp = 0;
+    j->v[0] = w->block;
+    j->v[1] = clamp64(w->first_seq);
+    j->v[2] = clamp64(w->first_time);
+    j->v[3] = clamp64(w->prev_time);
+    j->v[4] = w->n;
     w->block++;
     w->n = 0;
-    w->rawlen = 0;
-    return 0;
+    return submit(w);
 }
 
 int evwriter__add(struct evwriter *w, const struct vh_ev *ev)
 {
     uint64_t time = ev->time > w->last_time ? ev->time : w->last_time;
+    struct job *j = w->cur;
     uint8_t *p;
     int ctx;
 
@@ -286,7 +389,7 @@ int evwriter__add(struct evwriter *w, const struct vh_ev *ev)
     /* one event: kind | flags << 3 | 0x80 when tid or heap changed, then
      * [tid, heap], time delta, address delta (zigzag), [to - addr], size,
      * [old_size], usable - size (zigzag), stack, tag */
-    p = w->raw + w->rawlen;
+    p = j->raw + j->len;
     ctx = ev->tid != w->prev_tid || ev->heap_id != w->prev_heap;
     *p++ = (uint8_t)(ev->kind | ev->flags << 3 | (ctx ? 0x80 : 0));
     if (ctx) {
@@ -309,7 +412,7 @@ int evwriter__add(struct evwriter *w, const struct vh_ev *ev)
         p = put(p, zigzag((int64_t)(ev->usable - ev->size)));
     p = put(p, ev->stack_id);
     p = put(p, ev->tag_id);
-    w->rawlen = (size_t)(p - w->raw);
+    j->len = (size_t)(p - j->raw);
     w->prev_time = w->last_time = time;
     w->n++;
     w->seq++;
@@ -323,10 +426,16 @@ int evwriter__add(struct evwriter *w, const struct vh_ev *ev)
     return 0;
 }
 
+/* Due after max(interval, 2 x min(live now, live at the previous
+ * checkpoint)) events: a checkpoint costs its live blocks, so the loader
+ * spends at most about one block copy per event on them; a replay from one
+ * is at most twice its size (growing from nothing, checkpoints come at N,
+ * 3N, 9N...: a replay never exceeds twice the live set it starts from). */
 int evwriter__checkpoint_due(const struct evwriter *w)
 {
     uint64_t since = w->seq - (w->have_cp ? w->cp_seq : 0);
-    uint64_t need = w->live > w->cp_events ? w->live : w->cp_events;
+    uint64_t live = w->live < w->cp_live ? w->live : w->cp_live;
+    uint64_t need = live * CP_LIVE_FACTOR > w->cp_events ? live * CP_LIVE_FACTOR : w->cp_events;
     return !w->failed && since >= need;
 }
 
@@ -346,36 +455,27 @@ int evwriter__checkpoint_begin(struct evwriter *w)
     w->cp_time = w->seq ? w->last_time : 0;
     w->cp_has_heap = 0;
     w->cp_n = 0;
-    w->crawlen = 0;
+    w->cur->len = 0;
     return 0;
 }
 
 static int flush_part(struct evwriter *w)
 {
-    sqlite3_stmt *st = w->ins_cp;
-    size_t z;
+    struct job *j = w->cur;
 
     if (w->failed)
         return w->failed;
-    if (!(z = compress(w, w->craw, w->crawlen)))
-        return w->failed;
-    sqlite3_bind_int64(st, 1, clamp64(w->seq));
-    sqlite3_bind_int64(st, 2, w->cp_heap);
-    sqlite3_bind_int64(st, 3, w->cp_part);
-    sqlite3_bind_int64(st, 4, clamp64(w->cp_time));
-    sqlite3_bind_int64(st, 5, w->cp_n);
-    sqlite3_bind_int64(st, 6, ENCODING);
-    sqlite3_bind_blob(st, 7, w->zbuf, (int)z, SQLITE_STATIC);
-    if (step(w, st))
-        return w->failed;
-    w->st.checkpoint_rows++;
-    w->st.checkpoint_bytes += z;
+    j->is_cp = 1;
+    j->v[0] = clamp64(w->seq);
+    j->v[1] = w->cp_heap;
+    j->v[2] = w->cp_part;
+    j->v[3] = clamp64(w->cp_time);
+    j->v[4] = w->cp_n;
     w->cp_rows++;
     w->cp_part++;
     w->cp_n = 0;
-    w->crawlen = 0;
     w->cp_prev_addr = 0;
-    return 0;
+    return submit(w);
 }
 
 int evwriter__checkpoint_add(struct evwriter *w, const struct vh_block *blocks, size_t n)
@@ -399,7 +499,8 @@ int evwriter__checkpoint_add(struct evwriter *w, const struct vh_block *blocks, 
             w->cp_has_heap = 1;
             w->cp_part = 0;
             w->cp_prev_addr = 0;
-        } else if (w->cp_n == VH_CHECKPOINT_PART && flush_part(w)) {
+        } else if ((w->cp_n == VH_CHECKPOINT_PART || w->cur->len + CP_MAX_BYTES > w->rawcap) &&
+                   flush_part(w)) {
             return w->failed;
         }
         if (b->addr <= w->cp_prev_addr)
@@ -407,7 +508,7 @@ int evwriter__checkpoint_add(struct evwriter *w, const struct vh_block *blocks, 
                          b->heap_id, b->addr);
         /* address delta, size, usable - size, age at the checkpoint,
          * stack, tag, tid */
-        p = w->craw + w->crawlen;
+        p = w->cur->raw + w->cur->len;
         p = put(p, b->addr - w->cp_prev_addr);
         p = put(p, b->size);
         p = put(p, zigzag((int64_t)(b->usable - b->size)));
@@ -415,7 +516,7 @@ int evwriter__checkpoint_add(struct evwriter *w, const struct vh_block *blocks, 
         p = put(p, b->stack_id);
         p = put(p, b->tag_id);
         p = put(p, b->tid);
-        w->crawlen = (size_t)(p - w->craw);
+        w->cur->len = (size_t)(p - w->cur->raw);
         w->cp_prev_addr = b->addr;
         w->cp_n++;
     }
@@ -442,6 +543,7 @@ int evwriter__checkpoint_end(struct evwriter *w)
     }
     w->have_cp = 1;
     w->cp_seq = w->seq;
+    w->cp_live = w->live;
     w->st.checkpoints++;
     return 0;
 }
@@ -451,6 +553,7 @@ int evwriter__finish(struct evwriter *w, struct evwriter_stats *stats)
     if (!w->failed && w->cp_open)
         wfail(w, -EINVAL, "checkpoint left open");
     flush_block(w);
+    drain(w);
     if (stats)
         *stats = w->st;
     return w->failed;
@@ -465,12 +568,24 @@ void evwriter__free(struct evwriter *w)
 {
     if (!w)
         return;
+    if (w->threaded) {
+        pthread_mutex_lock(&w->mu);
+        while (w->busy && !w->done)    /* let a job in progress end */
+            pthread_cond_wait(&w->cv, &w->mu);
+        w->quit = 1;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->thread, NULL);
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+    }
     sqlite3_finalize(w->ins_ev);
     sqlite3_finalize(w->ins_cp);
     ZSTD_freeCCtx(w->cctx);
-    free(w->raw);
-    free(w->craw);
-    free(w->zbuf);
+    for (int i = 0; i < 2; i++) {
+        free(w->jobs[i].raw);
+        free(w->jobs[i].z);
+    }
     free(w);
 }
 

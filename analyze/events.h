@@ -35,6 +35,17 @@ enum vh_ev_flags {
     VH_EVF_IMPLICIT = 1u << 3,  /* FREE implied by reuse of a live address  */
 };
 
+/* Details of what the loader emits (docs/schema.md, "events"): tid is the
+ * thread that made the call (for a destroy's FREEs, the destroyer's); an
+ * in-place RESIZE gives the block the realloc's stack, tag, time and thread,
+ * and carries TEMPORARY when its implied '-' is heaptrack's temporary; a
+ * RESIZE of a block never seen is an ALLOC flagged REALLOC; MOVE carries the
+ * block's size, usable, stack and tag too; a MOVE onto a live block is
+ * preceded by that block's FREE flagged IMPLICIT; a destroy's FREEs come
+ * heap by heap (the destroyed one first, then those nested in it), in
+ * address order; frees of blocks not live and moves from addresses not
+ * live (counted in heaps.unknown_frees / meta.unknown_moves) emit nothing.
+ * Times never go back along the stream. */
 struct vh_ev {
     uint64_t seq;         /* 0-based position in the stream                 */
     uint64_t time;        /* ns since start                                 */
@@ -85,14 +96,15 @@ void liveset__free(struct liveset *ls);
  * blocks of at most VH_EVENT_BLOCK, each a zstd frame of varint-coded events
  * (time, address and tid/heap as deltas from the previous event); a
  * checkpoint holds every live block, sorted by (heap, address), in parts of
- * at most VH_CHECKPOINT_PART blocks. A checkpoint is taken at a block
- * boundary once max(VH_CHECKPOINT_EVENTS, live blocks) events have passed
- * since the previous one: replaying from the nearest checkpoint then costs
- * no more than reading it, and writing checkpoints costs the loader at most
- * one block copy per event. */
+ * at most VH_CHECKPOINT_PART blocks, and starts a new event block. One is
+ * due after max(VH_CHECKPOINT_EVENTS, 2 x min(live blocks now, live blocks
+ * at the previous one)) events: writing them costs the loader about one
+ * block copy per event, and a replay from one is at most about twice as
+ * long as the checkpoint is big. Blobs are compressed in a worker thread;
+ * rows are written on the caller's thread only. */
 #define VH_EVENT_BLOCK 65536u
 #define VH_CHECKPOINT_EVENTS 1000000u
-#define VH_CHECKPOINT_PART 1048576u
+#define VH_CHECKPOINT_PART 65536u
 
 struct evwriter_opts {
     uint32_t block_events;         /* 0: VH_EVENT_BLOCK (tests: tiny)       */

@@ -8,6 +8,7 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "analyze/cli.h"
@@ -85,12 +86,13 @@ struct vh_export {
     int64_t depth;                 /* --depth: frames per stack, 0 = all      */
     enum vh_clock clock;
     int clock_given;
+    const char *merge;             /* --merge: a trace whose events to add    */
 
     /* The chosen heaps: the format's default when --heap was not given. */
     uint8_t *heap_on;              /* heap_on[id] for id <= heap_max          */
     uint32_t heap_max;
     uint32_t nheaps;
-    char *heap_desc;               /* "malloc", "loom/* (12 heaps)", ...      */
+    char *heap_desc;               /* for messages: "malloc", "every heap (3)" */
 
     /* The process (processes row 1). */
     int64_t pid;
@@ -99,6 +101,10 @@ struct vh_export {
     int64_t start_realtime_ns;     /* 0 when unknown                          */
     uint64_t runtime_ns;
     int64_t page_size, phys_pages; /* 0 when unknown                          */
+
+    char *notes;                   /* vh_export_note()'s lines, for the end   */
+    size_t notes_len;
+    FILE *notes_f;                 /* NULL: straight to stderr                */
 };
 
 /* 1 if heap `id` is among the chosen ones. */
@@ -107,7 +113,8 @@ static inline int vh_export_heap_on(const struct vh_export *x, uint32_t id)
     return id <= x->heap_max && x->heap_on[id];
 }
 
-/* "vheap-analyze: export: " + message on stderr. */
+/* "vheap-analyze: export: " + message, a line on stderr once the file is
+ * complete (an export that fails says only why). */
 void vh_export_note(const struct vh_export *x, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -1,7 +1,9 @@
 /* load.c — one pass over a capture's event stream into SQLite. Memory holds
  * the live blocks (a livemap per heap), counters per (heap, stack, tag),
- * threads, modules and distinct frames; rows stream out as they are final,
- * the rest at the end in one transaction. Definitions: docs/schema.md. */
+ * threads, modules and distinct frames; rows stream out as they are final
+ * (the normalized events and live-set checkpoints through events.h's
+ * writer), the rest at the end in one transaction. Definitions:
+ * docs/schema.md. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -116,6 +118,8 @@ struct heap {
     uint64_t allocations, failed, frees, temporary, bytes_allocated, unknown_frees;
     uint64_t live_bytes, live_blocks, peak_bytes, peak_blocks, peak_time;
     uint64_t epoch;                    /* bumped at each new peak            */
+    uint64_t addr_or, addr_and;        /* of every address ever live here:
+                                          the bits that may differ          */
     struct livemap *live;
     struct heap *up, *child, *next, *prev;  /* nesting among live heaps      */
     int64_t bucket;                    /* series bucket in progress, or -1   */
@@ -187,6 +191,8 @@ struct loader {
         *ins_series;
     struct evwriter *evw;              /* the normalized event stream        */
     struct evwriter_stats evst;
+    struct vh_live_block *scratch;     /* sorted_blocks(): the largest heap's */
+    size_t scratch_cap;                /* live blocks                        */
     int failed;                        /* -errno of the first failure        */
     char errmsg[256];
 };
@@ -297,6 +303,7 @@ static struct heap *heap_new(struct loader *L, uint32_t id, uint64_t time)
     h->id = dbid;
     h->create_time = time;
     h->bucket = -1;
+    h->addr_and = ~0ull;
     L->heaps[id] = h;
     L->byid[dbid] = h;
     if (dbid != id)
@@ -462,8 +469,9 @@ static inline int check_temporary(struct loader *L, struct heap *h, struct threa
 }
 
 /* Fills a fresh slot and accounts the allocation (ALLOC or RESIZE). */
-static inline void block_new(struct loader *L, struct heap *h, struct thread *t, struct vh_live_block *b,
-                             uint32_t ai, const struct vh_rec_alloc *r, uint64_t time)
+static inline void block_new(struct loader *L, struct heap *h, struct thread *t,
+                             struct vh_live_block *b, uint32_t ai,
+                             const struct vh_rec_alloc *r, uint64_t time)
 {
     struct agg *a = &L->aggs[ai];
 
@@ -527,48 +535,117 @@ static inline void emit_block(struct loader *L, uint8_t kind, uint8_t flags, con
     emit(L, &e);
 }
 
-/* The blocks live in heap h, copied out of its live map in address order:
- * checkpoints store them so and a destroy frees them so. Copies, because
- * the map is read in slot order (sequential) and the copies sorted by an
- * LSD radix sort on the address, one byte per pass, skipping the bytes
- * every address shares (most of them: a heap is a few ranges). *out (free
- * it) holds *n blocks. 0 or -ENOMEM. */
-static int sorted_blocks(struct heap *h, struct vh_live_block **out, size_t *n)
+/* In-place MSD radix sort by address (American flag sort) on the byte at
+ * `shift`, then on the lower bytes down to bit `lo` (below it, addresses
+ * are all alike); small runs by insertion. */
+static void addr_sort(struct vh_live_block *a, size_t n, int shift, int lo)
 {
-    size_t cnt = h->live ? livemap__count(h->live) : 0, pos = 0, k = 0;
-    struct vh_live_block *a = malloc((cnt ? cnt : 1) * 2 * sizeof *a), *tmp, *b;
-    uint64_t any = 0, all = ~0ull;
+    size_t count[256] = { 0 }, next[256], end[256], sum = 0;
 
-    *out = NULL;
+    if (n <= 24) {
+        for (size_t i = 1; i < n; i++) {
+            struct vh_live_block x = a[i];
+            size_t j = i;
+            for (; j && a[j - 1].addr > x.addr; j--)
+                a[j] = a[j - 1];
+            a[j] = x;
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        count[(a[i].addr >> shift) & 0xff]++;
+    for (unsigned d = 0; d < 256; d++) {
+        next[d] = sum;
+        sum += count[d];
+        end[d] = sum;
+    }
+    /* each block goes to the bucket of its digit, displacing the block
+     * there, which goes on to its own bucket: every block moves once */
+    for (unsigned d = 0; d < 256; d++) {
+        while (next[d] < end[d]) {
+            struct vh_live_block x = a[next[d]];
+            unsigned e = (unsigned)(x.addr >> shift) & 0xff;
+            while (e != d) {
+                struct vh_live_block y = a[next[e]];
+                a[next[e]++] = x;
+                x = y;
+                e = (unsigned)(x.addr >> shift) & 0xff;
+            }
+            a[next[d]++] = x;
+        }
+    }
+    if (shift > lo)
+        for (unsigned d = 0; d < 256; d++)
+            if (count[d] > 1)
+                addr_sort(a + end[d] - count[d], count[d], shift >= 8 ? shift - 8 : 0, lo);
+}
+
+/* The blocks live in heap h, copied out of its live map in address order:
+ * checkpoints store them so and a destroy frees them so. The map is read in
+ * slot order, twice (sequential reads are cheap; random ones are not): for
+ * a histogram of the top 11 bits where addresses differ, and to copy each
+ * block into its bucket — 2048 streams of writes, each sequential. The
+ * buckets, small enough for the caches, are then sorted in place. The
+ * result lives in L->scratch, kept between calls (no page faults for each
+ * checkpoint); *n blocks. NULL when out of memory. */
+static struct vh_live_block *sorted_blocks(struct loader *L, struct heap *h, size_t *n)
+{
+    size_t cnt = h->live ? livemap__count(h->live) : 0, pos, k = 0, sum = 0;
+    struct vh_live_block *a, *b;
+    uint64_t any = 0, all = ~0ull, diff;
+    size_t *next;
+    int lo, hi, shift, width;
+
     *n = 0;
-    if (!a)
-        return -ENOMEM;
-    tmp = a + cnt;
-    while (k < cnt && (b = livemap__next(h->live, &pos))) {
-        a[k++] = *b;
-        any |= b->addr;
-        all &= b->addr;
+    if (cnt > L->scratch_cap || !L->scratch) {     /* NULL only for failure */
+        size_t cap = cnt + cnt / 4 + 1024;
+        free(L->scratch);
+        if (!(L->scratch = malloc(cap * sizeof *L->scratch))) {
+            L->scratch_cap = 0;
+            fail(L, -ENOMEM, "out of memory");
+            return NULL;
+        }
+        L->scratch_cap = cap;
     }
-    for (unsigned shift = 0; shift < 64; shift += 8) {
-        size_t count[257] = { 0 };
-        struct vh_live_block *x;
-        if (!(((any ^ all) >> shift) & 0xff))
-            continue;
-        for (size_t i = 0; i < k; i++)
-            count[((a[i].addr >> shift) & 0xff) + 1]++;
-        for (size_t i = 1; i < 257; i++)
-            count[i] += count[i - 1];
-        for (size_t i = 0; i < k; i++)
-            tmp[count[(a[i].addr >> shift) & 0xff]++] = a[i];
-        x = a, a = tmp, tmp = x;
+    a = L->scratch;
+    if (cnt <= 512) {                  /* most heaps: one pass, in place */
+        for (pos = 0; k < cnt && (b = livemap__next(h->live, &pos));) {
+            a[k++] = *b;
+            any |= b->addr;
+            all &= b->addr;
+        }
+        diff = any ^ all;
+        if (diff)
+            addr_sort(a, k, (63 - __builtin_clzll(diff)) & ~7, __builtin_ctzll(diff));
+        *n = k;
+        return a;
     }
-    if (a > tmp) {                     /* sorted into the second half */
-        memcpy(tmp, a, k * sizeof *a);
-        a = tmp;
+    if (!(next = calloc(2049, sizeof *next))) {
+        fail(L, -ENOMEM, "out of memory");
+        return NULL;
     }
-    *out = a;
+    diff = h->addr_or ^ h->addr_and;   /* a superset of what differs now */
+    lo = diff ? __builtin_ctzll(diff) : 0;
+    hi = diff ? 64 - __builtin_clzll(diff) : 0;
+    width = hi - lo < 11 ? hi - lo : 11;
+    shift = hi - width;
+#define DIGIT(x) ((size_t)((x) >> shift) & (((size_t)1 << width) - 1))
+    for (pos = 0; (b = livemap__next(h->live, &pos));)
+        next[DIGIT(b->addr) + 1]++;
+    for (size_t d = 0; d < 2048; d++) {
+        sum += next[d + 1];
+        next[d + 1] = sum;
+    }
+    for (pos = 0; k < cnt && (b = livemap__next(h->live, &pos)); k++)
+        a[next[DIGIT(b->addr)]++] = *b;
+#undef DIGIT
+    /* next[d] is now the end of bucket d */
+    for (size_t d = 0, from = 0; shift > lo && d < 2048; from = next[d++])
+        if (next[d] - from > 1)
+            addr_sort(a + from, next[d] - from, shift >= 8 ? shift - 8 : 0, lo);
+    free(next);
     *n = k;
-    return 0;
+    return a;
 }
 
 /* Every block of heap h leaves it (destroyed, or its id reused): one FREE
@@ -576,19 +653,16 @@ static int sorted_blocks(struct heap *h, struct vh_live_block **out, size_t *n)
  * of block_gone(). 0 or -ENOMEM. */
 static int emit_destroy(struct loader *L, struct heap *h, const struct vh_event *ev, int gone)
 {
-    struct vh_live_block *k;
     size_t n;
+    struct vh_live_block *k = sorted_blocks(L, h, &n);
 
-    if (sorted_blocks(h, &k, &n)) {
-        fail(L, -ENOMEM, "out of memory");
+    if (!k)
         return -ENOMEM;
-    }
     for (size_t i = 0; i < n; i++) {
         emit_block(L, VH_EV_FREE, VH_EVF_DESTROY, h, ev->tid, ev->time, &k[i], 0, 0);
         if (gone)
             block_gone(L, h, &k[i]);
     }
-    free(k);
     return 0;
 }
 
@@ -607,10 +681,8 @@ static void write_checkpoint(struct loader *L)
 
         if (!h || !h->live || !livemap__count(h->live))
             continue;
-        if (sorted_blocks(h, &k, &n)) {
-            fail(L, -ENOMEM, "out of memory");
+        if (!(k = sorted_blocks(L, h, &n)))
             return;
-        }
         for (size_t i = 0; !rc && i < n; i++) {
             const struct agg *a = &L->aggs[k[i].agg];
             batch[m++] = (struct vh_block){ .addr = k[i].addr, .size = k[i].size,
@@ -622,7 +694,6 @@ static void write_checkpoint(struct loader *L)
                 m = 0;
             }
         }
-        free(k);
     }
     if (!rc)
         rc = evwriter__checkpoint_end(L->evw);
@@ -658,6 +729,8 @@ static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
         return;
     }
     b = livemap__insert(h->live, r->addr, &existed);
+    h->addr_or |= r->addr;
+    h->addr_and &= r->addr;
     if (!b) {
         fail(L, -ENOMEM, "out of memory");
         return;
@@ -732,6 +805,8 @@ static void on_move(struct loader *L, const struct vh_event *ev)
     keep = *b;                         /* stack, time, tag, size go along */
     livemap__remove(h->live, b);
     b = livemap__insert(h->live, r->to, &existed);
+    h->addr_or |= r->to;
+    h->addr_and &= r->to;
     if (!b) {
         fail(L, -ENOMEM, "out of memory");
         return;
@@ -1641,6 +1716,9 @@ static void loader_free(struct loader *L)
     }
     evwriter__free(L->evw);
     L->evw = NULL;
+    free(L->scratch);
+    L->scratch = NULL;
+    L->scratch_cap = 0;
     for (size_t i = 0; L->byid && i < L->nbyid; i++) {
         if (!L->byid[i])
             continue;

@@ -324,9 +324,10 @@ static void tick_label(enum svg_axis axis, double v, double step, double maxabs,
     }
     tick_unit(axis, maxabs, step, &div, &suffix);
     double s = step / div;
-    int dec = s >= 1 ? 0 : (int)ceil(-log10(s) - 1e-9);
-    if (dec > 6)
-        dec = 6;
+    /* Clamped as a double: s may underflow to 0 (log10 -> inf), and
+     * converting inf or NaN to int is undefined. */
+    double want = s >= 1 ? 0 : ceil(-log10(s) - 1e-9);
+    int dec = want < 6 ? (int)want : 6;
     snprintf(buf, len, "%.*f%s", dec, fabs(v) / div, suffix);
 }
 
@@ -601,8 +602,13 @@ int svg_chart__write(const struct svg_chart *c, FILE *f)
     /* horizontal grid and y ticks */
     double ymax_abs = fmax(fabs(ys.lo), fabs(ys.hi));
     fputs("<g class=\"y-axis\" font-size=\"12\" fill=\"#444\" text-anchor=\"end\">\n", f);
-    for (double v = ys.lo; v <= ys.hi + ystep * 1e-6; v += ystep) {
+    /* Ticks by index, at most 1000: where |v| dwarfs the step (times near
+     * 2^64 ns a few ns apart), v += step would never move. */
+    for (int k = 0; k <= 1000; k++) {
+        double v = ys.lo + k * ystep;
         char lab[48];
+        if (v > ys.hi + ystep * 1e-6)
+            break;
         double y = px(&ys, v);
         tick_label(c->y_axis, v, ystep, ymax_abs, lab, sizeof lab);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", left,
@@ -617,8 +623,12 @@ int svg_chart__write(const struct svg_chart *c, FILE *f)
         xstep = 1;
     double xmax_abs = fmax(fabs(xs.lo), fabs(xs.hi));
     fputs("<g class=\"x-axis\" font-size=\"12\" fill=\"#444\" text-anchor=\"middle\">\n", f);
-    for (double v = ceil(xs.lo / xstep - 1e-9) * xstep; v <= xs.hi + xstep * 1e-6; v += xstep) {
+    double x0 = ceil(xs.lo / xstep - 1e-9) * xstep;
+    for (int k = 0; k <= 1000; k++) {
+        double v = x0 + k * xstep;
         char lab[48];
+        if (v > xs.hi + xstep * 1e-6)
+            break;
         double x = px(&xs, v);
         tick_label(c->x_axis, v, xstep, xmax_abs, lab, sizeof lab);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>", x,

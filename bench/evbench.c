@@ -107,7 +107,8 @@ static void chunk_new(int t, uint64_t time)
     memset(chunk_buf[t], 0, CHUNK);
     chunk_idx[t] = nchunks++;
     chunk_used[t] = sizeof(struct vh_chunk_header);
-    struct vh_rec_time r = { .h = { .type = VH_REC_THREAD, .b = 1000 + (uint32_t)t }, .time = time };
+    struct vh_rec_time r = { .h = { .type = VH_REC_THREAD, .b = 1000 + (uint32_t)t },
+                             .time = time };
     put(t, time, &r, sizeof r);
 }
 
@@ -341,7 +342,7 @@ static int gen(const char *path, uint64_t events, uint64_t live)
     hd.argv_len = 8;
     if (fseeko(out, 0, SEEK_SET) || fwrite(&hd, sizeof hd, 1, out) != 1 || fclose(out))
         die("write");
-    printf("%s: %" PRIu64 " events (records and destroy expansions), %u chunks, %.3f s of "
+    printf("%s: about %" PRIu64 " events (records, destroys expanded), %u chunks, %.3f s of "
            "program time\n", path, n, nchunks, end / 1e9);
     return 0;
 }
@@ -431,8 +432,17 @@ static int load(const char *cap, const char *db, uint64_t cp)
         fprintf(stderr, "evbench: %s\n", err);
         return 1;
     }
-    printf("load: %.2f s (stream %.2f s, CPU %.2f s; write %.2f s)\n", st.seconds,
-           st.stream_seconds, st.stream_cpu_seconds, st.write_seconds);
+    printf("load: %" PRIu64 " records in %.2f s (stream %.2f s, CPU of both threads %.2f s; "
+           "write %.2f s)\n", st.records, st.seconds, st.stream_seconds, st.stream_cpu_seconds,
+           st.write_seconds);
+    sqlite3 *d;
+    if (!db__open_read(db, &d, err, sizeof err)) {
+        long long ev = db__meta_int(d, "events", 0), eb = db__meta_int(d, "event_bytes", 0);
+        printf("  %lld events in %.1f MB (%.1f bytes each), %lld checkpoints in %.1f MB\n", ev,
+               eb / 1e6, ev ? (double)eb / (double)ev : 0.0, db__meta_int(d, "checkpoints", 0),
+               db__meta_int(d, "checkpoint_bytes", 0) / 1e6);
+        sqlite3_close(d);
+    }
     return 0;
 }
 

@@ -380,3 +380,45 @@ if [ "${BENCH_PERF:-0}" = 1 ] && [ $have_vheap = 1 ]; then
         warn "BENCH_PERF=1 but perf is not installed (apt-get install linux-perf)"
     fi
 fi
+
+# ---- the stored event stream (analyze/events.c) --------------------------------
+# Appended by the event-stream work; bench/evbench.c. A synthetic capture of
+# BENCH_EVENTS events (default 20M; 0 skips this) with about 1M blocks live
+# and random sizes, addresses and times (a hard case for compression) is
+# loaded, then the live set is rebuilt at 10 instants (what `frag --at T`
+# needs) and the whole stream is read once.
+ev_n=${BENCH_EVENTS:-20000000}
+case $ev_n in ''|*[!0-9]*) warn "BENCH_EVENTS must be a number"; ev_n=0 ;; esac
+if [ "$ev_n" -gt 0 ] && [ -d "$b/analyze" ]; then
+    say ""
+    say "Event stream: synthetic capture of $ev_n events (bench/evbench.c)"
+    # the analyzer's objects without its main(), as the unit tests link
+    set --
+    for o in "$b"/analyze/*.o; do [ "${o##*/}" = main.o ] || set -- "$@" "$o"; done
+    if "$cc" -O2 -g -I"$top" -D_GNU_SOURCE -std=gnu11 -Wall -Wextra -Werror \
+        -o "$bdir/evbench" "$top/bench/evbench.c" "$@" \
+        -lsqlite3 -ldw -lelf -lzstd -lz -lm -pthread; then
+        "$bdir/evbench" gen "$tmp/ev.vhcap" "$ev_n" 1000000 | sed 's/^/  /'
+        "$bdir/evbench" load "$tmp/ev.vhcap" "$tmp/ev.sqlite" | sed 's/^/  /'
+        say "  DB: $(bytes "$(stat -c %s "$tmp/ev.sqlite")") (capture $(bytes "$(stat -c %s "$tmp/ev.vhcap")"))"
+        rm -f "$tmp/ev.vhcap"
+        "$bdir/evbench" at "$tmp/ev.sqlite" 9 | sed 's/^/  /'
+        "$bdir/evbench" scan "$tmp/ev.sqlite" | sed 's/^/  /'
+        # `frag` (analyze/cmd_frag.c) on the same DB: one moment, and the
+        # series that replays every event into its sorted structures
+        if [ -x "$analyze" ]; then
+            for at in 0.5s 1s end "--series --heap malloc"; do
+                t0=$(date +%s%N)
+                # shellcheck disable=SC2086
+                case $at in --*) "$analyze" frag "$tmp/ev.sqlite" $at ;;
+                            *) "$analyze" frag "$tmp/ev.sqlite" --at "$at" ;; esac >/dev/null ||
+                    warn "frag $at failed"
+                say "  frag ${at#--}: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+            done
+        fi
+        rm -f "$tmp/ev.sqlite"
+        say "(target: liveset__at, i.e. frag --at T, in seconds at any instant)"
+    else
+        warn "bench/evbench.c did not build: event stream bench skipped"
+    fi
+fi

@@ -382,8 +382,10 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
 
     struct vh_capture_header *h = vh_cap.hdr;
     struct timespec rt;
+    if (!forked)
+        vh_clock_init();           /* before the two start times: it takes a while */
     clock_gettime(CLOCK_REALTIME, &rt);
-    vh_cap.start_mono = vh_mono_ns();
+    vh_cap.start_mono = vh_clock_start();
     h->version = VH_CAPTURE_VERSION;
     h->header_size = VH_HEADER_SIZE;
     h->chunk_size = vh_cap.chunk_size;

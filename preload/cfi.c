@@ -536,34 +536,129 @@ static inline uint64_t lookup(uint64_t ip, uint64_t gen)
     return rule;
 }
 
+/* ---- the previous walk --------------------------------------------------------
+ * Consecutive allocations of a thread mostly share the outer part of their
+ * stacks. A walk is a function of its state at a frame (ip, sp, rbp), the
+ * rules (fixed per module generation) and the stack words it reads; so once
+ * a walk reaches a state the previous walk had, the rest is the previous
+ * walk's for as long as the words it read are unchanged. Checking those is
+ * independent loads, not the dependent chain of rule lookups. */
+#define MEMO 64u
+enum { H_OPEN = 0,                 /* not followed (the memo was full)       */
+       H_NEXT,                     /* went on: ret at nsp-8, rbp from at     */
+       H_ZERO,                     /* the return address at nsp-8 was 0: end */
+       H_END,                      /* ended by the rule or a bad rbp slot     */
+       H_GARBAGE };                /* ended by a CFA outside the stack        */
+
+struct mframe {
+    uint64_t ip, sp, rbp;          /* the state at this frame                 */
+    uint64_t nsp;                  /* the caller's sp (the CFA)               */
+    uint64_t at;                   /* where the caller's rbp was read, or 0   */
+    uint64_t how;
+};
+struct memo {
+    uint32_t n;                    /* frames recorded                         */
+    uint32_t gen;                  /* module generation of that walk          */
+    struct mframe f[MEMO];
+};
+static __thread struct memo memos[2] __attribute__((tls_model("initial-exec")));
+static __thread uint8_t memo_cur __attribute__((tls_model("initial-exec")));
+
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
                 uint32_t want)
 {
     uint64_t lo = t->stack_lo, hi = t->stack_hi;
     uint64_t gen = __atomic_load_n(&vh_module_gen, __ATOMIC_RELAXED) & 0xffff;
-    uint32_t n = 0;
+    uint32_t n = 0, m = 0, j = 0;
     if (sp < lo || sp >= hi)
         return -1;                 /* another stack (sigaltstack, coroutine) */
+    uint8_t cur = memo_cur;
+    const struct memo *old = &memos[cur];
+    struct memo *neu = &memos[cur ^ 1];
+    const struct mframe *of = old->f;
+    struct mframe *nf = neu->f;
+    uint32_t have = old->gen == gen ? old->n : 0;
+    int ret;
     while (n < want && ip) {
+        while (j < have && of[j].sp < sp)
+            j++;
+        if (j < have && of[j].sp == sp && of[j].ip == ip && of[j].rbp == rbp) {
+            /* The previous walk from here on, while its reads still hold. */
+            const struct mframe *f = &of[j];
+            for (;; f++) {
+                if (f->how == H_OPEN)
+                    break;         /* walk this frame ourselves */
+                buf[n++] = f->ip;
+                if (m < MEMO)
+                    nf[m++] = *f;
+                if (f->how == H_END) {
+                    ret = (int)n;
+                    goto out;
+                }
+                if (f->how == H_GARBAGE) {
+                    ret = n == 1 ? -1 : (int)n;
+                    goto out;
+                }
+                uint64_t nip = ((const uint64_t *)f->nsp)[-1];
+                uint64_t nrbp = f->at ? *(const uint64_t *)f->at : f->rbp;
+                if (n < want && f->how == H_NEXT && f + 1 < of + have && nip == f[1].ip &&
+                    nrbp == f[1].rbp)
+                    continue;
+                /* Diverged (or done): carry on from the caller's state. */
+                j = (uint32_t)(f + 1 - of);
+                ip = nip;
+                sp = f->nsp;
+                rbp = nrbp;
+                goto next;
+            }
+            /* H_OPEN: walk that frame below, from its state. */
+            ip = f->ip;
+            sp = f->sp;
+            rbp = f->rbp;
+            j = have;              /* nothing further back to reuse */
+        }
         buf[n++] = ip;
+        struct mframe scratch, *rec = m < MEMO ? &nf[m++] : &scratch;
+        *rec = (struct mframe){ .ip = ip, .sp = sp, .rbp = rbp, .how = H_OPEN };
         uint64_t rule = lookup(ip - 1, gen);
         unsigned kind = rule & 0xff;
-        if (kind == R_END)
-            break;
+        if (kind == R_END) {
+            rec->how = H_END;
+            ret = (int)n;
+            goto out;
+        }
         if (kind != R_RSP && kind != R_RBP)
             return -1;
         uint64_t cfa = (kind == R_RSP ? sp : rbp) + (uint64_t)(int64_t)(int32_t)(rule >> 32);
-        if (cfa <= sp || cfa > hi || (cfa & 7))
-            return n == 1 ? -1 : (int)n; /* garbage: stop here */
-        uint64_t ret = ((const uint64_t *)cfa)[-1];
+        if (cfa <= sp || cfa > hi || (cfa & 7)) {
+            rec->how = H_GARBAGE;
+            ret = n == 1 ? -1 : (int)n; /* garbage: stop here */
+            goto out;
+        }
+        uint64_t retaddr = ((const uint64_t *)cfa)[-1];
+        uint64_t at = 0;
         if (((rule >> 8) & 0xff) == RBP_AT) {
-            uint64_t at = cfa + (uint64_t)(int64_t)(int16_t)(rule >> 16);
-            if (at < sp || at + 8 > cfa)
-                return (int)n;
+            at = cfa + (uint64_t)(int64_t)(int16_t)(rule >> 16);
+            if (at < sp || at + 8 > cfa) {
+                rec->how = H_END;
+                ret = (int)n;
+                goto out;
+            }
             rbp = *(const uint64_t *)at;
         }
+        rec->nsp = cfa;
+        rec->at = at;
+        rec->how = retaddr ? H_NEXT : H_ZERO;
         sp = cfa;
-        ip = ret;
+        ip = retaddr;
+    next:;
     }
-    return (int)n;
+    ret = (int)n;
+out:
+    if (ret >= 0) {
+        neu->n = m;
+        neu->gen = (uint32_t)gen;
+        memo_cur = cur ^ 1;
+    }
+    return ret;
 }

@@ -193,7 +193,7 @@ VH_EXPORT void free(void *p)
     uint8_t g = t->guard;
     int e = errno;
     t->guard = VH_G_BUSY;
-    uint64_t now = vh_now();
+    uint64_t now = vh_now_free();
     put_free(t, VH_HEAP_SYSTEM, VH_FN_FREE, 0, (uintptr_t)p, now);
     rss_check(t, now);
     errno = e;
@@ -269,7 +269,7 @@ VH_EXPORT void *realloc(void *p, size_t size)
     } else {
         e = errno;
         uint32_t stack = vh_stack_here(t);
-        uint64_t t_free = vh_now();
+        uint64_t t_free = vh_now_free();
         errno = e;
         q = vh_real.realloc(p, size);
         e = errno;
@@ -309,7 +309,7 @@ VH_EXPORT void *reallocarray(void *p, size_t n, size_t each)
     } else {
         e = errno;
         uint32_t stack = vh_stack_here(t);
-        uint64_t t_free = vh_now();
+        uint64_t t_free = vh_now_free();
         errno = e;
         q = vh_real.realloc(p, size);
         e = errno;
@@ -475,7 +475,7 @@ VH_EXPORT void *rallocx(void *p, size_t size, int flags)
     t->guard = VH_G_BUSY;
     int e = errno;
     uint32_t stack = vh_stack_here(t);
-    uint64_t t_free = vh_now();
+    uint64_t t_free = vh_now_free();
     errno = e;
     void *q = call_rallocx(p, size, flags);
     e = errno;
@@ -526,7 +526,7 @@ VH_ALWAYS_INLINE void free_x(void *p, size_t size, int flags, int sized)
     uint8_t g = t->guard;
     int e = errno;
     t->guard = VH_G_BUSY;
-    uint64_t now = vh_now();
+    uint64_t now = vh_now_free();
     put_free(t, VH_HEAP_SYSTEM, sized ? VH_FN_SDALLOCX : VH_FN_DALLOCX, 0, (uintptr_t)p, now);
     rss_check(t, now);
     errno = e;

@@ -88,7 +88,13 @@ size_t vh_boot_usable(const void *p);
  * (a signal handler arriving then is recorded normally), 2 while the shim does
  * its own bookkeeping (a call arriving then is passed through and counted in
  * nested_events). `own` > 0 marks calls the shim itself makes (dlsym,
- * libunwind, pthread_getattr_np): passed through and not counted. */
+ * libunwind, pthread_getattr_np): passed through and not counted, except
+ * while `unwinding` (inside libunwind's unw_backtrace, which never calls
+ * the allocator: its caches are mmap'd), when a call can only be a signal
+ * handler's and is counted as nested. A handler that allocates inside the
+ * other own windows (dlsym at startup, pthread_getattr_np once per thread,
+ * init and fork setup) is not told apart from the library's own calls: it
+ * is passed through uncounted. */
 enum { VH_G_OUT = 0, VH_G_REAL = 1, VH_G_BUSY = 2 };
 struct vh_tls {
     uint8_t guard;
@@ -100,6 +106,7 @@ struct vh_tls {
     uint8_t bounds_known;          /* stack_lo/hi valid (fp walker)        */
     uint16_t tag;                  /* innermost tag id (api.c), 0 = none   */
     uint32_t tid;
+    uint8_t unwinding;             /* inside unw_backtrace (see above)      */
     struct vh_chunk_header *chunk; /* chunk this thread appends to         */
     char *pos, *end;               /* next record / end of that chunk      */
     uintptr_t stack_lo, stack_hi;
@@ -212,11 +219,64 @@ VH_ALWAYS_INLINE uint64_t vh_mono_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-/* Record time: ns since the capture's start (never below zero). */
+/* clock.c: record times from the TSC when the kernel's clocksource is the
+ * TSC (once its scale is known: from perf at once, else calibrated against
+ * CLOCK_MONOTONIC during the first 50 ms), else from CLOCK_MONOTONIC. */
+struct vh_clock {
+    int tsc;                       /* atomic: the formula below is in use   */
+    uint32_t shift;
+    uint64_t mult;                 /* ns = base + (TSC - tsc0) * mult >> shift */
+    uint64_t tsc0;
+    uint64_t base;                 /* record time at tsc0                    */
+};
+extern struct vh_clock vh_clk;
+/* Decides whether the TSC can be used, once per process image. */
+void vh_clock_init(void);
+/* CLOCK_MONOTONIC now, which becomes the capture's start_mono; anchors the
+ * TSC to it (fork children re-anchor, same scale). */
+uint64_t vh_clock_start(void);
+/* vh_now() while the TSC is not in use (calibrates when it is time). */
+uint64_t vh_now_slow(void);
+
+/* The TSC. `after` (lfence first): read after every earlier instruction
+ * completed, so an allocation's time follows the real malloc's loads that
+ * found the block, hence another thread's free of it. Without: read before
+ * any later store is visible (stores leave the core in order, after the
+ * read retired), which is all a free's time needs: the block is not
+ * anyone else's before the real free's stores. lfence costs ~20 ns here. */
+VH_ALWAYS_INLINE uint64_t vh_tsc(int after)
+{
+    uint32_t lo, hi;
+    if (after)
+        __asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi) : : "memory");
+    else
+        __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi) : : "memory");
+    return (uint64_t)hi << 32 | lo;
+}
+
+VH_ALWAYS_INLINE uint64_t vh_time(int after)
+{
+    if (vh_likely(__atomic_load_n(&vh_clk.tsc, __ATOMIC_ACQUIRE))) {
+        int64_t d = (int64_t)(vh_tsc(after) - vh_clk.tsc0);
+        return vh_clk.base +
+               (uint64_t)(((unsigned __int128)(uint64_t)(d > 0 ? d : 0) * vh_clk.mult) >>
+                          vh_clk.shift);
+    }
+    return vh_now_slow();
+}
+
+/* Record time: ns since the capture's start (never below zero), taken after
+ * everything before it. */
 VH_ALWAYS_INLINE uint64_t vh_now(void)
 {
-    uint64_t m = vh_mono_ns();
-    return m > vh_cap.start_mono ? m - vh_cap.start_mono : 0;
+    return vh_time(1);
+}
+
+/* The time of a free, taken before the real free: cheaper, and still
+ * before the block can be handed out again. */
+VH_ALWAYS_INLINE uint64_t vh_now_free(void)
+{
+    return vh_time(0);
 }
 
 /* ---- the hot path --------------------------------------------------------- */

@@ -275,8 +275,14 @@ out:
 
 int vh_enter_slow(struct vh_tls *t)
 {
-    if (t->own)
-        return 0;                  /* the shim's own call: not an event */
+    if (t->own) {
+        /* The shim's own call: not an event. But nothing inside libunwind
+         * allocates, so a call arriving there is a signal handler's. */
+        if (t->unwinding && __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON &&
+            vh_cap.hdr)
+            vh_count(&vh_cap.hdr->nested_events);
+        return 0;
+    }
     if (t->in_fork && getpid() != vh_cap.pid)
         fork_child_work();         /* a child allocating before our handler */
     int mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);

@@ -154,7 +154,9 @@ static void verify(struct vh_tls *t, const uint64_t *got, int n, uint32_t want)
 {
     uint64_t ref[VH_MAX_DEPTH + SKIP_SLACK + 1];
     t->own++;
+    t->unwinding = 1;
     int m = unw_backtrace((void **)ref, (int)(want + SKIP_SLACK));
+    t->unwinding = 0;
     t->own--;
     int k = 0;
     while (k < m && is_own(ref[k]))
@@ -214,7 +216,9 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated
             n = fp_walk(t, buf, want);
     } else {
         t->own++;
+        t->unwinding = 1;
         int r = unw_backtrace((void **)buf, (int)want);
+        t->unwinding = 0;
         t->own--;
         n = r > 0 ? (uint32_t)r : 0;
     }

@@ -225,11 +225,12 @@ CREATE INDEX events_time ON events(first_time);
 CREATE INDEX events_seq ON events(first_seq);
 
 -- Live-set checkpoints: every block live after events [0, seq), so that the
--- live set at any time is one checkpoint plus the events after it. Taken at
--- a block boundary each time max(1M, live blocks) events have passed, and
--- at the end. One row per heap with live blocks (parts of at most 1M
--- blocks, ascending addresses); a checkpoint with nothing live has one
--- empty row for heap 0. `data`: zstd frame, encoding 1 (docs/schema.md).
+-- live set at any time is one checkpoint plus the events after it. Taken
+-- after max(1M, 2 x min(live blocks now, at the previous one)) events, at
+-- the start of an event block, and at the end. One row per heap with live
+-- blocks (parts of at most 65536 blocks, ascending addresses); a checkpoint
+-- with nothing live has one empty row for heap 0. `data`: zstd frame,
+-- encoding 1 (docs/schema.md).
 CREATE TABLE checkpoints (
     seq      INTEGER NOT NULL,       -- the state after this many events
     heap_id  INTEGER NOT NULL,

@@ -246,3 +246,37 @@ main_range() {
 
 # has_flag FLAGS WORD: true if the comma-separated header flags hold WORD.
 has_flag() { case ",$1," in *,"$2",*) return 0 ;; esac; return 1; }
+
+# ---- the target survives the profiler (stress_*.sh) ----------------------
+# vs_bare SECS NAME PROGRAM ARGS...: runs PROGRAM bare, then under the shim
+# (capture NAME.vhcap or $VS_CAPTURE; other VHEAP_* settings come from the
+# environment), each under `timeout SECS` (never itself under the shim). Fails on a
+# hang, on exit codes that differ or are not ${VS_RC:-0}, or on different
+# output: stdout without testprog's lines (first or second word user, ev,
+# expect: addresses and counts differ between runs), stderr without the
+# shim's "vheap:" lines; those go to NAME.vheap and fail the test unless
+# VS_WARN=1. Leaves NAME.out, NAME.err (the shim run), NAME.bare.out.
+vs_bare() {
+    _secs=$1 _name=$2; shift 2
+    timeout "$_secs" "$@" >"$_name.bare.out" 2>"$_name.bare.err"
+    _brc=$?
+    VHEAP_OUT="${VS_CAPTURE:-$_name.vhcap}" VHEAP_QUIET=${VHEAP_QUIET:-1} \
+        timeout "$_secs" env LD_PRELOAD="$VHEAP_LIB" "$@" >"$_name.out" 2>"$_name.err"
+    _src=$?
+    [ $_brc -ne 124 ] || die "$_name: the bare run hung (killed after ${_secs}s)"
+    [ $_src -ne 124 ] || die "$_name: hung under the shim (killed after ${_secs}s; bare exit $_brc)"
+    [ $_src -eq $_brc ] || die "$_name: exit $_src under the shim, $_brc bare; stderr: $(tail -n 3 "$_name.err")"
+    [ $_src -eq "${VS_RC:-0}" ] || die "$_name: exit $_src (want ${VS_RC:-0}); stderr: $(tail -n 3 "$_name.err")"
+    for _f in "$_name.bare.out" "$_name.out"; do
+        grep -Ev '^([^ ]+ )?(user|ev|expect) ' "$_f" >"$_f.cmp"
+    done
+    cmp -s "$_name.bare.out.cmp" "$_name.out.cmp" ||
+        die "$_name: output differs under the shim: $(diff "$_name.bare.out.cmp" "$_name.out.cmp" | head -n 5)"
+    grep '^vheap: ' "$_name.err" >"$_name.vheap"
+    grep -v '^vheap: ' "$_name.err" >"$_name.err.cmp"
+    cmp -s "$_name.bare.err" "$_name.err.cmp" ||
+        die "$_name: stderr differs under the shim: $(diff "$_name.bare.err" "$_name.err.cmp" | head -n 5)"
+    [ "${VS_WARN:-0}" = 1 ] || [ ! -s "$_name.vheap" ] ||
+        die "$_name: the shim warned: $(head -n 3 "$_name.vheap")"
+    return 0
+}

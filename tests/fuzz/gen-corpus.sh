@@ -3,7 +3,8 @@
 # (make fuzz-corpus): synthetic captures from tests/unit/capture_builder.h and
 # real captures of test programs, re-packed small by gen_corpus. The capture
 # and load targets read the same format, so they share the seeds; the other
-# targets' seeds are text, written here. Keep the total under 1 MiB.
+# targets' seeds are written here (demangle's and svg's: their own authors'
+# or none). Keep the total under 1 MiB.
 #   gen-corpus.sh BUILDDIR
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,5 +43,18 @@ rm -rf "$d"; mkdir -p "$d"
 printf 'leaks\0--format\0json\0--limit\05\0x.sqlite\0' >"$d/leaks"
 printf 'top\0--by\0peak\0--heap\0loom\0--depth=3\0--bytes\0db\0' >"$d/top"
 printf 'summary\0--min-bytes\0100K\0--limit\0000\0--\0-x\0' >"$d/summary"
+
+# Event stream: the first byte picks round trip (even) or raw rows (odd);
+# the rest is consumed as it comes, so any bytes are a valid start.
+d=$top/tests/fuzz/corpus/events
+rm -rf "$d"; mkdir -p "$d"
+python3 - "$d" <<'PY'
+import random, sys
+r = random.Random(7)
+for i, n in enumerate([64, 300, 1200, 3000, 800, 2000]):
+    b = bytearray(r.getrandbits(8) for _ in range(n))
+    b[0] = i & 1
+    open(f"{sys.argv[1]}/seed{i}", "wb").write(bytes(b))
+PY
 
 du -sh "$top/tests/fuzz/corpus"

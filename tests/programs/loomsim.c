@@ -16,6 +16,8 @@
  *   loomsim thread index= label= mallocs= frees=
  *   loomsim heaptrack pid= api=found|absent live_blocks= live_bytes=
  *   loomsim summary pid= role= ...      (roads, marks, dirty faults, ...)
+ *   loomsim frag pid= phase=before|after id= blocks= usable= free= holes=
+ *           largest= span= reclaim= pages=   (the home road around pack)
  * live_bytes/peak_bytes count requested bytes of the heap itself (blocks in
  * nested heaps are not included); peak is the maximum over time. */
 #define _GNU_SOURCE                         /* RTLD_NEXT, MAP_FIXED_NOREPLACE */
@@ -1374,6 +1376,68 @@ static void pack_rewrite(struct fmap *f)
     fmap_free(&seen);
 }
 
+/* The home road's fragmentation by loomsim's own books, in the terms of
+ * vheap's docs/fragmentation.md (a heap with bounds: holes are the gaps
+ * between its live blocks and the loom's ends, the directory pages
+ * included; span = highest block end - lowest block start; reclaim = span -
+ * usable: what sliding every block down to the first would free), for
+ * the frag test to compare with `frag --at 'mark:pack begin'` / 'pack end'.
+ * Heapsort: no allocation, so the books do not show in the capture. */
+static void sift_down(uint64_t *a, uint32_t j, uint32_t n)
+{
+    uint32_t k;
+    uint64_t t;
+    for (; (k = 2 * j + 1) < n; j = k) {
+        if (k + 1 < n && a[k + 1] > a[k])
+            k++;
+        if (a[j] >= a[k])
+            return;
+        t = a[j], a[j] = a[k], a[k] = t;
+    }
+}
+
+static void frag_books(const char *phase)
+{
+    uint64_t *a = sh_scratch, t, usable = 0, freeb = 0, holes = 0, largest = 0, prev = LOOM_BASE;
+    uint64_t pages = 0, last_page = UINT64_MAX;
+    uint32_t n = 0, i;
+    for (i = 0; i < SH_CAP; i++)
+        if (sh[i].addr && sh[i].book == home->book)
+            a[n++] = sh[i].addr;
+    for (i = n / 2; i > 0; i--)           /* heapsort, ascending */
+        sift_down(a, i - 1, n);
+    for (i = n; i > 1; i--) {
+        t = a[0], a[0] = a[i - 1], a[i - 1] = t;
+        sift_down(a, 0, i - 1);
+    }
+    for (i = 0; i <= n; i++) {
+        uint64_t next = i < n ? a[i] : LOOM_BASE + LOOM_SIZE, g = next - prev;
+        if (next > prev) {
+            freeb += g;
+            holes++;
+            if (g > largest)
+                largest = g;
+        }
+        if (i == n)
+            break;
+        uint64_t u = block_usable((void *)a[i]);
+        usable += u;
+        prev = a[i] + u;
+        for (uint64_t pg = a[i] / 4096; pg <= (prev - 1) / 4096; pg++)
+            if (pg != last_page) {
+                pages++;
+                last_page = pg;
+            }
+    }
+    uint64_t span = n ? prev - a[0] : 0;
+    printf("loomsim frag pid=%d phase=%s id=%d blocks=%u usable=%llu free=%llu holes=%llu "
+           "largest=%llu span=%llu reclaim=%llu pages=%llu\n",
+           (int)getpid(), phase, home->heap, n, (unsigned long long)usable,
+           (unsigned long long)freeb, (unsigned long long)holes, (unsigned long long)largest,
+           (unsigned long long)span, (unsigned long long)(span > usable ? span - usable : 0),
+           (unsigned long long)pages);
+}
+
 static void pack(void)
 {
     struct fmap f;
@@ -1381,6 +1445,7 @@ static void pack(void)
     uint32_t *live, *hole, *mv_from, *mv_to, nmv = 0;
 
     vheap_mark("pack begin");
+    frag_books("before");
     fmap_init(&f, sh_count);
     live = malloc(sizeof *live * (sh_count + 1));
     hole = malloc(sizeof *hole * NPAGES * 64);
@@ -1443,6 +1508,7 @@ static void pack(void)
     free(mv_to);
     fmap_free(&f);
     packs++;
+    frag_books("after");
     vheap_mark("pack end");
 }
 

@@ -89,31 +89,6 @@ struct fopts {
     const char *svg, *map;
 };
 
-/* "100ms", "1.5s", "250us", "5000ns", "2" (seconds). */
-static int parse_time(const char *s, uint64_t *ns)
-{
-    static const struct { const char *suffix; double mul; } units[] = {
-        { "ns", 1 }, { "us", 1e3 }, { "\xc2\xb5s", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 },
-    };
-    char *end;
-    if (!*s || *s == '-' || *s == '+' || *s == ' ')
-        return -EINVAL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0)
-        return -EINVAL;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strcmp(end, units[i].suffix))
-            continue;
-        double t = v * units[i].mul;
-        if (t >= 9.2e18)
-            return -EINVAL;
-        *ns = (uint64_t)llround(t);
-        return 0;
-    }
-    return -EINVAL;
-}
-
 /* "4096", "4KiB", "2MiB", "1M" (1000-based without the i, as elsewhere). */
 static int parse_size(const char *s, uint64_t *out)
 {
@@ -197,7 +172,7 @@ static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struc
         goto out;
     o->at = val[V_AT];
     if (o->at && strcmp(o->at, "end") && strcmp(o->at, "peak") && strncmp(o->at, "mark:", 5) &&
-        parse_time(o->at, &v)) {
+        vh_parse_time(o->at, &v)) {
         vh_errorf(cmd->name, "--at: '%s' is not end, peak, mark:LABEL or a time like 1.5s",
                   o->at);
         goto out;
@@ -230,16 +205,16 @@ static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struc
         vh_errorf(cmd->name, "--cluster-gap: '%s' is not a size like 1MiB", val[V_GAP]);
         goto out;
     }
-    if (val[V_INTERVAL] && (parse_time(val[V_INTERVAL], &o->interval) || !o->interval)) {
+    if (val[V_INTERVAL] && (vh_parse_time(val[V_INTERVAL], &o->interval) || !o->interval)) {
         vh_errorf(cmd->name, "--interval: '%s' is not a duration like 100ms, 1s or 250us",
                   val[V_INTERVAL]);
         goto out;
     }
-    if (val[V_FROM] && parse_time(val[V_FROM], &o->from)) {
+    if (val[V_FROM] && vh_parse_time(val[V_FROM], &o->from)) {
         vh_errorf(cmd->name, "--from: '%s' is not a time like 1.5s or 200ms", val[V_FROM]);
         goto out;
     }
-    if (val[V_TO] && parse_time(val[V_TO], &o->to)) {
+    if (val[V_TO] && vh_parse_time(val[V_TO], &o->to)) {
         vh_errorf(cmd->name, "--to: '%s' is not a time like 1.5s or 200ms", val[V_TO]);
         goto out;
     }
@@ -506,7 +481,7 @@ static int resolve_at(struct ctx *c, uint64_t *t, char *what, size_t len)
         sqlite3_finalize(st);
         return rc;
     }
-    if (parse_time(at, t)) {
+    if (vh_parse_time(at, t)) {
         vh_errorf(c->cmd->name, "--at: '%s' is not end, peak, mark:LABEL or a time like 1.5s",
                   at);
         return -EINVAL;

@@ -85,18 +85,10 @@ struct ctx {
 static int leak_row(sqlite3_stmt *st, void *arg)
 {
     struct ctx *c = arg;
-    struct out_val v[L_N];
-    for (int i = 0; i < L_N; i++)
-        v[i] = vh_col_val(st, i);
-    int err;
-    struct out_stack *stack = vh_stacks__get(c->stacks, sqlite3_column_int64(st, L_STACK), &err);
-    if (!stack) {
-        vh_errorf("leaks", "reading stack %lld failed",
-                  (long long)sqlite3_column_int64(st, L_STACK));
-        return err;
-    }
-    c->shown++;
-    return out__row(c->out, v, stack);
+    int rc = vh_stack_row(&cmd_leaks, c->out, c->stacks, st, L_N, L_STACK);
+    if (!rc)
+        c->shown++;
+    return rc;
 }
 
 static int run(int argc, char **argv)
@@ -137,11 +129,8 @@ static int run(int argc, char **argv)
     if ((rc = out__section(c.out, "leaks", OUT_LIST, NULL, cols, L_N)) ||
         (rc = vh_step_all(cmd, db, rows, leak_row, &c)))
         goto out;
-    if (sqlite3_step(tot) != SQLITE_ROW) {
-        vh_errorf(cmd->name, "query failed: %s", sqlite3_errmsg(db));
-        rc = -EIO;
+    if ((rc = vh_step_one(cmd, db, tot)))
         goto out;
-    }
     int64_t nstacks = sqlite3_column_int64(tot, 2), nbig = sqlite3_column_int64(tot, 3);
     if (!nbig)
         out__table_note(c.out, o.min_bytes ? "no stack leaks %lld bytes or more"

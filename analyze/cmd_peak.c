@@ -82,17 +82,7 @@ static int heap_row(sqlite3_stmt *st, void *arg)
 static int stack_row(sqlite3_stmt *st, void *arg)
 {
     struct ctx *c = arg;
-    struct out_val v[S_N];
-    for (int i = 0; i < S_N; i++)
-        v[i] = vh_col_val(st, i);
-    int err;
-    struct out_stack *stack = vh_stacks__get(c->stacks, sqlite3_column_int64(st, S_STACK), &err);
-    if (!stack) {
-        vh_errorf("peak", "reading stack %lld failed",
-                  (long long)sqlite3_column_int64(st, S_STACK));
-        return err;
-    }
-    return out__row(c->out, v, stack);
+    return vh_stack_row(&cmd_peak, c->out, c->stacks, st, S_N, S_STACK);
 }
 
 static int run(int argc, char **argv)

@@ -93,31 +93,6 @@ struct sopts {
     const char *svg;
 };
 
-/* "100ms", "1.5s", "250us", "250µs", "5000ns", "2" (seconds). */
-static int parse_time(const char *s, uint64_t *ns)
-{
-    static const struct { const char *suffix; double mul; } units[] = {
-        { "ns", 1 }, { "us", 1e3 }, { "\xc2\xb5s", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 },
-    };
-    char *end;
-    if (!*s || *s == '-' || *s == '+' || *s == ' ')
-        return -EINVAL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0)
-        return -EINVAL;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strcmp(end, units[i].suffix))
-            continue;
-        double t = v * units[i].mul;
-        if (t >= 9.2e18)
-            return -EINVAL;
-        *ns = (uint64_t)llround(t);
-        return 0;
-    }
-    return -EINVAL;
-}
-
 static int is_opt(const char *arg, const char *name)
 {
     size_t n = strlen(name);
@@ -178,7 +153,7 @@ static int parse_opts(const struct vh_command *cmd, enum vh_series_mode mode, in
         o->q.limit = 0;
     if (interval && !strcmp(interval, "event")) {
         o->per_event = 1;
-    } else if (interval && (parse_time(interval, &o->interval) || !o->interval)) {
+    } else if (interval && (vh_parse_time(interval, &o->interval) || !o->interval)) {
         vh_errorf(cmd->name, "--interval: '%s' is not a duration like 100ms, 1s, 250us or "
                              "'event'", interval);
         goto out;
@@ -193,11 +168,11 @@ static int parse_opts(const struct vh_command *cmd, enum vh_series_mode mode, in
         }
         o->top = v;
     }
-    if (from && parse_time(from, &o->from)) {
+    if (from && vh_parse_time(from, &o->from)) {
         vh_errorf(cmd->name, "--from: '%s' is not a time like 1.5s or 200ms", from);
         goto out;
     }
-    if (to && parse_time(to, &o->to)) {
+    if (to && vh_parse_time(to, &o->to)) {
         vh_errorf(cmd->name, "--to: '%s' is not a time like 1.5s or 200ms", to);
         goto out;
     }

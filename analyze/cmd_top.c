@@ -147,17 +147,7 @@ struct ctx {
 static int top_row(sqlite3_stmt *st, void *arg)
 {
     struct ctx *c = arg;
-    struct out_val v[C_N];
-    for (int i = 0; i < C_N; i++)
-        v[i] = vh_col_val(st, i);
-    int err;
-    struct out_stack *stack = vh_stacks__get(c->stacks, sqlite3_column_int64(st, C_STACK), &err);
-    if (!stack) {
-        vh_errorf("top", "reading stack %lld failed",
-                  (long long)sqlite3_column_int64(st, C_STACK));
-        return err;
-    }
-    return out__row(c->out, v, stack);
+    return vh_stack_row(&cmd_top, c->out, c->stacks, st, C_N, C_STACK);
 }
 
 static int tag_row(sqlite3_stmt *st, void *arg)
@@ -211,11 +201,8 @@ static int run_by_tag(const struct vh_command *cmd, const struct vh_qopts *o,
     vh_bind_heap(rows, 1, o);
     sqlite3_bind_int64(rows, 2, o->limit ? o->limit : -1);
     vh_bind_heap(count, 1, o);
-    if (sqlite3_step(count) != SQLITE_ROW) {
-        vh_errorf(cmd->name, "query failed: %s", sqlite3_errmsg(db));
-        rc = -EIO;
+    if ((rc = vh_step_one(cmd, db, count)))
         goto out;
-    }
     long long total = sqlite3_column_int64(count, 0);
     long long shown = o->limit && o->limit < total ? o->limit : total;
     snprintf(title, sizeof title, "top %lld of %lld tags by %s", shown, total, m->what);
@@ -300,11 +287,8 @@ static int run(int argc, char **argv)
     vh_bind_heap(rows, 1, &o);
     sqlite3_bind_int64(rows, 2, o.limit ? o.limit : -1);
     vh_bind_heap(count, 1, &o);
-    if (sqlite3_step(count) != SQLITE_ROW) {
-        vh_errorf(cmd->name, "query failed: %s", sqlite3_errmsg(db));
-        rc = -EIO;
+    if ((rc = vh_step_one(cmd, db, count)))
         goto out;
-    }
     long long total = sqlite3_column_int64(count, 0);
     long long shown = o.limit && o.limit < total ? o.limit : total;
     snprintf(title, sizeof title, "top %lld of %lld stacks by %s", shown, total, m->what);

@@ -24,8 +24,8 @@
 #endif
 #define EV_MAX_BYTES 96u               /* an encoded event is at most 81    */
 #define CP_MAX_BYTES 64u               /* a checkpoint block at most 55     */
-#define MAX_BLOCK_EVENTS (1u << 24)    /* sanity bounds on what a DB claims */
-#define MAX_PART_BLOCKS (1u << 26)
+#define MAX_BLOCK_EVENTS (4u * VH_EVENT_BLOCK) /* bounds what a DB may claim:   */
+#define MAX_PART_BLOCKS VH_CHECKPOINT_PART /* the writer never exceeds these  */
 
 /* ---- varints ---------------------------------------------------------------- */
 

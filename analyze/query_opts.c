@@ -3,6 +3,7 @@
  * SQL is ever built from what the user typed. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -350,6 +351,57 @@ int vh_step_all(const struct vh_command *cmd, sqlite3 *db, sqlite3_stmt *st,
         return -EIO;
     }
     return 0;
+}
+
+int vh_parse_time(const char *s, uint64_t *ns)
+{
+    static const struct { const char *suffix; double mul; } units[] = {
+        { "ns", 1 }, { "us", 1e3 }, { "\xc2\xb5s", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 },
+    };
+    char *end;
+    if (!*s || *s == '-' || *s == '+' || *s == ' ')
+        return -EINVAL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return -EINVAL;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].suffix))
+            continue;
+        double t = v * units[i].mul;
+        if (t >= 9.2e18)
+            return -EINVAL;
+        *ns = (uint64_t)llround(t);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int vh_step_one(const struct vh_command *cmd, sqlite3 *db, sqlite3_stmt *st)
+{
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        vh_errorf(cmd->name, "query failed: %s", sqlite3_errmsg(db));
+        return -EIO;
+    }
+    return 0;
+}
+
+int vh_stack_row(const struct vh_command *cmd, struct out *out, struct vh_stacks *stacks,
+                 sqlite3_stmt *st, int ncols, int stack_col)
+{
+    struct out_val v[VH_ROW_MAX];
+    if (ncols > VH_ROW_MAX)
+        return -EINVAL;
+    for (int i = 0; i < ncols; i++)
+        v[i] = vh_col_val(st, i);
+    int err;
+    struct out_stack *stack = vh_stacks__get(stacks, sqlite3_column_int64(st, stack_col), &err);
+    if (!stack) {
+        vh_errorf(cmd->name, "reading stack %lld failed",
+                  (long long)sqlite3_column_int64(st, stack_col));
+        return err;
+    }
+    return out__row(out, v, stack);
 }
 
 struct out_val vh_col_val(sqlite3_stmt *st, int i)

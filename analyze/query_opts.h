@@ -75,6 +75,21 @@ void vh_stacks__free(struct vh_stacks *s);
 int vh_step_all(const struct vh_command *cmd, sqlite3 *db, sqlite3_stmt *st,
                 int (*row)(sqlite3_stmt *st, void *arg), void *arg);
 
+/* A duration or time since start for --at/--from/--to/--interval: "100ms",
+ * "1.5s", "250us", "250µs", "5000ns", "2" (seconds). 0 or -EINVAL. */
+int vh_parse_time(const char *s, uint64_t *ns);
+
+/* Steps a statement that must give one row (a count, a total): 0, or -EIO
+ * with the one-line error printed. */
+int vh_step_one(const struct vh_command *cmd, sqlite3 *db, sqlite3_stmt *st);
+
+/* Renders the current row of `st` (its first `ncols` columns, at most
+ * VH_ROW_MAX) with the stack whose id is in column `stack_col`. For
+ * vh_step_all() row callbacks of the per-stack lists (leaks, top, peak). */
+#define VH_ROW_MAX 32
+int vh_stack_row(const struct vh_command *cmd, struct out *out, struct vh_stacks *stacks,
+                 sqlite3_stmt *st, int ncols, int stack_col);
+
 /* The value of column `i` as a renderer cell (INTEGER, REAL, TEXT or NULL).
  * The text stays valid until the next step: out__row() copies it. */
 struct out_val vh_col_val(sqlite3_stmt *st, int i);

@@ -26,36 +26,8 @@
 #include "analyze/load.h"
 #include "common/capture_format.h"
 
-/* The analyzer objects are linked without main.o: stand-ins for the CLI
- * helpers the commands reference. */
-extern const struct vh_command __start_vh_commands[];
-extern const struct vh_command __stop_vh_commands[];
-
-__attribute__((weak)) void vh_errorf(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "evbench: %s%s", cmd ? cmd : "", cmd ? ": " : "");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-__attribute__((weak)) const struct vh_command *vh_command_find(const char *name)
-{
-    for (const struct vh_command *k = __start_vh_commands; k < __stop_vh_commands; k++)
-        if (!strcmp(k->name, name))
-            return k;
-    return NULL;
-}
-
-__attribute__((weak)) int vh_wants_help(const struct vh_command *cmd, int argc, char **argv)
-{
-    (void)cmd;
-    (void)argc;
-    (void)argv;
-    return 0;
-}
+/* Linked with every analyzer object but main.o, so the CLI helpers the
+ * commands reference come from analyze/cli.c. */
 
 /* ---- the generator ------------------------------------------------------- */
 

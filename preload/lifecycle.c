@@ -242,8 +242,12 @@ static void init(void)
         vh_log("cannot find the real malloc; recording nothing");
         goto out;
     }
-    if (getauxval(AT_SECURE) && !vh_opt.allow_setuid)
-        goto out;                  /* setuid/setgid: silent, as ld.so would be */
+    /* setuid/setgid: silent, as ld.so would be. VHEAP_ALLOW_SETUID comes from
+     * the environment of whoever started the program, so it is honoured only
+     * when that is root: otherwise, with the shim in /etc/ld.so.preload, any
+     * user could make a privileged program create files where they choose. */
+    if (getauxval(AT_SECURE) && !(vh_opt.allow_setuid && getuid() == 0))
+        goto out;
     if (vh_capture_create(0, NULL) < 0)
         goto out;
     if (vh_unwind_init() < 0 || vh_stacks_init() < 0 || vh_modules_init() < 0) {

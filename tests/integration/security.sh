@@ -97,10 +97,10 @@ run_as suid ./suid
 grep -q "euid=$daemon_uid " suid.out || die "setuid did not take effect: $(cat suid.out)"
 expect_eq "captures of a setuid program" "$(captures suid)" 0
 expect_eq "stderr of a setuid program" "$(cat suid.err)" ""
-# ... unless allowed: then the capture belongs to the effective user, 0600.
+# VHEAP_ALLOW_SETUID=1 from an unprivileged user is not honoured: the
+# environment is theirs, the program's privileges are not.
 run_as suid_allowed ./suid VHEAP_ALLOW_SETUID=1
-expect_eq "captures of a setuid program with VHEAP_ALLOW_SETUID=1" "$(captures suid_allowed)" 1
-expect_eq "owner of its capture" "$(stat -c %u:%a out/suid_allowed.vhcap)" "$daemon_uid:600"
+expect_eq "captures of a setuid program, VHEAP_ALLOW_SETUID=1 set by nobody" "$(captures suid_allowed)" 0
 
 # setgid daemon (owner root), run by nobody.
 cp linked sgid
@@ -110,7 +110,13 @@ run_as sgid ./sgid
 grep -q "egid=$daemon_gid" sgid.out || die "setgid did not take effect: $(cat sgid.out)"
 expect_eq "captures of a setgid program" "$(captures sgid)" 0
 run_as sgid_allowed ./sgid VHEAP_ALLOW_SETUID=1
-expect_eq "captures of a setgid program with VHEAP_ALLOW_SETUID=1" "$(captures sgid_allowed)" 1
+expect_eq "captures of a setgid program, VHEAP_ALLOW_SETUID=1 set by nobody" "$(captures sgid_allowed)" 0
+# Started by root with VHEAP_ALLOW_SETUID=1: recorded, the capture belongs to
+# the effective user, 0600. (root running a setgid program: AT_SECURE holds.)
+env VHEAP_OUT="$PWD/out/sgid_root.vhcap" VHEAP_ALLOW_SETUID=1 setpriv --reuid=0 --regid=0 --clear-groups ./sgid >sgid_root.out 2>&1 \
+    || die "sgid run by root exited $?: $(cat sgid_root.out)"
+expect_eq "captures of a setgid program run by root with VHEAP_ALLOW_SETUID=1" "$(captures sgid_root)" 1
+expect_eq "mode of its capture" "$(stat -c %a out/sgid_root.vhcap)" "600"
 
 # The usual way in, LD_PRELOAD with a path, never reaches a setuid program:
 # ld.so drops it (the shim's own check above is the second line).

@@ -254,12 +254,18 @@ else:
         if max(r["live_bytes"] for r in d["series"]) != peak:
             fail("heap %s: highest live per event != its peak %d" % (name, peak))
         for k, st in enumerate(d["stacks"], 1):
-            want = con.execute("SELECT max(max_live_bytes) FROM stack_stats WHERE heap_id = ?"
-                               " AND stack_id = ?", (hid, st["stack_id"])).fetchone()[0]
+            # stack_stats keeps one row per (stack, tag): a stack allocated
+            # under several tags (loomsim's threads tag their work) peaks per
+            # tag at different moments, so the stack's own highest live bytes
+            # lie between the largest per-tag maximum and their sum, and
+            # equal it exactly when there is one tag.
+            lo, hi, ntags = con.execute(
+                "SELECT max(max_live_bytes), sum(max_live_bytes), count(*) FROM stack_stats"
+                " WHERE heap_id = ? AND stack_id = ?", (hid, st["stack_id"])).fetchone()
             got = max(r["stack_%d" % k] for r in d["series"])
-            if got != want:
-                fail("heap %s, stack %s: highest live %d per event, %d in stack_stats" %
-                     (name, st["name"], got, want))
+            if (ntags == 1 and got != lo) or not (lo <= got <= hi):
+                fail("heap %s, stack %s: highest live %d per event, stack_stats says %d..%d"
+                     " over %d tag(s)" % (name, st["name"], got, lo, hi, ntags))
             # and what it holds at the end is what it leaked (or 0 in a
             # destroyed heap)
             want = con.execute("SELECT coalesce(sum(size), 0) FROM leaks WHERE heap_id = ?"

@@ -7,7 +7,7 @@
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/stress_fork"
 
-forks=${STRESS_FORKS:-100}
+forks=${STRESS_FORKS:-60}
 vs_bare 300 sf "$PROGS/stress_fork" "$forks"
 expect_eq "result" "$(cat sf.out.cmp)" "result forks=$forks children_ok=$forks"
 

@@ -11,7 +11,7 @@
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/stress_signal"
 
 run() { # UNWIND
-    VHEAP_UNWIND=$1 vs_bare 120 "sig_$1" "$PROGS/stress_signal" "${STRESS_SIGNALS:-400}" "${STRESS_PERIOD_US:-250}"
+    VHEAP_UNWIND=$1 vs_bare 120 "sig_$1" "$PROGS/stress_signal" "${STRESS_SIGNALS:-200}" "${STRESS_PERIOD_US:-250}"
     vh_dump "sig_$1.vhcap" "sig_$1.dump"
     vh_check "sig_$1.out" "sig_$1.dump"
     line=$(grep '^expect ' "sig_$1.out")

@@ -21,41 +21,9 @@
 #include "analyze/events.h"
 #include "analyze/load.h"
 #include "tests/unit/capture_builder.h"
-
-/* The analyzer objects are linked without main.o; weak stand-ins for the
- * CLI helpers the commands reference. */
-extern const struct vh_command __start_vh_commands[];
-extern const struct vh_command __stop_vh_commands[];
-
-__attribute__((weak)) void vh_errorf(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "vheap-analyze: %s%s", cmd ? cmd : "", cmd ? ": " : "");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-__attribute__((weak)) const struct vh_command *vh_command_find(const char *name)
-{
-    for (const struct vh_command *k = __start_vh_commands; k < __stop_vh_commands; k++)
-        if (!strcmp(k->name, name))
-            return k;
-    return NULL;
-}
-
-__attribute__((weak)) int vh_wants_help(const struct vh_command *cmd, int argc, char **argv)
-{
-    (void)cmd;
-    (void)argc;
-    (void)argv;
-    return 0;
-}
+#include "tests/unit/load_fixture.h"
 
 /* ---- helpers --------------------------------------------------------------- */
-
-static char cap_path[256], db_path[300];
 
 /* Writes and loads the capture with `block` events per stored block and a
  * checkpoint interval of `cp` events; opens the DB read-only. */
@@ -63,44 +31,7 @@ static sqlite3 *load_opts(struct capb *b, uint32_t block, uint64_t cp)
 {
     struct load_opts o = { .progress = 0, .no_symbols = 1, .event_block = block,
                            .checkpoint_events = cp };
-    struct load_stats st;
-    sqlite3 *db = NULL;
-    char err[512];
-
-    assert_int_equal(capb__write_tmp(b, cap_path, sizeof cap_path), 0);
-    snprintf(db_path, sizeof db_path, "%s.sqlite", cap_path);
-    if (load__capture(cap_path, db_path, &o, &st, err, sizeof err))
-        fail_msg("load: %s", err);
-    if (db__open_read(db_path, &db, err, sizeof err))
-        fail_msg("open: %s", err);
-    return db;
-}
-
-static void done(sqlite3 *db, struct capb *b)
-{
-    sqlite3_close(db);
-    unlink(cap_path);
-    unlink(db_path);
-    capb__destroy(b);
-}
-
-__attribute__((format(printf, 2, 3)))
-static long long q(sqlite3 *db, const char *fmt, ...)
-{
-    char sql[1024];
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
+    return fx_load(b, &o);
 }
 
 /* Every event from from_time on; *n of them (free the array). */

@@ -16,64 +16,13 @@
 #include "analyze/load.h"
 #include "analyze/query_opts.h"
 #include "tests/unit/capture_builder.h"
-
-static char cap_path[256], db_path[300];
+#include "tests/unit/load_fixture.h"
 
 /* Writes the capture, loads it without symbols and opens the DB read-only. */
 static sqlite3 *load(struct capb *b)
 {
     struct load_opts o = { .progress = 0, .no_symbols = 1 };
-    struct load_stats stats;
-    sqlite3 *db = NULL;
-    char err[512];
-
-    assert_int_equal(capb__write_tmp(b, cap_path, sizeof cap_path), 0);
-    snprintf(db_path, sizeof db_path, "%s.sqlite", cap_path);
-    if (load__capture(cap_path, db_path, &o, &stats, err, sizeof err))
-        fail_msg("load: %s", err);
-    if (db__open_read(db_path, &db, err, sizeof err))
-        fail_msg("open: %s", err);
-    return db;
-}
-
-static void done(sqlite3 *db, struct capb *b)
-{
-    sqlite3_close(db);
-    unlink(cap_path);
-    unlink(db_path);
-    capb__destroy(b);
-}
-
-/* One integer from SQL built by the test itself; -1 for NULL or no row. */
-__attribute__((format(printf, 2, 3)))
-static long long q(sqlite3 *db, const char *fmt, ...)
-{
-    char sql[512];
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
-static const char *qs(sqlite3 *db, const char *sql, char *out, size_t len)
-{
-    sqlite3_stmt *st = NULL;
-    out[0] = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(out, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return out;
+    return fx_load(b, &o);
 }
 
 static void heap_alloc(struct capb *b, uint32_t ch, uint64_t t, uint16_t heap, uint64_t addr,

@@ -249,6 +249,32 @@ VH_ALWAYS_INLINE void note_resize(struct vh_tls *t, unsigned func, void *p, void
     rss_check(t, now);
 }
 
+/* The recorded part of realloc and reallocarray (guard BUSY on entry and
+ * exit; *err gets the errno the real call left). realloc(NULL, n) is an
+ * allocation. Otherwise the free half is stamped before the real call: the
+ * old block may be handed to another thread the moment realloc releases it. */
+VH_ALWAYS_INLINE void *realloc_recorded(struct vh_tls *t, unsigned func, void *p, size_t size,
+                                        int *err)
+{
+    void *q;
+    if (!p) {
+        t->guard = VH_G_REAL;
+        q = vh_real.realloc(NULL, size);
+        *err = errno;
+        t->guard = VH_G_BUSY;
+        note_alloc(t, func, q, size, vh_stack_here(t));
+        return q;
+    }
+    int e = errno;
+    uint32_t stack = vh_stack_here(t);
+    uint64_t t_free = vh_now_free();
+    errno = e;
+    q = vh_real.realloc(p, size);
+    *err = errno;
+    note_resize(t, func, p, q, size, stack, t_free, 1);
+    return q;
+}
+
 VH_EXPORT void *realloc(void *p, size_t size)
 {
     if (vh_unlikely(vh_boot_owns(p)))
@@ -258,23 +284,8 @@ VH_EXPORT void *realloc(void *p, size_t size)
     ENTER_OR(t, real ? real(p, size) : boot_realloc(p, size));
     uint8_t g = t->guard;
     t->guard = VH_G_BUSY;
-    void *q;
     int e;
-    if (!p) {
-        t->guard = VH_G_REAL;
-        q = vh_real.realloc(NULL, size);
-        e = errno;
-        t->guard = VH_G_BUSY;
-        note_alloc(t, VH_FN_REALLOC, q, size, vh_stack_here(t));
-    } else {
-        e = errno;
-        uint32_t stack = vh_stack_here(t);
-        uint64_t t_free = vh_now_free();
-        errno = e;
-        q = vh_real.realloc(p, size);
-        e = errno;
-        note_resize(t, VH_FN_REALLOC, p, q, size, stack, t_free, 1);
-    }
+    void *q = realloc_recorded(t, VH_FN_REALLOC, p, size, &e);
     t->guard = g;
     errno = e;
     return q;
@@ -300,20 +311,8 @@ VH_EXPORT void *reallocarray(void *p, size_t n, size_t each)
         note_alloc(t, VH_FN_REALLOCARRAY, NULL, UINT64_MAX, vh_stack_here(t));
         q = NULL;
         e = ENOMEM;
-    } else if (!p) {
-        t->guard = VH_G_REAL;
-        q = vh_real.realloc(NULL, size);
-        e = errno;
-        t->guard = VH_G_BUSY;
-        note_alloc(t, VH_FN_REALLOCARRAY, q, size, vh_stack_here(t));
     } else {
-        e = errno;
-        uint32_t stack = vh_stack_here(t);
-        uint64_t t_free = vh_now_free();
-        errno = e;
-        q = vh_real.realloc(p, size);
-        e = errno;
-        note_resize(t, VH_FN_REALLOCARRAY, p, q, size, stack, t_free, 1);
+        q = realloc_recorded(t, VH_FN_REALLOCARRAY, p, size, &e);
     }
     t->guard = g;
     errno = e;

@@ -250,12 +250,13 @@ has_flag() { case ",$1," in *,"$2",*) return 0 ;; esac; return 1; }
 # ---- the target survives the profiler (stress_*.sh) ----------------------
 # vs_bare SECS NAME PROGRAM ARGS...: runs PROGRAM bare, then under the shim
 # (capture NAME.vhcap or $VS_CAPTURE; other VHEAP_* settings come from the
-# environment), each under `timeout SECS` (never itself under the shim). Fails on a
-# hang, on exit codes that differ or are not ${VS_RC:-0}, or on different
-# output: stdout without testprog's lines (first or second word user, ev,
-# expect: addresses and counts differ between runs), stderr without the
-# shim's "vheap:" lines; those go to NAME.vheap and fail the test unless
-# VS_WARN=1. Leaves NAME.out, NAME.err (the shim run), NAME.bare.out.
+# environment), each under `timeout SECS` (never itself under the shim).
+# Fails on a hang, on exit codes that differ or are not ${VS_RC:-0}, or on
+# different output: stdout without testprog's lines (first or second word
+# user, ev, expect: addresses and counts differ between runs), stderr
+# without the shim's "vheap:" lines; those go to NAME.vheap and fail the
+# test unless VS_WARN=1. Leaves NAME.out, NAME.err (the shim run) and
+# NAME.bare.out.
 vs_bare() {
     _secs=$1 _name=$2; shift 2
     timeout "$_secs" "$@" >"$_name.bare.out" 2>"$_name.bare.err"

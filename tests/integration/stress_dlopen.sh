@@ -4,14 +4,16 @@
 # allocation the library made is in the capture (count and bytes, found by
 # their sizes) and so is every free of them (inside the library, or by the
 # program after the library was unloaded); each has a first frame inside
-# the library as it was mapped at that moment (a MODULE record for it
-# earlier, no MODULE_UNLOAD in between); loads and unloads pair up.
+# the very library that made it as it was mapped at that moment (a MODULE
+# record with its path earlier, no MODULE_UNLOAD in between: a copy loaded
+# at the address another just left must not be mistaken for it); loads and
+# unloads pair up.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/stress_dlopen" "$PROGS/libdlalloc.so"
 lib=$(cd "$PROGS" && pwd -P)/libdlalloc.so
 
 run() { # NAME LIB2
-    vs_bare 300 "$1" "$PROGS/stress_dlopen" "$lib" "${STRESS_ROUNDS:-300}" "$2"
+    vs_bare 300 "$1" "$PROGS/stress_dlopen" "$lib" "${STRESS_DLOPEN_ROUNDS:-300}" "$2"
     vh_dump "$1.vhcap" "$1.dump"
     main_range "$1.dump" >"$1.check"
     vh_check "$1.check" "$1.dump"
@@ -20,14 +22,17 @@ run() { # NAME LIB2
     awk -v lib="$lib" -v lib2="$2" "$VH_AWK_LIB"'
         { kv() }
         $3 == "module" && (F["path"] == lib || F["path"] == lib2) {
-            CUR[F["bias"]] = 1; LO[F["bias"]] = hex(F["lo"]); HI[F["bias"]] = hex(F["hi"]); loads++; next }
+            CUR[F["bias"]] = F["path"]; LO[F["bias"]] = hex(F["lo"]); HI[F["bias"]] = hex(F["hi"])
+            loads++; next }
         $3 == "module_unload" && (F["bias"] in CUR) { delete CUR[F["bias"]]; unloads++; next }
         $3 == "stack" { split(F["frames"], fr, ","); FIRST[F["id"]] = hex(fr[1]); next }
-        $3 == "alloc" && !("failed" in W) && F["size"] + 0 >= 7000 && F["size"] + 0 < 7032 {
+        $3 == "alloc" && !("failed" in W) && F["size"] + 0 >= 7000 && F["size"] + 0 < 7064 {
             n++; bytes += F["size"]; LIB[F["addr"]] = 1
+            # Sizes from 7032 up were made by LIB2.
+            want = F["size"] + 0 < 7032 ? lib : lib2
             f = FIRST[F["stack"]]; ok = 0
-            for (b in CUR) if (f >= LO[b] && f < HI[b]) ok = 1
-            if (!ok && bad++ < 5) print "line " FNR ": library allocation whose first frame is in no loaded copy of the library: " $0 > "/dev/stderr"
+            for (b in CUR) if (f >= LO[b] && f < HI[b] && CUR[b] == want) ok = 1
+            if (!ok && bad++ < 5) print "line " FNR ": library allocation whose first frame is not in the library that made it, as loaded then: " $0 > "/dev/stderr"
             next }
         $3 == "free" && (F["addr"] in LIB) { frees++; delete LIB[F["addr"]] }
         END { live = 0; for (b in CUR) live++
@@ -36,7 +41,11 @@ run() { # NAME LIB2
               print "misplaced=" bad + 0 }' "$1.dump" >"$1.lib" || die "awk failed"
     VH_STATS=$1.lib
     expect_line "$1.out"
-    expect_eq "$1: library allocations outside a loaded copy of it" "$(st misplaced)" 0
+    # Known to fail with the shim as of this writing (preload/modules.c):
+    # a load or unload between two looks at ld.so's list goes unrecorded,
+    # and a new stack may be written before the MODULE record of its library.
+    [ "$(st misplaced)" = 0 ] || die "$1: $(st misplaced) library allocations whose first frame is" \
+        "not in the library that made it as the capture's MODULE records place it"
     expect_eq "$1: library copies still loaded at the end" "$(st loaded_at_end)" 0
     expect_eq "$1: unloads" "$(st unloads)" "$(st loads)"
     [ "$(st loads)" -ge 2 ] || die "$1: the library was loaded only $(st loads) times"

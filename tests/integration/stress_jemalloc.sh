@@ -7,7 +7,7 @@
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/stress_jemalloc"
 
-vs_bare 300 sj "$PROGS/stress_jemalloc" 8 "${STRESS_ROUNDS:-20000}"
+vs_bare 300 sj "$PROGS/stress_jemalloc" 8 "${STRESS_JEMALLOC_ROUNDS:-20000}"
 vh_dump sj.vhcap sj.dump
 vh_check sj.out sj.dump
 expect_line sj.out

@@ -9,7 +9,7 @@
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/stress_sigsegv"
 
-vs_bare 120 sv "$PROGS/stress_sigsegv" "${STRESS_ROUNDS:-30}"
+vs_bare 120 sv "$PROGS/stress_sigsegv" "${STRESS_SIGSEGV_ROUNDS:-30}"
 vh_dump sv.vhcap sv.dump
 vh_check sv.out sv.dump
 expect_line sv.out

@@ -3,7 +3,8 @@
 # program's own checks pass, its output and exit code are the bare run's,
 # and the capture holds exactly what it did: counts, bytes, live blocks, no
 # address allocated twice while live, time order, nothing dropped.
-# STRESS_THREADS / STRESS_ROUNDS / STRESS_SECONDS make it bigger by hand.
+# By hand: STRESS_THREADS=N, STRESS_ROUNDS=N, or STRESS_SECONDS=N (each run
+# goes on N seconds; the check then reads about a million calls a second).
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/stress_threads"
 

@@ -6,8 +6,10 @@
  * while two more threads allocate all along (their stack lookups race the
  * unloads). Blocks the library allocated are freed partly by the library
  * and partly by the program after the library is gone. The library's block
- * sizes are 7000 + 8*k + i (k: round % 4, i < 4), known to nobody else, so
- * the test finds them in the capture by size. stdout: "result" (the same
+ * sizes are 7000 + 32*t + 8*k + i (t: 0 for the main thread and LIB, 1
+ * for the other and LIB2; k: round % 4; i < 4), known to nobody else, so
+ * the test finds them in the capture by size, and knows which library
+ * made each. stdout: "result" (the same
  * every run) and "expect lib_allocs=N lib_bytes=N lib_frees=N". */
 #include "testprog.h"
 
@@ -39,7 +41,7 @@ static void rounds(const char *path, unsigned n, unsigned salt)
         release_fn *release = (release_fn *)dlsym(h, "dl_release");
         TP_CHECK(make && release);
         void *b[4];
-        size_t base = 7000 + 8 * ((r + salt) % 4);
+        size_t base = 7000 + 32 * salt + 8 * (r % 4);
         make(b, 4, base);
         for (int i = 0; i < 4; i++) {
             TP_CHECK(b[i]);

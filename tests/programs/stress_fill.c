@@ -15,9 +15,15 @@
 static unsigned long rounds;
 static unsigned long sums[MAX_THREADS], byte_sums[MAX_THREADS];
 
+static pthread_barrier_t start;    /* threads > 1: every thread exists first */
+
 USER static void *worker(void *arg)
 {
-    unsigned me = (unsigned)(uintptr_t)arg;
+    unsigned me = arg ? (unsigned)(uintptr_t)arg - 1 : 0;
+    /* libc allocates for a new thread inside pthread_create (its TLS
+     * vector): those calls come before the workers fill the disk. */
+    if (arg)
+        pthread_barrier_wait(&start);
     void *held[8] = { 0 };
     size_t sizes[8] = { 0 };
     unsigned long sum = 0, bytes = 0;
@@ -70,8 +76,9 @@ int main(int argc, char **argv)
         worker(NULL);
     } else {
         pthread_t th[MAX_THREADS];
+        TP_CHECK(pthread_barrier_init(&start, NULL, threads) == 0);
         for (unsigned i = 0; i < threads; i++)
-            TP_CHECK(pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i) == 0);
+            TP_CHECK(pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)(i + 1)) == 0);
         for (unsigned i = 0; i < threads; i++)
             TP_CHECK(pthread_join(th[i], NULL) == 0);
     }

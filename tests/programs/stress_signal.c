@@ -27,7 +27,10 @@
 
 static volatile int inside[WORKERS];       /* worker is in malloc/free */
 static __thread int my_index = -1;
-static unsigned long handled[WORKERS], handled_inside, handler_calls;
+/* volatile: the handler changes them behind the loop's back (and the
+ * compiler knows malloc and free do not). */
+static volatile unsigned long handled[WORKERS];
+static unsigned long handled_inside, handler_calls;
 static unsigned long worker_allocs[WORKERS];
 static unsigned long want, max_iterations;
 static long period_ns;
@@ -103,7 +106,7 @@ USER static void *worker(void *arg)
         inside[me] = 0;
         /* Some work of the program's own between the calls: fewer calls
          * (a smaller capture) for the same number of signals. */
-        for (volatile int k = 0; k < 200; k++)
+        for (volatile int k = 0; k < 2000; k++)
             ;
     }
     sigset_t set;

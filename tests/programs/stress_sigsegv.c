@@ -137,6 +137,10 @@ static void *busy(void *arg)
 int main(int argc, char **argv)
 {
     unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 30;
+    if (rounds < 1 || rounds > 40) {      /* the log holds about 45 rounds */
+        fprintf(stderr, "usage: stress_sigsegv [ROUNDS (1..40)]\n");
+        return 2;
+    }
     tp_range();
     arena = mmap(NULL, ARENA_PAGES * PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     TP_CHECK(arena != MAP_FAILED);

@@ -258,9 +258,13 @@ static void poll_modules(struct vh_tls *t, int wait)
     vh_unlock(&mod_lock);
 }
 
+/* Called before a new stack is written: wait for a thread that is recording
+ * a module change, or this stack could name a library whose MODULE record
+ * comes later (another thread's older snapshot). Inside fork the lock is the
+ * prepare handler's; poll_modules then goes ahead without it. */
 void vh_modules_poll(struct vh_tls *t)
 {
-    poll_modules(t, 0);
+    poll_modules(t, !t->in_fork);
 }
 
 void vh_modules_fork_prepare(void)

@@ -987,11 +987,9 @@ static int emit_stacks(struct ctx *c, struct out *o, const struct frag_report *r
 {
     struct vh_stacks *stk = NULL;
     size_t lim = c->o.q.limit ? (size_t)c->o.q.limit : r->nstacks;
-    int rc = vh_stacks__new(c->db, c->o.q.depth, &stk);
-    if (rc) {
-        vh_errorf(c->cmd->name, "reading stacks: %s", sqlite3_errmsg(c->db));
+    int rc = vh_stacks__open(c->cmd, c->db, c->o.q.depth, &stk);
+    if (rc)
         return rc;
-    }
     rc = out__section(o, "stacks", OUT_LIST, "stacks by slack + pinned bytes:", kcols, K_N);
     for (size_t i = 0; !rc && i < r->nstacks && i < lim; i++) {
         const struct frag_stack *s = &r->stacks[i];
@@ -1103,10 +1101,8 @@ static int write_map(struct ctx *c, const struct liveset *ls, const struct frag_
             if (r->stacks[i].heap_id == heap)
                 mk[nmk++] = (struct mapkey){ r->stacks[i].stack_id, r->stacks[i].usable };
         qsort(mk, nmk, sizeof *mk, by_key_bytes);
-        if ((rc = vh_stacks__new(c->db, 0, &stk))) {
-            vh_errorf(c->cmd->name, "reading stacks: %s", sqlite3_errmsg(c->db));
+        if ((rc = vh_stacks__open(c->cmd, c->db, 0, &stk)))
             goto out;
-        }
         nk = nmk < MAP_STACKS ? nmk : MAP_STACKS;
         size_t depth[MAP_STACKS];
         for (size_t k = 0; k < nk; k++) {
@@ -1216,7 +1212,7 @@ static int run_moment(struct ctx *c)
     }
     if (c->o.map && (rc = write_map(c, ls, r, t, what)))
         goto out;
-    if (!(o = out__begin(c->o.q.format, c->o.q.raw_bytes ? OUT_RAW_BYTES : 0, stdout)))
+    if (!(o = vh_out_begin(&c->o.q)))
         goto oom;
     if ((rc = emit_summary(c, o, r, t, what, fh, nfh)) || (rc = emit_regions(c, o, r)) ||
         (rc = emit_holes(o, r)) || (rc = emit_classes(o, r)) || (rc = emit_stacks(c, o, r))) {
@@ -1505,7 +1501,7 @@ static int run_series(struct ctx *c)
     if (c->o.svg && (rc = draw_series(c, pts, npts)))
         goto out;
     rc = -ENOMEM;
-    if (!(o = out__begin(c->o.q.format, c->o.q.raw_bytes ? OUT_RAW_BYTES : 0, stdout)) ||
+    if (!(o = vh_out_begin(&c->o.q)) ||
         (rc = out__section(o, "series", OUT_LIST, NULL, tcols, T_N)))
         goto out;
     int bounded = 0;

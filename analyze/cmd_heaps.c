@@ -300,7 +300,7 @@ static int run(int argc, char **argv)
     int rc = -ENOMEM;
     e.table = o.format == OUT_TABLE;
     e.limit = o.limit;
-    if (!(e.out = out__begin(o.format, o.raw_bytes ? OUT_RAW_BYTES : 0, stdout)))
+    if (!(e.out = vh_out_begin(&o)))
         goto out;
     e.db = db;
     if ((rc = read_tree(cmd, db, &o, &h)) ||

@@ -103,12 +103,10 @@ static int run(int argc, char **argv)
     if (vh_query_open(cmd, &o, &db))
         return VH_EXIT_DATA;
     int rc = -ENOMEM;
-    if (!(c.out = out__begin(o.format, o.raw_bytes ? OUT_RAW_BYTES : 0, stdout)))
+    if (!(c.out = vh_out_begin(&o)))
         goto out;
-    if ((rc = vh_stacks__new(db, o.depth, &c.stacks))) {
-        vh_errorf(cmd->name, "reading stacks: %s", sqlite3_errmsg(db));
+    if ((rc = vh_stacks__open(cmd, db, o.depth, &c.stacks)))
         goto out;
-    }
     if ((rc = vh_prepare(cmd, db,
                          GROUPS " HAVING sum(l.size) >= ?2"
                                 " ORDER BY bytes DESC, blocks DESC, heap_id, stack_id"

@@ -807,10 +807,8 @@ static int read_tops(struct ctx *c)
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = vh_stacks__new(c->db, c->o.q.depth, &stacks))) {
-        vh_errorf(c->cmd->name, "reading stacks: %s", sqlite3_errmsg(c->db));
+    if ((rc = vh_stacks__open(c->cmd, c->db, c->o.q.depth, &stacks)))
         goto out;
-    }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct top *t = &c->tops[c->ntop];
         struct vh_series_top *p = &c->pub[c->ntop];
@@ -1471,7 +1469,7 @@ out:
 
 static int print_output(struct ctx *c)
 {
-    struct out *o = out__begin(c->o.q.format, c->o.q.raw_bytes ? OUT_RAW_BYTES : 0, stdout);
+    struct out *o = vh_out_begin(&c->o.q);
     int rc;
     if (!o)
         return -ENOMEM;

@@ -365,7 +365,7 @@ static int run(int argc, char **argv)
     if (vh_query_open(&cmd_summary, &o, &c.db))
         return VH_EXIT_DATA;
     int rc = -ENOMEM;
-    c.out = out__begin(o.format, o.raw_bytes ? OUT_RAW_BYTES : 0, stdout);
+    c.out = vh_out_begin(&o);
     if (!c.out)
         goto out;
     if ((rc = process_section(&c)) || (rc = heaps_section(&c, &o))) {

@@ -254,16 +254,14 @@ static int run(int argc, char **argv)
         return VH_EXIT_DATA;
     int rc = -ENOMEM;
     c.table = o.format == OUT_TABLE;
-    if (!(c.out = out__begin(o.format, o.raw_bytes ? OUT_RAW_BYTES : 0, stdout)))
+    if (!(c.out = vh_out_begin(&o)))
         goto out;
     if (o.by_tag) {
         rc = run_by_tag(cmd, &o, m, db, &c);
         goto out;
     }
-    if ((rc = vh_stacks__new(db, o.depth, &c.stacks))) {
-        vh_errorf(cmd->name, "reading stacks: %s", sqlite3_errmsg(db));
+    if ((rc = vh_stacks__open(cmd, db, o.depth, &c.stacks)))
         goto out;
-    }
     /* One row per (heap, stack, tag): tags split a stack's numbers. */
     snprintf(sql, sizeof sql,
              "SELECT h.id, h.name, s.stack_id, t.label, s.allocations, s.bytes_allocated,"

@@ -441,6 +441,20 @@ void vh_stacks__free(struct vh_stacks *s)
     free(s);
 }
 
+struct out *vh_out_begin(const struct vh_qopts *o)
+{
+    return out__begin(o->format, o->raw_bytes ? OUT_RAW_BYTES : 0, stdout);
+}
+
+int vh_stacks__open(const struct vh_command *cmd, sqlite3 *db, int64_t max_depth,
+                    struct vh_stacks **out)
+{
+    int rc = vh_stacks__new(db, max_depth, out);
+    if (rc)
+        vh_errorf(cmd->name, "reading stacks: %s", sqlite3_errmsg(db));
+    return rc;
+}
+
 int vh_stacks__new(sqlite3 *db, int64_t max_depth, struct vh_stacks **out)
 {
     struct vh_stacks *s = calloc(1, sizeof *s);

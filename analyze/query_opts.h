@@ -63,9 +63,16 @@ int vh_heap_select(sqlite3 *db, const char *heap, const char *sel, char *err, si
 /* Prepares `sql`, printing SQLite's message on failure. */
 int vh_prepare(const struct vh_command *cmd, sqlite3 *db, const char *sql, sqlite3_stmt **st);
 
+/* The output every query command writes: stdout, in o's format and size
+ * style. NULL when out of memory. */
+struct out *vh_out_begin(const struct vh_qopts *o);
+
 /* Reads stacks with their symbols. */
 struct vh_stacks;
 int vh_stacks__new(sqlite3 *db, int64_t max_depth, struct vh_stacks **out);
+/* vh_stacks__new for a command: a failure is reported as "reading stacks". */
+int vh_stacks__open(const struct vh_command *cmd, sqlite3 *db, int64_t max_depth,
+                    struct vh_stacks **out);
 /* The stack `id` (NULL-free: an empty stack when it has no frames), or NULL
  * with *err set on a database error. */
 struct out_stack *vh_stacks__get(struct vh_stacks *s, int64_t id, int *err);

@@ -220,6 +220,21 @@ static int add_marks(struct svg_chart *ch, const struct vh_series *s)
     return 0;
 }
 
+/* How both charts end: with rc 0 the marks are added last (drawn on top)
+ * and the chart is the result; else it is freed. Returns rc. */
+static int chart_end(struct svg_chart *ch, const struct vh_series *s, int rc,
+                     struct svg_chart **out)
+{
+    if (!rc)
+        rc = add_marks(ch, s);
+    if (rc) {
+        svg_chart__free(ch);
+        ch = NULL;
+    }
+    *out = ch;
+    return rc;
+}
+
 static int memory_chart(const struct vh_series *s, const struct pts *p, struct svg_chart **out)
 {
     struct svg_chart *ch = NULL;
@@ -321,21 +336,14 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
                                 .tooltip = "RSS: resident set size of the process, as sampled "
                                            "while it ran (heap, code, stacks, vheap's own)",
                                 .color = "#222222", .y = p->rss };
-        if ((rc = svg_chart__add(ch, &l)))
-            goto out;
+        rc = svg_chart__add(ch, &l);
     }
-    rc = add_marks(ch, s);
 out:
-    if (rc) {
-        svg_chart__free(ch);
-        ch = NULL;
-    }
-    *out = ch;
     free(title);
     free(sub);
     free(note);
     free(tip);
-    return rc;
+    return chart_end(ch, s, rc, out);
 }
 
 static int calls_chart(const struct vh_series *s, const struct pts *p, struct svg_chart **out)
@@ -374,20 +382,16 @@ static int calls_chart(const struct vh_series *s, const struct pts *p, struct sv
                             .color = "#76b7b2", .y = p->temp };
     struct svg_series f = { .style = SVG_BARS, .label = "frees", .note = "drawn below the axis",
                             .color = "#f28e2b", .y = p->frees };
-    if ((rc = svg_chart__add(ch, &a)) || (nt && (rc = svg_chart__add(ch, &t))) ||
-        (rc = svg_chart__add(ch, &f)))
-        goto out;
-    rc = add_marks(ch, s);
+    rc = svg_chart__add(ch, &a);
+    if (!rc && nt)
+        rc = svg_chart__add(ch, &t);
+    if (!rc)
+        rc = svg_chart__add(ch, &f);
 out:
-    if (rc) {
-        svg_chart__free(ch);
-        ch = NULL;
-    }
-    *out = ch;
     free(title);
     free(sub);
     free(ytitle);
-    return rc;
+    return chart_end(ch, s, rc, out);
 }
 
 int vh_series_draw(const struct vh_command *cmd, const struct vh_series *s, const char *path)

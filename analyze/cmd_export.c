@@ -308,31 +308,16 @@ void vh_xout__puts(struct vh_xout *o, const char *s)
     vh_xout__write(o, s, strlen(s));
 }
 
+static void xout_sink(void *o, const char *s, size_t n) { vh_xout__write(o, s, n); }
+
 void vh_xout__printf(struct vh_xout *o, const char *fmt, ...)
 {
-    char small[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    int n = out__vprint(xout_sink, o, fmt, ap);
     va_end(ap);
-    if (n < 0) {
-        o->err = o->err ? o->err : -EINVAL;
-        return;
-    }
-    if ((size_t)n < sizeof small) {
-        vh_xout__write(o, small, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (!big) {
-        o->err = o->err ? o->err : -ENOMEM;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    vh_xout__write(o, big, (size_t)n);
-    free(big);
+    if (n < 0 && !o->err)
+        o->err = n;
 }
 
 static void xout_free(struct vh_xout *o)
@@ -669,12 +654,6 @@ static const char *const costs[] = {
     [VH_COST_TEMPORARY] = "temporary",
 };
 
-static int is_opt(const char *arg, const char *name)
-{
-    size_t n = strlen(name);
-    return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
-}
-
 struct eopts {
     struct vh_qopts q;
     enum fmt fmt;
@@ -686,58 +665,22 @@ struct eopts {
  * --depth, the operand) to the shared parser. */
 static int parse_opts(int argc, char **argv, struct eopts *o)
 {
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
     const char *format = NULL, *cost = NULL, *clock = NULL, *merge = NULL;
-    int nrest = 0, rc = -EINVAL, operands = 0;
     const struct vh_command *cmd = &cmd_export;
-
-    if (!rest)
-        return -ENOMEM;
-    rest[nrest++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], **dst = NULL, *name = NULL;
-        if (operands || !strcmp(a, "--")) {
-            operands = 1;
-            rest[nrest++] = argv[i];
-            continue;
-        }
-        if (is_opt(a, "--format"))
-            dst = &format, name = "--format";
-        else if (is_opt(a, "-f"))
-            dst = &format, name = "-f";
-        else if (is_opt(a, "-o"))
-            dst = &o->out, name = "-o";
-        else if (is_opt(a, "--output"))
-            dst = &o->out, name = "--output";
-        else if (is_opt(a, "--cost"))
-            dst = &cost, name = "--cost";
-        else if (is_opt(a, "--clock"))
-            dst = &clock, name = "--clock";
-        else if (is_opt(a, "--merge"))
-            dst = &merge, name = "--merge";
-        else if (is_opt(a, "--limit") || !strcmp(a, "--bytes")) {
-            vh_errorf(cmd->name, "unknown option '%s' (see vheap-analyze export --help)", a);
-            goto out;
-        }
-        if (!dst) {
-            rest[nrest++] = argv[i];
-            continue;
-        }
-        size_t n = strlen(name);
-        if (a[n] == '=') {
-            *dst = a + n + 1;
-        } else if (i + 1 < argc) {
-            *dst = argv[++i];
-        } else {
-            vh_errorf(cmd->name, "%s needs a value (see --help)", name);
-            goto out;
-        }
-    }
-    if (vh_qopts_parse(cmd, 0, nrest, rest, &o->q))
-        goto out;
+    const struct vh_opt own[] = {
+        VH_OPT_VALUE("--format", &format), VH_OPT_VALUE("-f", &format),
+        VH_OPT_VALUE("-o", &o->out),       VH_OPT_VALUE("--output", &o->out),
+        VH_OPT_VALUE("--cost", &cost),     VH_OPT_VALUE("--clock", &clock),
+        VH_OPT_VALUE("--merge", &merge),
+        /* one file, not a list, and not a table */
+        VH_OPT_REFUSE_VALUE("--limit"),    VH_OPT_REFUSE_FLAG("--bytes"),
+    };
+    int rc = vh_qopts_parse_own(cmd, 0, own, sizeof own / sizeof own[0], argc, argv, &o->q);
+    if (rc)
+        return rc;
     if (!format) {
         vh_errorf(cmd->name, "--format is needed: heaptrack, flamegraph, massif or chrome-trace");
-        goto out;
+        return -EINVAL;
     }
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         if (!strcmp(format, formats[i].name))
@@ -745,11 +688,11 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
     if (o->fmt == F_NONE) {
         vh_errorf(cmd->name, "--format: '%s' is not heaptrack, flamegraph, massif or chrome-trace",
                   format);
-        goto out;
+        return -EINVAL;
     }
     if (!o->out || !*o->out) {
         vh_errorf(cmd->name, "-o FILE is needed ('-' writes to stdout)");
-        goto out;
+        return -EINVAL;
     }
     if (cost) {
         size_t i;
@@ -759,11 +702,11 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
         if (i == sizeof costs / sizeof costs[0]) {
             vh_errorf(cmd->name, "--cost: '%s' is not allocations, bytes, leaked, peak or "
                                  "temporary", cost);
-            goto out;
+            return -EINVAL;
         }
         if (o->fmt != F_FLAMEGRAPH) {
             vh_errorf(cmd->name, "--cost applies to --format flamegraph only");
-            goto out;
+            return -EINVAL;
         }
         o->x.cost = (enum vh_cost)i;
         o->x.cost_given = 1;
@@ -771,7 +714,7 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
     if (clock) {
         if (o->fmt != F_CHROME) {
             vh_errorf(cmd->name, "--clock applies to --format chrome-trace only");
-            goto out;
+            return -EINVAL;
         }
         if (!strcmp(clock, "wall"))
             o->x.clock = VH_CLOCK_WALL;
@@ -779,30 +722,27 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
             o->x.clock = VH_CLOCK_START;
         else {
             vh_errorf(cmd->name, "--clock: '%s' is not wall or start", clock);
-            goto out;
+            return -EINVAL;
         }
         o->x.clock_given = 1;
     }
     if (merge) {
         if (o->fmt != F_CHROME) {
             vh_errorf(cmd->name, "--merge applies to --format chrome-trace only");
-            goto out;
+            return -EINVAL;
         }
         if (clock && o->x.clock != VH_CLOCK_WALL) {
             vh_errorf(cmd->name, "--merge needs --clock wall: urbit -j traces count "
                                  "microseconds since the Unix epoch");
-            goto out;
+            return -EINVAL;
         }
         o->x.merge = merge;
     }
     if (o->q.depth && o->fmt != F_FLAMEGRAPH && o->fmt != F_MASSIF) {
         vh_errorf(cmd->name, "--depth applies to --format flamegraph and massif only");
-        goto out;
+        return -EINVAL;
     }
-    rc = 0;
-out:
-    free(rest);
-    return rc;
+    return 0;
 }
 
 /* ---- what every format needs ------------------------------------------------------ */

@@ -285,36 +285,23 @@ static int emit_tree(struct heaps *h, struct emit *e)
     return rc;
 }
 
-static int run(int argc, char **argv)
+static int list(struct vh_query *q)
 {
-    const struct vh_command *cmd = &cmd_heaps;
-    struct vh_qopts o;
     struct heaps h = { 0 };
-    struct emit e = { .cmd = cmd };
-    sqlite3 *db = NULL;
+    struct emit e = { .cmd = q->cmd, .db = q->db, .out = q->out,
+                      .table = q->o.format == OUT_TABLE, .limit = q->o.limit };
+    int rc;
 
-    if (vh_qopts_parse(cmd, 0, argc, argv, &o))
-        return VH_EXIT_USAGE;
-    if (vh_query_open(cmd, &o, &db))
-        return VH_EXIT_DATA;
-    int rc = -ENOMEM;
-    e.table = o.format == OUT_TABLE;
-    e.limit = o.limit;
-    if (!(e.out = vh_out_begin(&o)))
-        goto out;
-    e.db = db;
-    if ((rc = read_tree(cmd, db, &o, &h)) ||
-        (rc = vh_prepare(cmd, db,
-                         "SELECT id, name, base, size, create_time, destroy_time, allocations,"
-                         "       frees, bytes_allocated, live_bytes, live_blocks, peak_bytes,"
-                         "       peak_blocks, peak_time, leaked_bytes, leaked_blocks,"
-                         "       unknown_frees"
-                         " FROM heaps WHERE id = ?1",
-                         &e.row)))
-        goto out;
-    if ((rc = build_tree(&h)))
-        goto out;
-    if ((rc = out__section(e.out, "heaps", OUT_LIST, NULL, cols, H_N)) ||
+    if ((rc = read_tree(q->cmd, q->db, &q->o, &h)) ||
+        (rc = vh_query__prepare(q,
+                                "SELECT id, name, base, size, create_time, destroy_time,"
+                                "       allocations, frees, bytes_allocated, live_bytes,"
+                                "       live_blocks, peak_bytes, peak_blocks, peak_time,"
+                                "       leaked_bytes, leaked_blocks, unknown_frees"
+                                " FROM heaps WHERE id = ?1",
+                                &e.row)) ||
+        (rc = build_tree(&h)) ||
+        (rc = out__section(e.out, "heaps", OUT_LIST, NULL, cols, H_N)) ||
         (rc = emit_tree(&h, &e)))
         goto out;
     if (e.shown < e.chosen)
@@ -323,15 +310,15 @@ static int run(int argc, char **argv)
     else
         out__table_note(e.out, "%lld heaps (%lld destroyed)", (long long)e.chosen,
                         (long long)e.destroyed);
-    rc = vh_out_end(cmd, e.out);
-    e.out = NULL;
 out:
     if (rc == -ENOMEM)
-        vh_errorf(cmd->name, "out of memory");
-    out__abort(e.out);
-    sqlite3_finalize(e.row);
+        vh_errorf(q->cmd->name, "out of memory");
     free(h.r);
     free(h.order);
-    sqlite3_close(db);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    return vh_query_run(&cmd_heaps, 0, 0, argc, argv, list);
 }

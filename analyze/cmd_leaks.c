@@ -1,7 +1,6 @@
 /* cmd_leaks.c — `vheap-analyze leaks`: the blocks still live when the
  * process ended (in heaps that still existed), grouped by the stack that
  * allocated them, largest first, with the symbolized stack. */
-#include <errno.h>
 #include <stdio.h>
 
 #include "analyze/query_opts.h"
@@ -77,63 +76,50 @@ static const struct out_col tcols[T_N] = {
     " GROUP BY l.heap_id, l.stack_id"
 
 struct ctx {
-    struct out *out;
-    struct vh_stacks *stacks;
+    struct vh_query *q;
     int64_t shown;
 };
 
 static int leak_row(sqlite3_stmt *st, void *arg)
 {
     struct ctx *c = arg;
-    int rc = vh_stack_row(&cmd_leaks, c->out, c->stacks, st, L_N, L_STACK);
+    int rc = vh_query__stack_row(c->q, st, L_N, L_STACK);
     if (!rc)
         c->shown++;
     return rc;
 }
 
-static int run(int argc, char **argv)
+static int list(struct vh_query *q)
 {
-    const struct vh_command *cmd = &cmd_leaks;
-    struct vh_qopts o;
-    struct ctx c = { 0 };
-    sqlite3 *db = NULL;
-    sqlite3_stmt *rows = NULL, *tot = NULL;
-    if (vh_qopts_parse(cmd, VH_QOPT_MIN_BYTES, argc, argv, &o))
-        return VH_EXIT_USAGE;
-    if (vh_query_open(cmd, &o, &db))
-        return VH_EXIT_DATA;
-    int rc = -ENOMEM;
-    if (!(c.out = vh_out_begin(&o)))
-        goto out;
-    if ((rc = vh_stacks__open(cmd, db, o.depth, &c.stacks)))
-        goto out;
-    if ((rc = vh_prepare(cmd, db,
-                         GROUPS " HAVING sum(l.size) >= ?2"
-                                " ORDER BY bytes DESC, blocks DESC, heap_id, stack_id"
-                                " LIMIT ?3",
-                         &rows)) ||
-        (rc = vh_prepare(cmd, db,
-                         "SELECT coalesce(sum(bytes), 0), coalesce(sum(blocks), 0), count(*),"
-                         "       coalesce(sum(bytes >= ?2), 0)"
-                         " FROM (" GROUPS ")",
-                         &tot)))
-        goto out;
-    vh_bind_heap(rows, 1, &o);
-    sqlite3_bind_int64(rows, 2, o.min_bytes);
-    sqlite3_bind_int64(rows, 3, o.limit ? o.limit : -1);
-    vh_bind_heap(tot, 1, &o);
-    sqlite3_bind_int64(tot, 2, o.min_bytes);
+    struct ctx c = { .q = q };
+    sqlite3_stmt *rows, *tot;
+    int rc;
+    if ((rc = vh_query__prepare(q,
+                                GROUPS " HAVING sum(l.size) >= ?2"
+                                       " ORDER BY bytes DESC, blocks DESC, heap_id, stack_id"
+                                       " LIMIT ?3",
+                                &rows)) ||
+        (rc = vh_query__prepare(q,
+                                "SELECT coalesce(sum(bytes), 0), coalesce(sum(blocks), 0),"
+                                "       count(*), coalesce(sum(bytes >= ?2), 0)"
+                                " FROM (" GROUPS ")",
+                                &tot)))
+        return rc;
+    vh_bind_heap(rows, 1, &q->o);
+    sqlite3_bind_int64(rows, 2, q->o.min_bytes);
+    sqlite3_bind_int64(rows, 3, vh_qopts_sql_limit(&q->o));
+    vh_bind_heap(tot, 1, &q->o);
+    sqlite3_bind_int64(tot, 2, q->o.min_bytes);
 
-    if ((rc = out__section(c.out, "leaks", OUT_LIST, NULL, cols, L_N)) ||
-        (rc = vh_step_all(cmd, db, rows, leak_row, &c)))
-        goto out;
-    if ((rc = vh_step_one(cmd, db, tot)))
-        goto out;
+    if ((rc = out__section(q->out, "leaks", OUT_LIST, NULL, cols, L_N)) ||
+        (rc = vh_step_all(q->cmd, q->db, rows, leak_row, &c)) ||
+        (rc = vh_step_one(q->cmd, q->db, tot)))
+        return rc;
     int64_t nstacks = sqlite3_column_int64(tot, 2), nbig = sqlite3_column_int64(tot, 3);
     if (!nbig)
-        out__table_note(c.out, o.min_bytes ? "no stack leaks %lld bytes or more"
-                                           : "no leaks",
-                        (long long)o.min_bytes);
+        out__table_note(q->out, q->o.min_bytes ? "no stack leaks %lld bytes or more"
+                                               : "no leaks",
+                        (long long)q->o.min_bytes);
     struct out_val t[T_N] = {
         [T_BYTES] = vh_col_val(tot, 0),
         [T_BLOCKS] = vh_col_val(tot, 1),
@@ -141,16 +127,12 @@ static int run(int argc, char **argv)
         [T_BIG] = OV_I(nbig),
         [T_SHOWN] = OV_I(c.shown),
     };
-    if ((rc = out__section(c.out, "totals", OUT_OBJECT, NULL, tcols, T_N)) ||
-        (rc = out__row(c.out, t, NULL)))
-        goto out;
-    rc = vh_out_end(cmd, c.out);
-    c.out = NULL;
-out:
-    out__abort(c.out);
-    sqlite3_finalize(rows);
-    sqlite3_finalize(tot);
-    vh_stacks__free(c.stacks);
-    sqlite3_close(db);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    if ((rc = out__section(q->out, "totals", OUT_OBJECT, NULL, tcols, T_N)))
+        return rc;
+    return out__row(q->out, t, NULL);
+}
+
+static int run(int argc, char **argv)
+{
+    return vh_query_run(&cmd_leaks, VH_QOPT_MIN_BYTES, 1, argc, argv, list);
 }

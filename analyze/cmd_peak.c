@@ -1,7 +1,6 @@
 /* cmd_peak.c — `vheap-analyze peak`: what was live at the moment each heap
  * reached its peak (largest live requested bytes), by allocating stack —
  * the loader attributes the peak exactly (stack_stats.peak_bytes). */
-#include <errno.h>
 #include <stdio.h>
 
 #include "analyze/query_opts.h"
@@ -65,76 +64,52 @@ static const struct out_col scols[S_N] = {
 /* ?1 heap */
 #define HEAP_FILTER " " VH_HEAP_SEL("h.id", "?1")
 
-struct ctx {
-    struct out *out;
-    struct vh_stacks *stacks;
-};
-
 static int heap_row(sqlite3_stmt *st, void *arg)
 {
-    struct ctx *c = arg;
-    struct out_val v[H_N];
-    for (int i = 0; i < H_N; i++)
-        v[i] = vh_col_val(st, i);
-    return out__row(c->out, v, NULL);
+    return vh_query__stack_row(arg, st, H_N, -1);
 }
 
 static int stack_row(sqlite3_stmt *st, void *arg)
 {
-    struct ctx *c = arg;
-    return vh_stack_row(&cmd_peak, c->out, c->stacks, st, S_N, S_STACK);
+    return vh_query__stack_row(arg, st, S_N, S_STACK);
+}
+
+static int list(struct vh_query *q)
+{
+    sqlite3_stmt *heaps, *rows;
+    int rc;
+    if ((rc = vh_query__prepare(q,
+                                "SELECT h.id, h.name, h.peak_bytes, h.peak_blocks, h.peak_time"
+                                " FROM heaps h WHERE" HEAP_FILTER " ORDER BY h.id",
+                                &heaps)) ||
+        (rc = vh_query__prepare(q,
+                                "SELECT h.id, h.name, s.stack_id, t.label, s.peak_bytes,"
+                                "       s.peak_blocks,"
+                                "       CASE WHEN h.peak_bytes > 0"
+                                "            THEN round(100.0 * s.peak_bytes / h.peak_bytes, 2)"
+                                "       END,"
+                                "       s.allocations, s.max_live_bytes"
+                                " FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
+                                " LEFT JOIN tags t ON t.id = s.tag_id AND s.tag_id != 0"
+                                " WHERE" HEAP_FILTER
+                                "   AND (s.peak_bytes > 0 OR s.peak_blocks > 0)"
+                                " ORDER BY s.peak_bytes DESC, s.peak_blocks DESC, h.id,"
+                                "          s.stack_id, s.tag_id"
+                                " LIMIT ?2",
+                                &rows)))
+        return rc;
+    vh_bind_heap(heaps, 1, &q->o);
+    vh_bind_heap(rows, 1, &q->o);
+    sqlite3_bind_int64(rows, 2, vh_qopts_sql_limit(&q->o));
+    if ((rc = out__section(q->out, "heaps", OUT_RECORDS, NULL, hcols, H_N)) ||
+        (rc = vh_step_all(q->cmd, q->db, heaps, heap_row, q)) ||
+        (rc = out__section(q->out, "peak", OUT_LIST, "live at the peak, by stack:", scols,
+                           S_N)))
+        return rc;
+    return vh_step_all(q->cmd, q->db, rows, stack_row, q);
 }
 
 static int run(int argc, char **argv)
 {
-    const struct vh_command *cmd = &cmd_peak;
-    struct vh_qopts o;
-    struct ctx c = { 0 };
-    sqlite3 *db = NULL;
-    sqlite3_stmt *heaps = NULL, *rows = NULL;
-    if (vh_qopts_parse(cmd, 0, argc, argv, &o))
-        return VH_EXIT_USAGE;
-    if (vh_query_open(cmd, &o, &db))
-        return VH_EXIT_DATA;
-    int rc = -ENOMEM;
-    if (!(c.out = vh_out_begin(&o)))
-        goto out;
-    if ((rc = vh_stacks__open(cmd, db, o.depth, &c.stacks)))
-        goto out;
-    if ((rc = vh_prepare(cmd, db,
-                         "SELECT h.id, h.name, h.peak_bytes, h.peak_blocks, h.peak_time"
-                         " FROM heaps h WHERE" HEAP_FILTER " ORDER BY h.id",
-                         &heaps)) ||
-        (rc = vh_prepare(cmd, db,
-                         "SELECT h.id, h.name, s.stack_id, t.label, s.peak_bytes,"
-                         "       s.peak_blocks,"
-                         "       CASE WHEN h.peak_bytes > 0"
-                         "            THEN round(100.0 * s.peak_bytes / h.peak_bytes, 2) END,"
-                         "       s.allocations, s.max_live_bytes"
-                         " FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
-                         " LEFT JOIN tags t ON t.id = s.tag_id AND s.tag_id != 0"
-                         " WHERE" HEAP_FILTER " AND (s.peak_bytes > 0 OR s.peak_blocks > 0)"
-                         " ORDER BY s.peak_bytes DESC, s.peak_blocks DESC, h.id, s.stack_id,"
-                         "          s.tag_id"
-                         " LIMIT ?2",
-                         &rows)))
-        goto out;
-    vh_bind_heap(heaps, 1, &o);
-    vh_bind_heap(rows, 1, &o);
-    sqlite3_bind_int64(rows, 2, o.limit ? o.limit : -1);
-    if ((rc = out__section(c.out, "heaps", OUT_RECORDS, NULL, hcols, H_N)) ||
-        (rc = vh_step_all(cmd, db, heaps, heap_row, &c)) ||
-        (rc = out__section(c.out, "peak", OUT_LIST, "live at the peak, by stack:", scols,
-                           S_N)) ||
-        (rc = vh_step_all(cmd, db, rows, stack_row, &c)))
-        goto out;
-    rc = vh_out_end(cmd, c.out);
-    c.out = NULL;
-out:
-    out__abort(c.out);
-    sqlite3_finalize(heaps);
-    sqlite3_finalize(rows);
-    vh_stacks__free(c.stacks);
-    sqlite3_close(db);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    return vh_query_run(&cmd_peak, 0, 1, argc, argv, list);
 }

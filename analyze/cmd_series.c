@@ -16,6 +16,7 @@
 
 #include "analyze/db.h"
 #include "analyze/events.h"
+#include "analyze/export.h"
 #include "analyze/query_opts.h"
 #include "analyze/series.h"
 
@@ -89,74 +90,39 @@ struct sopts {
     int per_event;
     int64_t top;
     uint64_t from, to;
-    int has_from, has_to, limit_given;
+    int has_from, has_to;
     const char *svg;
 };
-
-static int is_opt(const char *arg, const char *name)
-{
-    size_t n = strlen(name);
-    return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
-}
 
 /* Takes this command's own options out of argv and hands the rest to the
  * shared parser, so that the common ones behave as in every command. */
 static int parse_opts(const struct vh_command *cmd, enum vh_series_mode mode, int argc,
                       char **argv, struct sopts *o)
 {
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
     const char *interval = NULL, *top = NULL, *from = NULL, *to = NULL;
-    int nrest = 0, rc = -EINVAL, operands = 0;
-    if (!rest)
-        return -ENOMEM;
+    int chart = mode == VH_SERIES_CHART;
+    const struct vh_opt own[] = {
+        VH_OPT_VALUE("--interval", &interval), VH_OPT_VALUE("--top", &top),
+        VH_OPT_VALUE("--from", &from),         VH_OPT_VALUE("--to", &to),
+        /* series draws the charts on request, chart always */
+        VH_OPT_VALUE(chart ? "-o" : "--svg", &o->svg),
+        VH_OPT_VALUE(chart ? "--output" : NULL, &o->svg),
+    };
+
     memset(o, 0, sizeof *o);
     o->top = 5;
-    rest[nrest++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], **dst = NULL, *name = NULL;
-        if (operands || !strcmp(a, "--")) {
-            operands = 1;
-            rest[nrest++] = argv[i];
-            continue;
-        }
-        if (is_opt(a, "--interval"))
-            dst = &interval, name = "--interval";
-        else if (is_opt(a, "--top"))
-            dst = &top, name = "--top";
-        else if (is_opt(a, "--from"))
-            dst = &from, name = "--from";
-        else if (is_opt(a, "--to"))
-            dst = &to, name = "--to";
-        else if (mode == VH_SERIES_TABLE && is_opt(a, "--svg"))
-            dst = &o->svg, name = "--svg";
-        else if (mode == VH_SERIES_CHART && (is_opt(a, "-o") || is_opt(a, "--output")))
-            dst = &o->svg, name = a[1] == 'o' ? "-o" : "--output";
-        if (!dst) {
-            if (is_opt(a, "--limit"))
-                o->limit_given = 1;
-            rest[nrest++] = argv[i];
-            continue;
-        }
-        size_t n = strlen(name);
-        if (a[n] == '=') {
-            *dst = a + n + 1;
-        } else if (i + 1 < argc) {
-            *dst = argv[++i];
-        } else {
-            vh_errorf(cmd->name, "%s needs a value (see --help)", name);
-            goto out;
-        }
-    }
-    if (vh_qopts_parse(cmd, VH_QOPT_BY, nrest, rest, &o->q))
-        goto out;
-    if (!o->limit_given)
+    int rc = vh_qopts_parse_own(cmd, VH_QOPT_BY, own, sizeof own / sizeof own[0], argc, argv,
+                                &o->q);
+    if (rc)
+        return rc;
+    if (!o->q.limit_given)
         o->q.limit = 0;
     if (interval && !strcmp(interval, "event")) {
         o->per_event = 1;
     } else if (interval && (vh_parse_time(interval, &o->interval) || !o->interval)) {
         vh_errorf(cmd->name, "--interval: '%s' is not a duration like 100ms, 1s, 250us or "
                              "'event'", interval);
-        goto out;
+        return -EINVAL;
     }
     if (top) {
         char *end;
@@ -164,32 +130,29 @@ static int parse_opts(const struct vh_command *cmd, enum vh_series_mode mode, in
         long long v = strtoll(top, &end, 10);
         if (errno || end == top || *end || v < 0 || v > MAX_TOP) {
             vh_errorf(cmd->name, "--top: '%s' is not a count from 0 to %d", top, MAX_TOP);
-            goto out;
+            return -EINVAL;
         }
         o->top = v;
     }
     if (from && vh_parse_time(from, &o->from)) {
         vh_errorf(cmd->name, "--from: '%s' is not a time like 1.5s or 200ms", from);
-        goto out;
+        return -EINVAL;
     }
     if (to && vh_parse_time(to, &o->to)) {
         vh_errorf(cmd->name, "--to: '%s' is not a time like 1.5s or 200ms", to);
-        goto out;
+        return -EINVAL;
     }
     o->has_from = from != NULL;
     o->has_to = to != NULL;
     if (from && to && o->to <= o->from) {
         vh_errorf(cmd->name, "--to (%s) must be after --from (%s)", to, from);
-        goto out;
+        return -EINVAL;
     }
     if (o->svg && !*o->svg) {
         vh_errorf(cmd->name, "an empty file name for the chart");
-        goto out;
+        return -EINVAL;
     }
-    rc = 0;
-out:
-    free(rest);
-    return rc;
+    return 0;
 }
 
 /* ---- state ----------------------------------------------------------------- */
@@ -204,20 +167,6 @@ struct top {
 struct topkey {
     uint32_t heap, stack;
     int k;
-};
-
-/* Live blocks of the top stacks: (heap, addr) -> top index. Only what the
- * split needs that an event does not carry: an in-place resize names the
- * new stack, not the one the block had. */
-struct bslot {
-    uint64_t addr;
-    uint32_t heap;
-    int32_t k;                     /* -1: empty                              */
-};
-
-struct bmap {
-    struct bslot *s;
-    size_t mask, count;
 };
 
 struct ctx {
@@ -246,7 +195,7 @@ struct ctx {
     uint64_t *slive;               /* nrows x ntop                           */
     uint64_t init_live, *init_slive;
     uint64_t live, *cur;           /* replay state                           */
-    struct bmap blocks;
+    struct vh_map *blocks;         /* live blocks of the top stacks (bmap_) */
     int coarse, truncated;
 
     struct vh_series_mark *marks;
@@ -269,71 +218,28 @@ static const struct measure {
 
 /* ---- the block map -------------------------------------------------------- */
 
-static inline size_t bhash(uint64_t addr, uint32_t heap)
+/* Live blocks of the top stacks: (addr, heap) -> top index, in a vh_map
+ * made on first use. Only what the split needs that an event does not
+ * carry: an in-place resize names the new stack, not the one the block had. */
+static int bmap_put(struct vh_map **m, uint64_t addr, uint32_t heap, int k)
 {
-    uint64_t x = addr ^ ((uint64_t)heap << 47) ^ (addr >> 29);
-    x *= 0x9e3779b97f4a7c15ull;
-    return (size_t)(x ^ (x >> 32));
-}
-
-static int bmap_put(struct bmap *m, uint64_t addr, uint32_t heap, int k)
-{
-    if ((m->count + 1) * 2 > (m->s ? m->mask + 1 : 0)) {
-        size_t ncap = m->s ? (m->mask + 1) * 2 : 1024;
-        struct bslot *ns = malloc(ncap * sizeof *ns);
-        if (!ns)
-            return -ENOMEM;
-        for (size_t i = 0; i < ncap; i++)
-            ns[i].k = -1;
-        for (size_t i = 0; m->s && i <= m->mask; i++) {
-            if (m->s[i].k < 0)
-                continue;
-            size_t j = bhash(m->s[i].addr, m->s[i].heap) & (ncap - 1);
-            while (ns[j].k >= 0)
-                j = (j + 1) & (ncap - 1);
-            ns[j] = m->s[i];
-        }
-        free(m->s);
-        m->s = ns;
-        m->mask = ncap - 1;
-    }
-    size_t j = bhash(addr, heap) & m->mask;
-    while (m->s[j].k >= 0 && !(m->s[j].addr == addr && m->s[j].heap == heap))
-        j = (j + 1) & m->mask;
-    if (m->s[j].k < 0)
-        m->count++;
-    m->s[j] = (struct bslot){ addr, heap, k };
+    int existed;
+    struct vh_map_ent *e;
+    if ((!*m && !(*m = vh_map__new())) || !(e = vh_map__insert(*m, addr, heap, &existed)))
+        return -ENOMEM;
+    e->v1 = (uint64_t)k;
     return 0;
 }
 
-/* Removes (heap, addr) and returns its top index, or -1 if absent. Linear
- * probing with backward shift: no tombstones to slow later probes. */
-static int bmap_take(struct bmap *m, uint64_t addr, uint32_t heap)
+/* Removes (addr, heap) and returns its top index, or -1 if absent. */
+static int bmap_take(struct vh_map *m, uint64_t addr, uint32_t heap)
 {
-    if (!m->count)
+    struct vh_map_ent *e = m ? vh_map__find(m, addr, heap) : NULL;
+    if (!e)
         return -1;
-    size_t j = bhash(addr, heap) & m->mask;
-    while (m->s[j].k >= 0 && !(m->s[j].addr == addr && m->s[j].heap == heap))
-        j = (j + 1) & m->mask;
-    if (m->s[j].k < 0)
-        return -1;
-    int k = m->s[j].k;
-    m->count--;
-    for (size_t i = j;;) {
-        m->s[i].k = -1;
-        size_t n = i;
-        for (;;) {
-            n = (n + 1) & m->mask;
-            if (m->s[n].k < 0)
-                return k;
-            size_t home = bhash(m->s[n].addr, m->s[n].heap) & m->mask;
-            /* n's entry may move to i if its home is not in (i, n] */
-            if (i <= n ? (home <= i || home > n) : (home <= i && home > n))
-                break;
-        }
-        m->s[i] = m->s[n];
-        i = n;
-    }
+    int k = (int)e->v1;
+    vh_map__remove(m, e);
+    return k;
 }
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -1061,7 +967,7 @@ static int apply(struct ctx *c, const struct vh_ev *ev, struct vh_series_row *r)
         /* realloc halves, heap destroys and implied frees are no free() */
         if (!(ev->flags & (VH_EVF_REALLOC | VH_EVF_DESTROY | VH_EVF_IMPLICIT)))
             r->frees++;
-        if ((k = bmap_take(&c->blocks, ev->addr, ev->heap_id)) >= 0)
+        if ((k = bmap_take(c->blocks, ev->addr, ev->heap_id)) >= 0)
             c->cur[k] -= ev->size < c->cur[k] ? ev->size : c->cur[k];
         break;
     case VH_EV_RESIZE:
@@ -1070,7 +976,7 @@ static int apply(struct ctx *c, const struct vh_ev *ev, struct vh_series_row *r)
         r->allocs++;
         r->bytes_alloc += ev->size;
         r->bytes_freed += ev->old_size;
-        if ((k = bmap_take(&c->blocks, ev->addr, ev->heap_id)) >= 0)
+        if ((k = bmap_take(c->blocks, ev->addr, ev->heap_id)) >= 0)
             c->cur[k] -= ev->old_size < c->cur[k] ? ev->old_size : c->cur[k];
         /* the block now counts for the realloc's stack, as in stack_stats */
         if ((k = top_of(c, ev->heap_id, ev->stack_id)) >= 0) {
@@ -1080,7 +986,7 @@ static int apply(struct ctx *c, const struct vh_ev *ev, struct vh_series_row *r)
         }
         break;
     case VH_EV_MOVE:
-        if ((k = bmap_take(&c->blocks, ev->addr, ev->heap_id)) >= 0 &&
+        if ((k = bmap_take(c->blocks, ev->addr, ev->heap_id)) >= 0 &&
             bmap_put(&c->blocks, ev->to, ev->heap_id, k))
             return -ENOMEM;
         break;
@@ -1633,7 +1539,7 @@ out:
     free(c.slive);
     free(c.init_slive);
     free(c.cur);
-    free(c.blocks.s);
+    vh_map__free(c.blocks);
     free(c.heap_on);
     free(c.hsel);
     free(c.exe);

@@ -2,7 +2,6 @@
  * measure (heaptrack_print's most-calls, most-temporary, peak and leak lists,
  * plus bytes, largest own live set, slack and failures), from stack_stats;
  * with --by-tag the same measures per tag (vheap_tag_push labels) instead. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -138,168 +137,139 @@ static int tag_col(int stack_col)
     }
 }
 
-struct ctx {
-    struct out *out;
-    struct vh_stacks *stacks;
-    int table;
-};
-
-static int top_row(sqlite3_stmt *st, void *arg)
+static int stack_row(sqlite3_stmt *st, void *arg)
 {
-    struct ctx *c = arg;
-    return vh_stack_row(&cmd_top, c->out, c->stacks, st, C_N, C_STACK);
+    return vh_query__stack_row(arg, st, C_N, C_STACK);
 }
 
 static int tag_row(sqlite3_stmt *st, void *arg)
 {
-    struct ctx *c = arg;
+    struct vh_query *q = arg;
     struct out_val v[G_N];
     for (int i = 0; i < G_N; i++)
         v[i] = vh_col_val(st, i);
     /* tag 0 has no label: null for scripts, a word for people */
-    if (v[G_TAG].kind == OV_NULL && c->table)
+    if (v[G_TAG].kind == OV_NULL && q->o.format == OUT_TABLE)
         v[G_TAG] = OV_S("(none)");
-    return out__row(c->out, v, NULL);
+    return out__row(q->out, v, NULL);
 }
 
-/* top --by-tag: sums of stack_stats per tag over the heaps chosen. */
-static int run_by_tag(const struct vh_command *cmd, const struct vh_qopts *o,
-                      const struct measure *m, sqlite3 *db, struct ctx *c)
-{
-    sqlite3_stmt *rows = NULL, *count = NULL;
-    struct out_col cols[G_N];
-    char sql[2048], title[160];
-    int rc, col = tag_col(m->col);
-
-    memcpy(cols, tag_cols, sizeof cols);
-    cols[col].flags &= ~OUT_F_NO_TABLE;
+/* The two rankings: of stacks, and (--by-tag) of tags. Their SQL takes the
+ * measure's expression where it says %s; ?1 is --heap, ?2 the limit. */
+static const struct ranking {
+    const char *rows, *count;
+    const char *section, *noun;
+    const char *none;              /* a table note when nothing ranks        */
+    const struct out_col *cols;
+    int ncols;
+    int (*row)(sqlite3_stmt *st, void *arg);
+} by_stack = {
+    /* One row per (heap, stack, tag): tags split a stack's numbers. */
+    .rows = "SELECT h.id, h.name, s.stack_id, t.label, s.allocations, s.bytes_allocated,"
+            "       s.temporary, s.peak_bytes, s.leaked_bytes, s.max_live_bytes,"
+            "       s.usable_allocated - s.bytes_allocated, s.failed, s.frees,"
+            "       s.peak_blocks, s.leaked_blocks"
+            " FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
+            " LEFT JOIN tags t ON t.id = s.tag_id AND s.tag_id != 0"
+            " WHERE " VH_HEAP_SEL("h.id", "?1") " AND %s > 0"
+            " ORDER BY %s DESC, s.allocations DESC, h.id, s.stack_id, s.tag_id"
+            " LIMIT ?2",
+    .count = "SELECT count(*) FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
+             " WHERE " VH_HEAP_SEL("h.id", "?1") " AND %s > 0",
+    .section = "top",
+    .noun = "stacks",
+    .cols = base_cols,
+    .ncols = C_N,
+    .row = stack_row,
+}, by_tag = {
     /* The heap column names the heap when the tag lives in one only. */
-    snprintf(sql, sizeof sql,
-             "SELECT s.tag_id, t.label, count(DISTINCT s.heap_id),"
-             "       CASE WHEN count(DISTINCT h.name) = 1 THEN min(h.name)"
-             "            ELSE count(DISTINCT h.name) || ' heaps' END,"
-             "       count(DISTINCT s.stack_id), sum(s.allocations), sum(s.bytes_allocated),"
-             "       sum(s.temporary), sum(s.peak_bytes), sum(s.leaked_bytes),"
-             "       sum(s.usable_allocated - s.bytes_allocated), sum(s.failed), sum(s.frees),"
-             "       sum(s.peak_blocks), sum(s.leaked_blocks)"
-             " FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
-             " LEFT JOIN tags t ON t.id = s.tag_id AND s.tag_id != 0"
-             " WHERE " VH_HEAP_SEL("h.id", "?1")
-             " GROUP BY s.tag_id HAVING sum(%s) > 0"
-             " ORDER BY sum(%s) DESC, sum(s.allocations) DESC, s.tag_id"
-             " LIMIT ?2",
-             m->expr, m->expr);
-    if ((rc = vh_prepare(cmd, db, sql, &rows)))
-        goto out;
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM (SELECT 1 FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
+    .rows = "SELECT s.tag_id, t.label, count(DISTINCT s.heap_id),"
+            "       CASE WHEN count(DISTINCT h.name) = 1 THEN min(h.name)"
+            "            ELSE count(DISTINCT h.name) || ' heaps' END,"
+            "       count(DISTINCT s.stack_id), sum(s.allocations), sum(s.bytes_allocated),"
+            "       sum(s.temporary), sum(s.peak_bytes), sum(s.leaked_bytes),"
+            "       sum(s.usable_allocated - s.bytes_allocated), sum(s.failed), sum(s.frees),"
+            "       sum(s.peak_blocks), sum(s.leaked_blocks)"
+            " FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
+            " LEFT JOIN tags t ON t.id = s.tag_id AND s.tag_id != 0"
+            " WHERE " VH_HEAP_SEL("h.id", "?1")
+            " GROUP BY s.tag_id HAVING sum(%s) > 0"
+            " ORDER BY sum(%s) DESC, sum(s.allocations) DESC, s.tag_id"
+            " LIMIT ?2",
+    .count = "SELECT count(*) FROM (SELECT 1 FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
              " WHERE " VH_HEAP_SEL("h.id", "?1")
              " GROUP BY s.tag_id HAVING sum(%s) > 0)",
-             m->expr);
-    if ((rc = vh_prepare(cmd, db, sql, &count)))
-        goto out;
-    vh_bind_heap(rows, 1, o);
-    sqlite3_bind_int64(rows, 2, o->limit ? o->limit : -1);
-    vh_bind_heap(count, 1, o);
-    if ((rc = vh_step_one(cmd, db, count)))
-        goto out;
+    .section = "tags",
+    .noun = "tags",
+    .none = "no allocation has a %s",
+    .cols = tag_cols,
+    .ncols = G_N,
+    .row = tag_row,
+};
+
+/* Lists what `r` ranks by measure `m`, its column `col` shown in tables;
+ * the columns are copied into `cols`, which must outlive q->out. */
+static int rank(struct vh_query *q, const struct ranking *r, const struct measure *m, int col,
+                struct out_col cols[VH_ROW_MAX])
+{
+    sqlite3_stmt *rows, *count;
+    char sql[2048], title[160];
+    int rc;
+
+    memcpy(cols, r->cols, (size_t)r->ncols * sizeof *cols);
+    cols[col].flags &= ~OUT_F_NO_TABLE;
+    snprintf(sql, sizeof sql, r->rows, m->expr, m->expr);
+    if ((rc = vh_query__prepare(q, sql, &rows)))
+        return rc;
+    snprintf(sql, sizeof sql, r->count, m->expr);
+    if ((rc = vh_query__prepare(q, sql, &count)))
+        return rc;
+    vh_bind_heap(rows, 1, &q->o);
+    sqlite3_bind_int64(rows, 2, vh_qopts_sql_limit(&q->o));
+    vh_bind_heap(count, 1, &q->o);
+    if ((rc = vh_step_one(q->cmd, q->db, count)))
+        return rc;
     long long total = sqlite3_column_int64(count, 0);
-    long long shown = o->limit && o->limit < total ? o->limit : total;
-    snprintf(title, sizeof title, "top %lld of %lld tags by %s", shown, total, m->what);
-    if ((rc = out__section(c->out, "tags", OUT_LIST, title, cols, G_N)) ||
-        (rc = vh_step_all(cmd, db, rows, tag_row, c)))
-        goto out;
-    if (!total)
-        out__table_note(c->out, "no allocation has a %s", m->what);
-    rc = vh_out_end(cmd, c->out);
-    c->out = NULL;
-out:
-    sqlite3_finalize(rows);
-    sqlite3_finalize(count);
-    return rc;
+    long long shown = q->o.limit && q->o.limit < total ? q->o.limit : total;
+    snprintf(title, sizeof title, "top %lld of %lld %s by %s", shown, total, r->noun, m->what);
+    if ((rc = out__section(q->out, r->section, OUT_LIST, title, cols, (size_t)r->ncols)) ||
+        (rc = vh_step_all(q->cmd, q->db, rows, r->row, q)))
+        return rc;
+    if (!total && r->none)
+        out__table_note(q->out, r->none, m->what);
+    return 0;
+}
+
+/* --by and --by-tag, checked before the DB is opened. */
+static int choose_measure(struct vh_query *q, const struct measure **out)
+{
+    const struct measure *m = &measures[0];
+    if (q->o.by) {
+        m = NULL;
+        for (size_t i = 0; i < sizeof measures / sizeof measures[0]; i++)
+            if (!strcmp(q->o.by, measures[i].name))
+                m = &measures[i];
+        if (!m)
+            return vh_query__usage(q, "--by: '%s' is not one of allocations, bytes, temporary, "
+                                      "peak, leaked, max-live, slack, failed", q->o.by);
+    }
+    if (q->o.by_tag && tag_col(m->col) < 0)
+        return vh_query__usage(q, "--by %s does not add up per tag: use it without --by-tag",
+                               m->name);
+    *out = m;
+    return 0;
 }
 
 static int run(int argc, char **argv)
 {
-    const struct vh_command *cmd = &cmd_top;
-    struct vh_qopts o;
-    struct ctx c = { 0 };
-    sqlite3 *db = NULL;
-    sqlite3_stmt *rows = NULL, *count = NULL;
-    const struct measure *m = &measures[0];
-    struct out_col cols[C_N];
-    char sql[2048], title[160];
+    struct vh_query q;
+    const struct measure *m = NULL;
+    struct out_col cols[VH_ROW_MAX];
+    int rc;
 
-    if (vh_qopts_parse(cmd, VH_QOPT_BY | VH_QOPT_BY_TAG, argc, argv, &o))
-        return VH_EXIT_USAGE;
-    if (o.by) {
-        m = NULL;
-        for (size_t i = 0; i < sizeof measures / sizeof measures[0]; i++)
-            if (!strcmp(o.by, measures[i].name))
-                m = &measures[i];
-        if (!m) {
-            vh_errorf(cmd->name, "--by: '%s' is not one of allocations, bytes, temporary, "
-                                 "peak, leaked, max-live, slack, failed", o.by);
-            return VH_EXIT_USAGE;
-        }
-    }
-    if (o.by_tag && tag_col(m->col) < 0) {
-        vh_errorf(cmd->name, "--by %s does not add up per tag: use it without --by-tag", m->name);
-        return VH_EXIT_USAGE;
-    }
-    memcpy(cols, base_cols, sizeof cols);
-    cols[m->col].flags &= ~OUT_F_NO_TABLE;
-
-    if (vh_query_open(cmd, &o, &db))
-        return VH_EXIT_DATA;
-    int rc = -ENOMEM;
-    c.table = o.format == OUT_TABLE;
-    if (!(c.out = vh_out_begin(&o)))
-        goto out;
-    if (o.by_tag) {
-        rc = run_by_tag(cmd, &o, m, db, &c);
-        goto out;
-    }
-    if ((rc = vh_stacks__open(cmd, db, o.depth, &c.stacks)))
-        goto out;
-    /* One row per (heap, stack, tag): tags split a stack's numbers. */
-    snprintf(sql, sizeof sql,
-             "SELECT h.id, h.name, s.stack_id, t.label, s.allocations, s.bytes_allocated,"
-             "       s.temporary, s.peak_bytes, s.leaked_bytes, s.max_live_bytes,"
-             "       s.usable_allocated - s.bytes_allocated, s.failed, s.frees,"
-             "       s.peak_blocks, s.leaked_blocks"
-             " FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
-             " LEFT JOIN tags t ON t.id = s.tag_id AND s.tag_id != 0"
-             " WHERE " VH_HEAP_SEL("h.id", "?1") " AND %s > 0"
-             " ORDER BY %s DESC, s.allocations DESC, h.id, s.stack_id, s.tag_id"
-             " LIMIT ?2",
-             m->expr, m->expr);
-    if ((rc = vh_prepare(cmd, db, sql, &rows)))
-        goto out;
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
-             " WHERE " VH_HEAP_SEL("h.id", "?1") " AND %s > 0",
-             m->expr);
-    if ((rc = vh_prepare(cmd, db, sql, &count)))
-        goto out;
-    vh_bind_heap(rows, 1, &o);
-    sqlite3_bind_int64(rows, 2, o.limit ? o.limit : -1);
-    vh_bind_heap(count, 1, &o);
-    if ((rc = vh_step_one(cmd, db, count)))
-        goto out;
-    long long total = sqlite3_column_int64(count, 0);
-    long long shown = o.limit && o.limit < total ? o.limit : total;
-    snprintf(title, sizeof title, "top %lld of %lld stacks by %s", shown, total, m->what);
-    if ((rc = out__section(c.out, "top", OUT_LIST, title, cols, C_N)) ||
-        (rc = vh_step_all(cmd, db, rows, top_row, &c)))
-        goto out;
-    rc = vh_out_end(cmd, c.out);
-    c.out = NULL;
-out:
-    out__abort(c.out);
-    sqlite3_finalize(rows);
-    sqlite3_finalize(count);
-    vh_stacks__free(c.stacks);
-    sqlite3_close(db);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    if (!(rc = vh_query__parse(&q, &cmd_top, VH_QOPT_BY | VH_QOPT_BY_TAG, argc, argv)) &&
+        !(rc = choose_measure(&q, &m)) && !(rc = vh_query__open(&q, !q.o.by_tag)))
+        rc = q.o.by_tag ? rank(&q, &by_tag, m, tag_col(m->col), cols)
+                        : rank(&q, &by_stack, m, m->col, cols);
+    return vh_query__finish(&q, rc);
 }

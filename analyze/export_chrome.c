@@ -263,50 +263,54 @@ out:
 
 /* ---- RSS and marks ---------------------------------------------------------------- */
 
-static int rss_track(struct ch *c, uint64_t *n)
+static void rss_row(struct ch *c, sqlite3_stmt *st)
+{
+    int64_t t = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
+    counter(c, "RSS", "bytes", t > 0 ? (uint64_t)t : 0, b > 0 ? (uint64_t)b : 0);
+}
+
+static void mark_row(struct ch *c, sqlite3_stmt *st)
+{
+    int64_t t = sqlite3_column_int64(st, 0);
+    begin(c);
+    vh_xout__puts(c->o, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"vheap.mark\",\"name\":");
+    json_str(c->o, (const char *)sqlite3_column_text(st, 2));
+    vh_xout__printf(c->o, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",", c->x->pid,
+                    (int64_t)sqlite3_column_int64(st, 1));
+    ts(c, t > 0 ? (uint64_t)t : 0);
+    vh_xout__puts(c->o, "}");
+}
+
+/* Writes an event per row of `sql` with `row`, counting them in *n; a
+ * failure is reported as "reading WHAT". */
+static int each_row(struct ch *c, const char *sql, const char *what,
+                    void (*row)(struct ch *c, sqlite3_stmt *st), uint64_t *n)
 {
     sqlite3_stmt *st = NULL;
-    int rc = vh_export_prepare(c->x, "SELECT time, bytes FROM rss ORDER BY time", &st);
+    int rc = vh_export_prepare(c->x, sql, &st);
     *n = 0;
     if (rc)
         return rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
-        counter(c, "RSS", "bytes", t > 0 ? (uint64_t)t : 0, b > 0 ? (uint64_t)b : 0);
+        row(c, st);
         (*n)++;
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
-        vh_errorf(c->x->cmd->name, "reading rss: %s", sqlite3_errmsg(c->x->db));
+        vh_errorf(c->x->cmd->name, "reading %s: %s", what, sqlite3_errmsg(c->x->db));
         return -EIO;
     }
     return 0;
 }
 
+static int rss_track(struct ch *c, uint64_t *n)
+{
+    return each_row(c, "SELECT time, bytes FROM rss ORDER BY time", "rss", rss_row, n);
+}
+
 static int marks(struct ch *c, uint64_t *n)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = vh_export_prepare(c->x, "SELECT time, tid, label FROM marks ORDER BY time", &st);
-    *n = 0;
-    if (rc)
-        return rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(st, 0);
-        begin(c);
-        vh_xout__puts(c->o, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"vheap.mark\",\"name\":");
-        json_str(c->o, (const char *)sqlite3_column_text(st, 2));
-        vh_xout__printf(c->o, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",", c->x->pid,
-                        (int64_t)sqlite3_column_int64(st, 1));
-        ts(c, t > 0 ? (uint64_t)t : 0);
-        vh_xout__puts(c->o, "}");
-        (*n)++;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        vh_errorf(c->x->cmd->name, "reading marks: %s", sqlite3_errmsg(c->x->db));
-        return -EIO;
-    }
-    return 0;
+    return each_row(c, "SELECT time, tid, label FROM marks ORDER BY time", "marks", mark_row, n);
 }
 
 /* --merge: the events of a JSON-array trace, copied as they are. urbit -j

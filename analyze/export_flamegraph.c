@@ -36,50 +36,22 @@ struct row {
     uint64_t value;
 };
 
-/* A growing line being built. */
-struct line {
-    char *s;
-    size_t n, cap;
-    int oom;
-};
-
-static void add(struct line *l, const char *s, size_t n)
-{
-    if (l->oom)
-        return;
-    if (l->n + n + 1 > l->cap) {
-        size_t cap = l->cap ? l->cap : 256;
-        while (cap < l->n + n + 1)
-            cap *= 2;
-        char *p = realloc(l->s, cap);
-        if (!p) {
-            l->oom = 1;
-            return;
-        }
-        l->s = p;
-        l->cap = cap;
-    }
-    memcpy(l->s + l->n, s, n);
-    l->n += n;
-    l->s[l->n] = 0;
-}
-
 /* One frame: ';' separates frames and a line break ends the record, so
  * neither may appear inside a name. */
-static void add_frame(struct line *l, const char *name)
+static void add_frame(struct out_buf *l, const char *name)
 {
-    size_t start = l->n;
-    if (l->n)
-        add(l, ";", 1);
-    add(l, name, strlen(name));
-    for (size_t i = start + (start ? 1 : 0); !l->oom && i < l->n; i++)
-        if (l->s[i] == ';')
-            l->s[i] = ':';
-        else if (l->s[i] == '\n' || l->s[i] == '\r')
-            l->s[i] = ' ';
+    size_t start = l->len;
+    if (l->len)
+        out_buf__add(l, ";", 1);
+    out_buf__puts(l, name);
+    for (size_t i = start + (start ? 1 : 0); !l->oom && i < l->len; i++)
+        if (l->p[i] == ';')
+            l->p[i] = ':';
+        else if (l->p[i] == '\n' || l->p[i] == '\r')
+            l->p[i] = ' ';
 }
 
-static void add_physical(struct line *l, const struct out_frame *f)
+static void add_physical(struct out_buf *l, const struct out_frame *f)
 {
     char buf[600];
     /* outermost first: the out-of-line function is the last inline entry */
@@ -173,7 +145,7 @@ int vh_export_flamegraph(struct vh_export *x)
     struct vh_strtab *lines = vh_strtab__new(), *roots = vh_strtab__new();
     struct vh_map *names = vh_map__new(), *seen = vh_map__new();
     struct vh_stacks *stacks = NULL;
-    struct line l = { 0 };
+    struct out_buf l = { 0 };
     uint64_t *values = NULL, total = 0;
     uint32_t *order = NULL;
     size_t vcap = 0;
@@ -183,10 +155,8 @@ int vh_export_flamegraph(struct vh_export *x)
         goto out;
     if ((rc = read_rows(x, &rows, &nrows)) || (rc = heap_names(x, names, roots)))
         goto out;
-    if ((rc = vh_stacks__new(x->db, x->depth, &stacks))) {
-        vh_errorf(x->cmd->name, "reading stacks: %s", sqlite3_errmsg(x->db));
+    if ((rc = vh_stacks__open(x->cmd, x->db, x->depth, &stacks)))
         goto out;
-    }
     for (size_t i = 0; i < nrows; i++) {
         if (!vh_map__insert(seen, rows[i].heap, 0, &existed)) {
             rc = -ENOMEM;
@@ -203,7 +173,7 @@ int vh_export_flamegraph(struct vh_export *x)
             rc = err ? err : -EIO;
             goto out;
         }
-        l.n = 0;
+        l.len = 0;
         if (nheaps_seen > 1) {
             struct vh_map_ent *e = vh_map__find(names, rows[i].heap, 0);
             add_frame(&l, e ? vh_strtab__get(roots, (uint32_t)e->v1) : "[heap ?]");
@@ -215,7 +185,7 @@ int vh_export_flamegraph(struct vh_export *x)
         for (size_t f = st->n; f-- > 0;)
             add_physical(&l, &st->frames[f]);
         out_stack__free(st);
-        uint32_t id = l.oom ? 0 : vh_strtab__intern(lines, l.s, l.n, &added);
+        uint32_t id = l.oom ? 0 : vh_strtab__intern(lines, l.p, l.len, &added);
         if (!id) {
             rc = -ENOMEM;
             goto out;
@@ -260,7 +230,7 @@ out:
     free(rows);
     free(values);
     free(order);
-    free(l.s);
+    free(l.p);
     vh_stacks__free(stacks);
     vh_strtab__free(lines);
     vh_strtab__free(roots);

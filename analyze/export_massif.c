@@ -476,10 +476,8 @@ int vh_export_massif(struct vh_export *x)
         !(m.slot_of = vh_map__new()) || !(m.paths = vh_map__new()) ||
         !(m.nodes = malloc(m.node_cap * sizeof *m.nodes)))
         goto out;
-    if ((rc = vh_stacks__new(x->db, x->depth, &m.stacks))) {
-        vh_errorf(x->cmd->name, "reading stacks: %s", sqlite3_errmsg(x->db));
+    if ((rc = vh_stacks__open(x->cmd, x->db, x->depth, &m.stacks)))
         goto out;
-    }
     if ((rc = evstream__open(x->db, 0, &es, err, sizeof err))) {
         vh_errorf(x->cmd->name, "the event stream: %s", err);
         goto out;

@@ -258,15 +258,9 @@ void out__abort(struct out *o)
         free_all(o);
 }
 
-/* ---- a growable string for cell text ------------------------------------- */
+/* ---- a growable string (output.h) ---------------------------------------- */
 
-struct buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-};
-
-static void buf_add(struct buf *b, const char *s, size_t n)
+void out_buf__add(struct out_buf *b, const char *s, size_t n)
 {
     if (b->oom)
         return;
@@ -287,45 +281,50 @@ static void buf_add(struct buf *b, const char *s, size_t n)
     b->p[b->len] = 0;
 }
 
-static void buf_puts(struct buf *b, const char *s) { buf_add(b, s, strlen(s)); }
+void out_buf__puts(struct out_buf *b, const char *s) { out_buf__add(b, s, strlen(s)); }
 
-static void buf_printf(struct buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void buf_printf(struct buf *b, const char *fmt, ...)
+int out__vprint(void (*sink)(void *arg, const char *s, size_t n), void *arg, const char *fmt,
+                va_list ap)
 {
-    char tmp[256];
+    char small[512], *text = small;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= 0 && (size_t)n >= sizeof small) {
+        if ((text = malloc((size_t)n + 1)))
+            vsnprintf(text, (size_t)n + 1, fmt, again);
+        else
+            n = -ENOMEM;
+    }
+    va_end(again);
+    if (n >= 0)
+        sink(arg, text, (size_t)n);
+    if (text != small)
+        free(text);
+    return n < 0 && n != -ENOMEM ? -EINVAL : n;
+}
+
+static void buf_sink(void *b, const char *s, size_t n) { out_buf__add(b, s, n); }
+
+void out_buf__printf(struct out_buf *b, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n < sizeof tmp) {
-        buf_add(b, tmp, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (!big) {
+    if (out__vprint(buf_sink, b, fmt, ap) == -ENOMEM)
         b->oom = 1;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    buf_add(b, big, (size_t)n);
-    free(big);
 }
 
 /* Terminal-safe text: control characters (from file names in a capture) must
  * not move the cursor or break the table's layout. */
-static void buf_safe(struct buf *b, const char *s)
+static void buf_safe(struct out_buf *b, const char *s)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c < 0x20 || c == 0x7f)
-            buf_add(b, "?", 1);
+            out_buf__add(b, "?", 1);
         else
-            buf_add(b, s, 1);
+            out_buf__add(b, s, 1);
     }
 }
 
@@ -336,24 +335,24 @@ static int is_numeric(enum out_type t)
     return t == OUT_INT || t == OUT_BYTES || t == OUT_NS || t == OUT_REAL;
 }
 
-static void fmt_real(struct buf *b, double r)
+static void fmt_real(struct out_buf *b, double r)
 {
     if (!isfinite(r))
-        buf_puts(b, "-");
+        out_buf__puts(b, "-");
     else if (fabs(r) >= 100.0)
-        buf_printf(b, "%.0f", r);
+        out_buf__printf(b, "%.0f", r);
     else
-        buf_printf(b, "%.2f", r);
+        out_buf__printf(b, "%.2f", r);
 }
 
 /* The table text of one cell, without its note. */
 static void table_value(const struct out *o, const struct out_col *col,
-                        const struct cell *c, struct buf *b)
+                        const struct cell *c, struct out_buf *b)
 {
     char tmp[64];
     switch (c->kind) {
     case OV_NULL:
-        buf_puts(b, "-");
+        out_buf__puts(b, "-");
         return;
     case OV_TEXT:
         buf_safe(b, c->s);
@@ -361,13 +360,13 @@ static void table_value(const struct out *o, const struct out_col *col,
     case OV_WORDS:
         for (size_t w = 0; w < c->nwords; w++) {
             if (w)
-                buf_puts(b, " ");
+                out_buf__puts(b, " ");
             buf_safe(b, c->words[w]);
         }
         return;
     case OV_REAL:
         if (col->type == OUT_NS)
-            buf_printf(b, "%.3fs", c->r / 1e9);
+            out_buf__printf(b, "%.3fs", c->r / 1e9);
         else
             fmt_real(b, c->r);
         return;
@@ -377,33 +376,33 @@ static void table_value(const struct out *o, const struct out_col *col,
     switch (col->type) {
     case OUT_BYTES:
         if (o->flags & OUT_RAW_BYTES)
-            buf_printf(b, "%" PRId64, c->i);
+            out_buf__printf(b, "%" PRId64, c->i);
         else
-            buf_puts(b, out__human_bytes(c->i, tmp, sizeof tmp));
+            out_buf__puts(b, out__human_bytes(c->i, tmp, sizeof tmp));
         break;
     case OUT_NS:
-        buf_puts(b, out__human_ns(c->i, tmp, sizeof tmp));
+        out_buf__puts(b, out__human_ns(c->i, tmp, sizeof tmp));
         break;
     case OUT_BOOL:
-        buf_puts(b, c->i ? "yes" : "no");
+        out_buf__puts(b, c->i ? "yes" : "no");
         break;
     case OUT_REAL:
         fmt_real(b, (double)c->i);
         break;
     default:
-        buf_printf(b, "%" PRId64, c->i);
+        out_buf__printf(b, "%" PRId64, c->i);
         break;
     }
 }
 
 static void table_cell(const struct out *o, const struct out_col *col,
-                       const struct cell *c, struct buf *b)
+                       const struct cell *c, struct out_buf *b)
 {
     table_value(o, col, c, b);
     if (c->note && c->kind != OV_NULL) {
-        buf_puts(b, " (");
+        out_buf__puts(b, " (");
         buf_safe(b, c->note);
-        buf_puts(b, ")");
+        out_buf__puts(b, ")");
     }
 }
 
@@ -458,43 +457,43 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
-static void where(struct buf *b, const char *file, int64_t line)
+static void where(struct out_buf *b, const char *file, int64_t line)
 {
     if (!file)
         return;
-    buf_puts(b, " (");
+    out_buf__puts(b, " (");
     buf_safe(b, file);
     if (line > 0)
-        buf_printf(b, ":%" PRId64, line);
-    buf_puts(b, ")");
+        out_buf__printf(b, ":%" PRId64, line);
+    out_buf__puts(b, ")");
 }
 
 /* One line per function, innermost first; functions inlined into a physical
  * frame are marked, and the module is named on the out-of-line one. */
 static void table_stack(FILE *f, const struct out_stack *st, const char *indent)
 {
-    struct buf b = { 0 };
+    struct out_buf b = { 0 };
     for (size_t i = 0; i < st->n; i++) {
         const struct out_frame *fr = &st->frames[i];
         b.len = 0;
-        buf_puts(&b, indent);
+        out_buf__puts(&b, indent);
         if (fr->function)
             buf_safe(&b, fr->function);
         else
-            buf_printf(&b, "0x%" PRIx64, (uint64_t)fr->address);
+            out_buf__printf(&b, "0x%" PRIx64, (uint64_t)fr->address);
         where(&b, fr->file, fr->line);
         for (size_t j = 0; j < fr->ninlined; j++) {
             const struct out_inline *in = &fr->inlined[j];
-            buf_puts(&b, " [inlined]\n");
-            buf_puts(&b, indent);
+            out_buf__puts(&b, " [inlined]\n");
+            out_buf__puts(&b, indent);
             buf_safe(&b, in->function ? in->function : "??");
             where(&b, in->file, in->line);
         }
         if (fr->module) {
-            buf_puts(&b, " in ");
+            out_buf__puts(&b, " in ");
             buf_safe(&b, base_name(fr->module));
             if (!fr->function && fr->has_offset)
-                buf_printf(&b, "+0x%" PRIx64, (uint64_t)fr->offset);
+                out_buf__printf(&b, "+0x%" PRIx64, (uint64_t)fr->offset);
         }
         if (!b.oom)
             fprintf(f, "%s\n", b.p);
@@ -510,7 +509,7 @@ static void table_stack(FILE *f, const struct out_stack *st, const char *indent)
 
 static void table_records(const struct out *o, const struct section *s)
 {
-    struct buf b = { 0 };
+    struct out_buf b = { 0 };
     for (size_t i = 0; i < s->nrows; i++) {
         const struct row *r = &s->rows[i];
         if (i)
@@ -552,7 +551,7 @@ static void table_list(const struct out *o, const struct section *s)
         for (size_t c = 0; c < nc; c++) {
             if (!show[c])
                 continue;
-            struct buf b = { 0 };
+            struct out_buf b = { 0 };
             table_cell(o, &s->cols[c], &s->rows[i].cells[c], &b);
             text[i * nc + c] = b.p ? b.p : strdup("");
             size_t l = text[i * nc + c] ? strlen(text[i * nc + c]) : 0;
@@ -829,34 +828,34 @@ static void csv_field(FILE *f, const char *s)
 
 /* The stack as one field: "f (file:line) <- g (file:line) <- ...", inlined
  * callers in call order, like the schema's stack_text view. */
-static void csv_stack_text(struct buf *b, const struct out_stack *st)
+static void csv_stack_text(struct out_buf *b, const struct out_stack *st)
 {
     const char *sep = "";
     for (size_t i = 0; i < st->n; i++) {
         const struct out_frame *fr = &st->frames[i];
-        buf_puts(b, sep);
+        out_buf__puts(b, sep);
         if (fr->function)
-            buf_puts(b, fr->function);
+            out_buf__puts(b, fr->function);
         else if (fr->module && fr->has_offset)
-            buf_printf(b, "0x%" PRIx64 " (%s+0x%" PRIx64 ")", (uint64_t)fr->address,
+            out_buf__printf(b, "0x%" PRIx64 " (%s+0x%" PRIx64 ")", (uint64_t)fr->address,
                        base_name(fr->module), (uint64_t)fr->offset);
         else
-            buf_printf(b, "0x%" PRIx64, (uint64_t)fr->address);
+            out_buf__printf(b, "0x%" PRIx64, (uint64_t)fr->address);
         if (fr->file) {
-            buf_printf(b, " (%s", fr->file);
+            out_buf__printf(b, " (%s", fr->file);
             if (fr->line > 0)
-                buf_printf(b, ":%" PRId64, fr->line);
-            buf_puts(b, ")");
+                out_buf__printf(b, ":%" PRId64, fr->line);
+            out_buf__puts(b, ")");
         }
         for (size_t j = 0; j < fr->ninlined; j++) {
             const struct out_inline *in = &fr->inlined[j];
-            buf_puts(b, " <- ");
-            buf_puts(b, in->function ? in->function : "??");
+            out_buf__puts(b, " <- ");
+            out_buf__puts(b, in->function ? in->function : "??");
             if (in->file) {
-                buf_printf(b, " (%s", in->file);
+                out_buf__printf(b, " (%s", in->file);
                 if (in->line > 0)
-                    buf_printf(b, ":%" PRId64, in->line);
-                buf_puts(b, ")");
+                    out_buf__printf(b, ":%" PRId64, in->line);
+                out_buf__puts(b, ")");
             }
         }
         sep = " <- ";
@@ -865,7 +864,7 @@ static void csv_stack_text(struct buf *b, const struct out_stack *st)
 
 static void csv_cell(FILE *f, const struct out_col *col, const struct cell *c)
 {
-    struct buf b = { 0 };
+    struct out_buf b = { 0 };
     switch (c->kind) {
     case OV_NULL:
         return;
@@ -875,8 +874,8 @@ static void csv_cell(FILE *f, const struct out_col *col, const struct cell *c)
     case OV_WORDS:
         for (size_t w = 0; w < c->nwords; w++) {
             if (w)
-                buf_puts(&b, " ");
-            buf_puts(&b, c->words[w]);
+                out_buf__puts(&b, " ");
+            out_buf__puts(&b, c->words[w]);
         }
         csv_field(f, b.p ? b.p : "");
         free(b.p);
@@ -926,7 +925,7 @@ static void render_csv(struct out *o)
         if (stacks) {
             fputs(sep, f);
             if (r->stack) {
-                struct buf b = { 0 };
+                struct out_buf b = { 0 };
                 csv_stack_text(&b, r->stack);
                 csv_field(f, b.p ? b.p : "");
                 free(b.p);

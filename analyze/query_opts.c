@@ -1,9 +1,11 @@
-/* query_opts.c — option parsing, DB opening and stack reading shared by the
- * query commands (query_opts.h). Every statement binds its parameters: no
- * SQL is ever built from what the user typed. */
+/* query_opts.c — option parsing, DB opening, stack reading and the run of a
+ * query command, shared by the query commands (query_opts.h). Every
+ * statement binds its parameters: no SQL is ever built from what the user
+ * typed. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +63,27 @@ static int is_opt(const char *arg, const char *name)
     return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
 }
 
+static int unknown_opt(const struct vh_command *cmd, const char *arg)
+{
+    vh_errorf(cmd->name, "unknown option '%s' (see vheap-analyze %s --help)", arg, cmd->name);
+    return -EINVAL;
+}
+
+/* Option argv[*i], a count (a size if `sized`, parse_count): 0, or -EINVAL
+ * with "NAME: 'VALUE' is not WHAT" printed. */
+static int count_opt(const struct vh_command *cmd, const char *name, int sized, const char *what,
+                     int argc, char **argv, int *i, int64_t *out)
+{
+    const char *v = opt_value(cmd, name, argc, argv, i);
+    if (!v)
+        return -EINVAL;
+    if (parse_count(v, sized, out)) {
+        vh_errorf(cmd->name, "%s: '%s' is not %s", name, v, what);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char **argv,
                    struct vh_qopts *o)
 {
@@ -87,19 +110,14 @@ int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char 
                 return -EINVAL;
             }
         } else if (is_opt(a, "--limit")) {
-            if (!(v = opt_value(cmd, "--limit", argc, argv, &i)))
+            if (count_opt(cmd, "--limit", 0, "a count (0 = no limit)", argc, argv, &i,
+                          &o->limit))
                 return -EINVAL;
-            if (parse_count(v, 0, &o->limit)) {
-                vh_errorf(cmd->name, "--limit: '%s' is not a count (0 = no limit)", v);
-                return -EINVAL;
-            }
+            o->limit_given = 1;
         } else if (is_opt(a, "--depth")) {
-            if (!(v = opt_value(cmd, "--depth", argc, argv, &i)))
+            if (count_opt(cmd, "--depth", 0, "a count (0 = every frame)", argc, argv, &i,
+                          &o->depth))
                 return -EINVAL;
-            if (parse_count(v, 0, &o->depth)) {
-                vh_errorf(cmd->name, "--depth: '%s' is not a count (0 = every frame)", v);
-                return -EINVAL;
-            }
         } else if (is_opt(a, "--heap")) {
             if (!(v = opt_value(cmd, "--heap", argc, argv, &i)))
                 return -EINVAL;
@@ -107,12 +125,9 @@ int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char 
         } else if (!strcmp(a, "--bytes")) {
             o->raw_bytes = 1;
         } else if ((extra & VH_QOPT_MIN_BYTES) && is_opt(a, "--min-bytes")) {
-            if (!(v = opt_value(cmd, "--min-bytes", argc, argv, &i)))
+            if (count_opt(cmd, "--min-bytes", 1, "a size (e.g. 4096, 4K, 1MiB)", argc, argv,
+                          &i, &o->min_bytes))
                 return -EINVAL;
-            if (parse_count(v, 1, &o->min_bytes)) {
-                vh_errorf(cmd->name, "--min-bytes: '%s' is not a size (e.g. 4096, 4K, 1MiB)", v);
-                return -EINVAL;
-            }
         } else if ((extra & VH_QOPT_BY_TAG) && !strcmp(a, "--by-tag")) {
             o->by_tag = 1;
         } else if ((extra & VH_QOPT_BY) && is_opt(a, "--by")) {
@@ -120,9 +135,7 @@ int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char 
                 return -EINVAL;
             o->by = v;
         } else {
-            vh_errorf(cmd->name, "unknown option '%s' (see vheap-analyze %s --help)", a,
-                      cmd->name);
-            return -EINVAL;
+            return unknown_opt(cmd, a);
         }
     }
     if (!o->input) {
@@ -131,6 +144,48 @@ int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char 
         return -EINVAL;
     }
     return 0;
+}
+
+/* The entry of `own` that argument `a` names, or NULL. */
+static const struct vh_opt *own_opt(const struct vh_opt *own, size_t nown, const char *a)
+{
+    for (size_t k = 0; k < nown; k++)
+        if (own[k].name &&
+            (own[k].has_value ? is_opt(a, own[k].name) : !strcmp(a, own[k].name)))
+            return &own[k];
+    return NULL;
+}
+
+int vh_qopts_parse_own(const struct vh_command *cmd, unsigned extra, const struct vh_opt *own,
+                       size_t nown, int argc, char **argv, struct vh_qopts *o)
+{
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0, rc = -EINVAL, operands = 0;
+
+    if (!rest)
+        return -ENOMEM;
+    rest[nrest++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        const struct vh_opt *opt = NULL;
+        operands |= !strcmp(a, "--");
+        if (operands || !(opt = own_opt(own, nown, a))) {
+            rest[nrest++] = argv[i];
+        } else if (!opt->value && !opt->flag) {
+            unknown_opt(cmd, a);
+            goto out;
+        } else if (!opt->has_value) {
+            *opt->flag = 1;
+        } else if ((v = opt_value(cmd, opt->name, argc, argv, &i))) {
+            *opt->value = v;
+        } else {
+            goto out;
+        }
+    }
+    rc = vh_qopts_parse(cmd, extra, nrest, rest, o);
+out:
+    free(rest);
+    return rc;
 }
 
 int vh_prepare(const struct vh_command *cmd, sqlite3 *db, const char *sql, sqlite3_stmt **st)
@@ -394,6 +449,8 @@ int vh_stack_row(const struct vh_command *cmd, struct out *out, struct vh_stacks
         return -EINVAL;
     for (int i = 0; i < ncols; i++)
         v[i] = vh_col_val(st, i);
+    if (stack_col < 0)
+        return out__row(out, v, NULL);
     int err;
     struct out_stack *stack = vh_stacks__get(stacks, sqlite3_column_int64(st, stack_col), &err);
     if (!stack) {
@@ -422,6 +479,90 @@ int vh_out_end(const struct vh_command *cmd, struct out *o)
     else if (rc)
         vh_errorf(cmd->name, "writing the output failed");
     return rc;
+}
+
+/* ---- a query command's run ---------------------------------------------------- */
+
+int vh_query__parse(struct vh_query *q, const struct vh_command *cmd, unsigned extra, int argc,
+                    char **argv)
+{
+    memset(q, 0, sizeof *q);
+    q->cmd = cmd;
+    if (vh_qopts_parse(cmd, extra, argc, argv, &q->o)) {
+        q->usage = 1;
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int vh_query__usage(struct vh_query *q, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    vh_errorf(q->cmd->name, "%s", msg);
+    q->usage = 1;
+    return -EINVAL;
+}
+
+int vh_query__open(struct vh_query *q, int stacks)
+{
+    int rc = vh_query_open(q->cmd, &q->o, &q->db);
+    if (rc)
+        return rc;
+    if (!(q->out = vh_out_begin(&q->o))) {
+        vh_errorf(q->cmd->name, "out of memory");
+        return -ENOMEM;
+    }
+    return stacks ? vh_stacks__open(q->cmd, q->db, q->o.depth, &q->stacks) : 0;
+}
+
+int vh_query__stack_row(struct vh_query *q, sqlite3_stmt *st, int ncols, int stack_col)
+{
+    return vh_stack_row(q->cmd, q->out, q->stacks, st, ncols, stack_col);
+}
+
+int vh_query__prepare(struct vh_query *q, const char *sql, sqlite3_stmt **st)
+{
+    if (q->nst == VH_QUERY_STMTS) {    /* a command asking for too many: a bug */
+        vh_errorf(q->cmd->name, "internal error: more than %d statements", VH_QUERY_STMTS);
+        return -ENOSPC;
+    }
+    int rc = vh_prepare(q->cmd, q->db, sql, st);
+    if (!rc)
+        q->st[q->nst++] = *st;
+    return rc;
+}
+
+int vh_query__finish(struct vh_query *q, int rc)
+{
+    if (!rc && q->out)
+        rc = vh_out_end(q->cmd, q->out);
+    else
+        out__abort(q->out);
+    q->out = NULL;
+    for (int i = 0; i < q->nst; i++)
+        sqlite3_finalize(q->st[i]);
+    q->nst = 0;
+    vh_stacks__free(q->stacks);
+    q->stacks = NULL;
+    sqlite3_close(q->db);
+    q->db = NULL;
+    if (q->usage)
+        return VH_EXIT_USAGE;
+    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+}
+
+int vh_query_run(const struct vh_command *cmd, unsigned extra, int stacks, int argc,
+                 char **argv, int (*body)(struct vh_query *q))
+{
+    struct vh_query q;
+    int rc = vh_query__parse(&q, cmd, extra, argc, argv);
+    if (!rc && !(rc = vh_query__open(&q, stacks)))
+        rc = body(&q);
+    return vh_query__finish(&q, rc);
 }
 
 /* ---- stacks ------------------------------------------------------------------ */

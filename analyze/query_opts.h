@@ -1,6 +1,7 @@
-/* query_opts.h — what the query commands (summary, leaks, top, peak) share:
- * their option parsing, opening the DB (or loading a capture) read-only,
- * resolving --heap, and reading symbolized stacks for the renderer. */
+/* query_opts.h — what the query commands (summary, leaks, top, peak, ...)
+ * share: their option parsing (with a table for a command's own options),
+ * opening the DB (or loading a capture) read-only, resolving --heap, reading
+ * symbolized stacks for the renderer, and a run's startup and cleanup. */
 #ifndef VHEAP_QUERY_OPTS_H
 #define VHEAP_QUERY_OPTS_H
 
@@ -22,6 +23,7 @@ struct vh_qopts {
     const char *input;             /* DB or capture path (the one operand)   */
     enum out_format format;        /* --format, default table                */
     int64_t limit;                 /* --limit, default 10; 0 = no limit      */
+    int limit_given;               /* --limit was on the command line        */
     const char *heap;              /* --heap NAME|ID, NULL = every heap      */
     int raw_bytes;                 /* --bytes                                */
     int64_t depth;                 /* --depth: frames per stack, 0 = all     */
@@ -34,6 +36,29 @@ struct vh_qopts {
  * line naming the problem and returns -EINVAL: the command exits 2. */
 int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char **argv,
                    struct vh_qopts *o);
+
+/* One of a command's own options, taken out of argv before the shared ones
+ * are parsed. Write them with the macros below. */
+struct vh_opt {
+    const char *name;              /* "--interval", "-o"; NULL: left out     */
+    int has_value;                 /* "NAME VALUE" or "NAME=VALUE"; else a
+                                      flag, matched exactly                  */
+    const char **value;            /* the value goes here                    */
+    int *flag;                     /* a flag given sets this to 1            */
+};
+#define VH_OPT_VALUE(n, dst) { .name = (n), .has_value = 1, .value = (dst) }
+#define VH_OPT_FLAG(n, dst) { .name = (n), .flag = (dst) }
+/* An option the shared parser knows that this command refuses: "unknown
+ * option" at once, as for any other. */
+#define VH_OPT_REFUSE_VALUE(n) { .name = (n), .has_value = 1 }
+#define VH_OPT_REFUSE_FLAG(n) { .name = (n) }
+
+/* vh_qopts_parse() for a command with options of its own: takes those in
+ * `own` out of argv (everything after "--" is left to the shared parser),
+ * then parses the rest. A missing value is reported as "NAME needs a value".
+ * 0, -EINVAL (usage error, printed) or -ENOMEM (not printed). */
+int vh_qopts_parse_own(const struct vh_command *cmd, unsigned extra, const struct vh_opt *own,
+                       size_t nown, int argc, char **argv, struct vh_qopts *o);
 
 /* Opens o->input read-only, loading it first if it is a capture; resolves
  * --heap into the set of heaps it chooses (below), which must not be empty.
@@ -91,8 +116,9 @@ int vh_parse_time(const char *s, uint64_t *ns);
 int vh_step_one(const struct vh_command *cmd, sqlite3 *db, sqlite3_stmt *st);
 
 /* Renders the current row of `st` (its first `ncols` columns, at most
- * VH_ROW_MAX) with the stack whose id is in column `stack_col`. For
- * vh_step_all() row callbacks of the per-stack lists (leaks, top, peak). */
+ * VH_ROW_MAX) with the stack whose id is in column `stack_col` (none when
+ * stack_col is negative). For vh_step_all() row callbacks of the per-stack
+ * lists (leaks, top, peak). */
 #define VH_ROW_MAX 32
 int vh_stack_row(const struct vh_command *cmd, struct out *out, struct vh_stacks *stacks,
                  sqlite3_stmt *st, int ncols, int stack_col);
@@ -103,5 +129,66 @@ struct out_val vh_col_val(sqlite3_stmt *st, int i);
 
 /* Renders: out__end() with a one-line error when the output failed. */
 int vh_out_end(const struct vh_command *cmd, struct out *o);
+
+/* ---- a query command's run ---------------------------------------------------
+ * Every query command starts the same way (parse its options, open the DB,
+ * start the output, open the stack reader) and ends the same way (render,
+ * close everything, map the outcome to an exit code): vh_query_run() does
+ * both around a function of the command's. A command that checks more
+ * options before opening calls the steps itself:
+ *
+ *     struct vh_query q;
+ *     int rc = vh_query__parse(&q, &cmd_x, extra, argc, argv);
+ *     if (!rc) rc = ...checks, or vh_query__usage(&q, "...")...;
+ *     if (!rc) rc = vh_query__open(&q, stacks);
+ *     if (!rc) rc = ...vh_query__prepare(&q, sql, &st)..., q.out, q.stacks...;
+ *     return vh_query__finish(&q, rc);
+ */
+#define VH_QUERY_STMTS 4
+
+struct vh_query {
+    const struct vh_command *cmd;
+    struct vh_qopts o;
+    sqlite3 *db;
+    struct out *out;               /* stdout, in o's format                  */
+    struct vh_stacks *stacks;      /* o.depth frames a stack; NULL if not asked */
+    sqlite3_stmt *st[VH_QUERY_STMTS];   /* finalized by vh_query__finish()    */
+    int nst;
+    int usage;                     /* a usage error: exit 2                  */
+};
+
+/* Clears q and parses argv: 0, or -EINVAL after printing the usage error. */
+int vh_query__parse(struct vh_query *q, const struct vh_command *cmd, unsigned extra, int argc,
+                    char **argv);
+
+/* A usage error of the command's own (vh_errorf's text): printed; returns
+ * -EINVAL and vh_query__finish() exits 2. */
+int vh_query__usage(struct vh_query *q, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Opens q->o.input (vh_query_open), starts q->out and, with `stacks`, the
+ * stack reader. 0 or -errno, the error printed. */
+int vh_query__open(struct vh_query *q, int stacks);
+
+/* With rc 0, renders q->out (vh_out_end); then frees everything. Returns
+ * the exit code: 2 after a usage error, 1 after any other error, else 0. */
+int vh_query__finish(struct vh_query *q, int rc);
+
+/* Parse, open (the stack reader too with `stacks`), `body`, finish: the
+ * exit code. */
+int vh_query_run(const struct vh_command *cmd, unsigned extra, int stacks, int argc,
+                 char **argv, int (*body)(struct vh_query *q));
+
+/* vh_stack_row() into q->out with q->stacks. */
+int vh_query__stack_row(struct vh_query *q, sqlite3_stmt *st, int ncols, int stack_col);
+
+/* vh_prepare() of a statement that q finalizes. */
+int vh_query__prepare(struct vh_query *q, const char *sql, sqlite3_stmt **st);
+
+/* --limit as a SQL LIMIT: -1 (none) for 0. */
+static inline int64_t vh_qopts_sql_limit(const struct vh_qopts *o)
+{
+    return o->limit ? o->limit : -1;
+}
 
 #endif

@@ -860,17 +860,19 @@ static void bn_clear(struct bn *b)
 }
 
 /* ---- Jets: each runs under its own tag ---------------------------------- */
-static noun jet_add(noun a, noun b)
+/* A jet of two bignum operands: r = op(a, b), scratch freed. */
+static noun jet_bn2(const char *tag, void (*op)(struct bn *, const struct bn *, const struct bn *),
+                    noun a, noun b)
 {
     struct bn x, y, z;
     noun r;
-    tag_push("jet:add");
+    tag_push(tag);
     bn_init(&x);
     bn_init(&y);
     bn_init(&z);
     bn_set(&x, a);
     bn_set(&y, b);
-    bn_add(&z, &x, &y);
+    op(&z, &x, &y);
     r = bn_noun(&z);
     bn_clear(&x);
     bn_clear(&y);
@@ -879,23 +881,14 @@ static noun jet_add(noun a, noun b)
     return r;
 }
 
+static noun jet_add(noun a, noun b)
+{
+    return jet_bn2("jet:add", bn_add, a, b);
+}
+
 static noun jet_mul(noun a, noun b)
 {
-    struct bn x, y, z;
-    noun r;
-    tag_push("jet:mul");
-    bn_init(&x);
-    bn_init(&y);
-    bn_init(&z);
-    bn_set(&x, a);
-    bn_set(&y, b);
-    bn_mul(&z, &x, &y);
-    r = bn_noun(&z);
-    bn_clear(&x);
-    bn_clear(&y);
-    bn_clear(&z);
-    tag_pop();
-    return r;
+    return jet_bn2("jet:mul", bn_mul, a, b);
 }
 
 /* Decrement: 0 has no predecessor, and the computation bails. */

@@ -145,40 +145,50 @@ static void exec(sqlite3 *db, const char *sql)
         fail_msg("%s: %s", sql, msg);
 }
 
-/* path/build_id NULL: SQL NULL. Returns the module id. */
-static int64_t add_module(sqlite3 *db, const char *path, const char *build_id,
-                          const struct modinfo *m)
+static sqlite3_stmt *prepare(sqlite3 *db, const char *sql)
 {
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "INSERT INTO modules (path, build_id, bias, lo, hi)"
-                                        " VALUES (?, ?, ?, ?, ?)",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
-    sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, build_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)m->bias);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)m->lo);
-    sqlite3_bind_int64(st, 5, (sqlite3_int64)m->hi);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    return st;
+}
+
+/* Steps an INSERT to completion: the new row's id. */
+static int64_t insert(sqlite3 *db, sqlite3_stmt *st)
+{
     assert_int_equal(sqlite3_step(st), SQLITE_DONE);
     sqlite3_finalize(st);
     return sqlite3_last_insert_rowid(db);
 }
 
+/* path/build_id NULL: SQL NULL. Returns the module id. */
+static int64_t add_module(sqlite3 *db, const char *path, const char *build_id,
+                          const struct modinfo *m)
+{
+    sqlite3_stmt *st = prepare(db, "INSERT INTO modules (path, build_id, bias, lo, hi)"
+                                   " VALUES (?, ?, ?, ?, ?)");
+    sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, build_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)m->bias);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)m->lo);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)m->hi);
+    return insert(db, st);
+}
+
+/* The module as the recorder lists it: its path, its build-id if any. */
+static int64_t add_module_as_is(sqlite3 *db, const struct modinfo *m)
+{
+    return add_module(db, m->path, m->build_id[0] ? m->build_id : NULL, m);
+}
+
 static int64_t add_frame(sqlite3 *db, const void *addr, int64_t module_id, uint64_t bias)
 {
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "INSERT INTO frames (address, module_id, module_offset)"
-                                        " VALUES (?, ?, ?)",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
+    sqlite3_stmt *st = prepare(db, "INSERT INTO frames (address, module_id, module_offset)"
+                                   " VALUES (?, ?, ?)");
     sqlite3_bind_int64(st, 1, (sqlite3_int64)(uintptr_t)addr);
     sqlite3_bind_int64(st, 2, module_id);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)((uintptr_t)addr - bias));
-    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
-    sqlite3_finalize(st);
-    return sqlite3_last_insert_rowid(db);
+    return insert(db, st);
 }
 
 struct row {
@@ -194,55 +204,46 @@ static void copy_col(char *dst, size_t len, sqlite3_stmt *st, int col)
     snprintf(dst, len, "%s", s ? (const char *)s : "(null)");
 }
 
-static struct row frame_row(sqlite3 *db, int64_t id)
+/* The first row of `st` (function, file, line and, if selected, inline
+ * depth and module id); finalizes st. */
+static struct row read_row(sqlite3_stmt *st)
 {
     struct row r = {0};
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT function, file, line, inline_depth, module_id"
-                                        " FROM frames WHERE id = ?",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
-    sqlite3_bind_int64(st, 1, id);
     if (sqlite3_step(st) == SQLITE_ROW) {
         r.present = 1;
         copy_col(r.function, sizeof r.function, st, 0);
         copy_col(r.file, sizeof r.file, st, 1);
         r.line = sqlite3_column_int(st, 2);
-        r.depth = sqlite3_column_int(st, 3);
-        r.module_id = sqlite3_column_int64(st, 4);
+        if (sqlite3_column_count(st) > 3) {
+            r.depth = sqlite3_column_int(st, 3);
+            r.module_id = sqlite3_column_int64(st, 4);
+        }
     }
     sqlite3_finalize(st);
     return r;
+}
+
+static struct row frame_row(sqlite3 *db, int64_t id)
+{
+    sqlite3_stmt *st = prepare(db, "SELECT function, file, line, inline_depth, module_id"
+                                   " FROM frames WHERE id = ?");
+    sqlite3_bind_int64(st, 1, id);
+    return read_row(st);
 }
 
 static struct row inline_row(sqlite3 *db, int64_t id, int depth)
 {
-    struct row r = {0};
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT function, file, line FROM frame_inlines"
-                                        " WHERE frame_id = ? AND depth = ?",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
+    sqlite3_stmt *st = prepare(db, "SELECT function, file, line FROM frame_inlines"
+                                   " WHERE frame_id = ? AND depth = ?");
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_int(st, 2, depth);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        r.present = 1;
-        copy_col(r.function, sizeof r.function, st, 0);
-        copy_col(r.file, sizeof r.file, st, 1);
-        r.line = sqlite3_column_int(st, 2);
-    }
-    sqlite3_finalize(st);
-    return r;
+    return read_row(st);
 }
 
 static long long meta_int(sqlite3 *db, const char *key)
 {
-    sqlite3_stmt *st;
+    sqlite3_stmt *st = prepare(db, "SELECT value FROM meta WHERE key = ?");
     long long v = -1;
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL),
-                     SQLITE_OK);
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
@@ -266,23 +267,46 @@ static int ends_with(const char *s, const char *suffix)
 
 #define THIS_FILE "tests/unit/test_symbols.c"
 
+/* A row that names `function` at `line` of this file. */
+static void expect_here(struct row r, const char *function, int line)
+{
+    assert_true(r.present);
+    assert_string_equal(r.function, function);
+    assert_true(ends_with(r.file, THIS_FILE));
+    assert_int_equal(r.line, line);
+}
+
+struct place {
+    const char *function;
+    int line;
+};
+
+/* Puts return address `ra` in a fresh DB as the recorder would list it,
+ * resolves, and expects its frame to name want[0] and its inline chain the
+ * rest, outward, and nothing more. Returns the DB. */
+static sqlite3 *expect_resolved(void *ra, const struct place *want, int n)
+{
+    struct modinfo m = module_of(ra);
+    sqlite3 *db = new_db();
+    int64_t f = add_frame(db, ra, add_module_as_is(db, &m), m.bias);
+    resolve(db);
+
+    struct row r = frame_row(db, f);
+    expect_here(r, want[0].function, want[0].line);
+    assert_int_equal(r.depth, n - 1);
+    for (int d = 1; d < n; d++)
+        expect_here(inline_row(db, f, d), want[d].function, want[d].line);
+    assert_false(inline_row(db, f, n).present);
+    return db;
+}
+
 /* ---- tests ----------------------------------------------------------------- */
 
 static void test_plain_function(void **state)
 {
-    void *ra = probe_plain();
-    struct modinfo m = module_of(ra);
-    sqlite3 *db = new_db();
-    int64_t mod = add_module(db, m.path, m.build_id[0] ? m.build_id : NULL, &m);
-    int64_t f = add_frame(db, ra, mod, m.bias);
-    resolve(db);
-
-    struct row r = frame_row(db, f);
-    assert_string_equal(r.function, "probe_plain");
-    assert_true(ends_with(r.file, THIS_FILE));
-    assert_int_equal(r.line, line_plain);
-    assert_int_equal(r.depth, 0);
-    assert_false(inline_row(db, f, 1).present);
+    void *ra = probe_plain();      /* sets line_plain */
+    const struct place want[] = { { "probe_plain", line_plain } };
+    sqlite3 *db = expect_resolved(ra, want, 1);
     assert_int_equal(meta_int(db, "symbols_resolved"), 1);
     assert_int_equal(meta_int(db, "symbols_with_line"), 1);
     sqlite3_close(db);
@@ -290,29 +314,13 @@ static void test_plain_function(void **state)
 
 static void test_inline_chain(void **state)
 {
-    void *ra = probe_inlined();
-    struct modinfo m = module_of(ra);
-    sqlite3 *db = new_db();
-    int64_t mod = add_module(db, m.path, m.build_id[0] ? m.build_id : NULL, &m);
-    int64_t f = add_frame(db, ra, mod, m.bias);
-    resolve(db);
-
-    struct row r = frame_row(db, f);
-    assert_string_equal(r.function, "inl_inner");
-    assert_true(ends_with(r.file, THIS_FILE));
-    assert_int_equal(r.line, line_inl_inner);
-    assert_int_equal(r.depth, 2);
-
-    struct row d1 = inline_row(db, f, 1), d2 = inline_row(db, f, 2);
-    assert_true(d1.present && d2.present);
-    assert_string_equal(d1.function, "inl_mid");
-    assert_true(ends_with(d1.file, THIS_FILE));
-    assert_int_equal(d1.line, line_inl_mid);
-    assert_string_equal(d2.function, "probe_inlined");
-    assert_true(ends_with(d2.file, THIS_FILE));
-    assert_int_equal(d2.line, line_inl_outer);
-    assert_false(inline_row(db, f, 3).present);
-    sqlite3_close(db);
+    void *ra = probe_inlined();    /* sets the line_inl_* */
+    const struct place want[] = {
+        { "inl_inner", line_inl_inner },
+        { "inl_mid", line_inl_mid },
+        { "probe_inlined", line_inl_outer },
+    };
+    sqlite3_close(expect_resolved(ra, want, 3));
 }
 
 /* The same file loaded twice (dlclose, dlopen) at different addresses, and
@@ -326,9 +334,8 @@ static void test_shared_file_and_duplicates(void **state)
     moved.lo += 0x10000000;
     moved.hi += 0x10000000;
     sqlite3 *db = new_db();
-    const char *id = m.build_id[0] ? m.build_id : NULL;
-    int64_t m1 = add_module(db, m.path, id, &m);
-    int64_t m2 = add_module(db, m.path, id, &moved);
+    int64_t m1 = add_module_as_is(db, &m);
+    int64_t m2 = add_module_as_is(db, &moved);
     int64_t f1 = add_frame(db, ra, m1, m.bias);
     int64_t f2 = add_frame(db, (char *)ra + 0x10000000, m2, moved.bias);
     int64_t f3 = add_frame(db, ra, m1, m.bias);
@@ -376,7 +383,7 @@ static void test_rebuilt_file(void **state)
     /* A good module after the untrusted one still resolves (the untrusted
      * one stays in the session and must not be overlapped). */
     struct modinfo c = module_of((void *)getpid);
-    int64_t libc = add_module(db, c.path, c.build_id[0] ? c.build_id : NULL, &c);
+    int64_t libc = add_module_as_is(db, &c);
     int64_t g = add_frame(db, (char *)(void *)getpid + 1, libc, c.bias);
     resolve(db);
 
@@ -432,15 +439,12 @@ static void test_in_transaction_and_again(void **state)
     struct modinfo m = module_of(ra);
     sqlite3 *db = new_db();
     exec(db, "BEGIN");
-    int64_t mod = add_module(db, m.path, m.build_id[0] ? m.build_id : NULL, &m);
-    int64_t f = add_frame(db, ra, mod, m.bias);
+    int64_t f = add_frame(db, ra, add_module_as_is(db, &m), m.bias);
     resolve(db);
     resolve(db);
     exec(db, "COMMIT");
     assert_int_equal(frame_row(db, f).depth, 2);
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM frame_inlines", -1, &st, NULL),
-                     SQLITE_OK);
+    sqlite3_stmt *st = prepare(db, "SELECT count(*) FROM frame_inlines");
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);
     assert_int_equal(sqlite3_column_int(st, 0), 2);
     sqlite3_finalize(st);

@@ -6,7 +6,10 @@
 /* The merge runs over segments of chunks, each sorted by time. A chunk
  * reused by a later thread may start that thread's records with a time a
  * little before the previous owner's last one (the time was taken before
- * the chunk was claimed): the chunk splits there, at the THREAD record. */
+ * the chunk was claimed): the chunk splits there, at the THREAD record.
+ * Version 2's compact records are decoded twice, in pass one to validate
+ * and index, in pass two into the event; each segment carries the cursor
+ * (time and address bases) its next record decodes against. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -26,11 +29,14 @@
 #define MIN_RECORD 16u
 
 /* A run of one chunk's records in time order: the whole chunk, or the part
- * between THREAD records where the time went back. */
+ * between THREAD records where the time went back. A run starts at the
+ * chunk's first record or at a THREAD record, so it decodes from a fresh
+ * cursor either way. */
 struct seg {
     uint64_t first;                /* file offset of its first record       */
     uint64_t end;                  /* file offset where it ends             */
     uint64_t pos;                  /* next record to yield (pass two)       */
+    struct vh_cursor cur;          /* compact records' bases at pos         */
     uint32_t tid;                  /* b of its THREAD record once yielded   */
     uint32_t chunk;
 };
@@ -53,6 +59,7 @@ struct capture {
     const uint8_t *map;
     uint64_t size;
     const struct vh_capture_header *hdr;
+    int v1;                        /* version 1: struct records only        */
 
     uint32_t nchunks;              /* chunks in the snapshot                */
     struct seg *segs;              /* in file order                         */
@@ -66,7 +73,7 @@ struct capture {
     uint32_t ndense;
     uint32_t max_stack_id;
 
-    uint64_t consumed, total;
+    uint64_t consumed, total;      /* record bytes (PAD not counted)        */
 
     unsigned damage;
     uint64_t damage_off;           /* offset the kept message is about      */
@@ -109,32 +116,74 @@ static size_t min_size(uint8_t type)
     }
 }
 
-/* Size of the record at `pos` if it lies wholly below `limit`, else 0 with
- * a reason in *why. */
-static size_t record_check(const struct capture *c, uint64_t pos, uint64_t limit,
-                           const char **why)
+/* A record decoded from the file. */
+struct rec {
+    const struct vh_rec_hdr *h;    /* in the mapping, or the caller's dec   */
+    size_t size;                   /* encoded size                          */
+    uint64_t time;
+};
+
+/* Decodes the record at `pos` (not a PAD) if it lies wholly below `limit`,
+ * moving the cursor as the writer did. 0 on damage, with the reason in *why
+ * and *cut set when the record runs past `limit`. A compact record is
+ * decoded into *dec. */
+static inline int rec_decode(const struct capture *c, uint64_t pos, uint64_t limit,
+                      struct vh_cursor *cur, union vh_rec_compact *dec, struct rec *r,
+                      const char **why, int *cut)
 {
-    const struct vh_rec_hdr *h = (const void *)(c->map + pos);
+    const uint8_t *p = c->map + pos;
+    const struct vh_rec_hdr *h = (const void *)p;
     size_t size;
 
+    *cut = 0;
+    if (!c->v1 && vh_rec_is_compact(p[0])) {
+        long n = vh_dec_compact(p, c->map + limit, cur, dec);
+        if (n < 0) {
+            *why = vh_dec_why((int)n);
+            *cut = n == VH_DEC_CUT;
+            return 0;
+        }
+        r->h = &dec->h;
+        r->size = (size_t)n;
+        r->time = dec->alloc.time;
+        return 1;
+    }
+    /* The type byte alone says whether the reader knows it; the struct is
+     * only looked at once its alignment is known. */
+    if (p[0] < VH_REC_VARIABLE && !vh_record_size(&(struct vh_rec_hdr){ .type = p[0] })) {
+        *why = "has an unknown fixed-size type";
+        return 0;
+    }
+    if (pos & 7) {
+        *why = "is a struct record at an offset not a multiple of 8";
+        return 0;
+    }
     if (limit - pos < sizeof *h) {
         *why = "runs past used";
+        *cut = 1;
         return 0;
     }
     size = vh_record_size(h);
     if (size == 0) {
-        *why = h->type >= VH_REC_VARIABLE ? "has length 0" : "has an unknown fixed-size type";
+        *why = "has length 0";
         return 0;
     }
     if (size > limit - pos) {
         *why = "runs past used";
+        *cut = 1;
         return 0;
     }
     if (size < min_size(h->type)) {
         *why = "is too short for its type";
         return 0;
     }
-    return size;
+    r->h = h;
+    r->size = size;
+    r->time = rd64(p + 8);
+    cur->time = r->time;
+    if (h->type == VH_REC_THREAD)
+        cur->addr = 0;
+    return 1;
 }
 
 /* Starts a segment at `pos` in chunk i. */
@@ -175,6 +224,8 @@ static int chunk_scan(struct capture *c, uint32_t i)
     uint64_t base = hdr->chunk_offset + (uint64_t)i * hdr->chunk_size;
     uint64_t avail = c->size - base; /* base < size: the snapshot is clamped */
     const struct vh_chunk_header *chdr = (const void *)(c->map + base);
+    struct vh_cursor cur = { 0, 0 };
+    union vh_rec_compact dec;
     uint64_t used, limit, pos, last = 0;
 
     if (avail > hdr->chunk_size)
@@ -186,8 +237,17 @@ static int chunk_scan(struct capture *c, uint32_t i)
     }
     /* used first, with acquire: what it covers was written before it. */
     used = __atomic_load_n(&chdr->used, __ATOMIC_ACQUIRE);
-    if (used == 0 && (chdr->magic == 0 || chdr->magic == VH_CHUNK_MAGIC))
-        return 0; /* claimed, nothing published yet */
+    if (c->v1) {
+        /* A version 1 writer counted a chunk before writing its header. */
+        if (used == 0 && (chdr->magic == 0 || chdr->magic == VH_CHUNK_MAGIC))
+            return 0; /* claimed, nothing published yet */
+    } else if (used == 0 && chdr->magic == 0 && chdr->index == 0) {
+        /* Version 2 writes the header before it counts the chunk: no
+         * header below chunks_claimed is lost data, never a race. */
+        damage(c, base, "chunk %u at offset 0x%llx: no chunk header", i,
+               (unsigned long long)base);
+        return 0;
+    }
     if (chdr->magic != VH_CHUNK_MAGIC) {
         damage(c, base, "chunk %u at offset 0x%llx: bad chunk magic 0x%08x", i,
                (unsigned long long)base, chdr->magic);
@@ -216,50 +276,58 @@ static int chunk_scan(struct capture *c, uint32_t i)
     pos = base + CHDR;
     if (pos < limit && seg_push(c, i, pos))
         return -ENOMEM;
-    for (; pos < limit;) {
-        const struct vh_rec_hdr *h = (const void *)(c->map + pos);
+    while (pos < limit) {
         const char *why = NULL;
-        size_t size = record_check(c, pos, limit, &why);
-        uint64_t t;
+        struct rec r;
+        int cut;
 
-        if (!size) {
+        if (!c->v1 && c->map[pos] == VH_REC_PAD) {
+            if (!(pos & 7)) {
+                damage(c, pos, "chunk %u at offset 0x%llx: padding at 0x%llx is not before "
+                       "an 8-aligned record", i, (unsigned long long)base,
+                       (unsigned long long)pos);
+                break;
+            }
+            pos++;
+            continue;
+        }
+        if (!rec_decode(c, pos, limit, &cur, &dec, &r, &why, &cut)) {
             /* A record cut by the end of the file is the damage already
              * reported for this chunk, not another region. */
-            if (limit < base + used &&
-                (limit - pos < sizeof *h || vh_record_size(h) > limit - pos))
+            if (limit < base + used && cut)
                 break;
             damage(c, pos, "chunk %u at offset 0x%llx: record at 0x%llx (type 0x%02x) %s", i,
-                   (unsigned long long)base, (unsigned long long)pos, h->type, why);
+                   (unsigned long long)base, (unsigned long long)pos, c->map[pos], why);
             break;
         }
-        t = rd64(c->map + pos + 8);
         /* A new owner whose time lies before the last owner's: its records
          * become a segment of their own (rare: only then is one needed). */
-        if (h->type == VH_REC_THREAD && t < last) {
+        if (r.h->type == VH_REC_THREAD && r.time < last) {
             c->segs[c->nsegs - 1].end = pos;
             if (seg_push(c, i, pos))
                 return -ENOMEM;
             last = 0;
         }
-        if (t < last) {
+        if (r.time < last) {
             damage(c, pos,
                    "chunk %u at offset 0x%llx: time goes backwards at record 0x%llx "
                    "(%llu after %llu)",
                    i, (unsigned long long)base, (unsigned long long)pos,
-                   (unsigned long long)t, (unsigned long long)last);
+                   (unsigned long long)r.time, (unsigned long long)last);
             break;
         }
-        last = t;
-        if (h->type == VH_REC_STACK) {
-            if (h->b == 0) {
+        last = r.time;
+        if (r.h->type == VH_REC_STACK) {
+            if (r.h->b == 0) {
                 damage(c, pos, "chunk %u at offset 0x%llx: stack record at 0x%llx has id 0", i,
                        (unsigned long long)base, (unsigned long long)pos);
-            } else if (stack_push(c, h->b, (uint32_t)(size - sizeof(struct vh_rec_stack)) / 8,
-                                  pos)) {
+            } else if (stack_push(c, r.h->b,
+                                  (uint32_t)(r.size - sizeof(struct vh_rec_stack)) / 8, pos)) {
                 return -ENOMEM;
             }
         }
-        pos += size;
+        c->total += r.size;
+        pos += r.size;
     }
     if (c->nsegs && c->segs[c->nsegs - 1].chunk == i)
         c->segs[c->nsegs - 1].end = pos;
@@ -335,6 +403,29 @@ static void sift_down(struct capture *c, size_t i)
     }
 }
 
+/* Moves segment sg past PAD bytes to its next record and fills `e` with
+ * that record's merge key; 0 when the segment has no record left. A time
+ * that does not decode is taken as the cursor's: capture__next then finds
+ * the record damaged. */
+static int seg_peek(const struct capture *c, struct seg *sg, struct heap_ent *e)
+{
+    const uint8_t *m = c->map;
+    uint64_t t = sg->cur.time;
+
+    if (!c->v1)
+        while (sg->pos < sg->end && m[sg->pos] == VH_REC_PAD)
+            sg->pos++;
+    if (sg->pos >= sg->end)
+        return 0;
+    if (!c->v1 && vh_rec_is_compact(m[sg->pos]))
+        vh_dec_compact_time(m + sg->pos, m + sg->end, &sg->cur, &t);
+    else if (sg->end - sg->pos >= MIN_RECORD)
+        t = rd64(m + sg->pos + 8);
+    e->time = t;
+    e->pos = sg->pos;
+    return 1;
+}
+
 void capture__rewind(struct capture *c)
 {
     c->nheap = 0;
@@ -343,9 +434,11 @@ void capture__rewind(struct capture *c)
         struct seg *sg = &c->segs[i];
         sg->pos = sg->first;
         sg->tid = 0;
-        if (sg->pos < sg->end)
-            c->heap[c->nheap++] = (struct heap_ent){ .time = rd64(c->map + sg->pos + 8),
-                                                      .pos = sg->pos, .seg = i };
+        sg->cur = (struct vh_cursor){ 0, 0 };
+        if (seg_peek(c, sg, &c->heap[c->nheap])) {
+            c->heap[c->nheap].seg = i;
+            c->nheap++;
+        }
     }
     for (size_t i = c->nheap / 2; i-- > 0;)
         sift_down(c, i);
@@ -355,13 +448,13 @@ int capture__next(struct capture *c, struct vh_event *ev)
 {
     while (c->nheap) {
         struct seg *sg = &c->segs[c->heap[0].seg];
-        const struct vh_rec_hdr *h = (const void *)(c->map + sg->pos);
         const char *why;
-        /* Checked again: the bytes are shared with whoever else has the
-         * file open, and pass one's verdict must not be trusted blindly. */
-        size_t size = record_check(c, sg->pos, sg->end, &why);
+        struct rec r;
+        int cut;
 
-        if (!size) {
+        /* Decoded again: the bytes are shared with whoever else has the
+         * file open, and pass one's verdict must not be trusted blindly. */
+        if (!rec_decode(c, sg->pos, sg->end, &sg->cur, &ev->dec, &r, &why, &cut)) {
             damage(c, sg->pos, "chunk %u: record at 0x%llx %s (changed while being read)",
                    sg->chunk, (unsigned long long)sg->pos, why);
             sg->end = sg->pos;
@@ -369,22 +462,18 @@ int capture__next(struct capture *c, struct vh_event *ev)
             sift_down(c, 0);
             continue;
         }
-        if (h->type == VH_REC_THREAD)
-            sg->tid = h->b;
-        ev->rec = h;
-        ev->size = size;
-        ev->time = c->heap[0].time;
+        if (r.h->type == VH_REC_THREAD)
+            sg->tid = r.h->b;
+        ev->rec = r.h;
+        ev->size = r.size;
+        ev->time = r.time;
         ev->offset = sg->pos;
         ev->tid = sg->tid;
         ev->chunk = sg->chunk;
-        sg->pos += size;
-        c->consumed += size;
-        if (sg->pos < sg->end) {
-            c->heap[0].time = rd64(c->map + sg->pos + 8);
-            c->heap[0].pos = sg->pos;
-        } else {
+        sg->pos += r.size;
+        c->consumed += r.size;
+        if (!seg_peek(c, sg, &c->heap[0]))
             c->heap[0] = c->heap[--c->nheap];
-        }
         sift_down(c, 0);
         return 1;
     }
@@ -398,14 +487,14 @@ static int header_check(const struct vh_capture_header *h, char *err, size_t err
         snprintf(err, errlen, "not a vheap capture (bad magic)");
         return -EINVAL;
     }
-    if (h->version != VH_CAPTURE_VERSION) {
-        snprintf(err, errlen, "capture format version %u, this vheap reads %u", h->version,
-                 VH_CAPTURE_VERSION);
+    if (h->version != VH_CAPTURE_VERSION && h->version != VH_CAPTURE_VERSION_V1) {
+        snprintf(err, errlen, "capture format version %u, this vheap reads %u and %u",
+                 h->version, VH_CAPTURE_VERSION_V1, VH_CAPTURE_VERSION);
         return -EINVAL;
     }
     if (h->header_size != VH_HEADER_SIZE) {
-        snprintf(err, errlen, "bad header at 0xc: header size %u, version 1 has %u",
-                 h->header_size, VH_HEADER_SIZE);
+        snprintf(err, errlen, "bad header at 0xc: header size %u, version %u has %u",
+                 h->header_size, h->version, VH_HEADER_SIZE);
         return -EINVAL;
     }
     if (h->chunk_size < MIN_CHUNK_SIZE || h->chunk_size > MAX_CHUNK_SIZE ||
@@ -416,8 +505,8 @@ static int header_check(const struct vh_capture_header *h, char *err, size_t err
         return -EINVAL;
     }
     if (h->chunk_header_size != CHDR) {
-        snprintf(err, errlen, "bad header at 0x14: chunk header size %u, version 1 has %u",
-                 h->chunk_header_size, (unsigned)CHDR);
+        snprintf(err, errlen, "bad header at 0x14: chunk header size %u, version %u has %u",
+                 h->chunk_header_size, h->version, (unsigned)CHDR);
         return -EINVAL;
     }
     if (h->chunk_offset < VH_HEADER_SIZE || (h->chunk_offset & 7) ||
@@ -481,6 +570,7 @@ int capture__open(const char *path, struct capture **out, char *err, size_t errl
     rc = header_check(c->hdr, err, errlen);
     if (rc)
         goto out;
+    c->v1 = c->hdr->version == VH_CAPTURE_VERSION_V1;
 
     claimed = __atomic_load_n(&c->hdr->chunks_claimed, __ATOMIC_ACQUIRE);
     if (c->size > c->hdr->chunk_offset)
@@ -489,8 +579,6 @@ int capture__open(const char *path, struct capture **out, char *err, size_t errl
     c->nchunks = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX - 1; /* reported below */
     for (uint32_t i = 0; i < c->nchunks && !rc; i++)
         rc = chunk_scan(c, i);
-    for (size_t i = 0; i < c->nsegs; i++)
-        c->total += c->segs[i].end - c->segs[i].first;
     if (!rc && !(c->heap = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->heap)))
         rc = -ENOMEM;
     /* After the chunks, so that a chunk cut at the same offset keeps the

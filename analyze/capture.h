@@ -5,9 +5,10 @@
  * holds (so a capture whose program still runs reads consistently), indexes
  * the STACK records in a first pass, and then yields every record of every
  * chunk merged into one stream ordered by time (ties: file offset).
- * Damage (a bad chunk header, a record that runs past `used`, an unknown
- * fixed-size type, time going backwards) ends that chunk only: everything
- * valid elsewhere is still yielded, and the damage is reported. */
+ * Damage (a bad or missing chunk header, a record that runs past `used`, an
+ * unknown fixed-size type, a malformed compact record, time going
+ * backwards) ends that chunk only: everything valid elsewhere is still
+ * yielded, and the damage is reported. Versions 1 and 2 are read. */
 #ifndef VHEAP_CAPTURE_H
 #define VHEAP_CAPTURE_H
 
@@ -18,13 +19,20 @@
 
 struct capture;
 
+/* One record of the stream. `rec` is always an aligned struct of the
+ * version 1 layout: a struct record inside the mapping, or a compact one
+ * (version 2 ALLOC / RESIZE / FREE) decoded into this event's own `dec`.
+ * So `rec` stays valid as long as this vh_event is neither overwritten
+ * (say, by a later capture__next into it) nor copied: a copy's `rec` still
+ * points into the original. */
 struct vh_event {
-    const struct vh_rec_hdr *rec;  /* the record, inside the mapping        */
-    size_t size;                   /* its size in bytes                     */
+    const struct vh_rec_hdr *rec;  /* the record (see above)                */
+    size_t size;                   /* its encoded size in the file, bytes   */
     uint64_t time;                 /* ns since start (0 for none)           */
     uint64_t offset;               /* file offset of the record             */
     uint32_t tid;                  /* thread that wrote it (THREAD records) */
     uint32_t chunk;                /* chunk index                           */
+    union vh_rec_compact dec;      /* rec of a decoded compact record       */
 };
 
 /* Opens and validates `path`. Returns 0, or -errno / -EINVAL with a one-line
@@ -45,7 +53,8 @@ const uint64_t *capture__stack(const struct capture *c, uint32_t id, uint32_t *d
                                uint8_t *flags);
 uint32_t capture__max_stack_id(const struct capture *c);
 
-/* Next record in time order: 1 with *ev filled, 0 at the end. */
+/* Next record in time order: 1 with *ev filled, 0 at the end. PAD bytes
+ * are skipped, never yielded. */
 int capture__next(struct capture *c, struct vh_event *ev);
 
 /* Restarts the merged stream from the beginning (same snapshot). */
@@ -55,7 +64,8 @@ void capture__rewind(struct capture *c);
  * offset ("chunk 3 at offset 0x301000: record at 0x3012a8 runs past used"). */
 unsigned capture__damage(const struct capture *c, const char **first);
 
-/* Bytes of records consumed so far / in total, for progress bars. */
+/* Bytes of records consumed so far / in total (their encoded sizes, PAD
+ * not counted), for progress bars. */
 uint64_t capture__progress(const struct capture *c, uint64_t *total);
 
 /* The NUL-terminated text that ends a MODULE (path), HEAP_CREATE (name),

@@ -21,24 +21,39 @@ struct counts {
     uint64_t allocs, frees, resizes, moves, stacks, used, damaged;
 };
 
-/* Counts the records of one chunk; returns 0 if it ended cleanly. */
+/* Counts the records of one chunk; returns 0 if it ended cleanly. Version
+ * 2's compact records are decoded (their length is only known that way). */
 static int scan_chunk(const uint8_t *chunk, uint64_t chunk_size, uint32_t header_size,
-                      struct counts *n)
+                      int v1, struct counts *n)
 {
     const struct vh_chunk_header *ch = (const void *)chunk;
     uint64_t used = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
+    struct vh_cursor cur = { 0, 0 };
+    union vh_rec_compact dec;
     if (used == 0)
-        return 0;                  /* claimed, never written */
+        return v1 ? 0 : -1;        /* v1: claimed, never written; v2: lost */
     if (ch->magic != VH_CHUNK_MAGIC || used < header_size || used > chunk_size)
         return -1;
     n->used += used;
     for (uint64_t off = header_size; off < used;) {
         const struct vh_rec_hdr *h = (const void *)(chunk + off);
-        if (used - off < sizeof *h)
-            return -1;
-        size_t size = vh_record_size(h);
-        if (size < sizeof *h || size > used - off)
-            return -1;
+        size_t size;
+        if (!v1 && h->type == VH_REC_PAD) {
+            off++;
+            continue;
+        }
+        if (!v1 && vh_rec_is_compact(h->type)) {
+            long len = vh_dec_compact(chunk + off, chunk + used, &cur, &dec);
+            if (len <= 0)
+                return -1;
+            size = (size_t)len;
+        } else {
+            if (used - off < sizeof *h)
+                return -1;
+            size = vh_record_size(h);
+            if (size < sizeof *h || size > used - off)
+                return -1;
+        }
         switch (h->type) {
         case VH_REC_ALLOC: n->allocs++; break;
         case VH_REC_FREE: n->frees++; break;
@@ -72,10 +87,11 @@ static int stat_one(const char *path)
         goto out;
     }
     const struct vh_capture_header *hd = map;
-    if (memcmp(hd->magic, VH_CAPTURE_MAGIC, 8) || hd->version != VH_CAPTURE_VERSION ||
+    if (memcmp(hd->magic, VH_CAPTURE_MAGIC, 8) ||
+        (hd->version != VH_CAPTURE_VERSION && hd->version != VH_CAPTURE_VERSION_V1) ||
         hd->chunk_size < hd->chunk_header_size || hd->chunk_header_size < sizeof(struct vh_chunk_header)) {
-        fprintf(stderr, "capstat: %s: not a vheap capture of version %u\n", path,
-                VH_CAPTURE_VERSION);
+        fprintf(stderr, "capstat: %s: not a vheap capture of version %u or %u\n", path,
+                VH_CAPTURE_VERSION_V1, VH_CAPTURE_VERSION);
         goto out;
     }
     struct counts n = {0};
@@ -86,7 +102,8 @@ static int stat_one(const char *path)
             n.damaged++;
             break;
         }
-        if (scan_chunk((const uint8_t *)map + off, hd->chunk_size, hd->chunk_header_size, &n))
+        if (scan_chunk((const uint8_t *)map + off, hd->chunk_size, hd->chunk_header_size,
+                       hd->version == VH_CAPTURE_VERSION_V1, &n))
             n.damaged++;
     }
     printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64

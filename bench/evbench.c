@@ -293,7 +293,7 @@ static int gen(const char *path, uint64_t events, uint64_t live)
 
     memset(&hd, 0, sizeof hd);
     memcpy(hd.magic, VH_CAPTURE_MAGIC, sizeof hd.magic);
-    hd.version = VH_CAPTURE_VERSION;
+    hd.version = VH_CAPTURE_VERSION_V1; /* writes version 1 structs */
     hd.header_size = VH_HEADER_SIZE;
     hd.chunk_size = CHUNK;
     hd.chunk_header_size = sizeof(struct vh_chunk_header);

@@ -12,7 +12,8 @@
 #include <stdint.h>
 
 #define VH_CAPTURE_MAGIC "VHEAPCAP"       /* 8 bytes, no NUL stored */
-#define VH_CAPTURE_VERSION 1u
+#define VH_CAPTURE_VERSION 2u             /* what the shim writes          */
+#define VH_CAPTURE_VERSION_V1 1u          /* still read: all records fixed */
 #define VH_HEADER_SIZE 4096u              /* the header page */
 #define VH_DEFAULT_CHUNK_SIZE (1u << 20)  /* bytes per chunk, header included */
 #define VH_CHUNK_MAGIC 0x4b434856u        /* "VHCK" */
@@ -24,9 +25,15 @@
  * [0, 4096)                       struct vh_capture_header
  * [chunk_offset + i*chunk_size)   chunk i, i < chunks_claimed
  * A chunk starts with struct vh_chunk_header; records follow it back to
- * back, 8-byte aligned. Only bytes below the chunk's `used` word are valid:
- * the writer stores `used` with release semantics after each record, so a
- * reader never sees a torn record even while the program runs. */
+ * back. Only bytes below the chunk's `used` word are valid: the writer
+ * stores `used` with release semantics after each record, so a reader never
+ * sees a torn record even while the program runs. A chunk's header is
+ * complete before chunks_claimed counts it (version 2).
+ *
+ * Version 2 stores the hot records (ALLOC, RESIZE, FREE) compact, byte
+ * packed (see "Compact records" below); every other record keeps its
+ * version 1 struct layout at an 8-aligned offset, PAD bytes before it. In
+ * version 1 every record is a struct, 8-byte aligned, with no PAD. */
 
 enum vh_header_flags {
     VH_HDR_ENDED = 1u << 0,        /* the END record was written (clean exit) */
@@ -78,9 +85,12 @@ struct vh_chunk_header {
 };
 
 /* ---- Records ------------------------------------------------------------
- * Every record starts with this 8-byte word. Types below 0x80 have a fixed
- * size (vh_record_size); types from 0x80 up carry their total size in
- * 8-byte words in `a`, so a reader can skip one it does not know. */
+ * A struct record starts with this 8-byte word and has its time at offset
+ * 8. Types below 0x80 have a fixed size (vh_record_size); types from 0x80
+ * up carry their total size in 8-byte words in `a`, so a reader can skip
+ * one it does not know. In version 2, ALLOC / RESIZE / FREE are compact
+ * instead (their first byte is the type), and the reader hands them out
+ * decoded into these same structs. */
 struct vh_rec_hdr {
     uint8_t type;
     uint8_t flags;
@@ -101,6 +111,8 @@ enum vh_rec_type {
     VH_REC_MOVE = 0x08,            /* struct vh_rec_move                     */
     VH_REC_END = 0x09,             /* struct vh_rec_time: clean exit         */
     VH_REC_THREAD_EXIT = 0x0a,     /* struct vh_rec_time, b = tid            */
+    VH_REC_PAD = 0x7f,             /* v2: one byte of padding before a struct
+                                      record; never at an 8-aligned offset  */
 
     VH_REC_VARIABLE = 0x80,
     VH_REC_STACK = 0x81,           /* struct vh_rec_stack + frames           */
@@ -118,6 +130,18 @@ enum vh_func {
     VH_FN_POSIX_MEMALIGN, VH_FN_ALIGNED_ALLOC, VH_FN_MEMALIGN, VH_FN_VALLOC,
     VH_FN_PVALLOC, VH_FN_MALLOCX, VH_FN_RALLOCX, VH_FN_XALLOCX, VH_FN_SDALLOCX,
     VH_FN_DALLOCX, VH_FN_CUSTOM, VH_FN_HEAPTRACK_API,
+    /* C++'s replaceable global operator new / delete (preload/hooks_cxx.c),
+     * in the order of its table: array forms, nothrow, align_val_t, sized. */
+    VH_FN_OPERATOR_NEW, VH_FN_OPERATOR_NEW_ARRAY, VH_FN_OPERATOR_NEW_NOTHROW,
+    VH_FN_OPERATOR_NEW_ARRAY_NOTHROW, VH_FN_OPERATOR_NEW_ALIGNED,
+    VH_FN_OPERATOR_NEW_ARRAY_ALIGNED, VH_FN_OPERATOR_NEW_ALIGNED_NOTHROW,
+    VH_FN_OPERATOR_NEW_ARRAY_ALIGNED_NOTHROW,
+    VH_FN_OPERATOR_DELETE, VH_FN_OPERATOR_DELETE_ARRAY, VH_FN_OPERATOR_DELETE_SIZED,
+    VH_FN_OPERATOR_DELETE_ARRAY_SIZED, VH_FN_OPERATOR_DELETE_ALIGNED,
+    VH_FN_OPERATOR_DELETE_ARRAY_ALIGNED, VH_FN_OPERATOR_DELETE_SIZED_ALIGNED,
+    VH_FN_OPERATOR_DELETE_ARRAY_SIZED_ALIGNED, VH_FN_OPERATOR_DELETE_NOTHROW,
+    VH_FN_OPERATOR_DELETE_ARRAY_NOTHROW, VH_FN_OPERATOR_DELETE_ALIGNED_NOTHROW,
+    VH_FN_OPERATOR_DELETE_ARRAY_ALIGNED_NOTHROW,
     VH_FN_COUNT
 };
 
@@ -213,7 +237,8 @@ _Static_assert(sizeof(struct vh_rec_module) == 72, "module record");
 _Static_assert(sizeof(struct vh_rec_heap) == 40, "heap record");
 _Static_assert(sizeof(struct vh_rec_label) == 16, "label record");
 
-/* Size in bytes of the record starting with `h`, or 0 if the type is
+/* Size in bytes of the struct record starting with `h` (every record of
+ * version 1; in version 2 all but the compact ones), or 0 if the type is
  * unknown and fixed-size (the reader cannot go on past it). */
 static inline size_t vh_record_size(const struct vh_rec_hdr *h)
 {
@@ -234,15 +259,339 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
     }
 }
 
+/* ---- Compact records (version 2) -----------------------------------------
+ * ALLOC (0x01), RESIZE (0x03) and FREE (0x02) are byte-packed, in this
+ * order, with no alignment:
+ *   ALLOC/RESIZE: type u8, dt, da, size, slack, stack, meta [, heap] [, tag]
+ *   FREE:         type u8, dt, da, meta [, heap]
+ * Every field after the type is an unsigned LEB128 varint: 7 bits a byte,
+ * least significant group first, high bit set on every byte but the last;
+ * at most 10 bytes, and a 10th byte holds only bit 63 (0 or 1).
+ * A chunk keeps a cursor (time T, address A), (0, 0) where the chunk
+ * starts. Each record moves it; the reader replays the same moves:
+ *   THREAD:                 T = its time, A = 0   (a new owner: a new base)
+ *   any other struct record: T = its time
+ *   compact record:         T += dt; A += unzigzag(da) (mod 2^64);
+ *                           the record's time is T, its address A
+ *   PAD:                    nothing
+ * zigzag maps a signed delta to unsigned (0, -1, 1, -2 -> 0, 1, 2, 3), so
+ * a block just below the previous one costs as little as one above it. A
+ * writer whose clock went back clamps dt to 0 (the time then reads as T).
+ * meta: bits 0-5 func (enum vh_func), bit 6 the `realloc` flag, bit 7: a
+ * heap varint follows (heap != 0), bit 8: a tag varint follows (ALLOC and
+ * RESIZE only, tag != 0), bits 9-16 the other record flags (enum
+ * vh_rec_flags, `realloc` 0 there); higher bits are 0. So a system-heap
+ * record's meta is one byte, a moving realloc's halves included. Ranges:
+ * slack and stack fit 32 bits, heap and tag 16 bits; anything else is
+ * damage. */
+#define VH_META_FUNC 0x3fu
+#define VH_META_REALLOC (1u << 6)
+#define VH_META_HEAP (1u << 7)
+#define VH_META_TAG (1u << 8)
+#define VH_META_FLAGS_SHIFT 9
+#define VH_META_BITS 17
+#define VH_ULEB_MAX 10u                   /* bytes of the longest varint    */
+
+/* The meta varint of a record (see above). */
+static inline uint32_t vh_meta(unsigned func, uint8_t flags, uint16_t heap, uint16_t tag)
+{
+    return (func & VH_META_FUNC) | ((flags & VH_RF_REALLOC) ? VH_META_REALLOC : 0) |
+           (heap ? VH_META_HEAP : 0) | (tag ? VH_META_TAG : 0) |
+           (uint32_t)(flags & ~VH_RF_REALLOC & 0xff) << VH_META_FLAGS_SHIFT;
+}
+
+/* The record flags (enum vh_rec_flags) a meta holds. */
+static inline uint8_t vh_meta_flags(uint64_t meta)
+{
+    return (uint8_t)((meta >> VH_META_FLAGS_SHIFT) & ~VH_RF_REALLOC) |
+           ((meta & VH_META_REALLOC) ? VH_RF_REALLOC : 0);
+}
+
+/* Longest encodings (the writer reserves this much, commits what it used):
+ * type, 64-bit varints, 32-bit ones (5 bytes), 17-bit meta and 16-bit
+ * heap / tag (3 bytes each). */
+#define VH_ENC_ALLOC_MAX (1u + 3 * VH_ULEB_MAX + 5 + 5 + 3 + 3 + 3)
+#define VH_ENC_FREE_MAX (1u + 2 * VH_ULEB_MAX + 3 + 3)
+
+_Static_assert(VH_FN_COUNT <= VH_META_FUNC + 1, "func fits meta's 6 bits");
+_Static_assert(offsetof(struct vh_rec_time, time) == 8 && offsetof(struct vh_rec_value, time) == 8 &&
+               offsetof(struct vh_rec_move, time) == 8 && offsetof(struct vh_rec_stack, time) == 8 &&
+               offsetof(struct vh_rec_module, time) == 8 && offsetof(struct vh_rec_heap, time) == 8 &&
+               offsetof(struct vh_rec_label, time) == 8,
+               "every struct record has its time at offset 8 (the cursor reads it there)");
+
+/* The per-chunk state both sides keep (see above). */
+struct vh_cursor {
+    uint64_t time;                 /* T: time of the chunk's last record    */
+    uint64_t addr;                 /* A: address of its last compact record */
+};
+
+/* A compact record decoded: what a version 1 capture stores. */
+union vh_rec_compact {
+    struct vh_rec_hdr h;
+    struct vh_rec_alloc alloc;
+    struct vh_rec_free free;
+};
+
+static inline int vh_rec_is_compact(uint8_t type)
+{
+    return type == VH_REC_ALLOC || type == VH_REC_FREE || type == VH_REC_RESIZE;
+}
+
+static inline uint64_t vh_zigzag(uint64_t delta)
+{
+    return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63);
+}
+
+static inline uint64_t vh_unzigzag(uint64_t z)
+{
+    return (z >> 1) ^ (0 - (z & 1));
+}
+
+static inline uint8_t *vh_uleb_put(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* Why a compact record could not be decoded. */
+enum vh_dec_error {
+    VH_DEC_CUT = -1,               /* runs past the end of the valid bytes   */
+    VH_DEC_VARINT = -2,            /* a varint longer than 10 bytes / 64 bits */
+    VH_DEC_RANGE = -3,             /* a field out of its range, unknown bits */
+};
+
+/* Reads the varint at *p (before end) into *v and moves *p past it; 0, or
+ * VH_DEC_CUT / VH_DEC_VARINT (*p unchanged). */
+static inline int vh_uleb_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *q = *p;
+    uint64_t r, b;
+
+    if (__builtin_expect(q < end && *q < 0x80, 1)) {   /* most fields: one byte */
+        *v = *q;
+        *p = q + 1;
+        return 0;
+    }
+    if (end - q >= (long)VH_ULEB_MAX) {
+        /* Room for the longest: no bound check per byte. */
+        r = q[0] & 0x7f;
+        for (unsigned i = 1; i < VH_ULEB_MAX - 1; i++) {
+            b = q[i];
+            r |= (b & 0x7f) << (7 * i);
+            if (b < 0x80) {
+                *p = q + i + 1;
+                *v = r;
+                return 0;
+            }
+        }
+        if (q[VH_ULEB_MAX - 1] > 1)
+            return VH_DEC_VARINT;
+        *v = r | (uint64_t)q[VH_ULEB_MAX - 1] << 63;
+        *p = q + VH_ULEB_MAX;
+        return 0;
+    }
+    r = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        if (q >= end)
+            return VH_DEC_CUT;
+        b = *q++;
+        if (shift == 63 && b > 1)
+            return VH_DEC_VARINT;
+        r |= (b & 0x7f) << shift;
+        if (!(b & 0x80))
+            break;
+    }
+    *p = q;
+    *v = r;
+    return 0;
+}
+
+/* vh_uleb_get for a varint known to lie before the end of the valid bytes
+ * (at least VH_ULEB_MAX of them left): no bound check. */
+static inline int vh_uleb_get_near(const uint8_t **p, uint64_t *v)
+{
+    const uint8_t *q = *p;
+    uint64_t r = q[0], b;
+
+    if (__builtin_expect(r < 0x80, 1)) {
+        *v = r;
+        *p = q + 1;
+        return 0;
+    }
+    r &= 0x7f;
+    for (unsigned i = 1; i < VH_ULEB_MAX - 1; i++) {
+        b = q[i];
+        r |= (b & 0x7f) << (7 * i);
+        if (b < 0x80) {
+            *p = q + i + 1;
+            *v = r;
+            return 0;
+        }
+    }
+    if (q[VH_ULEB_MAX - 1] > 1)
+        return VH_DEC_VARINT;
+    *v = r | (uint64_t)q[VH_ULEB_MAX - 1] << 63;
+    *p = q + VH_ULEB_MAX;
+    return 0;
+}
+
+/* Encodes an ALLOC or RESIZE at p (room for VH_ENC_ALLOC_MAX bytes) and
+ * moves the cursor; returns the end of the record. */
+static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t type,
+                                    uint8_t flags, uint16_t heap, unsigned func, uint64_t time,
+                                    uint64_t addr, uint64_t size, uint32_t slack, uint32_t stack,
+                                    uint16_t tag)
+{
+    uint64_t dt = time > cur->time ? time - cur->time : 0;
+    uint32_t meta = vh_meta(func, flags, heap, tag);
+
+    *p++ = type;
+    p = vh_uleb_put(p, dt);
+    p = vh_uleb_put(p, vh_zigzag(addr - cur->addr));
+    p = vh_uleb_put(p, size);
+    p = vh_uleb_put(p, slack);
+    p = vh_uleb_put(p, stack);
+    p = vh_uleb_put(p, meta);
+    if (heap)
+        p = vh_uleb_put(p, heap);
+    if (tag)
+        p = vh_uleb_put(p, tag);
+    cur->time += dt;
+    cur->addr = addr;
+    return p;
+}
+
+/* Encodes a FREE at p (room for VH_ENC_FREE_MAX bytes) and moves the
+ * cursor; returns the end of the record. */
+static inline uint8_t *vh_enc_free(uint8_t *p, struct vh_cursor *cur, uint8_t flags,
+                                   uint16_t heap, unsigned func, uint64_t time, uint64_t addr)
+{
+    uint64_t dt = time > cur->time ? time - cur->time : 0;
+    uint32_t meta = vh_meta(func, flags, heap, 0);
+
+    *p++ = VH_REC_FREE;
+    p = vh_uleb_put(p, dt);
+    p = vh_uleb_put(p, vh_zigzag(addr - cur->addr));
+    p = vh_uleb_put(p, meta);
+    if (heap)
+        p = vh_uleb_put(p, heap);
+    cur->time += dt;
+    cur->addr = addr;
+    return p;
+}
+
+/* Decodes the compact record at [p, end) (p[0] is its type, one of
+ * vh_rec_is_compact) into *out with cur's bases, and moves the cursor.
+ * Returns its length, or a negative enum vh_dec_error (cursor unchanged). */
+static inline long vh_dec_compact(const uint8_t *p, const uint8_t *end, struct vh_cursor *cur,
+                                  union vh_rec_compact *out)
+{
+    const uint8_t *q = p + 1;
+    uint64_t dt, da, meta, heap = 0, tag = 0, size = 0, slack = 0, stack = 0;
+    int alloc = p[0] != VH_REC_FREE, rc;
+
+    if (end - p >= (long)VH_ENC_ALLOC_MAX) {
+        /* The whole record lies before end, however long: the common case,
+         * read without bound checks. */
+        if ((rc = vh_uleb_get_near(&q, &dt)) || (rc = vh_uleb_get_near(&q, &da)))
+            return rc;
+        if (alloc && ((rc = vh_uleb_get_near(&q, &size)) ||
+                      (rc = vh_uleb_get_near(&q, &slack)) || (rc = vh_uleb_get_near(&q, &stack))))
+            return rc;
+        if ((rc = vh_uleb_get_near(&q, &meta)))
+            return rc;
+        if ((meta & VH_META_HEAP) && (rc = vh_uleb_get_near(&q, &heap)))
+            return rc;
+        if ((meta & VH_META_TAG) && (!alloc || (rc = vh_uleb_get_near(&q, &tag))))
+            return alloc ? rc : VH_DEC_RANGE;
+    } else {
+        if ((rc = vh_uleb_get(&q, end, &dt)) || (rc = vh_uleb_get(&q, end, &da)))
+            return rc;
+        if (alloc && ((rc = vh_uleb_get(&q, end, &size)) || (rc = vh_uleb_get(&q, end, &slack)) ||
+                      (rc = vh_uleb_get(&q, end, &stack))))
+            return rc;
+        if ((rc = vh_uleb_get(&q, end, &meta)))
+            return rc;
+        if ((meta & VH_META_HEAP) && (rc = vh_uleb_get(&q, end, &heap)))
+            return rc;
+        if ((meta & VH_META_TAG) && (!alloc || (rc = vh_uleb_get(&q, end, &tag))))
+            return alloc ? rc : VH_DEC_RANGE;
+    }
+    if ((meta >> VH_META_BITS) | ((meta >> VH_META_FLAGS_SHIFT) & VH_RF_REALLOC) | (slack >> 32) |
+        (stack >> 32) | (heap >> 16) | (tag >> 16))
+        return VH_DEC_RANGE;
+    cur->time += dt;
+    cur->addr += vh_unzigzag(da);
+    if (alloc) {
+        out->alloc = (struct vh_rec_alloc){
+            .h = { .type = p[0], .flags = vh_meta_flags(meta),
+                   .a = (uint16_t)heap, .b = (uint32_t)stack },
+            .time = cur->time,
+            .addr = cur->addr,
+            .size = size,
+            .slack = (uint32_t)slack,
+            .func = (uint16_t)(meta & VH_META_FUNC),
+            .tag = (uint16_t)tag,
+        };
+    } else {
+        out->free = (struct vh_rec_free){
+            .h = { .type = VH_REC_FREE, .flags = vh_meta_flags(meta),
+                   .a = (uint16_t)heap },
+            .time = cur->time,
+            .addr = cur->addr,
+            .func = meta & VH_META_FUNC,
+        };
+    }
+    return (long)(q - p);
+}
+
+/* The time of the compact record at [p, end) without decoding the rest:
+ * 0 and *time, or a negative enum vh_dec_error. */
+static inline int vh_dec_compact_time(const uint8_t *p, const uint8_t *end,
+                                      const struct vh_cursor *cur, uint64_t *time)
+{
+    const uint8_t *q = p + 1;
+    uint64_t dt;
+    int rc = vh_uleb_get(&q, end, &dt);
+
+    if (!rc)
+        *time = cur->time + dt;
+    return rc;
+}
+
+static inline const char *vh_dec_why(int err)
+{
+    return err == VH_DEC_CUT      ? "runs past used"
+           : err == VH_DEC_VARINT ? "has a varint longer than 64 bits"
+                                  : "has a field out of range";
+}
+
 /* Stable lowercase names, used by `vheap-analyze dump` and the schema. */
 static inline const char *vh_func_name(unsigned f)
 {
-    static const char *const names[VH_FN_COUNT] = {
+    static const char *const names[] = {
         "none", "malloc", "calloc", "realloc", "reallocarray", "free",
         "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
         "mallocx", "rallocx", "xallocx", "sdallocx", "dallocx", "custom",
         "heaptrack_api",
+        /* one word each (no spaces: dump lines split on them) */
+        "operator_new", "operator_new_array", "operator_new_nothrow",
+        "operator_new_array_nothrow", "operator_new_aligned",
+        "operator_new_array_aligned", "operator_new_aligned_nothrow",
+        "operator_new_array_aligned_nothrow",
+        "operator_delete", "operator_delete_array", "operator_delete_sized",
+        "operator_delete_array_sized", "operator_delete_aligned",
+        "operator_delete_array_aligned", "operator_delete_sized_aligned",
+        "operator_delete_array_sized_aligned", "operator_delete_nothrow",
+        "operator_delete_array_nothrow", "operator_delete_aligned_nothrow",
+        "operator_delete_array_aligned_nothrow",
     };
+    _Static_assert(sizeof names / sizeof *names == VH_FN_COUNT, "a name for every vh_func");
     return f < VH_FN_COUNT ? names[f] : "unknown";
 }
 

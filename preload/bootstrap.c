@@ -4,7 +4,9 @@
  * the real functions are resolved lazily with dlsym(RTLD_NEXT). dlsym itself
  * may call calloc/malloc: while the real malloc is unknown those requests
  * are served from a static bump buffer that is never freed (free() ignores
- * pointers into it, realloc copies out of it). */
+ * pointers into it, realloc copies out of it). The lookups run as the
+ * shim's own calls with signals blocked (vh_own_begin): a handler's malloc
+ * meanwhile would be indistinguishable from dlsym's. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
@@ -63,7 +65,8 @@ static void *next_sym(const char *name)
 void vh_resolve_real(void)
 {
     struct vh_tls *t = &vh_tls;
-    t->own++;
+    sigset_t saved;
+    vh_own_begin(t, &saved);
     /* malloc first: once it is known, dlsym's own allocations (and the error
      * strings of failed lookups below) go to the real allocator. */
     RESOLVE(malloc, "malloc");
@@ -92,5 +95,5 @@ void vh_resolve_real(void)
     /* A failed lookup leaves an error in dlerror(): clear it so the program
      * never sees ours. */
     dlerror();
-    t->own--;
+    vh_own_end(t, &saved);
 }

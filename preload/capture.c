@@ -451,7 +451,7 @@ static struct vh_chunk_header *claim(uint64_t time)
 {
     struct vh_capture_header *h = vh_cap.hdr;
     struct vh_chunk_header *c = NULL;
-    int rc = 0, reuse, fresh = 0;
+    int rc = 0, reuse;
     uint64_t idx = 0;
     vh_lock(&chunk_lock);
     if (h->flags & VH_HDR_DISABLED) {
@@ -468,18 +468,17 @@ static struct vh_chunk_header *claim(uint64_t time)
         else if (need > vh_cap.mapped)
             rc = grow(need);
         if (rc == 0) {
+            /* The header first, then the count (release): every chunk a
+             * reader counts has its header, so one without is damage, not
+             * a claim in progress. */
             c = chunk_at((uint32_t)idx);
-            fresh = 1;
-            /* A reader treats a claimed chunk with used == 0 as empty. */
+            c->magic = VH_CHUNK_MAGIC;
+            c->index = (uint32_t)idx;
+            __atomic_store_n(&c->used, CHUNK_HDR, __ATOMIC_RELAXED);
             __atomic_store_n(&h->chunks_claimed, idx + 1, __ATOMIC_RELEASE);
         }
     }
     vh_unlock(&chunk_lock);
-    if (fresh) {
-        c->magic = VH_CHUNK_MAGIC;
-        c->index = (uint32_t)idx;
-        __atomic_store_n(&c->used, CHUNK_HDR, __ATOMIC_RELEASE);
-    }
     if (rc < 0)
         vh_capture_disable(rc == -EFBIG ? "the capture reached its size limit"
                            : rc == -EBADF ? "the program closed the capture's descriptor"
@@ -542,7 +541,7 @@ void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time)
     retire(t);                     /* full: done with it */
     t->chunk = NULL;
     t->pos = t->end = NULL;
-    if (size + thread_rec + CHUNK_HDR > vh_cap.chunk_size)
+    if (size + thread_rec + 7 + CHUNK_HDR > vh_cap.chunk_size)
         return NULL;               /* can never fit (a giant path) */
     if (!t->tid)
         t->tid = (uint32_t)vh_gettid();
@@ -552,18 +551,23 @@ void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time)
             return NULL;
         char *pos = (char *)c + __atomic_load_n(&c->used, __ATOMIC_RELAXED);
         char *end = (char *)c + vh_cap.chunk_size;
-        if ((size_t)(end - pos) < size + thread_rec)
+        size_t pad = (size_t)(-(uintptr_t)pos & 7);   /* a reused chunk: compact tail */
+        if ((size_t)(end - pos) < pad + thread_rec + size)
             continue;              /* a released chunk with too little room: drop it */
         t->chunk = c;
         t->pos = t->end = pos;
         t->pop_start = NULL;
-        populate(t, size + thread_rec);
+        populate(t, pad + thread_rec + size);
         if (!t->registered)
             vh_thread_register(t);
-        /* Records of a chunk are one thread's: say which. */
-        struct vh_rec_time *r = (struct vh_rec_time *)t->pos;
+        for (; pad; pad--)
+            *t->pos++ = (char)VH_REC_PAD;
+        /* Records of a chunk are one thread's: say which. It also restarts
+         * the chunk's time and address bases for the compact records. */
+        struct vh_rec_time *r = (struct vh_rec_time *)(void *)t->pos;
         r->h = (struct vh_rec_hdr){ .type = VH_REC_THREAD, .b = t->tid };
         r->time = time;
+        t->cur = (struct vh_cursor){ .time = time, .addr = 0 };
         t->pos += thread_rec;
         __atomic_store_n(&c->used, (uint64_t)(t->pos - (char *)c), __ATOMIC_RELEASE);
         return t->pos;

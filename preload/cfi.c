@@ -7,9 +7,11 @@
  * rule once per return address from the object's .eh_frame_hdr/.eh_frame (in
  * memory, inside dl_iterate_phdr so the object cannot go away meanwhile),
  * caches it in a process-wide table, and walks with a few loads per frame.
- * Anything else (signal trampolines, DWARF expressions, missing tables) makes
- * the walk return -1 and the caller uses libunwind for that stack. Every read
- * of the stack is checked against the thread's stack bounds. */
+ * A return address at the signal trampoline is stepped through by reading
+ * the interrupted registers the kernel saved (sigframe.h). Anything else
+ * (DWARF expressions, missing tables, a stack we do not know) makes the walk
+ * return -1 and the caller uses libunwind for that stack. Every read of the
+ * stack is checked against the bounds of the stack being walked. */
 #include <elf.h>
 #include <link.h>
 #include <stdint.h>
@@ -17,11 +19,18 @@
 #include <sys/mman.h>
 
 #include "preload/internal.h"
+#include "preload/sigframe.h"
 
-/* A rule, packed in 64 bits: kind (8), rbp how (8), rbp offset (16, signed,
- * from CFA), CFA offset (32, signed). */
-enum { R_EMPTY = 0, R_RSP, R_RBP, R_END, R_UNSUPPORTED };
-enum { RBP_SAME = 0, RBP_AT };
+/* A rule, packed in 64 bits: kind (4), rbp how (2), rbx how (2), rbp
+ * offset (16, signed, from CFA), rbx offset (16, signed), CFA offset (24).
+ * R_SIGNAL: the address after this one is the signal trampoline (the frame
+ * is the kernel's signal frame). R_RBX: CFA = rbx + offset, as in glibc's
+ * lazy-binding trampoline; followed only where rbx is known, i.e. after a
+ * signal frame (the ucontext has it) — where a handler interrupting lazy
+ * binding needs it. Elsewhere rbx is not tracked. */
+enum { R_EMPTY = 0, R_RSP, R_RBP, R_END, R_UNSUPPORTED, R_SIGNAL, R_RBX };
+enum { S_SAME = 0, S_AT, S_LOST };  /* a callee-saved register's rule */
+#define CFA_MAX (1 << 24)
 
 #define CACHE_BITS 16
 #define CACHE_SLOTS (1u << CACHE_BITS)
@@ -33,11 +42,20 @@ struct entry {
 
 static struct entry *cache;        /* mmap'd, CACHE_SLOTS entries         */
 
-static inline uint64_t pack(unsigned kind, unsigned rbp_how, int rbp_off, int32_t cfa_off)
+static inline uint64_t pack(unsigned kind, unsigned rbp_how, int rbp_off, unsigned rbx_how,
+                            int rbx_off, uint32_t cfa_off)
 {
-    return (uint64_t)kind | (uint64_t)rbp_how << 8 | (uint64_t)(uint16_t)(int16_t)rbp_off << 16 |
-           (uint64_t)(uint32_t)cfa_off << 32;
+    return (uint64_t)kind | (uint64_t)rbp_how << 4 | (uint64_t)rbx_how << 6 |
+           (uint64_t)(uint16_t)(int16_t)rbp_off << 8 | (uint64_t)(uint16_t)(int16_t)rbx_off << 24 |
+           (uint64_t)cfa_off << 40;
 }
+#define RULE_KIND(r) ((unsigned)(r) & 15)
+#define RULE_RBP_HOW(r) ((unsigned)((r) >> 4) & 3)
+#define RULE_RBX_HOW(r) ((unsigned)((r) >> 6) & 3)
+#define RULE_RBP_OFF(r) ((uint64_t)(int64_t)(int16_t)((r) >> 8))
+#define RULE_RBX_OFF(r) ((uint64_t)(int64_t)(int16_t)((r) >> 24))
+#define RULE_CFA_OFF(r) ((r) >> 40)
+#define END_RULE pack(R_END, 0, 0, 0, 0, 0)
 
 int vh_cfi_init(void)
 {
@@ -154,8 +172,10 @@ static uint64_t pointer(struct rd *r, uint8_t enc, uint64_t datarel)
 struct state {
     int cfa_reg;
     int64_t cfa_off;
-    int rbp_how;                   /* RBP_SAME, RBP_AT, or -1 unsupported */
+    int rbp_how;                   /* S_SAME, S_AT */
     int64_t rbp_off;
+    int rbx_how;                   /* S_SAME, S_AT, S_LOST */
+    int64_t rbx_off;
     int ra_ok;                     /* return address at CFA-8 */
     int ra_undef;                  /* outermost frame */
     int unsupported;
@@ -171,18 +191,54 @@ struct cie {
     const uint8_t *insns, *end;
 };
 
-#define REG_RBP 6
-#define REG_RSP 7
+#define DW_RBX 3
+#define DW_RBP 6
+#define DW_RSP 7
 
 static void set_reg(struct state *s, uint64_t reg, int how, int64_t off, uint64_t ra_reg)
 {
-    if (reg == REG_RBP) {
+    if (reg == DW_RBP) {
         s->rbp_how = how;
         s->rbp_off = off;
+    } else if (reg == DW_RBX) {
+        s->rbx_how = how;
+        s->rbx_off = off;
     } else if (reg == ra_reg) {
-        s->ra_ok = how == RBP_AT && off == -8;
+        s->ra_ok = how == S_AT && off == -8;
         s->ra_undef = 0;
     }
+}
+
+/* DW_CFA_restore: back to the CIE's rule. */
+static void restore_reg(struct state *s, const struct state *init, uint64_t reg, uint64_t ra_reg)
+{
+    if (reg == DW_RBP) {
+        s->rbp_how = init->rbp_how;
+        s->rbp_off = init->rbp_off;
+    } else if (reg == DW_RBX) {
+        s->rbx_how = init->rbx_how;
+        s->rbx_off = init->rbx_off;
+    } else if (reg == ra_reg) {
+        s->ra_ok = init->ra_ok;
+        s->ra_undef = init->ra_undef;
+    }
+}
+
+/* The one CFA expression worth knowing: the lazy-binding PLT's,
+ * "rsp + 8 + ((rip & 15) >= K ? 8 : 0)" (K = 11, or 10 with IBT): 8 more
+ * once the entry pushed its index. A signal can land in a PLT entry; a rule
+ * is per address, so rip is `target` and the rule is a plain rsp offset. */
+static int plt_cfa(const uint8_t *e, uint64_t len, uint64_t target, struct state *s)
+{
+    /* breg7 8; breg16 0; lit15; and; litK; ge; lit3; shl; plus */
+    static const uint8_t expr[11] = { 0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a,
+                                      0x00, 0x2a, 0x33, 0x24, 0x22 };
+    if (len != sizeof expr || memcmp(e, expr, 6) != 0 || memcmp(e + 7, expr + 7, 4) != 0 ||
+        (e[6] != 0x3a && e[6] != 0x3b) || target == UINT64_MAX)
+        return -1;
+    s->cfa_reg = DW_RSP;
+    s->cfa_off = 8 + ((target & 15) >= (uint64_t)(e[6] - 0x30) ? 8 : 0);
+    return 0;
 }
 
 /* Runs CFA instructions from `r` while loc <= target. `init` is the state
@@ -202,17 +258,10 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
             goto advance;
         case 0x80:
             off = (int64_t)uleb(r) * c->data_align;
-            set_reg(s, op & 0x3f, RBP_AT, off, c->ra_reg);
+            set_reg(s, op & 0x3f, S_AT, off, c->ra_reg);
             continue;
         case 0xc0:
-            reg = op & 0x3f;
-            if (reg == REG_RBP) {
-                s->rbp_how = init->rbp_how;
-                s->rbp_off = init->rbp_off;
-            } else if (reg == c->ra_reg) {
-                s->ra_ok = init->ra_ok;
-                s->ra_undef = init->ra_undef;
-            }
+            restore_reg(s, init, op & 0x3f, c->ra_reg);
             continue;
         }
         switch (op) {
@@ -230,42 +279,41 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
         case 0x05:                                             /* offset_extended */
             reg = uleb(r);
             off = (int64_t)uleb(r) * c->data_align;
-            set_reg(s, reg, RBP_AT, off, c->ra_reg);
+            set_reg(s, reg, S_AT, off, c->ra_reg);
             break;
         case 0x11:                                             /* offset_extended_sf */
             reg = uleb(r);
             off = sleb(r) * c->data_align;
-            set_reg(s, reg, RBP_AT, off, c->ra_reg);
+            set_reg(s, reg, S_AT, off, c->ra_reg);
             break;
         case 0x06:                                             /* restore_extended */
-            reg = uleb(r);
-            if (reg == REG_RBP) {
-                s->rbp_how = init->rbp_how;
-                s->rbp_off = init->rbp_off;
-            } else if (reg == c->ra_reg) {
-                s->ra_ok = init->ra_ok;
-                s->ra_undef = init->ra_undef;
-            }
+            restore_reg(s, init, uleb(r), c->ra_reg);
             break;
         case 0x07:                                             /* undefined */
             reg = uleb(r);
             if (reg == c->ra_reg)
                 s->ra_undef = 1;
-            else if (reg == REG_RBP)
-                s->rbp_how = RBP_SAME;   /* value lost; keep walking */
+            else if (reg == DW_RBP)
+                s->rbp_how = S_SAME;     /* value lost; keep walking */
+            else if (reg == DW_RBX)
+                s->rbx_how = S_LOST;
             break;
         case 0x08:                                             /* same_value */
             reg = uleb(r);
-            if (reg == REG_RBP)
-                s->rbp_how = RBP_SAME;
+            if (reg == DW_RBP)
+                s->rbp_how = S_SAME;
+            else if (reg == DW_RBX)
+                s->rbx_how = S_SAME;
             else if (reg == c->ra_reg)
                 s->unsupported = 1;
             break;
         case 0x09:                                             /* register */
             reg = uleb(r);
             uleb(r);
-            if (reg == REG_RBP || reg == c->ra_reg)
+            if (reg == DW_RBP || reg == c->ra_reg)
                 s->unsupported = 1;
+            else if (reg == DW_RBX)
+                s->rbx_how = S_LOST;
             break;
         case 0x0a:                                             /* remember_state */
             if (depth == 8)
@@ -290,17 +338,28 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
         case 0x0d: s->cfa_reg = (int)uleb(r); break;           /* def_cfa_register */
         case 0x0e: s->cfa_off = (int64_t)uleb(r); break;       /* def_cfa_offset */
         case 0x13: s->cfa_off = sleb(r) * c->data_align; break; /* def_cfa_offset_sf */
-        case 0x0f:                                             /* def_cfa_expression */
-            s->unsupported = 1;
+        case 0x0f: {                                           /* def_cfa_expression */
+            uint64_t len = uleb(r);
+            if (len > (uint64_t)(r->end - r->p)) {
+                r->bad = 1;
+                break;
+            }
+            if (plt_cfa(r->p, len, target, s) < 0)
+                s->unsupported = 1;
+            r->p += len;
             break;
+        }
         case 0x10:                                             /* expression */
         case 0x16: {                                           /* val_expression */
             reg = uleb(r);
             uint64_t len = uleb(r);
-            if (reg == REG_RBP || reg == c->ra_reg || len > (uint64_t)(r->end - r->p))
+            if (reg == DW_RBP || reg == c->ra_reg || len > (uint64_t)(r->end - r->p)) {
                 s->unsupported = 1;
-            else
+            } else {
                 r->p += len;
+                if (reg == DW_RBX)
+                    s->rbx_how = S_LOST;
+            }
             break;
         }
         case 0x14:                                             /* val_offset */
@@ -310,14 +369,16 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
                 uleb(r);
             else
                 sleb(r);
-            if (reg == REG_RBP || reg == c->ra_reg)
+            if (reg == DW_RBP || reg == c->ra_reg)
                 s->unsupported = 1;
+            else if (reg == DW_RBX)
+                s->rbx_how = S_LOST;
             break;
         case 0x2e: uleb(r); break;                             /* GNU_args_size */
         case 0x2f:                                             /* GNU_negative_offset_ext */
             reg = uleb(r);
             off = -(int64_t)uleb(r) * c->data_align;
-            set_reg(s, reg, RBP_AT, off, c->ra_reg);
+            set_reg(s, reg, S_AT, off, c->ra_reg);
             break;
         default:
             s->unsupported = 1;
@@ -400,19 +461,30 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct query *q = arg;
     const ElfW(Phdr) *hdr_ph = NULL;
-    int inside = 0;
+    int inside = 0, tramp_fits = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_LOAD) {
             uint64_t s = info->dlpi_addr + ph->p_vaddr;
-            if (q->ip >= s && q->ip < s + ph->p_memsz)
+            if (q->ip >= s && q->ip < s + ph->p_memsz) {
                 inside = 1;
+                tramp_fits = (ph->p_flags & PF_R) &&
+                             q->ip + 1 + VH_SIGTRAMP_LEN <= s + ph->p_memsz;
+            }
         } else if (ph->p_type == PT_GNU_EH_FRAME) {
             hdr_ph = ph;
         }
     }
     if (!inside)
         return 0;
+    /* The return address (q->ip + 1) at the rt_sigreturn trampoline: the
+     * bytes are checked, not the FDE (glibc marks its own with 'S', other
+     * restorers may have none). Read only inside the segment. */
+    if (tramp_fits && vh_sigtramp_is((const void *)(uintptr_t)(q->ip + 1))) {
+        q->found = 1;
+        q->rule = pack(R_SIGNAL, 0, 0, 0, 0, 0);
+        return 1;
+    }
     /* Reads of the tables stay inside the segment that holds them. */
     const uint8_t *seg_end = NULL;
     for (int i = 0; hdr_ph && i < info->dlpi_phnum; i++) {
@@ -422,7 +494,7 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
             seg_end = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
     }
     q->found = 1;
-    q->rule = pack(R_UNSUPPORTED, 0, 0, 0);
+    q->rule = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
     if (!hdr_ph || !seg_end)
         return 1;
     const uint8_t *hdr = (const uint8_t *)(info->dlpi_addr + hdr_ph->p_vaddr);
@@ -449,7 +521,7 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
             hi = mid;
     }
     if (base + (int64_t)table[2 * lo] > q->ip) {
-        q->rule = pack(R_END, 0, 0, 0);      /* before any FDE: no info */
+        q->rule = END_RULE;      /* before any FDE: no info */
         return 1;
     }
     /* The FDE. .eh_frame follows the header in the same segment; bound the
@@ -478,7 +550,7 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (f.bad)
         return 1;
     if (q->ip < start || q->ip >= start + range) {
-        q->rule = pack(R_END, 0, 0, 0);      /* a gap without unwind info */
+        q->rule = END_RULE;      /* a gap without unwind info */
         return 1;
     }
     if (c.has_aug_data) {
@@ -487,7 +559,7 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
             return 1;
         f.p += alen;
     }
-    struct state s = { .cfa_reg = REG_RSP, .cfa_off = 8, .rbp_how = RBP_SAME, .ra_ok = 0 };
+    struct state s = { .cfa_reg = DW_RSP, .cfa_off = 8, .rbp_how = S_SAME, .rbx_how = S_SAME };
     struct rd ci = { c.insns, c.end, 0 };
     run(&ci, &c, &s, &s, 0, UINT64_MAX, base);
     struct state init = s;
@@ -495,14 +567,18 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (ci.bad || f.bad || s.unsupported)
         return 1;
     if (s.ra_undef) {
-        q->rule = pack(R_END, 0, 0, 0);
+        q->rule = END_RULE;
         return 1;
     }
-    if (!s.ra_ok || (s.cfa_reg != REG_RSP && s.cfa_reg != REG_RBP) || s.cfa_off < 8 ||
-        s.cfa_off > INT32_MAX || (s.rbp_how == RBP_AT && (s.rbp_off < -32768 || s.rbp_off >= 0)))
+    if (!s.ra_ok || (s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP && s.cfa_reg != DW_RBX) ||
+        s.cfa_off < 8 || s.cfa_off >= CFA_MAX ||
+        (s.rbp_how == S_AT && (s.rbp_off < -32768 || s.rbp_off >= 0)))
         return 1;
-    q->rule = pack(s.cfa_reg == REG_RSP ? R_RSP : R_RBP, (unsigned)s.rbp_how, (int)s.rbp_off,
-                   (int32_t)s.cfa_off);
+    if (s.rbx_how == S_AT && (s.rbx_off < -32768 || s.rbx_off >= 0))
+        s.rbx_how = S_LOST;
+    q->rule = pack(s.cfa_reg == DW_RSP ? R_RSP : s.cfa_reg == DW_RBP ? R_RBP : R_RBX,
+                   (unsigned)s.rbp_how, (int)s.rbp_off, (unsigned)s.rbx_how, (int)s.rbx_off,
+                   (uint32_t)s.cfa_off);
     return 1;
 }
 
@@ -510,9 +586,9 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
  * arriving meanwhile is a signal handler's, to be counted as nested. */
 static uint64_t compute_rule(uint64_t ip)
 {
-    struct query q = { ip, pack(R_END, 0, 0, 0), 0 };
+    struct query q = { ip, END_RULE, 0 };
     dl_iterate_phdr(rule_cb, &q);
-    return q.found ? q.rule : pack(R_END, 0, 0, 0);   /* not in any object */
+    return q.found ? q.rule : END_RULE;   /* not in any object */
 }
 
 static inline uint64_t lookup(uint64_t ip, uint64_t gen)
@@ -542,9 +618,12 @@ static inline uint64_t lookup(uint64_t ip, uint64_t gen)
  * rules (fixed per module generation) and the stack words it reads; so once
  * a walk reaches a state the previous walk had, the rest is the previous
  * walk's for as long as the words it read are unchanged. Checking those is
- * independent loads, not the dependent chain of rule lookups. */
+ * independent loads, not the dependent chain of rule lookups. Only frames
+ * on the thread's own stack are recorded (it stays mapped while the thread
+ * lives; a signal stack may be freed between two walks), and none from a
+ * signal frame on (walk_plain does those). */
 #define MEMO 64u
-enum { H_OPEN = 0,                 /* not followed (the memo was full)       */
+enum { H_OPEN = 0,                 /* not followed (a signal frame)           */
        H_NEXT,                     /* went on: ret at nsp-8, rbp from at     */
        H_ZERO,                     /* the return address at nsp-8 was 0: end */
        H_END,                      /* ended by the rule or a bad rbp slot     */
@@ -564,6 +643,119 @@ struct memo {
 static __thread struct memo memos[2] __attribute__((tls_model("initial-exec")));
 static __thread uint8_t memo_cur __attribute__((tls_model("initial-exec")));
 
+/* ---- walks the memo does not cover ------------------------------------------
+ * From a signal frame on, and from a start on the signal stack: no memo,
+ * but the exact PC of an interrupted frame, rbx (in the ucontext) for
+ * R_RBX frames, and moves between the signal stack and the thread's. Kept
+ * apart from vh_cfi_walk, the common walk, which needs none of it. */
+struct wstate {
+    uint64_t ip, sp, rbp, rbx;
+    uint64_t lo, hi;               /* the stack sp is on                    */
+    unsigned exact;                /* ip is an interrupted PC, not a return
+                                      address: its rule is looked up at ip  */
+    unsigned rbx_known;
+};
+
+/* Steps w through a signal frame: the handler returned into the trampoline,
+ * so `uc` (its sp) points at the ucontext_t the kernel saved; the walk goes
+ * on in the interrupted code, on whatever stack it ran (a handler on a
+ * signal stack interrupted code on the thread's). 0, or 1 when the frame
+ * cannot be read (stop there), or -1 for a stack we do not know (the walk
+ * is libunwind's). */
+static int cross(struct vh_tls *t, struct wstate *w, uint64_t uc)
+{
+    struct vh_sigregs r;
+    if (vh_sigframe_regs(uc, uc, w->hi, &r) < 0)
+        return 1;
+    if ((r.sp < w->lo || r.sp >= w->hi) &&
+        vh_stack_span(t->stack_lo, t->stack_hi, r.sp, &w->lo, &w->hi) < 0)
+        return -1;
+    w->ip = r.ip;
+    w->sp = r.sp;
+    w->rbp = r.bp;
+    w->rbx = r.bx;
+    w->exact = w->rbx_known = 1;
+    return 0;
+}
+
+/* Walks on from *from into buf[n..want); returns the count, or -1. */
+static VH_NOINLINE int walk_plain(struct vh_tls *t, const struct wstate *from, uint64_t gen,
+                                  uint64_t *buf, uint32_t n, uint32_t want)
+{
+    struct wstate w = *from;
+    while (n < want && w.ip) {
+        buf[n++] = w.ip;
+        /* Where a saved register may be read from: at or above sp, except
+         * in an interrupted frame, whose epilogue may have popped it already
+         * (gcc emits no restore rule; the slot keeps the value) or whose
+         * leaf code saved it in the red zone: the kernel put its frame below
+         * those 128 bytes. */
+        uint64_t floor_at = !w.exact ? w.sp : w.sp - w.lo >= 128 ? w.sp - 128 : w.lo;
+        uint64_t rule = lookup(w.ip - 1 + w.exact, gen);
+        unsigned kind = RULE_KIND(rule);
+        w.exact = 0;
+        uint64_t base;
+        if (kind == R_RSP) {
+            base = w.sp;
+        } else if (kind == R_RBP) {
+            base = w.rbp;
+        } else if (kind == R_RBX && w.rbx_known) {
+            base = w.rbx;
+        } else if (kind == R_SIGNAL) {
+            int c = cross(t, &w, w.sp);
+            if (c)
+                return c < 0 ? -1 : (int)n;
+            continue;
+        } else if (kind == R_END) {
+            return (int)n;
+        } else {
+            return -1;
+        }
+        uint64_t cfa = base + RULE_CFA_OFF(rule);
+        if (cfa <= w.sp || cfa > w.hi || (cfa & 7))
+            return n == 1 ? -1 : (int)n;   /* garbage: stop here */
+        uint64_t retaddr = ((const uint64_t *)cfa)[-1];
+        if (RULE_RBX_HOW(rule) == S_AT) {
+            uint64_t at = cfa + RULE_RBX_OFF(rule);
+            if (at < floor_at || at + 8 > cfa)
+                w.rbx_known = 0;
+            else
+                w.rbx = *(const uint64_t *)at;
+        } else if (RULE_RBX_HOW(rule) == S_LOST) {
+            w.rbx_known = 0;
+        }
+        if (RULE_RBP_HOW(rule) == S_AT) {
+            uint64_t at = cfa + RULE_RBP_OFF(rule);
+            if (at < floor_at || at + 8 > cfa)
+                return (int)n;
+            w.rbp = *(const uint64_t *)at;
+        }
+        w.sp = cfa;
+        w.ip = retaddr;
+    }
+    return (int)n;
+}
+
+int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t lo,
+                   uint64_t hi, uint64_t *buf, uint32_t want)
+{
+    if (sp < lo || sp >= hi)
+        return -1;
+    struct wstate w = { .ip = ip, .sp = sp, .rbp = rbp, .lo = lo, .hi = hi };
+    return walk_plain(t, &w, __atomic_load_n(&vh_module_gen, __ATOMIC_RELAXED) & 0xffff, buf, 0,
+                      want);
+}
+
+/* vh_cfi_walk met a signal handler's frame (the trampoline is buf[n-1]),
+ * its ucontext at uc on the thread's stack. */
+static VH_NOINLINE int walk_signal(struct vh_tls *t, uint64_t uc, uint64_t gen, uint64_t *buf,
+                                   uint32_t n, uint32_t want)
+{
+    struct wstate w = { .lo = t->stack_lo, .hi = t->stack_hi };
+    int c = cross(t, &w, uc);
+    return c == 0 ? walk_plain(t, &w, gen, buf, n, want) : c < 0 ? -1 : (int)n;
+}
+
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
                 uint32_t want)
 {
@@ -571,7 +763,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
     uint64_t gen = __atomic_load_n(&vh_module_gen, __ATOMIC_RELAXED) & 0xffff;
     uint32_t n = 0, m = 0, j = 0;
     if (sp < lo || sp >= hi)
-        return -1;                 /* another stack (sigaltstack, coroutine) */
+        return -1;                 /* another stack: vh_cfi_walk_on's */
     uint8_t cur = memo_cur;
     const struct memo *old = &memos[cur];
     struct memo *neu = &memos[cur ^ 1];
@@ -621,15 +813,21 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         struct mframe scratch, *rec = m < MEMO ? &nf[m++] : &scratch;
         *rec = (struct mframe){ .ip = ip, .sp = sp, .rbp = rbp, .how = H_OPEN };
         uint64_t rule = lookup(ip - 1, gen);
-        unsigned kind = rule & 0xff;
+        unsigned kind = RULE_KIND(rule);
         if (kind == R_END) {
             rec->how = H_END;
             ret = (int)n;
             goto out;
         }
-        if (kind != R_RSP && kind != R_RBP)
-            return -1;
-        uint64_t cfa = (kind == R_RSP ? sp : rbp) + (uint64_t)(int64_t)(int32_t)(rule >> 32);
+        if (vh_unlikely(kind != R_RSP && kind != R_RBP)) {
+            if (kind != R_SIGNAL)
+                return -1;
+            /* A signal handler's frame: the rest is walk_plain's (and this
+             * frame stays H_OPEN, walked anew every time). */
+            ret = walk_signal(t, sp, gen, buf, n, want);
+            goto out;
+        }
+        uint64_t cfa = (kind == R_RSP ? sp : rbp) + RULE_CFA_OFF(rule);
         if (cfa <= sp || cfa > hi || (cfa & 7)) {
             rec->how = H_GARBAGE;
             ret = n == 1 ? -1 : (int)n; /* garbage: stop here */
@@ -637,8 +835,8 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         }
         uint64_t retaddr = ((const uint64_t *)cfa)[-1];
         uint64_t at = 0;
-        if (((rule >> 8) & 0xff) == RBP_AT) {
-            at = cfa + (uint64_t)(int64_t)(int16_t)(rule >> 16);
+        if (RULE_RBP_HOW(rule) == S_AT) {
+            at = cfa + RULE_RBP_OFF(rule);
             if (at < sp || at + 8 > cfa) {
                 rec->how = H_END;
                 ret = (int)n;

@@ -16,44 +16,9 @@
 #include "preload/internal.h"
 
 /* ---- records ------------------------------------------------------------------ */
-VH_ALWAYS_INLINE void put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap, unsigned func,
-                                unsigned flags, uint64_t addr, uint64_t size, uint64_t usable,
-                                uint32_t stack, uint16_t tag, uint64_t time)
-{
-    struct vh_rec_alloc *r = vh_rec_begin(t, sizeof *r, time);
-    if (vh_unlikely(!r)) {
-        vh_dropped();
-        return;
-    }
-    uint64_t slack = usable > size ? usable - size : 0;
-    if (vh_unlikely(slack > UINT32_MAX)) {
-        slack = UINT32_MAX;
-        flags |= VH_RF_SLACK_CLAMPED;
-    }
-    r->h = (struct vh_rec_hdr){ .type = type, .flags = (uint8_t)flags, .a = heap, .b = stack };
-    r->time = time;
-    r->addr = addr;
-    r->size = size;
-    r->slack = (uint32_t)slack;
-    r->func = (uint16_t)func;
-    r->tag = tag;
-    vh_rec_commit(t, sizeof *r);
-}
-
-VH_ALWAYS_INLINE void put_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
-                               uint64_t addr, uint64_t time)
-{
-    struct vh_rec_free *r = vh_rec_begin(t, sizeof *r, time);
-    if (vh_unlikely(!r)) {
-        vh_dropped();
-        return;
-    }
-    r->h = (struct vh_rec_hdr){ .type = VH_REC_FREE, .flags = (uint8_t)flags, .a = heap };
-    r->time = time;
-    r->addr = addr;
-    r->func = func;
-    vh_rec_commit(t, sizeof *r);
-}
+/* ALLOC / RESIZE / FREE are encoded by internal.h (compact records). */
+#define put_alloc vh_put_alloc
+#define put_free vh_put_free
 
 void vh_record_alloc(struct vh_tls *t, uint32_t type, uint16_t heap, unsigned func,
                      unsigned flags, uint64_t addr, uint64_t size, uint64_t usable,

@@ -5,6 +5,7 @@
 #ifndef VHEAP_PRELOAD_INTERNAL_H
 #define VHEAP_PRELOAD_INTERNAL_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -91,10 +92,13 @@ size_t vh_boot_usable(const void *p);
  * libunwind, pthread_getattr_np): passed through and not counted, except
  * while `unwinding` (inside libunwind's unw_backtrace, which never calls
  * the allocator: its caches are mmap'd), when a call can only be a signal
- * handler's and is counted as nested. A handler that allocates inside the
- * other own windows (dlsym at startup, pthread_getattr_np once per thread,
- * init and fork setup) is not told apart from the library's own calls: it
- * is passed through uncounted. */
+ * handler's and is counted as nested. The other own windows (dlsym at
+ * startup, pthread_getattr_np once per thread, init and fork setup) open
+ * with vh_own_begin, which blocks every signal until vh_own_end: a handler
+ * runs after the window, and its calls are recorded or counted like any
+ * other. A vfork child (lifecycle.c) runs with `own` raised and `vforked`
+ * set in the parent's thread state it shares: it passes through, uncounted,
+ * and never ends the parent's capture. */
 enum { VH_G_OUT = 0, VH_G_REAL = 1, VH_G_BUSY = 2 };
 struct vh_tls {
     uint8_t guard;
@@ -107,11 +111,16 @@ struct vh_tls {
     uint16_t tag;                  /* innermost tag id (api.c), 0 = none   */
     uint32_t tid;
     uint8_t unwinding;             /* inside unw_backtrace (see above)      */
+    uint8_t vforked;               /* > 0: a vfork child runs on this state
+                                      (offset fixed: lifecycle.c's vfork)  */
     struct vh_chunk_header *chunk; /* chunk this thread appends to         */
     char *pos, *end;               /* next record / end of that chunk      */
     uintptr_t stack_lo, stack_hi;
     char *pop_start;               /* [pop_start, end) of the chunk is
                                       faulted in by us (capture.c)          */
+    struct vh_cursor cur;          /* the chunk's time and address bases
+                                      (capture_format.h), reset with the
+                                      THREAD record of each chunk start     */
 };
 extern __thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
 
@@ -141,6 +150,9 @@ struct vh_capture {
 extern struct vh_capture vh_cap;
 extern uint64_t vh_next_rss;       /* atomic: capture ns of the next sample  */
 extern uint32_t vh_module_gen;     /* atomic: bumped on every module unload  */
+/* atomic: dlcloses in progress (modules.c); while non-zero, stack lookups
+ * poll the module list first. */
+extern uint32_t vh_modules_closing;
 
 /* capture.c */
 int vh_capture_create(int forked, const struct vh_capture_header *parent);
@@ -184,11 +196,16 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated
                    uint32_t *skip);
 
 /* cfi.c: walks from (ip, sp, rbp) — the state just after returning into
- * the first caller — with cached DWARF CFI rules; returns the frame count,
- * or -1 when a frame needs libunwind (signal frames, DWARF expressions). */
+ * the first caller, sp on the thread's stack — with cached DWARF CFI rules,
+ * stepping through signal frames; returns the frame count, or -1 when a
+ * frame needs libunwind (DWARF expressions, stacks we do not know).
+ * vh_cfi_walk_on: the same from a start on another known stack [lo, hi)
+ * (the signal stack). */
 int vh_cfi_init(void);
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
                 uint32_t want);
+int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t lo,
+                   uint64_t hi, uint64_t *buf, uint32_t want);
 
 /* modules.c */
 int vh_modules_init(void);
@@ -211,6 +228,11 @@ void vh_rss_tick(struct vh_tls *t, uint64_t now);
 void vh_rss_sample(struct vh_tls *t);
 void vh_thread_register(struct vh_tls *t);
 pid_t vh_gettid(void);
+/* A window in which the shim calls into libc for itself (allocations pass
+ * through as its own): raises `own` with every signal blocked; end restores
+ * the mask saved in *saved after lowering `own`. Nests. */
+void vh_own_begin(struct vh_tls *t, sigset_t *saved);
+void vh_own_end(struct vh_tls *t, const sigset_t *saved);
 
 /* ---- time ---------------------------------------------------------------- */
 VH_ALWAYS_INLINE uint64_t vh_mono_ns(void)
@@ -293,30 +315,85 @@ VH_ALWAYS_INLINE void vh_count(uint64_t *counter)
     __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 }
 
-/* Room for `size` bytes in this thread's chunk (claiming one if needed, a
- * THREAD record with `time` first); NULL when recording is disabled (the
- * event is then counted as dropped by the caller). */
-VH_ALWAYS_INLINE void *vh_rec_begin(struct vh_tls *t, size_t size, uint64_t time)
+/* Room for `size` bytes at t->pos in this thread's chunk (claiming one if
+ * needed, a THREAD record with `time` first); NULL when recording is
+ * disabled (the event is then counted as dropped by the caller). */
+VH_ALWAYS_INLINE char *vh_rec_reserve(struct vh_tls *t, size_t size, uint64_t time)
 {
     if (vh_likely((size_t)(t->end - t->pos) >= size))
         return t->pos;
     return vh_rec_begin_slow(t, size, time);
 }
 
-/* Publishes the record: a reader trusts only bytes below `used`. */
-VH_ALWAYS_INLINE void vh_rec_commit(struct vh_tls *t, size_t size)
+/* Publishes the bytes up to `end`: a reader trusts only bytes below `used`. */
+VH_ALWAYS_INLINE void vh_rec_publish(struct vh_tls *t, char *end)
 {
-    t->pos += size;
+    t->pos = end;
     __atomic_store_n(&t->chunk->used, (uint64_t)(t->pos - (char *)t->chunk),
                      __ATOMIC_RELEASE);
     if (vh_unlikely(t->exited))
         vh_chunk_release(t);
 }
 
+/* A struct record (every type but the compact ones): room for `size`
+ * bytes at the next 8-aligned offset, the PAD bytes before it written.
+ * The caller fills the struct, `time` at offset 8 included, then commits. */
+VH_ALWAYS_INLINE void *vh_rec_begin(struct vh_tls *t, size_t size, uint64_t time)
+{
+    char *p = vh_rec_reserve(t, size + 7, time);
+    if (!p)
+        return NULL;
+    while ((uintptr_t)p & 7)
+        *p++ = (char)VH_REC_PAD;
+    return p;
+}
+
+/* Publishes the struct record vh_rec_begin returned; its time becomes the
+ * chunk's time base, as the reader's cursor will have it. */
+VH_ALWAYS_INLINE void vh_rec_commit(struct vh_tls *t, size_t size)
+{
+    char *r = (char *)(((uintptr_t)t->pos + 7) & ~(uintptr_t)7);
+    t->cur.time = ((const struct vh_rec_time *)(const void *)r)->time;
+    vh_rec_publish(t, r + size);
+}
+
 VH_ALWAYS_INLINE void vh_dropped(void)
 {
     if (vh_cap.hdr)
         vh_count(&vh_cap.hdr->dropped_events);
+}
+
+/* The hot records, compact (capture_format.h): reserve the longest
+ * encoding, encode against the chunk's cursor, publish what was used. */
+VH_ALWAYS_INLINE void vh_put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap, unsigned func,
+                                   unsigned flags, uint64_t addr, uint64_t size,
+                                   uint64_t usable, uint32_t stack, uint16_t tag, uint64_t time)
+{
+    uint8_t *p = (uint8_t *)vh_rec_reserve(t, VH_ENC_ALLOC_MAX, time);
+    if (vh_unlikely(!p)) {
+        vh_dropped();
+        return;
+    }
+    uint64_t slack = usable > size ? usable - size : 0;
+    if (vh_unlikely(slack > UINT32_MAX)) {
+        slack = UINT32_MAX;
+        flags |= VH_RF_SLACK_CLAMPED;
+    }
+    p = vh_enc_alloc(p, &t->cur, type, (uint8_t)flags, heap, func, time, addr, size,
+                     (uint32_t)slack, stack, tag);
+    vh_rec_publish(t, (char *)p);
+}
+
+VH_ALWAYS_INLINE void vh_put_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
+                                  uint64_t addr, uint64_t time)
+{
+    uint8_t *p = (uint8_t *)vh_rec_reserve(t, VH_ENC_FREE_MAX, time);
+    if (vh_unlikely(!p)) {
+        vh_dropped();
+        return;
+    }
+    p = vh_enc_free(p, &t->cur, (uint8_t)flags, heap, func, time, addr);
+    vh_rec_publish(t, (char *)p);
 }
 
 /* Internal entries the hooks use and the public custom-allocator API

@@ -2,12 +2,15 @@
  *
  * Initialization is lazy (the first hook call, or our constructor if that
  * comes first) because allocations happen before constructors run. Also
- * here: the per-thread exit destructor, the fork handlers, the END record at
- * exit, and the periodic RSS sample taken on the hot path's one timer branch. */
+ * here: the per-thread exit destructor, the fork handlers, vfork, the END
+ * record at exit, the periodic RSS sample taken on the hot path's one timer
+ * branch, and the windows in which the shim calls libc for itself. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -34,6 +37,28 @@ static long page_size = 4096;
 pid_t vh_gettid(void)
 {
     return (pid_t)syscall(SYS_gettid);
+}
+
+/* ---- the shim's own calls ------------------------------------------------------ */
+/* Allocations inside the window are the library's that we called (dlsym,
+ * pthread_getattr_np, atexit, ...) and pass through uncounted. A signal
+ * handler that allocated there could not be told from them, so none runs
+ * there: signals are held (microseconds at a thread's start and in a fork
+ * child, the setup's duration at startup) and delivered when the window
+ * closes, after `own` is down. glibc's pthread_sigmask leaves its own
+ * internal signals alone. */
+void vh_own_begin(struct vh_tls *t, sigset_t *saved)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, saved);
+    t->own++;
+}
+
+void vh_own_end(struct vh_tls *t, const sigset_t *saved)
+{
+    t->own--;
+    pthread_sigmask(SIG_SETMASK, saved, NULL);
 }
 
 /* ---- RSS --------------------------------------------------------------------- */
@@ -164,7 +189,8 @@ static void fork_parent(void)
 static void fork_child_work(void)
 {
     struct vh_tls *t = &vh_tls;
-    t->own++;
+    sigset_t saved;
+    vh_own_begin(t, &saved);
     t->chunk = NULL;
     t->pos = t->end = NULL;
     t->pop_start = NULL;
@@ -190,7 +216,7 @@ static void fork_child_work(void)
         vh_stacks_fork_parent();
     }
     vh_api_fork_child(t);          /* after the capture exists */
-    t->own--;
+    vh_own_end(t, &saved);
 }
 
 static void fork_child(void)
@@ -198,6 +224,74 @@ static void fork_child(void)
     if (vh_tls.in_fork)
         fork_child_work();
 }
+
+/* ---- vfork -------------------------------------------------------------------
+ * A vfork child runs in the parent's memory on the parent thread's stack and
+ * TLS until it execs or exits: left alone, its malloc calls would be recorded
+ * into the parent's chunk as the parent's, and an exit() would write the
+ * parent's END record. So vfork is interposed, in assembly, as glibc's own
+ * is written: a C wrapper cannot return twice through one frame (the child
+ * returns first and its later calls overwrite the frame the parent returns
+ * through), so the return address is kept in a register across the system
+ * call, never on the stack. Before the call it raises `own` and `vforked`
+ * (counts: a child may vfork again) in the thread's state, which the child
+ * shares: its allocator calls pass through uncounted (its blocks live on in
+ * the parent's heap, unrecorded, if it does not free them before exec), and
+ * finish() skips it. The parent, resumed once the child has exec'd or
+ * exited, lowers both again.
+ * (posix_spawn, system and popen use clone(CLONE_VM | CLONE_VFORK) inside
+ * glibc, whose child calls no allocator function and no handler.) */
+#define VFORK_OWN 1
+#define VFORK_FLAG 13
+_Static_assert(offsetof(struct vh_tls, own) == VFORK_OWN, "vfork's offset of own");
+_Static_assert(offsetof(struct vh_tls, vforked) == VFORK_FLAG, "vfork's offset of vforked");
+_Static_assert(SYS_vfork == 58, "vfork's system call number");
+#define VH_STR_(x) #x
+#define VH_STR(x) VH_STR_(x)
+
+/* vfork failed in the parent (no child): errno as glibc sets it. */
+int vh_vfork_failed(int err);
+int vh_vfork_failed(int err)
+{
+    errno = err;
+    return -1;
+}
+
+__asm__(".pushsection .text\n"
+        ".globl vfork\n"
+        ".type vfork, @function\n"
+        ".globl __vfork\n"
+        ".type __vfork, @function\n"
+        ".p2align 4\n"
+        "vfork:\n"
+        "__vfork:\n"
+        ".cfi_startproc\n"
+        "    movq vh_tls@gottpoff(%rip), %rax\n"
+        "    incb %fs:" VH_STR(VFORK_OWN) "(%rax)\n"
+        "    incb %fs:" VH_STR(VFORK_FLAG) "(%rax)\n"
+        "    popq %rdi\n"                 /* the return address */
+        ".cfi_adjust_cfa_offset -8\n"
+        ".cfi_register %rip, %rdi\n"
+        "    movl $58, %eax\n"            /* SYS_vfork */
+        "    syscall\n"
+        "    pushq %rdi\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        ".cfi_rel_offset %rip, 0\n"
+        "    testq %rax, %rax\n"
+        "    jz 1f\n"                     /* the child keeps both marks */
+        "    movq vh_tls@gottpoff(%rip), %rcx\n"
+        "    decb %fs:" VH_STR(VFORK_OWN) "(%rcx)\n"
+        "    decb %fs:" VH_STR(VFORK_FLAG) "(%rcx)\n"
+        "    cmpq $-4095, %rax\n"
+        "    jae 2f\n"
+        "1:  ret\n"
+        "2:  negl %eax\n"
+        "    movl %eax, %edi\n"
+        "    jmp vh_vfork_failed\n"
+        ".cfi_endproc\n"
+        ".size vfork, .-vfork\n"
+        ".size __vfork, .-__vfork\n"
+        ".popsection\n");
 
 /* ---- start and end ---------------------------------------------------------- */
 static pid_t finished_pid;          /* END written for this process */
@@ -208,6 +302,8 @@ static void finish(void)
     int mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);
     if (mode != VH_MODE_ON && mode != VH_MODE_DROP)
         return;
+    if (vh_tls.vforked)
+        return;                    /* a vfork child calling exit(): not ours */
     pid_t me = vh_cap.pid;         /* a fork child has its own capture */
     if (__atomic_exchange_n(&finished_pid, me, __ATOMIC_ACQ_REL) == me)
         return;
@@ -233,7 +329,8 @@ static void init(void)
     if (!__atomic_compare_exchange_n(&vh_mode, &expected, VH_MODE_INIT, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED))
         return;
-    t->own++;
+    sigset_t saved;
+    vh_own_begin(t, &saved);
     int mode = VH_MODE_OFF;
     vh_resolve_real();
     vh_options_load();
@@ -274,7 +371,7 @@ out:
     expected = VH_MODE_INIT;
     __atomic_compare_exchange_n(&vh_mode, &expected, mode, 0, __ATOMIC_ACQ_REL,
                                 __ATOMIC_RELAXED);
-    t->own--;
+    vh_own_end(t, &saved);
 }
 
 int vh_enter_slow(struct vh_tls *t)

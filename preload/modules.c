@@ -5,11 +5,19 @@
  * symbolized later, elsewhere. The list is kept in our own mmap'd copy so a
  * fork child can re-emit it without asking ld.so. Changes are noticed by
  * ld.so's add/remove counters, checked before every new stack is written
- * (the first place a new library's addresses can appear), on RSS ticks, and
- * right after dlclose (interposed: an unload must bump the stack-hash
+ * (the first place a new library's addresses can show up), on RSS ticks,
+ * and right after dlclose (interposed: an unload must bump the stack-hash
  * generation before any stack is looked up again). dlopen is deliberately
  * not interposed: glibc resolves RUNPATH and $ORIGIN from dlopen's caller,
- * which would become libvheap.so. */
+ * which would become libvheap.so.
+ *
+ * Ordering, so that no stack id or cached unwind rule outlives the module
+ * it was made for: a diff bumps vh_module_gen and writes its records before
+ * it publishes the counters it saw (a thread that finds the counters
+ * unchanged may rely on all of that); and while a dlclose runs,
+ * vh_modules_closing is non-zero, which makes every stack lookup settle the
+ * module list first — another thread may load a library at the address
+ * just freed before the dlclosing thread gets to its diff. */
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -43,7 +51,10 @@ static struct modlist lists[2];
 static int cur;                    /* lists[cur] is what the capture knows */
 static int mod_lock;
 static int mods_ready;
-static unsigned long long seen_adds, seen_subs;   /* atomic */
+/* ld.so's adds + subs as of the last completed diff (atomic). Both only
+ * grow, so an equal sum means neither moved. */
+static unsigned long long seen_sum;
+uint32_t vh_modules_closing;
 static char main_exe[VH_EXE_MAX];
 static uintptr_t vdso_base;
 
@@ -135,11 +146,17 @@ static void gather(struct modlist *l)
     dl_iterate_phdr(gather_cb, l);
 }
 
+/* Identity: an object at the same address is the same object only if path
+ * and build-id agree too (a library dlclosed and another, or a rebuilt copy
+ * of it, loaded in its place before we looked). A file replaced in place
+ * with neither a build-id nor a size change is not told apart: its stacks
+ * symbolize against the file on disk either way. */
 static int same(const struct modlist *a, const struct mod *x, const struct modlist *b,
                 const struct mod *y)
 {
     return x->bias == y->bias && x->lo == y->lo && x->hi == y->hi &&
-           x->path_len == y->path_len &&
+           x->path_len == y->path_len && x->build_id_len == y->build_id_len &&
+           memcmp(x->build_id, y->build_id, x->build_id_len) == 0 &&
            memcmp(a->pool + x->path_off, b->pool + y->path_off, x->path_len) == 0;
 }
 
@@ -193,8 +210,7 @@ int vh_modules_init(void)
     vdso_base = getauxval(AT_SYSINFO_EHDR);
     gather(&lists[0]);
     cur = 0;
-    seen_adds = lists[0].adds;
-    seen_subs = lists[0].subs;
+    seen_sum = lists[0].adds + lists[0].subs;
     mods_ready = 1;
     return 0;
 }
@@ -208,13 +224,13 @@ void vh_modules_emit_all(struct vh_tls *t)
         emit(t, l, &l->mods[i]);
 }
 
-/* Re-reads ld.so's list and records the difference. Module lock held. */
-static void diff(struct vh_tls *t)
+/* Records the difference between what the capture knows and `now` (just
+ * gathered into lists[!cur]). Module lock held. The counters it saw are
+ * published last (release): a thread that then finds them current knows the
+ * generation bump and the records are done. */
+static void diff(struct vh_tls *t, struct modlist *now)
 {
-    struct modlist *old = &lists[cur], *now = &lists[!cur];
-    gather(now);
-    __atomic_store_n(&seen_adds, now->adds, __ATOMIC_RELAXED);
-    __atomic_store_n(&seen_subs, now->subs, __ATOMIC_RELAXED);
+    struct modlist *old = &lists[cur];
     /* Unloads first: a new object may sit where an old one was. */
     for (uint32_t i = 0; i < old->n; i++) {
         if (contains(now, old, &old->mods[i]))
@@ -226,45 +242,63 @@ static void diff(struct vh_tls *t)
         if (!contains(old, now, &now->mods[i]))
             emit(t, now, &now->mods[i]);
     cur = !cur;
+    __atomic_store_n(&seen_sum, now->adds + now->subs, __ATOMIC_RELEASE);
 }
 
-struct counters {
-    unsigned long long adds, subs;
+/* One look at ld.so's list. Lock order: ld.so holds its list's write lock
+ * while it calls back, and also while it frees inside dlclose, where our
+ * hooks may poll (a free's RSS tick, a stack lookup). So the module lock is
+ * only ever taken inside the callback, under ld.so's lock, never the other
+ * way round: a thread holding ours and waiting for ld.so's would deadlock
+ * with one in dlclose waiting for ours. (The fork prepare handler takes ours
+ * alone; glibc's fork takes no loader lock after it.) */
+struct look {
+    int started, locked;
+    struct modlist *now;           /* gathered into, when it changed        */
 };
 
-static int count_cb(struct dl_phdr_info *info, size_t size, void *arg)
+static int look_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    struct counters *c = arg;
-    c->adds = info->dlpi_adds;
-    c->subs = info->dlpi_subs;
-    return 1;                      /* the first object is enough */
+    struct look *k = arg;
+    if (!k->started) {
+        k->started = 1;
+        unsigned long long sum = info->dlpi_adds + info->dlpi_subs;
+        if (sum == __atomic_load_n(&seen_sum, __ATOMIC_ACQUIRE))
+            return 1;              /* nothing new: the usual case */
+        /* Waits for a diff in progress (whose thread no longer needs
+         * ld.so's lock); inside fork the prepare handler holds the lock for
+         * this thread and vh_lock lets it through. */
+        vh_lock(&mod_lock);
+        k->locked = 1;
+        if (sum == __atomic_load_n(&seen_sum, __ATOMIC_ACQUIRE))
+            return 1;              /* the diff we waited for covered it */
+        k->now = &lists[!cur];
+        k->now->n = 0;
+        k->now->pool_used = 0;
+    }
+    return gather_cb(info, size, k->now);
 }
 
-static void poll_modules(struct vh_tls *t, int wait)
+/* Diffs if ld.so's counters moved since the last completed diff. */
+static void poll_modules(struct vh_tls *t)
 {
     if (!mods_ready)
         return;
-    struct counters c = { 0, 0 };
-    dl_iterate_phdr(count_cb, &c);
-    if (c.adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) &&
-        c.subs == __atomic_load_n(&seen_subs, __ATOMIC_RELAXED))
-        return;
-    if (wait) {
-        vh_lock(&mod_lock);
-    } else if (!t->in_fork && __atomic_exchange_n(&mod_lock, 1, __ATOMIC_ACQUIRE)) {
-        return;                    /* another thread is recording the change */
-    }
-    diff(t);
-    vh_unlock(&mod_lock);
+    struct look k = { 0, 0, NULL };
+    dl_iterate_phdr(look_cb, &k);
+    if (k.now)
+        diff(t, k.now);
+    if (k.locked)
+        vh_unlock(&mod_lock);
 }
 
-/* Called before a new stack is written: wait for a thread that is recording
- * a module change, or this stack could name a library whose MODULE record
- * comes later (another thread's older snapshot). Inside fork the lock is the
- * prepare handler's; poll_modules then goes ahead without it. */
+/* Called before a new stack is written, on RSS ticks, and by every stack
+ * lookup while a dlclose runs: a stack must not name a library whose MODULE
+ * record comes later, nor be hashed with a generation an unload has not
+ * bumped yet. */
 void vh_modules_poll(struct vh_tls *t)
 {
-    poll_modules(t, !t->in_fork);
+    poll_modules(t);
 }
 
 void vh_modules_fork_prepare(void)
@@ -277,11 +311,28 @@ void vh_modules_fork_parent(void)
     vh_unlock(&mod_lock);
 }
 
+/* The child has only the forking thread: no dlclose is running in it. */
 void vh_modules_fork_child(void)
 {
     mod_lock = 0;
+    __atomic_store_n(&vh_modules_closing, 0, __ATOMIC_RELAXED);
 }
 
+/* Never below zero: a fork child reset the count under a dlclose of its
+ * own thread (a destructor that forks). */
+static void closing_done(void)
+{
+    uint32_t n = __atomic_load_n(&vh_modules_closing, __ATOMIC_RELAXED);
+    while (n && !__atomic_compare_exchange_n(&vh_modules_closing, &n, n - 1, 1,
+                                             __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        ;
+}
+
+/* The count goes up before the real dlclose: from the moment the library
+ * can be gone, every stack lookup settles the module list first (another
+ * thread may map a new library at its address and call into it before
+ * this one reaches its diff). It goes down after the diff, by when the
+ * generation is bumped. */
 VH_EXPORT int dlclose(void *handle)
 {
     struct vh_tls *t = &vh_tls;
@@ -289,14 +340,18 @@ VH_EXPORT int dlclose(void *handle)
         vh_resolve_real();
     if (!vh_real.dlclose)
         return -1;
+    int track = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON && !t->own &&
+                t->guard != VH_G_BUSY;
+    if (track)
+        __atomic_fetch_add(&vh_modules_closing, 1, __ATOMIC_SEQ_CST);
     int rc = vh_real.dlclose(handle);
-    if (__atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON && !t->own &&
-        t->guard != VH_G_BUSY) {
+    if (track) {
         int e = errno;
         uint8_t g = t->guard;
         t->guard = VH_G_BUSY;
-        poll_modules(t, 1);
+        poll_modules(t);
         t->guard = g;
+        closing_done();
         errno = e;
     }
     return rc;

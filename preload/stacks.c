@@ -4,10 +4,13 @@
  * module generation, id}. The thread that wins the slot (CAS on the hash)
  * takes the next id, writes the STACK record into its own chunk and only
  * then release-stores the id: whoever reads a non-zero id can rely on the
- * record being in the capture with an earlier time. A reader that finds its
- * hash with id 0 (insert in progress) keeps probing and may insert a
- * duplicate with its own id — harmless. The table grows by generations
- * (each 4x bigger, from mmap, never malloc); lookups go newest to oldest. */
+ * record being in the capture with an earlier time. If the record could not
+ * be written (recording is being disabled: another thread may still be
+ * finishing an event in room it had), the id is never stored: the slot
+ * stays "in progress" for good and the caller gets stack 0. A reader that
+ * finds its hash with id 0 keeps probing and may insert a duplicate with
+ * its own id — harmless. The table grows by generations (each 4x bigger,
+ * from mmap, never malloc); lookups go newest to oldest. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -157,8 +160,9 @@ static uint32_t lookup(uint64_t h)
     return 0;
 }
 
-static void write_stack(struct vh_tls *t, uint32_t id, const uint64_t *f, uint32_t n,
-                        int truncated)
+/* 0 when the STACK record is committed, -1 when it is not in the capture. */
+static int write_stack(struct vh_tls *t, uint32_t id, const uint64_t *f, uint32_t n,
+                       int truncated)
 {
     /* Libraries that appeared since the last look (a new stack is the first
      * place their addresses can show up) get their MODULE records first. */
@@ -167,7 +171,7 @@ static void write_stack(struct vh_tls *t, uint32_t id, const uint64_t *f, uint32
     uint64_t now = vh_now();
     struct vh_rec_stack *r = vh_rec_begin(t, size, now);
     if (!r)
-        return;
+        return -1;
     r->h = (struct vh_rec_hdr){ .type = VH_REC_STACK,
                                 .flags = truncated ? VH_RF_TRUNCATED : 0,
                                 .a = (uint16_t)(size / 8),
@@ -175,11 +179,15 @@ static void write_stack(struct vh_tls *t, uint32_t id, const uint64_t *f, uint32
     r->time = now;
     memcpy(r->frames, f, (size_t)n * 8);
     vh_rec_commit(t, size);
+    return 0;
 }
 
+/* The id of a new stack; 0 with *full set when the table has no room, 0
+ * alone when its record could not be written. */
 static uint32_t insert(struct vh_tls *t, uint64_t h, const uint64_t *f, uint32_t n,
-                       int truncated)
+                       int truncated, int *full)
 {
+    *full = 1;
     for (;;) {
         int ng = __atomic_load_n(&ngens, __ATOMIC_ACQUIRE);
         if (ng == 0)
@@ -202,7 +210,10 @@ static uint32_t insert(struct vh_tls *t, uint64_t h, const uint64_t *f, uint32_t
                                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
                 __atomic_fetch_add(&G->used, 1, __ATOMIC_RELAXED);
                 uint32_t id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
-                write_stack(t, id, f, n, truncated);
+                if (write_stack(t, id, f, n, truncated) < 0) {
+                    *full = 0;
+                    return 0;      /* never published: see the top */
+                }
                 __atomic_store_n(&s->id, id, __ATOMIC_RELEASE);
                 return id;
             }
@@ -219,6 +230,11 @@ static uint32_t insert(struct vh_tls *t, uint64_t h, const uint64_t *f, uint32_t
 
 VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
 {
+    /* A dlclose is running: its library may already be gone and another
+     * mapped in its place, before the unload bumped the generation that
+     * the cached unwind rules and the hash below depend on. */
+    if (vh_unlikely(__atomic_load_n(&vh_modules_closing, __ATOMIC_ACQUIRE)))
+        vh_modules_poll(t);
     uint32_t max = vh_opt.depth;
     uint64_t buf[vh_unwind_want(max)];
     int truncated;
@@ -229,8 +245,9 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
     uint32_t id = lookup(h);
     if (vh_likely(id))
         return id;
-    id = insert(t, h, f, n, truncated);
-    if (!id && vh_cap.hdr)
+    int full;
+    id = insert(t, h, f, n, truncated, &full);
+    if (!id && full && vh_cap.hdr)
         vh_count(&vh_cap.hdr->stack_table_full);
     return id;
 }

@@ -2,21 +2,24 @@
  *
  * VHEAP_UNWIND=libunwind (default): DWARF unwinding, normally through the
  * cached per-address rules of cfi.c, with libunwind's unw_backtrace for any
- * stack those cannot do (signal frames, DWARF expressions, other stacks).
+ * stack those cannot do (DWARF expressions, stacks we do not know).
  * VHEAP_UNWIND=fp: a frame-pointer walk, for programs built with
- * -fno-omit-frame-pointer. Either way only addresses inside the thread's own
- * stack are read, and frames inside libvheap (or libunwind) are dropped, so
- * the first frame is the return address in the allocator's caller whatever
- * the compiler did to the hooks. */
+ * -fno-omit-frame-pointer. Both step through signal frames (sigframe.h) and
+ * only read inside the stack they are on: the thread's own, or its signal
+ * stack. Frames inside libvheap (or libunwind) are dropped, so the first
+ * frame is the return address in the allocator's caller whatever the
+ * compiler did to the hooks. */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
 #include <dlfcn.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "preload/internal.h"
+#include "preload/sigframe.h"
 
 /* Frames the shim itself may put on the stack above the caller's. */
 #define SKIP_SLACK 8u
@@ -59,16 +62,42 @@ static void module_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
     *hi = q.hi;
 }
 
+/* libc's code segment: where the fp walker looks for the signal trampoline
+ * (glibc's __restore_rt). A return address ret is checked only when the
+ * trampoline's bytes at ret lie inside it: ret - tramp_lo < tramp_span. */
+static uintptr_t tramp_lo, tramp_span;
+
+static int code_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uintptr_t addr = *(const uintptr_t *)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type != PT_LOAD || addr < s || addr - s >= ph->p_memsz)
+            continue;
+        if ((ph->p_flags & (PF_R | PF_X)) == (PF_R | PF_X) && ph->p_memsz >= VH_SIGTRAMP_LEN) {
+            tramp_lo = s;
+            tramp_span = ph->p_memsz - VH_SIGTRAMP_LEN + 1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 int vh_unwind_init(void)
 {
     module_range((const void *)&vh_unwind_init, &self_lo, &self_hi);
     module_range((const void *)&unw_backtrace, &unw_lo, &unw_hi);
+    /* Any libc function nobody interposes. */
+    uintptr_t in_libc = (uintptr_t)&gnu_get_libc_version;
+    dl_iterate_phdr(code_cb, &in_libc);
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     return self_hi && vh_cfi_init() == 0 ? 0 : -1;
 }
 
 /* The thread's stack, which bounds every read of a walk (slow path, once
- * per thread; pthread_getattr_np may allocate: that is the shim's own call). */
+ * per thread; pthread_getattr_np allocates: the shim's own calls, in a window
+ * with signals blocked so that a handler's are not taken for them). */
 void vh_unwind_bounds(struct vh_tls *t)
 {
     pthread_attr_t attr;
@@ -77,7 +106,8 @@ void vh_unwind_bounds(struct vh_tls *t)
     if (t->bounds_known)
         return;
     t->bounds_known = 1;
-    t->own++;
+    sigset_t saved;
+    vh_own_begin(t, &saved);
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
         if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
             t->stack_lo = (uintptr_t)addr;
@@ -85,24 +115,46 @@ void vh_unwind_bounds(struct vh_tls *t)
         }
         pthread_attr_destroy(&attr);
     }
-    t->own--;
+    vh_own_end(t, &saved);
 }
 
+/* The frame-pointer walk. Reads are 16 aligned bytes at a frame pointer,
+ * inside the stack being walked and above the frame the walk entered it
+ * at, moving towards its base only: a garbage rbp ends the walk. */
 static VH_NOINLINE uint32_t fp_walk(struct vh_tls *t, uint64_t *buf, uint32_t want)
 {
-    uintptr_t lo = t->stack_lo, hi = t->stack_hi;
-    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    uint64_t fp = (uintptr_t)__builtin_frame_address(0);
+    uint64_t lo = t->stack_lo, hi = t->stack_hi;
     uint32_t n = 0;
+    if (vh_unlikely(fp < lo || fp >= hi) &&
+        vh_stack_span(t->stack_lo, t->stack_hi, fp, &lo, &hi) < 0)
+        return 0;
+    lo = fp;
     while (n < want) {
-        /* Only ever read 16 aligned bytes inside this thread's stack, and
-         * only walk towards its base: a garbage rbp ends the walk. */
         if (fp < lo || fp > hi - 16 || (fp & 7))
             break;
-        uintptr_t next = ((const uintptr_t *)fp)[0];
-        uintptr_t ret = ((const uintptr_t *)fp)[1];
+        uint64_t next = ((const uint64_t *)fp)[0];
+        uint64_t ret = ((const uint64_t *)fp)[1];
         if (!ret)
             break;
         buf[n++] = ret;
+        if (vh_unlikely(ret - tramp_lo < tramp_span) && vh_sigtramp_is((const void *)ret)) {
+            /* A signal handler's frame: the kernel's ucontext is right
+             * above it (at the handler's CFA). The walk goes on in the
+             * interrupted code: its exact PC (recorded as libunwind does),
+             * then its frame pointer, which the handler saved (so it must
+             * equal the saved rbp), on the stack its rsp is on. */
+            struct vh_sigregs r;
+            if (n == want || vh_sigframe_regs(fp + 16, fp + 16, hi, &r) < 0 || r.bp != next)
+                break;
+            if ((r.sp < lo || r.sp >= hi) &&
+                vh_stack_span(t->stack_lo, t->stack_hi, r.sp, &lo, &hi) < 0)
+                break;
+            buf[n++] = r.ip;
+            lo = r.sp;
+            fp = next;
+            continue;
+        }
         if (next <= fp)
             break;
         fp = next;
@@ -125,25 +177,53 @@ static inline int is_self(uint64_t ip)
     return ip >= self_lo && ip < self_hi;
 }
 
-/* The default walker: the shim's own frames by their frame pointers (the
- * shim is built with them), then the program's by cached CFI rules (cfi.c).
- * Returns the count, or -1 when libunwind must do this stack. */
-static VH_NOINLINE int cfi_unwind(struct vh_tls *t, uint64_t *buf, uint32_t want)
+/* The shim's own frames, by their frame pointers (the shim is built with
+ * them), from fp inside [fp, hi): the state just after returning into the
+ * first frame outside the shim, or -1. */
+VH_ALWAYS_INLINE int skip_self(uint64_t fp, uint64_t hi, uint64_t *ip, uint64_t *sp,
+                               uint64_t *rbp)
 {
-    uintptr_t lo = t->stack_lo, hi = t->stack_hi;
-    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    uint64_t lo = fp;
     for (int i = 0; i < 16; i++) {
         if (fp < lo || fp > hi - 16 || (fp & 7))
             return -1;
-        uintptr_t next = ((const uintptr_t *)fp)[0];
-        uintptr_t ret = ((const uintptr_t *)fp)[1];
-        if (!is_self(ret))
-            return vh_cfi_walk(t, ret, fp + 16, next, buf, want);
+        uint64_t next = ((const uint64_t *)fp)[0];
+        uint64_t ret = ((const uint64_t *)fp)[1];
+        if (!is_self(ret)) {
+            *ip = ret;
+            *sp = fp + 16;
+            *rbp = next;
+            return 0;
+        }
         if (next <= fp)
             return -1;
         fp = next;
     }
     return -1;
+}
+
+/* cfi_unwind on the signal stack (or a stack we do not know: -1). */
+static VH_NOINLINE int cfi_unwind_alt(struct vh_tls *t, uint64_t fp, uint64_t *buf,
+                                      uint32_t want)
+{
+    uint64_t lo, hi, ip, sp, rbp;
+    if (vh_stack_span(t->stack_lo, t->stack_hi, fp, &lo, &hi) < 0 ||
+        skip_self(fp, hi, &ip, &sp, &rbp) < 0)
+        return -1;
+    return vh_cfi_walk_on(t, ip, sp, rbp, fp, hi, buf, want);
+}
+
+/* The default walker: the shim's own frames, then the program's by cached
+ * CFI rules (cfi.c). Returns the count, or -1 when libunwind must do this
+ * stack. */
+static VH_NOINLINE int cfi_unwind(struct vh_tls *t, uint64_t *buf, uint32_t want)
+{
+    uint64_t fp = (uintptr_t)__builtin_frame_address(0), ip, sp, rbp;
+    if (vh_unlikely(fp < t->stack_lo || fp >= t->stack_hi))
+        return cfi_unwind_alt(t, fp, buf, want);
+    if (skip_self(fp, t->stack_hi, &ip, &sp, &rbp) < 0)
+        return -1;
+    return vh_cfi_walk(t, ip, sp, rbp, buf, want);
 }
 
 #ifdef VH_CFI_VERIFY
@@ -166,7 +246,14 @@ static void verify(struct vh_tls *t, const uint64_t *got, int n, uint32_t want)
         m = (int)want;
     __atomic_fetch_add(&verify_walks, 1, __ATOMIC_RELAXED);
     if (n < 0) {
-        __atomic_fetch_add(&verify_fallbacks, 1, __ATOMIC_RELAXED);
+        unsigned long f = __atomic_fetch_add(&verify_fallbacks, 1, __ATOMIC_RELAXED);
+        if (f < 8) {
+            char line[400];
+            size_t len = 0;
+            for (int i = 0; i < m && len < sizeof line - 30; i++)
+                len += vh_format(line + len, sizeof line - len, " %lx", (unsigned long)ref[k + i]);
+            vh_log("cfi verify: fell back; libunwind %d:%s", m, line);
+        }
         return;
     }
     int same = n == m;

@@ -1,8 +1,9 @@
 /* gen_corpus.c — writes the seed captures of tests/fuzz/corpus/: synthetic
  * ones from tests/unit/capture_builder.h (every record type, several
- * threads, a reused chunk, each kind of damage) and, for every real capture
- * given, its first records re-packed into 4 KiB chunks so the seed stays
- * small but keeps real module paths, stacks and addresses.
+ * threads, a reused chunk, compact records at their edges, each kind of
+ * damage, and version 1 captures, which are still read) and, for every real
+ * capture given, its first records re-packed into 4 KiB chunks so the seed
+ * stays small but keeps real module paths, stacks and addresses.
  *   gen_corpus OUTDIR [REAL.vhcap...]      (tests/fuzz/gen-corpus.sh runs it) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,10 +46,13 @@ static void prologue(struct capb *b, uint32_t ch, uint64_t t, uint32_t tid)
                  "/lib/x86_64-linux-gnu/libc.so.6", 0);
 }
 
-static void seed_minimal(void)
+static void seed_minimal(uint32_t version, const char *name)
 {
     struct capb b;
-    capb__init(&b, 0);
+    if (version == VH_CAPTURE_VERSION_V1)
+        capb__init_v1(&b, 0);
+    else
+        capb__init(&b, 0);
     uint32_t ch = capb__chunk(&b);
     prologue(&b, ch, 10, 100);
     capb__stack(&b, ch, 20, 1, frames, 3, 0);
@@ -57,14 +61,17 @@ static void seed_minimal(void)
     capb__alloc(&b, ch, 23, 0x10100, 7, 24, 1);
     capb__end(&b, ch, 30);
     capb__header(&b)->flags = VH_HDR_ENDED;
-    save(&b, "minimal.vhcap", 0);
+    save(&b, name, 0);
 }
 
-static void seed_every_type(void)
+static void seed_every_type(uint32_t version, const char *name)
 {
     struct capb b;
     const char *argv[] = { "./prog", "--flag", "x y" };
-    capb__init(&b, 0);
+    if (version == VH_CAPTURE_VERSION_V1)
+        capb__init_v1(&b, 0);
+    else
+        capb__init(&b, 0);
     capb__set_argv(&b, 3, argv);
     capb__header(&b)->flags = VH_HDR_ENDED | VH_HDR_FORKED;
     capb__header(&b)->nested_events = 3;
@@ -105,7 +112,29 @@ static void seed_every_type(void)
     capb__free(&b, ch, 26, 0x55d0d000);
     capb__thread_exit(&b, ch, 27, 111);
     capb__end(&b, ch, 28);
-    save(&b, "every_type.vhcap", 0);
+    save(&b, name, 0);
+}
+
+/* Compact records at the edges of their fields: the longest varints, the
+ * address jumping across the whole range, heap and tag present. */
+static void seed_compact_edges(void)
+{
+    struct capb b;
+    capb__init(&b, 0);
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, 1, 5);
+    capb__alloc_ex(&b, ch, VH_REC_ALLOC, UINT64_MAX / 2,
+                   &(struct capb_alloc){ .addr = UINT64_MAX, .size = UINT64_MAX,
+                                         .usable = UINT64_MAX, .stack = UINT32_MAX,
+                                         .heap = UINT16_MAX, .func = VH_FN_COUNT - 1,
+                                         .tag = UINT16_MAX, .flags = 0xff });
+    capb__free_ex(&b, ch, UINT64_MAX / 2, UINT16_MAX, VH_FN_FREE, 0, VH_RF_REALLOC);
+    capb__alloc_ex(&b, ch, VH_REC_RESIZE, UINT64_MAX / 2 + 128,
+                   &(struct capb_alloc){ .addr = 1ull << 63, .size = 128, .usable = 1ull << 40,
+                                         .stack = 128, .heap = 128, .tag = 128 });
+    capb__mark(&b, ch, UINT64_MAX - 1, "late");
+    capb__free(&b, ch, UINT64_MAX, 0x10);
+    save(&b, "compact_edges.vhcap", 0);
 }
 
 /* Three threads over four chunks; chunk 1 is reused by a later thread whose
@@ -161,8 +190,28 @@ static void seed_damage(void)
     capb__stack(&b, ch, 5, 1, frames, 3, 0);
     capb__stack(&b, ch, 6, 1, frames + 1, 3, 0);
     capb__alloc(&b, ch, 9, 0x1000, 10, 16, 1);
-    capb__alloc(&b, ch, 8, 0x2000, 10, 16, 1);
+    capb__mark(&b, ch, 8, "back");
     save(&b, "damage_time_dup.vhcap", 0);
+
+    /* malformed compact records: a varint of 11 bytes; a struct record
+     * without its PAD; a chunk without header below chunks_claimed */
+    capb__init(&b, 0);
+    ch = capb__chunk(&b);
+    prologue(&b, ch, 1, 1);
+    capb__alloc(&b, ch, 5, 0x1000, 10, 16, 0);
+    capb__bytes(&b, ch, "\x02\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x05", 14);
+    ch = capb__chunk(&b);
+    capb__thread(&b, ch, 2, 2);
+    capb__alloc(&b, ch, 3, 0x2000, 300, 304, 0);
+    {
+        struct vh_rec_label m = { .h = { .type = VH_REC_MARK, .a = 2 }, .time = 4 };
+        capb__bytes(&b, ch, &m, sizeof m);
+    }
+    capb__chunk_unused(&b);
+    ch = capb__chunk(&b);
+    capb__thread(&b, ch, 2, 3);
+    capb__free(&b, ch, 6, 0x2000);
+    save(&b, "damage_compact.vhcap", 0);
 
     /* used past the chunk end, a bad chunk header, a zero-length record */
     capb__init(&b, 0);
@@ -241,7 +290,9 @@ static void seed_real(const char *src, const char *name)
     memset(map, 0, sizeof map);
     while (!full && capture__next(c, &ev)) {
         uint32_t sc = ev.chunk < 4096 ? ev.chunk : 4095, ch = map[sc];
-        if (ch && capb__chunk_header(&b, ch - 1)->used + ev.size + 16 > b.chunk_size)
+        /* Room for the longest encoding, its PAD, and a THREAD record. */
+        size_t room = (ev.size > VH_ENC_ALLOC_MAX ? ev.size : VH_ENC_ALLOC_MAX) + 7 + 16;
+        if (ch && capb__chunk_header(&b, ch - 1)->used + room > b.chunk_size)
             ch = 0;
         if (!ch) {
             if (b.nchunks >= SEED_CHUNKS) {
@@ -252,7 +303,20 @@ static void seed_real(const char *src, const char *name)
             if (ev.rec->type != VH_REC_THREAD)
                 capb__thread(&b, ch - 1, ev.time, ev.tid);
         }
-        capb__raw(&b, ch - 1, ev.rec, ev.size);
+        if (ev.rec == &ev.dec.h && ev.rec->type == VH_REC_FREE) {
+            const struct vh_rec_free *r = &ev.dec.free;
+            capb__free_ex(&b, ch - 1, ev.time, r->h.a, r->func, r->addr, r->h.flags);
+        } else if (ev.rec == &ev.dec.h) {
+            /* Re-encoded: a compact record's bytes depend on the chunk. */
+            const struct vh_rec_alloc *r = &ev.dec.alloc;
+            struct capb_alloc a = { .addr = r->addr, .size = r->size,
+                                    .usable = r->size + r->slack, .stack = r->h.b,
+                                    .heap = r->h.a, .func = r->func, .tag = r->tag,
+                                    .flags = r->h.flags };
+            capb__alloc_ex(&b, ch - 1, r->h.type, ev.time, &a);
+        } else {
+            capb__raw(&b, ch - 1, ev.rec, ev.size);
+        }
     }
     capture__close(c);
     snprintf(out, sizeof out, "%s.vhcap", name);
@@ -266,8 +330,11 @@ int main(int argc, char **argv)
         return 2;
     }
     outdir = argv[1];
-    seed_minimal();
-    seed_every_type();
+    seed_minimal(VH_CAPTURE_VERSION, "minimal.vhcap");
+    seed_every_type(VH_CAPTURE_VERSION, "every_type.vhcap");
+    seed_minimal(VH_CAPTURE_VERSION_V1, "v1_minimal.vhcap");
+    seed_every_type(VH_CAPTURE_VERSION_V1, "v1_every_type.vhcap");
+    seed_compact_edges();
     seed_threads();
     seed_damage();
     seed_header_only();

@@ -8,8 +8,8 @@ profile cap.vhcap "$PROGS/cxx_user" >out.txt || die "cxx_user exited $?"
 vh_dump cap.vhcap dump.txt
 vh_check out.txt dump.txt
 expect_line out.txt
-# operator new is libstdc++'s: the caller of malloc is not the program, but
-# the program's frames are further down every one of these stacks.
+# std::string's buffers come from libstdc++'s own code and the exception
+# object from its runtime: the program's frames are further down those stacks.
 [ "$(st evs)" -ge 40 ] || die "only $(st evs) program events"
 has_flag "$(st header_flags)" ended || die "capture not ended"
 echo "cxx: $(st evs) events match"

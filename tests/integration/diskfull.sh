@@ -47,7 +47,7 @@ expect_eq "four: recorded + dropped" "$((recorded + dropped))" "$calls"
 # Without VHEAP_QUIET the closing line repeats the count.
 rm -f "$mnt"/*
 VHEAP_QUIET=0 VHEAP_CHUNK_SIZE=64KiB VHEAP_OUT="$mnt/loud.vhcap" \
-    env LD_PRELOAD="$VHEAP_LIB" "$PROGS/stress_fill" 1 100000 >loud.out 2>loud.err ||
+    env LD_PRELOAD="$VHEAP_LIB" "$PROGS/stress_fill" 1 400000 >loud.out 2>loud.err ||
     die "loud: exit $?"
 vh_dump "$mnt/loud.vhcap" loud.dump
 vh_check loud.out loud.dump

@@ -2,7 +2,8 @@
 // new/delete of objects and arrays, aligned new, std::vector growth and
 // std::string growth (each capacity change is one allocation of the new
 // buffer then one free of the old, at data()), and a thrown exception (its
-// object's size and address only the runtime knows: logged as "*").
+// object's size and address only the runtime knows: logged as "*"). Each
+// call is logged under the operator vheap records (preload/hooks_cxx.c).
 #include "testprog.h"
 
 #include <malloc.h>
@@ -15,23 +16,33 @@ struct alignas(256) Wide { char c[300]; };
 
 static size_t us(void *p) { return malloc_usable_size(p); }
 
+// What a delete expression of a complete object calls, and std::allocator's
+// deallocate (inlined here).
+#if __cpp_sized_deallocation
+#define DEL_SIZED "operator_delete_sized"
+#define DEL_SIZED_ALIGNED "operator_delete_sized_aligned"
+#else
+#define DEL_SIZED "operator_delete"
+#define DEL_SIZED_ALIGNED "operator_delete_aligned"
+#endif
+
 USER static void objects()
 {
     Obj *o = new Obj;
-    tp_alloc("malloc", o, sizeof(Obj), us(o), NULL);
+    tp_alloc("operator_new", o, sizeof(Obj), us(o), NULL);
     int *arr = new int[100];
-    tp_alloc("malloc", arr, 100 * sizeof(int), us(arr), NULL);
+    tp_alloc("operator_new_array", arr, 100 * sizeof(int), us(arr), NULL);
     Wide *w = new Wide;                   // operator new(size, align_val_t)
     TP_CHECK(reinterpret_cast<uintptr_t>(w) % 256 == 0);
-    tp_alloc("*", w, sizeof(Wide), us(w), "align=256");
-    tp_free("free", o, NULL);
+    tp_alloc("operator_new_aligned", w, sizeof(Wide), us(w), "align=256");
+    tp_free(DEL_SIZED, o, NULL);
     delete o;
-    tp_free("free", arr, NULL);
+    tp_free("operator_delete_array", arr, NULL);
     delete[] arr;
-    tp_free("free", w, NULL);
+    tp_free(DEL_SIZED_ALIGNED, w, NULL);
     delete w;
     Obj *kept = new Obj;                  // deliberately leaked
-    tp_alloc("malloc", kept, sizeof(Obj), us(kept), NULL);
+    tp_alloc("operator_new", kept, sizeof(Obj), us(kept), NULL);
 }
 
 USER static void vector_growth()
@@ -42,12 +53,13 @@ USER static void vector_growth()
         size_t cap = v.capacity();
         v.push_back(i);
         if (v.capacity() != cap) {
-            tp_alloc("malloc", v.data(), v.capacity() * sizeof(long), us(v.data()), NULL);
+            tp_alloc("operator_new", v.data(), v.capacity() * sizeof(long), us(v.data()),
+                     NULL);
             if (before)
-                tp_free("free", before, NULL);
+                tp_free(DEL_SIZED, before, NULL);
         }
     }
-    tp_free("free", v.data(), NULL);      // the destructor, below
+    tp_free(DEL_SIZED, v.data(), NULL);   // the destructor, below
 }
 
 USER static void string_growth()
@@ -58,16 +70,18 @@ USER static void string_growth()
         size_t cap = s.capacity();
         s += static_cast<char>('a' + i % 26);
         if (s.capacity() != cap) {
-            tp_alloc("malloc", s.data(), s.capacity() + 1, us(const_cast<char *>(s.data())),
-                     NULL);
+            tp_alloc("operator_new", s.data(), s.capacity() + 1,
+                     us(const_cast<char *>(s.data())), NULL);
+            // Sized or not depends on where libstdc++ compiled the code
+            // that frees (its own .so or this file): "*".
             if (cap > 15)                 // the short-string buffer is inline
-                tp_free("free", before, NULL);
+                tp_free("*", before, NULL);
         }
     }
     std::string t(1000, 'y');
-    tp_alloc("malloc", t.data(), 1001, us(t.data()), NULL);
-    tp_free("free", t.data(), NULL);
-    tp_free("free", s.data(), NULL);      // destructors, in reverse order
+    tp_alloc("operator_new", t.data(), 1001, us(t.data()), NULL);
+    tp_free("*", t.data(), NULL);
+    tp_free("*", s.data(), NULL);         // destructors, in reverse order
 }
 
 struct Boom { int code; };               // allocates nothing itself

@@ -16,6 +16,14 @@
 
 static size_t us(void *p) { return malloc_usable_size(p); }
 
+// new and delete are recorded as themselves (preload/hooks_cxx.c); deleting
+// a complete object, and std::allocator's deallocate, are sized in C++14 on.
+#if __cpp_sized_deallocation
+#define DEL_SIZED "operator_delete_sized"
+#else
+#define DEL_SIZED "operator_delete"
+#endif
+
 // Constructed first and destroyed last (init_priority): writes the log.
 struct Flusher {
     ~Flusher()
@@ -39,15 +47,15 @@ struct Table {
 Table::Table(int count) : n(count)
 {
     slots = new int[count];
-    tp_alloc("malloc", slots, count * sizeof(int), us(slots), NULL);
+    tp_alloc("operator_new_array", slots, count * sizeof(int), us(slots), NULL);
     for (int i = 0; i < count; i++)
         slots[i] = i;
     name = strdup("a table");     // libc's malloc, our stack
     TP_CHECK(name);
     tp_alloc("malloc", name, 8, us(name), NULL);
     vals = new std::vector<double>(count, 1.5);
-    tp_alloc("malloc", vals, sizeof *vals, us(vals), NULL);
-    tp_alloc("malloc", vals->data(), count * sizeof(double), us(vals->data()), NULL);
+    tp_alloc("operator_new", vals, sizeof *vals, us(vals), NULL);
+    tp_alloc("operator_new", vals->data(), count * sizeof(double), us(vals->data()), NULL);
 }
 
 Table::~Table()
@@ -60,10 +68,10 @@ Table::~Table()
     TP_CHECK(slots[n - 1] == n - 1 && (*vals)[n - 1] == 1.5);
     tp_free("free", tmp, NULL);
     free(tmp);
-    tp_free("free", vals->data(), NULL);
-    tp_free("free", vals, NULL);
+    tp_free(DEL_SIZED, vals->data(), NULL);
+    tp_free(DEL_SIZED, vals, NULL);
     delete vals;
-    tp_free("free", slots, NULL);
+    tp_free("operator_delete_array", slots, NULL);
     delete[] slots;
     tp_free("free", name, NULL);
     free(name);

@@ -14,7 +14,10 @@
  *   capb__destroy(&b);
  *
  * Appenders return the record's file offset; b.buf + offset is the record
- * until the next capb__chunk (which may move the buffer). */
+ * until the next capb__chunk (which may move the buffer). The image is of
+ * the current format version (2: ALLOC / RESIZE / FREE compact, struct
+ * records 8-aligned after PAD bytes) unless made with capb__init_v1. Each
+ * chunk keeps the writer's cursor, as the shim does. */
 #ifndef VHEAP_TESTS_CAPTURE_BUILDER_H
 #define VHEAP_TESTS_CAPTURE_BUILDER_H
 
@@ -34,6 +37,8 @@ struct capb {
     size_t cap;                    /* bytes allocated at buf                */
     uint32_t chunk_size;
     uint32_t nchunks;              /* chunks in the image                   */
+    uint32_t version;              /* VH_CAPTURE_VERSION or _V1             */
+    struct vh_cursor *cur;         /* per chunk: time and address bases     */
 };
 
 /* Everything an ALLOC or RESIZE record holds; zero fields are defaults
@@ -81,6 +86,7 @@ static inline void capb__init(struct capb *b, uint32_t chunk_size)
     struct vh_capture_header *h;
 
     memset(b, 0, sizeof *b);
+    b->version = VH_CAPTURE_VERSION;
     b->chunk_size = chunk_size ? chunk_size : CAPB_DEFAULT_CHUNK;
     b->cap = VH_HEADER_SIZE + 4 * (size_t)b->chunk_size;
     b->buf = calloc(1, b->cap);
@@ -106,9 +112,18 @@ static inline void capb__init(struct capb *b, uint32_t chunk_size)
     h->argv_len = 5;
 }
 
+/* The same, writing format version 1 (every record a struct, no PAD). */
+static inline void capb__init_v1(struct capb *b, uint32_t chunk_size)
+{
+    capb__init(b, chunk_size);
+    b->version = VH_CAPTURE_VERSION_V1;
+    capb__header(b)->version = VH_CAPTURE_VERSION_V1;
+}
+
 static inline void capb__destroy(struct capb *b)
 {
     free(b->buf);
+    free(b->cur);
     memset(b, 0, sizeof *b);
 }
 
@@ -145,6 +160,13 @@ static inline uint32_t capb__chunk(struct capb *b)
         b->buf = n;
         b->cap = cap;
     }
+    if (b->nchunks % 16 == 0) {
+        struct vh_cursor *n = realloc(b->cur, (b->nchunks + 16) * sizeof *n);
+        if (!n)
+            capb__fail("out of memory");
+        b->cur = n;
+    }
+    b->cur[b->nchunks] = (struct vh_cursor){ 0, 0 };
     b->nchunks++;
     capb__header(b)->chunks_claimed = b->nchunks;
     c = capb__chunk_header(b, b->nchunks - 1);
@@ -154,7 +176,9 @@ static inline uint32_t capb__chunk(struct capb *b)
     return b->nchunks - 1;
 }
 
-/* A chunk that was claimed but never written: all zero, used 0. */
+/* A chunk that was claimed but never written: all zero, used 0. A version
+ * 1 writer could leave one; version 2 writes the header first, so there
+ * the reader reports it as damage. */
 static inline uint32_t capb__chunk_unused(struct capb *b)
 {
     uint32_t i = capb__chunk(b);
@@ -167,20 +191,56 @@ static inline void capb__set_used(struct capb *b, uint32_t chunk, uint64_t used)
     capb__chunk_header(b, chunk)->used = used;
 }
 
-/* Appends `size` bytes at the chunk's used mark (zeroed when rec is NULL)
- * and publishes them. Returns the file offset of the record. */
-static inline uint64_t capb__raw(struct capb *b, uint32_t chunk, const void *rec, size_t size)
+/* Appends `size` bytes at the chunk's used mark exactly as given (zeroed
+ * when data is NULL), no alignment, and publishes them: for compact
+ * records and bytes made on purpose. Returns their file offset. The
+ * cursor is not moved. */
+static inline uint64_t capb__bytes(struct capb *b, uint32_t chunk, const void *data, size_t size)
 {
     struct vh_chunk_header *c = capb__chunk_header(b, chunk);
     uint64_t off = capb__chunk_offset(b, chunk) + c->used;
 
     if (c->used + size > b->chunk_size)
         capb__fail("chunk full");
-    if (rec)
-        memcpy(b->buf + off, rec, size);
+    if (data)
+        memcpy(b->buf + off, data, size);
     else
         memset(b->buf + off, 0, size);
     c->used += size;
+    return off;
+}
+
+/* Moves the chunk's cursor past the struct record at `off`, as a reader
+ * does: its time becomes the base; a THREAD record also resets the
+ * address base. */
+static inline void capb__track(struct capb *b, uint32_t chunk, uint64_t off, size_t size)
+{
+    const uint8_t *p = b->buf + off;
+    uint64_t time;
+
+    if (size < 16 || vh_rec_is_compact(p[0]) || p[0] == VH_REC_PAD)
+        return;
+    memcpy(&time, p + 8, sizeof time);
+    b->cur[chunk].time = time;
+    if (p[0] == VH_REC_THREAD)
+        b->cur[chunk].addr = 0;
+}
+
+/* Appends a struct record (or `size` zero bytes when rec is NULL) at the
+ * chunk's next 8-aligned offset, PAD bytes before it in version 2, and
+ * publishes it; the cursor follows its time. Returns the record's file
+ * offset. */
+static inline uint64_t capb__raw(struct capb *b, uint32_t chunk, const void *rec, size_t size)
+{
+    static const uint8_t pads[8] = { VH_REC_PAD, VH_REC_PAD, VH_REC_PAD, VH_REC_PAD,
+                                     VH_REC_PAD, VH_REC_PAD, VH_REC_PAD, VH_REC_PAD };
+    uint64_t used = capb__chunk_header(b, chunk)->used, off;
+
+    if (b->version != VH_CAPTURE_VERSION_V1 && (used & 7))
+        capb__bytes(b, chunk, pads, (size_t)(-used & 7));
+    off = capb__bytes(b, chunk, rec, size);
+    if (rec)
+        capb__track(b, chunk, off, size);
     return off;
 }
 
@@ -236,7 +296,9 @@ static inline uint64_t capb__module_unload(struct capb *b, uint32_t chunk, uint6
     return capb__value_rec(b, chunk, VH_REC_MODULE_UNLOAD, time, bias);
 }
 
-/* ALLOC (type VH_REC_ALLOC) or RESIZE (VH_REC_RESIZE) with every field. */
+/* ALLOC (type VH_REC_ALLOC) or RESIZE (VH_REC_RESIZE) with every field.
+ * Version 2 encodes it as the shim does: a time before the chunk's last
+ * one is clamped to it. */
 static inline uint64_t capb__alloc_ex(struct capb *b, uint32_t chunk, uint8_t type,
                                       uint64_t time, const struct capb_alloc *a)
 {
@@ -255,6 +317,14 @@ static inline uint64_t capb__alloc_ex(struct capb *b, uint32_t chunk, uint8_t ty
         r.h.flags |= VH_RF_SLACK_CLAMPED;
     }
     r.slack = (uint32_t)slack;
+    if (b->version != VH_CAPTURE_VERSION_V1) {
+        uint8_t enc[VH_ENC_ALLOC_MAX];
+        uint8_t *end;
+        capb__chunk_header(b, chunk); /* checks the index */
+        end = vh_enc_alloc(enc, &b->cur[chunk], type, r.h.flags, r.h.a, r.func, time, r.addr,
+                           r.size, r.slack, r.h.b, r.tag);
+        return capb__bytes(b, chunk, enc, (size_t)(end - enc));
+    }
     return capb__raw(b, chunk, &r, sizeof r);
 }
 
@@ -281,6 +351,13 @@ static inline uint64_t capb__free_ex(struct capb *b, uint32_t chunk, uint64_t ti
 {
     struct vh_rec_free r = { .h = { .type = VH_REC_FREE, .flags = flags, .a = heap },
                              .time = time, .addr = addr, .func = func };
+    if (b->version != VH_CAPTURE_VERSION_V1) {
+        uint8_t enc[VH_ENC_FREE_MAX];
+        uint8_t *end;
+        capb__chunk_header(b, chunk); /* checks the index */
+        end = vh_enc_free(enc, &b->cur[chunk], flags, heap, (unsigned)func, time, addr);
+        return capb__bytes(b, chunk, enc, (size_t)(end - enc));
+    }
     return capb__raw(b, chunk, &r, sizeof r);
 }
 
@@ -313,6 +390,7 @@ static inline uint64_t capb__stack(struct capb *b, uint32_t chunk, uint64_t time
     memcpy(b->buf + off, &r, sizeof r);
     if (depth)
         memcpy(b->buf + off + sizeof r, frames, (size_t)depth * 8);
+    capb__track(b, chunk, off, size);
     return off;
 }
 
@@ -331,6 +409,7 @@ static inline uint64_t capb__text_rec(struct capb *b, uint32_t chunk, void *head
     off = capb__raw(b, chunk, NULL, size);
     memcpy(b->buf + off, head, hsize);
     memcpy(b->buf + off + hsize, text, tlen);
+    capb__track(b, chunk, off, size);
     return off;
 }
 

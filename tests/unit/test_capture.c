@@ -1,7 +1,9 @@
 /* test_capture.c — the capture reader against synthetic captures: every
- * record type round-trips, chunks merge by (time, offset), THREAD records
- * set the tid, stacks are found by id, and every kind of damage is reported
- * with its offset while everything valid still comes out. */
+ * record type round-trips (format versions 1 and 2), the compact records'
+ * varints and cursors hold at their edges, chunks merge by (time, offset),
+ * THREAD records set the tid, stacks are found by id, and every kind of
+ * damage is reported with its offset while everything valid still comes
+ * out. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -63,6 +65,15 @@ static size_t drain(struct capture *c)
     return n;
 }
 
+/* How many of the yielded events lie in chunk ch. */
+static size_t in_chunk(size_t n, uint32_t ch)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += events[i].chunk == ch;
+    return k;
+}
+
 /* The damage count, and that the first message names `off` in hex. */
 static void expect_damage(struct capture *c, unsigned count, uint64_t off)
 {
@@ -82,7 +93,7 @@ static void expect_damage(struct capture *c, unsigned count, uint64_t off)
 
 /* ---- round trip ------------------------------------------------------- */
 
-static void test_every_record_type(void **state)
+static void every_record_type(uint32_t version)
 {
     struct capb b;
     struct capture *c;
@@ -96,7 +107,10 @@ static void test_every_record_type(void **state)
 
     for (unsigned i = 0; i < sizeof build_id; i++)
         build_id[i] = (uint8_t)(0xa0 + i);
-    capb__init(&b, 0);
+    if (version == VH_CAPTURE_VERSION_V1)
+        capb__init_v1(&b, 0);
+    else
+        capb__init(&b, 0);
     capb__set_argv(&b, 3, argv);
     capb__header(&b)->flags = VH_HDR_ENDED | VH_HDR_FORKED;
     capb__header(&b)->nested_events = 7;
@@ -129,6 +143,7 @@ static void test_every_record_type(void **state)
     off[k++] = capb__end(&b, ch, 27);
 
     c = open_image(&b);
+    assert_int_equal(capture__header(c)->version, version);
     assert_int_equal(capture__chunks(c), 1);
     assert_int_equal(capture__file_size(c), capb__size(&b));
     assert_int_equal(capture__header(c)->pid, 4242);
@@ -145,6 +160,15 @@ static void test_every_record_type(void **state)
         assert_int_equal(events[i].time, 10 + i);
         assert_int_equal(events[i].tid, 111);
         assert_int_equal(events[i].chunk, 0);
+        /* Every record comes out as an aligned struct; in version 2 the
+         * compact ones are decoded into the event, shorter in the file. */
+        assert_int_equal((uintptr_t)events[i].rec % 8, 0);
+        if (version != VH_CAPTURE_VERSION_V1 && vh_rec_is_compact(events[i].rec->type)) {
+            assert_ptr_equal(events[i].rec, &events[i].dec.h);
+            assert_true(events[i].size < 16);
+        } else {
+            assert_int_equal(events[i].offset % 8, 0);
+        }
     }
     /* Field by field, through the mapping. */
     const struct vh_rec_module *mod = (const void *)events[1].rec;
@@ -222,6 +246,403 @@ static void test_every_record_type(void **state)
     capb__destroy(&b);
 }
 
+static void test_every_record_type(void **state)
+{
+    every_record_type(VH_CAPTURE_VERSION);
+}
+
+/* Captures of the first format are still read, record for record. */
+static void test_every_record_type_v1(void **state)
+{
+    every_record_type(VH_CAPTURE_VERSION_V1);
+}
+
+/* ---- compact records (version 2) --------------------------------------- */
+
+static size_t uleb_len(uint64_t v)
+{
+    uint8_t buf[VH_ULEB_MAX];
+    return (size_t)(vh_uleb_put(buf, v) - buf);
+}
+
+static void test_varint_edges(void **state)
+{
+    static const struct { uint64_t v; size_t len; } cases[] = {
+        { 0, 1 }, { 1, 1 }, { 127, 1 }, { 128, 2 }, { 16383, 2 }, { 16384, 3 },
+        { UINT32_MAX, 5 }, { 1ull << 56, 9 }, { (1ull << 63) - 1, 9 }, { 1ull << 63, 10 },
+        { UINT64_MAX, 10 },
+    };
+    uint8_t buf[16];
+    uint64_t v;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const uint8_t *p = buf;
+        uint8_t *end = vh_uleb_put(buf, cases[i].v);
+        assert_int_equal(end - buf, cases[i].len);
+        assert_int_equal(vh_uleb_get(&p, end, &v), 0);
+        assert_ptr_equal(p, end);
+        assert_true(v == cases[i].v);
+        /* With room to spare, and with none checked: the same. */
+        memset(end, 0xaa, (size_t)(buf + sizeof buf - end));
+        p = buf;
+        assert_int_equal(vh_uleb_get(&p, buf + sizeof buf, &v), 0);
+        assert_ptr_equal(p, end);
+        assert_true(v == cases[i].v);
+        p = buf;
+        assert_int_equal(vh_uleb_get_near(&p, &v), 0);
+        assert_ptr_equal(p, end);
+        assert_true(v == cases[i].v);
+        /* Every shorter read is cut, and leaves the pointer alone. */
+        for (size_t k = 0; k < cases[i].len; k++) {
+            p = buf;
+            assert_int_equal(vh_uleb_get(&p, buf + k, &v), VH_DEC_CUT);
+            assert_ptr_equal(p, buf);
+        }
+    }
+    /* 128 is 0x80 0x01; 2^63 ends in a 10th byte of 1. */
+    vh_uleb_put(buf, 128);
+    assert_memory_equal(buf, "\x80\x01", 2);
+    vh_uleb_put(buf, 1ull << 63);
+    assert_memory_equal(buf, "\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", 10);
+    /* A 10th byte above 1, or an 11th byte, is more than 64 bits, with
+     * room after it or not. */
+    const uint8_t *p = buf;
+    buf[9] = 0x02;
+    assert_int_equal(vh_uleb_get(&p, buf + 10, &v), VH_DEC_VARINT);
+    assert_int_equal(vh_uleb_get(&p, buf + sizeof buf, &v), VH_DEC_VARINT);
+    assert_int_equal(vh_uleb_get_near(&p, &v), VH_DEC_VARINT);
+    assert_ptr_equal(p, buf);
+    memset(buf, 0x80, 11);
+    buf[10] = 0;
+    assert_int_equal(vh_uleb_get(&p, buf + 11, &v), VH_DEC_VARINT);
+    assert_int_equal(vh_uleb_get(&p, buf + sizeof buf, &v), VH_DEC_VARINT);
+    assert_int_equal(vh_uleb_get_near(&p, &v), VH_DEC_VARINT);
+    assert_ptr_equal(p, buf);
+    /* An over-long zero (0x80 0x00) is still zero: the format asks for
+     * the value, not the shortest form. */
+    p = (const uint8_t *)"\x80\x00";
+    assert_int_equal(vh_uleb_get(&p, p + 2, &v), 0);
+    assert_true(v == 0);
+
+    /* zigzag: small magnitudes of either sign stay small. */
+    assert_true(vh_zigzag(0) == 0);
+    assert_true(vh_zigzag((uint64_t)-1) == 1);
+    assert_true(vh_zigzag(1) == 2);
+    assert_true(vh_zigzag((uint64_t)-2) == 3);
+    assert_true(vh_zigzag((uint64_t)INT64_MAX) == UINT64_MAX - 1);
+    assert_true(vh_zigzag((uint64_t)INT64_MIN) == UINT64_MAX);
+    for (uint64_t d = 0; d < 1000; d++) {
+        assert_true(vh_unzigzag(vh_zigzag(d)) == d);
+        assert_true(vh_unzigzag(vh_zigzag(-d)) == -d);
+        assert_true(vh_unzigzag(vh_zigzag(UINT64_MAX / 2 + d)) == UINT64_MAX / 2 + d);
+    }
+    assert_int_equal(uleb_len(vh_zigzag((uint64_t)-64)), 1);
+    assert_int_equal(uleb_len(vh_zigzag(64)), 2);
+}
+
+/* Records at the edges of every field: they come out exactly as they went
+ * in, addresses jumping down and up across the whole range. */
+static void test_compact_edges(void **state)
+{
+    static const struct capb_alloc in[] = {
+        { .addr = 0x7fffffffe000, .size = 1, .usable = 8, .stack = 1 },
+        { .addr = 0x1000, .size = 0, .usable = 0, .stack = 0 },          /* far below */
+        { .addr = UINT64_MAX, .size = UINT64_MAX, .usable = UINT64_MAX,
+          .stack = UINT32_MAX, .heap = UINT16_MAX, .func = VH_FN_COUNT - 1, .tag = UINT16_MAX,
+          .flags = VH_RF_REALLOC | VH_RF_FAILED },
+        { .addr = 0, .size = 100, .usable = 100 + (uint64_t)UINT32_MAX, .stack = 7 },
+        { .addr = UINT64_MAX - 15, .size = 5, .usable = 1ull << 40, .stack = 2,
+          .heap = 1, .flags = VH_RF_SLACK_CLAMPED },                      /* clamped */
+        { .addr = 16, .size = 1ull << 63, .usable = 1ull << 63, .stack = 128, .tag = 1 },
+    };
+    const size_t nin = sizeof in / sizeof in[0];
+    uint64_t frees[] = { UINT64_MAX, 0, 1ull << 63, 0x55d0c0a0 };
+    struct capb b;
+    struct capture *c;
+    uint64_t t = 100;
+
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__thread(&b, 0, t, 9);
+    for (size_t i = 0; i < nin; i++)
+        capb__alloc_ex(&b, 0, i % 2 ? VH_REC_RESIZE : VH_REC_ALLOC, t += i * 1000003, &in[i]);
+    for (size_t i = 0; i < 4; i++)
+        capb__free_ex(&b, 0, t += (uint64_t)1 << (20 * i), (uint16_t)(i * 20000), i + 1,
+                      frees[i], i == 1 ? VH_RF_REALLOC : 0);
+    /* The largest time step a varint holds. */
+    capb__free_ex(&b, 0, UINT64_MAX, 0, VH_FN_FREE, 0, 0);
+
+    c = open_image(&b);
+    assert_int_equal(drain(c), 1 + nin + 5);
+    expect_damage(c, 0, 0);
+    t = 100;
+    for (size_t i = 0; i < nin; i++) {
+        const struct vh_event *e = &events[1 + i];
+        const struct vh_rec_alloc *r = (const void *)e->rec;
+        uint64_t slack = in[i].usable > in[i].size ? in[i].usable - in[i].size : 0;
+        t += i * 1000003;
+        assert_int_equal(e->time, t);
+        assert_int_equal(r->time, t);
+        assert_int_equal(r->h.type, i % 2 ? VH_REC_RESIZE : VH_REC_ALLOC);
+        assert_true(r->addr == in[i].addr);
+        assert_true(r->size == in[i].size);
+        assert_int_equal(r->slack, slack > UINT32_MAX ? UINT32_MAX : slack);
+        assert_int_equal(r->h.b, in[i].stack);
+        assert_int_equal(r->h.a, in[i].heap);
+        assert_int_equal(r->func, in[i].func ? in[i].func : VH_FN_MALLOC);
+        assert_int_equal(r->tag, in[i].tag);
+        assert_int_equal(r->h.flags, in[i].flags | (slack > UINT32_MAX ? VH_RF_SLACK_CLAMPED : 0));
+        assert_true(e->size <= VH_ENC_ALLOC_MAX);
+    }
+    for (size_t i = 0; i < 4; i++) {
+        const struct vh_event *e = &events[1 + nin + i];
+        const struct vh_rec_free *r = (const void *)e->rec;
+        t += (uint64_t)1 << (20 * i);
+        assert_int_equal(e->time, t);
+        assert_true(r->addr == frees[i]);
+        assert_int_equal(r->h.a, i * 20000);
+        assert_int_equal(r->func, i + 1);
+        assert_int_equal(r->h.flags, i == 1 ? VH_RF_REALLOC : 0);
+        assert_true(e->size <= VH_ENC_FREE_MAX);
+    }
+    assert_true(events[nin + 5].time == UINT64_MAX);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* What the format promises a program's usual records cost: a malloc in a
+ * few bytes, a free in fewer. Exact bytes of docs/capture-format.md's
+ * worked example, PAD bytes before the struct record that follows. */
+static void test_compact_worked_example(void **state)
+{
+    static const uint8_t want[] = {
+        0x05, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x00, 0x00,             /* THREAD tid 42 */
+        0xe8, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,             /* time 1000 */
+        0x01, 0xfa, 0x01, 0xc0, 0x82, 0x86, 0xdd, 0x0a, 0x64, 0x04, 0x03, 0x01, /* malloc */
+        0x01, 0x32, 0xbf, 0x01, 0x18, 0x00, 0x03, 0x01,             /* malloc below */
+        0x02, 0x0a, 0xc0, 0x01, 0x05,                               /* free */
+        0x02, 0x00, 0x00, 0x43,                                     /* realloc's free */
+        0x7f, 0x7f, 0x7f,                                           /* PAD */
+        0x84, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,             /* MARK, 3 words */
+        0x24, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,             /* time 1316 */
+        'h', 'i', 0, 0, 0, 0, 0, 0,
+    };
+    struct capb b;
+    struct capture *c;
+
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    uint64_t at = capb__thread(&b, 0, 1000, 42);
+    capb__alloc(&b, 0, 1250, 0x55d0c0a0, 100, 104, 3);
+    capb__alloc(&b, 0, 1300, 0x55d0c040, 24, 24, 3);
+    capb__free(&b, 0, 1310, 0x55d0c0a0);
+    capb__free_ex(&b, 0, 1305, 0, VH_FN_REALLOC, 0x55d0c0a0, VH_RF_REALLOC); /* clamped */
+    capb__mark(&b, 0, 1316, "hi");
+    assert_int_equal(capb__chunk_header(&b, 0)->used, sizeof(struct vh_chunk_header) + sizeof want);
+    assert_memory_equal(capb__at(&b, at), want, sizeof want);
+
+    c = open_image(&b);
+    assert_int_equal(drain(c), 6);
+    expect_damage(c, 0, 0);
+    assert_int_equal(events[1].size, 12);
+    assert_int_equal(events[2].size, 8);
+    assert_int_equal(events[3].size, 5);
+    assert_int_equal(events[4].size, 4);
+    assert_int_equal(events[4].time, 1310);   /* went back: clamped to the base */
+    assert_int_equal(((const struct vh_rec_free *)(const void *)events[4].rec)->addr,
+                     0x55d0c0a0);
+    assert_int_equal(events[5].offset % 8, 0);
+    assert_int_equal(events[5].offset, events[4].offset + 4 + 3);
+    assert_int_equal(((const struct vh_rec_alloc *)(const void *)events[2].rec)->addr,
+                     0x55d0c040);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* A new THREAD record restarts both bases: its time, address 0. */
+static void test_thread_resets_cursor(void **state)
+{
+    struct capb b;
+    struct capture *c;
+
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__thread(&b, 0, 1000, 1);
+    capb__alloc(&b, 0, 2000, 0x7f0000001000, 8, 8, 1);
+    capb__thread_exit(&b, 0, 2100, 1);
+    /* The next owner took its time before claiming the chunk. */
+    capb__thread(&b, 0, 500, 2);
+    uint64_t a = capb__alloc(&b, 0, 505, 0x10, 1, 1, 1);
+    capb__free(&b, 0, 506, 0x10);
+    /* Encoded against (500, 0), not against the last owner's (2100, ...):
+     * type, dt 5, da zigzag(0x10) = 0x20, size 1, slack 0, stack 1, meta. */
+    assert_memory_equal(capb__at(&b, a), "\x01\x05\x20\x01\x00\x01\x01", 7);
+    /* A third owner right after a compact record: PAD, then its THREAD. */
+    uint64_t t3 = capb__thread(&b, 0, 3000, 3);
+    assert_true(t3 % 8 == 0 && *(uint8_t *)capb__at(&b, t3 - 1) == VH_REC_PAD);
+    capb__free(&b, 0, 3001, 0x7f0000001000);
+
+    c = open_image(&b);
+    assert_int_equal(drain(c), 8);
+    expect_damage(c, 0, 0);
+    assert_int_equal(events[6].offset, t3);
+    assert_int_equal(events[7].tid, 3);
+    assert_int_equal(((const struct vh_rec_free *)(const void *)events[7].rec)->addr,
+                     0x7f0000001000);
+    assert_int_equal(events[1].time, 505);
+    assert_int_equal(events[1].tid, 2);
+    assert_int_equal(((const struct vh_rec_alloc *)(const void *)events[1].rec)->addr, 0x10);
+    assert_int_equal(events[2].time, 506);
+    assert_int_equal(((const struct vh_rec_free *)(const void *)events[2].rec)->addr, 0x10);
+    assert_int_equal(events[3].time, 1000);
+    assert_int_equal(events[4].time, 2000);
+    assert_int_equal(((const struct vh_rec_alloc *)(const void *)events[4].rec)->addr,
+                     0x7f0000001000);
+    /* Rewinding decodes the same stream again from fresh cursors. */
+    capture__rewind(c);
+    struct vh_event ev;
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(capture__next(c, &ev), 1);
+        assert_int_equal(ev.time, events[i].time);
+        assert_int_equal(ev.offset, events[i].offset);
+    }
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* Compact records that do not decode end their chunk, named by offset. */
+static void test_compact_damage(void **state)
+{
+    static const struct { const char *bytes; size_t len; const char *why; } bad[] = {
+        { "\x01\x01\x02\x03\x00\x01\x81\x80\x80\x01", 10, "out of range" }, /* meta bit 21 */
+        { "\x02\x01\x02\x80\x02\x01", 6, "out of range" },    /* FREE with a tag bit */
+        { "\x01\x01\x02\x03\x80\x80\x80\x80\x10\x01\x01", 11, "out of range" }, /* slack 2^32 */
+        { "\x01\x01\x02\x03\x00\x01\x81\x01\x80\x80\x04", 11, "out of range" }, /* heap 2^16 */
+        { "\x01\x01\x02\x03\x00\x01\x81\x10", 8, "out of range" }, /* realloc in bits 9+ */
+        { "\x02\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f\x05", 13, "64 bits" },
+        { "\x0b\x00\x00\x00\x00\x00\x00\x00", 8, "unknown fixed-size type" },
+        { "\x00", 1, "unknown fixed-size type" },
+    };
+
+    /* Near the end of the valid bytes and far from it: the reader's two
+     * ways through a record. */
+    for (size_t i = 0; i < 2 * sizeof bad / sizeof bad[0]; i++) {
+        struct capb b;
+        struct capture *c;
+        const char *first;
+        int far = i % 2;
+
+        capb__init(&b, 0);
+        capb__chunk(&b);
+        capb__chunk(&b);
+        capb__thread(&b, 0, 10, 1);
+        capb__alloc(&b, 0, 11, 0x100, 8, 8, 0);
+        uint64_t at = capb__bytes(&b, 0, bad[i / 2].bytes, bad[i / 2].len);
+        capb__free(&b, 0, 12, 0x100);      /* lost with the chunk's rest */
+        if (far)
+            capb__mark(&b, 0, 13, "a label long enough to be more than fifty bytes away");
+        capb__thread(&b, 1, 10, 2);
+        capb__free(&b, 1, 13, 0x200);
+        c = open_image(&b);
+        assert_int_equal(drain(c), 4);
+        assert_int_equal(in_chunk(4, 1), 2);
+        expect_damage(c, 1, at);
+        capture__damage(c, &first);
+        if (!strstr(first, bad[i / 2].why))
+            fail_msg("case %zu: '%s' does not say '%s'", i, first, bad[i / 2].why);
+        capture__close(c);
+        capb__destroy(&b);
+    }
+}
+
+/* `used` that ends inside a compact record: the record is cut, not read
+ * shorter, whichever byte the cut falls after. */
+static void test_compact_cut_by_used(void **state)
+{
+    struct capb b;
+    struct capture *c;
+
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__thread(&b, 0, 10, 1);
+    capb__alloc(&b, 0, 11, 0x100, 8, 8, 0);
+    uint64_t at = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 400,
+                                 &(struct capb_alloc){ .addr = 0x55d0c0a0, .size = 300,
+                                                       .usable = 312, .stack = 200,
+                                                       .heap = 3, .tag = 2 });
+    uint64_t end = capb__chunk_offset(&b, 0) + capb__chunk_header(&b, 0)->used;
+    for (uint64_t cut = at; cut < end; cut++) {
+        capb__set_used(&b, 0, cut - capb__chunk_offset(&b, 0));
+        c = open_image(&b);
+        assert_int_equal(drain(c), 2);
+        if (cut == at) {
+            expect_damage(c, 0, 0);
+        } else {
+            const char *first;
+            expect_damage(c, 1, at);
+            capture__damage(c, &first);
+            assert_non_null(strstr(first, "runs past used"));
+        }
+        capture__close(c);
+    }
+    capb__set_used(&b, 0, end - capb__chunk_offset(&b, 0));
+    c = open_image(&b);
+    assert_int_equal(drain(c), 3);
+    expect_damage(c, 0, 0);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* Struct records must sit at 8-aligned offsets, and PAD only runs up to
+ * one: anything else is damage, not a guess. */
+static void test_struct_alignment(void **state)
+{
+    struct capb b;
+    struct capture *c;
+    const char *first;
+
+    /* A MARK right after a compact record, without its PAD bytes. */
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__thread(&b, 0, 10, 1);
+    capb__alloc(&b, 0, 11, 0x100, 300, 300, 0);
+    struct vh_rec_label m = { .h = { .type = VH_REC_MARK, .a = 2 }, .time = 12 };
+    uint64_t at = capb__bytes(&b, 0, &m, sizeof m);
+    assert_true(at % 8 != 0);
+    c = open_image(&b);
+    assert_int_equal(drain(c), 2);
+    expect_damage(c, 1, at);
+    capture__damage(c, &first);
+    assert_non_null(strstr(first, "not a multiple of 8"));
+    capture__close(c);
+    capb__destroy(&b);
+
+    /* A PAD byte at an aligned offset. */
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__thread(&b, 0, 10, 1);
+    at = capb__bytes(&b, 0, "\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f", 8);
+    capb__mark(&b, 0, 11, "x");
+    c = open_image(&b);
+    assert_int_equal(drain(c), 1);
+    expect_damage(c, 1, at);
+    capture__damage(c, &first);
+    assert_non_null(strstr(first, "padding"));
+    capture__close(c);
+    capb__destroy(&b);
+
+    /* A version 1 capture has no PAD: 0x7f there is an unknown type. */
+    capb__init_v1(&b, 0);
+    capb__chunk(&b);
+    capb__thread(&b, 0, 10, 1);
+    at = capb__bytes(&b, 0, "\x7f\x00\x00\x00\x00\x00\x00\x00" "\x0b\x00\x00\x00\x00\x00\x00\x00", 16);
+    c = open_image(&b);
+    assert_int_equal(drain(c), 1);
+    expect_damage(c, 1, at);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
 /* ---- merge order ------------------------------------------------------ */
 
 struct key {
@@ -272,10 +693,17 @@ static void test_merge_order(void **state)
     }
     expect_damage(c, 0, 0);
 
-    /* Rewind yields the same stream again; progress reaches the total. */
-    uint64_t total, done = capture__progress(c, &total);
+    /* Rewind yields the same stream again; progress reaches the total,
+     * the bytes of the records (PAD not counted). */
+    uint64_t total, done = capture__progress(c, &total), sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += events[i].size;
     assert_int_equal(done, total);
-    assert_int_equal(total, 3 * 16 + (nwant - 3) * sizeof(struct vh_rec_alloc));
+    assert_int_equal(total, sum);
+    /* A THREAD record, then compact ones only: no padding anywhere. */
+    for (uint32_t ch = 0; ch < 3; ch++)
+        sum -= capb__chunk_header(&b, ch)->used - sizeof(struct vh_chunk_header);
+    assert_int_equal(sum, 0);
     capture__rewind(c);
     assert_int_equal(capture__progress(c, NULL), 0);
     for (size_t i = 0; i < nwant; i++) {
@@ -345,10 +773,11 @@ static void test_reused_chunk_time_overlap(void **state)
     uint64_t b2 = capb__free(&b, c0, 26, 0x10);
     uint64_t b3 = capb__alloc(&b, c0, 40, 0x20, 8, 8, 0);
     uint64_t x1 = capb__thread(&b, c1, 27, 300);
-    /* Within one thread's run, going back is still damage. */
+    /* Within one thread's run, going back is still damage (a struct
+     * record: a compact one cannot go back, its writer clamps). */
     uint64_t y1 = capb__thread(&b, c1, 28, 400);
     uint64_t y2 = capb__alloc(&b, c1, 35, 0x30, 8, 8, 0);
-    uint64_t y3 = capb__free(&b, c1, 34, 0x30);
+    uint64_t y3 = capb__mark(&b, c1, 34, "back");
     capb__free(&b, c1, 50, 0x30);
     struct { uint64_t off, time; uint32_t tid; } want[] = {
         { a1, 10, 100 }, { a2, 20, 100 }, { b1, 25, 200 }, { b2, 26, 200 }, { x1, 27, 300 },
@@ -456,9 +885,12 @@ static void test_wrong_version(void **state)
 
     capb__init(&b, 0);
     capb__chunk(&b);
-    capb__header(&b)->version = 2;
+    capb__header(&b)->version = 3;
     assert_string_equal(open_fails(&b, (size_t)-1),
-                        "capture format version 2, this vheap reads 1");
+                        "capture format version 3, this vheap reads 1 and 2");
+    capb__header(&b)->version = 0;
+    assert_string_equal(open_fails(&b, (size_t)-1),
+                        "capture format version 0, this vheap reads 1 and 2");
     capb__destroy(&b);
 }
 
@@ -509,15 +941,6 @@ static void three_chunks(struct capb *b, uint64_t off[3][4])
     }
 }
 
-/* How many of the yielded events lie in chunk ch. */
-static size_t in_chunk(size_t n, uint32_t ch)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        k += events[i].chunk == ch;
-    return k;
-}
-
 static void test_truncated_file(void **state)
 {
     struct capb b;
@@ -547,18 +970,28 @@ static void test_truncated_file(void **state)
     capb__destroy(&b);
 }
 
-/* Every possible cut of a capture: never a crash, exactly the records that
- * lie wholly before the cut, and damage exactly when something was lost. */
+/* Every possible cut of a capture, at every byte: never a crash, exactly
+ * the records that lie wholly before the cut, and damage exactly when
+ * something was lost. */
 static void test_truncated_everywhere(void **state)
 {
     struct capb b;
-    uint64_t off[3][4];
+    uint64_t off[3][4], rec_end[3][4];
     char path[256], err[256];
+    struct capture *c;
 
     three_chunks(&b, off);
     assert_int_equal(capb__write_tmp(&b, path, sizeof path), 0);
-    for (uint64_t cut = capb__size(&b); cut >= VH_HEADER_SIZE; cut -= 8) {
-        struct capture *c;
+    /* Where each record ends (PAD bytes may follow it). */
+    assert_int_equal(capture__open(path, &c, err, sizeof err), 0);
+    assert_int_equal(drain(c), 12);
+    for (size_t i = 0; i < 12; i++)
+        for (uint32_t ch = 0; ch < 3; ch++)
+            for (int r = 0; r < 4; r++)
+                if (events[i].offset == off[ch][r])
+                    rec_end[ch][r] = events[i].offset + events[i].size;
+    capture__close(c);
+    for (uint64_t cut = capb__size(&b); cut >= VH_HEADER_SIZE; cut--) {
         size_t want = 0, n;
         unsigned regions = 0;
         uint64_t holds = (cut - VH_HEADER_SIZE + b.chunk_size - 1) / b.chunk_size;
@@ -567,10 +1000,8 @@ static void test_truncated_everywhere(void **state)
         assert_int_equal(capture__open(path, &c, err, sizeof err), 0);
         for (uint32_t ch = 0; ch < 3; ch++) {
             uint64_t used_end = capb__chunk_offset(&b, ch) + capb__chunk_header(&b, ch)->used;
-            for (int r = 0; r < 4; r++) {
-                uint64_t end = r < 3 ? off[ch][r + 1] : used_end;
-                want += end <= cut;
-            }
+            for (int r = 0; r < 4; r++)
+                want += rec_end[ch][r] <= cut;
             /* The chunk the cut falls in is one damaged region if it lost
              * records; the chunks after it are one more. */
             regions += used_end > cut && capb__chunk_offset(&b, ch) < cut;
@@ -728,13 +1159,26 @@ static void test_time_backwards(void **state)
     size_t n;
 
     three_chunks(&b, off);
-    /* Chunk 1's free goes back before its alloc: the chunk ends there. */
-    ((struct vh_rec_free *)capb__at(&b, off[1][3]))->time = 5;
+    /* Chunk 1's mark goes back before its alloc: the chunk ends there. */
+    ((struct vh_rec_label *)capb__at(&b, off[1][2]))->time = 5;
     c = open_image(&b);
     n = drain(c);
-    assert_int_equal(n, 11);
-    assert_int_equal(in_chunk(n, 1), 3);
-    expect_damage(c, 1, off[1][3]);
+    assert_int_equal(n, 10);
+    assert_int_equal(in_chunk(n, 1), 2);
+    expect_damage(c, 1, off[1][2]);
+    capture__close(c);
+    capb__destroy(&b);
+
+    /* A compact record's time delta that wraps past 2^64 goes back too. */
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__thread(&b, 0, 1000, 5);
+    uint64_t wrap = capb__bytes(&b, 0, (const uint8_t[]){ VH_REC_FREE,
+                                    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+                                    0x00, VH_FN_FREE }, 13);
+    c = open_image(&b);
+    assert_int_equal(drain(c), 1);
+    expect_damage(c, 1, wrap);
     capture__close(c);
     capb__destroy(&b);
 }
@@ -762,13 +1206,15 @@ static void test_duplicate_stack_id(void **state)
     capb__destroy(&b);
 }
 
-static void test_claimed_but_unused_chunk(void **state)
+/* A version 1 writer counted a chunk before writing its header: a chunk
+ * with no header, or one with nothing published, is empty, not damaged. */
+static void test_claimed_but_unused_chunk_v1(void **state)
 {
     struct capb b;
     struct capture *c;
     size_t n;
 
-    capb__init(&b, 0);
+    capb__init_v1(&b, 0);
     capb__chunk(&b);
     capb__chunk_unused(&b); /* claimed, never written: all zero */
     capb__chunk(&b);
@@ -785,6 +1231,43 @@ static void test_claimed_but_unused_chunk(void **state)
     assert_int_equal(in_chunk(n, 0), 2);
     assert_int_equal(in_chunk(n, 2), 2);
     expect_damage(c, 0, 0);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* Version 2 writes the header and used before it counts the chunk: below
+ * chunks_claimed a chunk without them is lost data, reported; a chunk
+ * with a header and no record (used = the header) is merely empty. */
+static void test_chunk_without_header(void **state)
+{
+    struct capb b;
+    struct capture *c;
+    const char *first;
+    size_t n;
+
+    capb__init(&b, 0);
+    capb__chunk(&b);
+    capb__chunk_unused(&b); /* all zero */
+    capb__chunk(&b);
+    capb__chunk(&b);        /* header, used 0 */
+    capb__set_used(&b, 3, 0);
+    capb__chunk(&b);        /* header, nothing after it: empty */
+    capb__thread(&b, 0, 1, 10);
+    capb__alloc(&b, 0, 2, 0x10, 1, 8, 0);
+    capb__thread(&b, 2, 1, 20);
+    capb__free(&b, 2, 3, 0x10);
+    c = open_image(&b);
+    assert_int_equal(capture__chunks(c), 5);
+    n = drain(c);
+    assert_int_equal(n, 4);
+    assert_int_equal(in_chunk(n, 0), 2);
+    assert_int_equal(in_chunk(n, 2), 2);
+    expect_damage(c, 2, capb__chunk_offset(&b, 1));
+    capture__damage(c, &first);
+    char want[128];
+    snprintf(want, sizeof want, "chunk 1 at offset 0x%llx: no chunk header",
+             (unsigned long long)capb__chunk_offset(&b, 1));
+    assert_string_equal(first, want);
     capture__close(c);
     capb__destroy(&b);
 }
@@ -874,7 +1357,12 @@ static void test_random_corruption(void **state)
             opened++;
             while (capture__next(c, &ev)) {
                 assert_true(ev.offset + ev.size <= capture__file_size(c));
-                assert_true(ev.size >= 16);
+                if (vh_rec_is_compact(ev.rec->type)) {
+                    assert_ptr_equal(ev.rec, &ev.dec.h);
+                    assert_true(ev.size >= 4);
+                } else {
+                    assert_true(ev.size >= 16 && ev.offset % 8 == 0);
+                }
                 bytes += ev.size;
                 vh_event_text(&ev, &len);
                 if (ev.rec->type == VH_REC_ALLOC) {
@@ -990,7 +1478,7 @@ static void test_dump_text(void **state)
     assert_int_equal(run_dump(2, args, &out, &err), 0);
     char want[4096];
     snprintf(want, sizeof want,
-             "# vheap capture version 1\n"
+             "# vheap capture version 2\n"
              "header pid=1234 ppid=1 exe=/usr/bin/prog page_size=4096 chunk_size=4096 "
              "chunks=2 start_realtime_ns=1790000000000000000 max_depth=64 unwind=libunwind "
              "exec_generation=0 flags=ended,argv_truncated\n"
@@ -1091,6 +1579,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_record_type),
+        cmocka_unit_test(test_every_record_type_v1),
+        cmocka_unit_test(test_varint_edges),
+        cmocka_unit_test(test_compact_edges),
+        cmocka_unit_test(test_compact_worked_example),
+        cmocka_unit_test(test_thread_resets_cursor),
+        cmocka_unit_test(test_compact_damage),
+        cmocka_unit_test(test_compact_cut_by_used),
+        cmocka_unit_test(test_struct_alignment),
         cmocka_unit_test(test_merge_order),
         cmocka_unit_test(test_tid_tracking),
         cmocka_unit_test(test_reused_chunk_time_overlap),
@@ -1108,7 +1604,8 @@ int main(void)
         cmocka_unit_test(test_variable_record_too_long_or_short),
         cmocka_unit_test(test_time_backwards),
         cmocka_unit_test(test_duplicate_stack_id),
-        cmocka_unit_test(test_claimed_but_unused_chunk),
+        cmocka_unit_test(test_claimed_but_unused_chunk_v1),
+        cmocka_unit_test(test_chunk_without_header),
         cmocka_unit_test(test_snapshot_while_writing),
         cmocka_unit_test(test_random_corruption),
         cmocka_unit_test(test_dump_text),

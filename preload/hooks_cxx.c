@@ -1,0 +1,423 @@
+/* hooks_cxx.c — C++'s replaceable global operator new and delete, hooked by
+ * their Itanium names (x86_64: size_t is `m`), so that programs whose
+ * operator new does not go through malloc (jemalloc's and tcmalloc's replace
+ * it) are profiled too. Each hook forwards to the next definition and
+ * records one event under its own vh_func.
+ *
+ * Rules, on top of hooks.c's:
+ * - Whatever the real operator runs underneath (libstdc++'s new calls
+ *   malloc, new[] calls new, jemalloc's delete calls free) is its
+ *   implementation, not events: the real call runs with `own` raised, so
+ *   those calls pass through uncounted. So does whatever a new_handler, or
+ *   a signal handler arriving meanwhile, allocates or frees (custom-heap
+ *   API calls included): it cannot be told apart. Unlike the shim's rare
+ *   own windows this one is on the hot path, so signals stay unblocked.
+ * - A throwing operator new may throw through the hook: this file is built
+ *   with -fexceptions (GNUmakefile), and a cleanup lowers `own` again on the
+ *   way out; a recording hook then writes the call as a failed allocation
+ *   (std::bad_alloc is C++'s NULL). The exception object itself is
+ *   allocated inside the real new (unrecorded); its free after the catch is
+ *   recorded and reads as the free of an unknown block.
+ * - A definition that cannot be found (a C++ library loaded RTLD_LOCAL into
+ *   a program without libstdc++ in its global scope, and no libstdc++.so.6
+ *   loaded either) is never called: the malloc family stands in, and a
+ *   failed throwing new aborts, there being no runtime to throw from.
+ * - delete(NULL) does nothing and records nothing, like free(NULL). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "preload/internal.h"
+
+/* The hooked operators, in vh_func's order from VH_FN_OPERATOR_NEW. */
+enum cxx_op {
+    OP_NEW, OP_NEW_ARRAY, OP_NEW_NOTHROW, OP_NEW_ARRAY_NOTHROW,
+    OP_NEW_ALIGNED, OP_NEW_ARRAY_ALIGNED, OP_NEW_ALIGNED_NOTHROW, OP_NEW_ARRAY_ALIGNED_NOTHROW,
+    OP_DELETE, OP_DELETE_ARRAY, OP_DELETE_SIZED, OP_DELETE_ARRAY_SIZED,
+    OP_DELETE_ALIGNED, OP_DELETE_ARRAY_ALIGNED, OP_DELETE_SIZED_ALIGNED,
+    OP_DELETE_ARRAY_SIZED_ALIGNED, OP_DELETE_NOTHROW, OP_DELETE_ARRAY_NOTHROW,
+    OP_DELETE_ALIGNED_NOTHROW, OP_DELETE_ARRAY_ALIGNED_NOTHROW,
+    OP_COUNT
+};
+_Static_assert(VH_FN_OPERATOR_NEW + OP_COUNT == VH_FN_COUNT &&
+               VH_FN_OPERATOR_NEW + OP_DELETE == VH_FN_OPERATOR_DELETE,
+               "enum cxx_op follows enum vh_func");
+
+static const char *const op_symbol[OP_COUNT] = {
+    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+    "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm",
+    "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t",
+    "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+    "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t",
+    "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+};
+
+/* The next definitions; fixed once cxx_ready is set (a pointer that stays
+ * NULL keeps its malloc-family stand-in for the rest of the run, so a block
+ * never meets an allocator other than its own). */
+static void *real_op[OP_COUNT];
+static int cxx_ready;              /* atomic */
+
+/* The modules that define the operators found: kept loaded for good (a
+ * cached pointer into a library dlclose'd and unmapped would be called
+ * later). Found by address with dl_iterate_phdr (dladdr would search each
+ * one's symbol table); dlopen'ed after it returns, outside its lock. */
+struct pin_scan {
+    void *const *fn;
+    const char *name[OP_COUNT];
+    int n;
+};
+
+static int pin_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct pin_scan *ps = arg;
+    if (!info->dlpi_name || !info->dlpi_name[0] || ps->n == OP_COUNT)
+        return 0;                  /* the main program is never unloaded */
+    for (int i = 0; i < OP_COUNT; i++) {
+        uintptr_t a = (uintptr_t)ps->fn[i];
+        for (int k = 0; a && k < info->dlpi_phnum; k++) {
+            const ElfW(Phdr) *ph = &info->dlpi_phdr[k];
+            if (ph->p_type == PT_LOAD && a - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz) {
+                ps->name[ps->n++] = info->dlpi_name;
+                return 0;
+            }
+        }
+    }
+    return 0;
+}
+
+static void pin_modules(void *const *fn)
+{
+    struct pin_scan ps = { .fn = fn };
+    dl_iterate_phdr(pin_scan_one, &ps);
+    for (int i = 0; i < ps.n; i++)
+        (void)dlopen(ps.name[i], RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);  /* never closed */
+}
+
+/* Looks every operator up once. Several threads may get here at once: no
+ * lock is held (dlsym takes the loader's lock, which a thread running a
+ * library constructor holds while it allocates); each finds the same
+ * answer, as in bootstrap.c. */
+static VH_NOINLINE void cxx_resolve(void)
+{
+    struct vh_tls *t = &vh_tls;
+    if (!__atomic_load_n(&vh_real.malloc, __ATOMIC_ACQUIRE))
+        vh_resolve_real();        /* so that dlsym's own calls have somewhere to go */
+    t->own++;
+    void *fn[OP_COUNT];
+    void *std = NULL;
+    for (int i = 0; i < OP_COUNT; i++) {
+        fn[i] = dlsym(RTLD_NEXT, op_symbol[i]);
+        /* RTLD_NEXT sees the global scope only: a C++ library dlopen'ed
+         * RTLD_LOCAL brings its libstdc++ where only a handle reaches it. */
+        if (!fn[i] && (std || (std = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD))))
+            fn[i] = dlsym(std, op_symbol[i]);
+    }
+    pin_modules(fn);
+    dlerror();                     /* the program never sees our failed lookups */
+    for (int i = 0; i < OP_COUNT; i++)
+        __atomic_store_n(&real_op[i], fn[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&cxx_ready, 1, __ATOMIC_RELEASE);
+    t->own--;
+}
+
+VH_ALWAYS_INLINE void *real_of(enum cxx_op op)
+{
+    if (vh_unlikely(!__atomic_load_n(&cxx_ready, __ATOMIC_ACQUIRE)))
+        cxx_resolve();
+    return __atomic_load_n(&real_op[op], __ATOMIC_RELAXED);
+}
+
+/* ---- the real calls ---------------------------------------------------------- */
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_nt_fn)(size_t, const void *);
+typedef void *(*new_al_fn)(size_t, size_t);
+typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
+typedef void (*del_fn)(void *);
+typedef void (*del_sz_fn)(void *, size_t);
+typedef void (*del_al_fn)(void *, size_t);
+typedef void (*del_sz_al_fn)(void *, size_t, size_t);
+typedef void (*del_nt_fn)(void *, const void *);
+typedef void (*del_al_nt_fn)(void *, size_t, const void *);
+
+static int op_aligned(enum cxx_op op)
+{
+    return op == OP_NEW_ALIGNED || op == OP_NEW_ARRAY_ALIGNED ||
+           op == OP_NEW_ALIGNED_NOTHROW || op == OP_NEW_ARRAY_ALIGNED_NOTHROW;
+}
+
+static int op_nothrow(enum cxx_op op)
+{
+    return op == OP_NEW_NOTHROW || op == OP_NEW_ARRAY_NOTHROW ||
+           op == OP_NEW_ALIGNED_NOTHROW || op == OP_NEW_ARRAY_ALIGNED_NOTHROW;
+}
+
+/* operator new without a C++ runtime to forward to (see the rules). */
+static VH_NOINLINE void *stand_in_new(enum cxx_op op, size_t size, size_t align)
+{
+    void *p = NULL;
+    if (!size)
+        size = 1;                  /* new(0) returns a distinct pointer */
+    if (op_aligned(op)) {
+        if (align < sizeof(void *))
+            align = sizeof(void *);
+        if (vh_real.posix_memalign(&p, align, size) != 0)
+            p = NULL;
+    } else {
+        p = vh_real.malloc(size);
+    }
+    if (!p && !op_nothrow(op)) {
+        vh_say("operator new(%zu) failed and no C++ runtime is reachable to throw "
+               "std::bad_alloc: aborting", size);
+        abort();
+    }
+    return p;
+}
+
+VH_ALWAYS_INLINE void *call_new(enum cxx_op op, size_t size, size_t align, const void *nt)
+{
+    void *f = real_of(op);
+    if (vh_unlikely(!f))
+        return stand_in_new(op, size, align);
+    switch (op) {
+    case OP_NEW:
+    case OP_NEW_ARRAY: return ((new_fn)f)(size);
+    case OP_NEW_NOTHROW:
+    case OP_NEW_ARRAY_NOTHROW: return ((new_nt_fn)f)(size, nt);
+    case OP_NEW_ALIGNED:
+    case OP_NEW_ARRAY_ALIGNED: return ((new_al_fn)f)(size, align);
+    default: return ((new_al_nt_fn)f)(size, align, nt);
+    }
+}
+
+VH_ALWAYS_INLINE void call_delete(enum cxx_op op, void *p, size_t size, size_t align,
+                                  const void *nt)
+{
+    void *f = real_of(op);
+    if (vh_unlikely(!f)) {
+        vh_real.free(p);           /* the stand-in new's blocks are malloc's */
+        return;
+    }
+    switch (op) {
+    case OP_DELETE:
+    case OP_DELETE_ARRAY: ((del_fn)f)(p); return;
+    case OP_DELETE_SIZED:
+    case OP_DELETE_ARRAY_SIZED: ((del_sz_fn)f)(p, size); return;
+    case OP_DELETE_ALIGNED:
+    case OP_DELETE_ARRAY_ALIGNED: ((del_al_fn)f)(p, align); return;
+    case OP_DELETE_SIZED_ALIGNED:
+    case OP_DELETE_ARRAY_SIZED_ALIGNED: ((del_sz_al_fn)f)(p, size, align); return;
+    case OP_DELETE_NOTHROW:
+    case OP_DELETE_ARRAY_NOTHROW: ((del_nt_fn)f)(p, nt); return;
+    default: ((del_al_nt_fn)f)(p, align, nt); return;
+    }
+}
+
+/* ---- records ------------------------------------------------------------------- */
+/* The same usable size hooks.c records: jemalloc's sallocx when the
+ * program's jemalloc exports it, else the next malloc_usable_size (which is
+ * jemalloc's or tcmalloc's when they replace malloc). */
+VH_ALWAYS_INLINE size_t usable_of(void *p)
+{
+    if (!p)
+        return 0;
+    if (vh_real.sallocx && vh_real.mallocx)
+        return vh_real.sallocx(p, 0);
+    return vh_real.usable ? vh_real.usable(p) : 0;
+}
+
+VH_ALWAYS_INLINE void rss_due(struct vh_tls *t, uint64_t now)
+{
+    if (vh_unlikely(now >= __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED)))
+        vh_rss_tick(t, now);
+}
+
+/* An ALLOC record for an operator new that returned p (NULL: failed).
+ * Called at the guard the hook was entered with; keeps errno. */
+VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_t size)
+{
+    uint8_t g = t->guard;
+    int e = errno;
+    t->guard = VH_G_BUSY;
+    uint32_t stack = vh_stack_here(t);
+    uint64_t usable = usable_of(p);
+    uint64_t now = vh_now();
+    vh_record_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, p ? 0 : VH_RF_FAILED,
+                    (uintptr_t)p, size, usable, stack, t->tag, now);
+    rss_due(t, now);
+    t->guard = g;
+    errno = e;
+}
+
+/* ---- the hooks ------------------------------------------------------------------ */
+/* One real operator new call in flight. The cleanup runs when its scope is
+ * left, by return or by an exception (-fexceptions). */
+struct new_call {
+    struct vh_tls *t;
+    unsigned func;                 /* VH_FN_*, VH_FN_NONE: not recorded     */
+    uint64_t size;
+    int returned;
+};
+
+/* The real operator new threw: a failed call. */
+static VH_NOINLINE void note_thrown(struct new_call *c)
+{
+    note_new(c->t, c->func, NULL, c->size);
+}
+
+static inline void new_call_end(struct new_call *c)
+{
+    c->t->own--;
+    if (vh_unlikely(!c->returned) && c->func != VH_FN_NONE)
+        note_thrown(c);
+}
+
+VH_ALWAYS_INLINE void *new_hook(enum cxx_op op, size_t size, size_t align, const void *nt)
+{
+    struct vh_tls *t = &vh_tls;
+    /* Not recorded (nested in another real operator, or not recording):
+     * still run with own raised, so what the real one calls is not counted
+     * a second time as nested or dropped. */
+    int record = vh_likely(vh_fast_ok(t)) || vh_enter_slow(t);
+    void *p;
+    {
+        struct new_call c __attribute__((cleanup(new_call_end))) = {
+            .t = t, .func = record ? VH_FN_OPERATOR_NEW + op : VH_FN_NONE, .size = size,
+        };
+        t->own++;
+        p = call_new(op, size, align, nt);
+        c.returned = 1;
+    }
+    if (record)
+        note_new(t, VH_FN_OPERATOR_NEW + op, p, size);
+    return p;
+}
+
+VH_ALWAYS_INLINE void delete_hook(enum cxx_op op, void *p, size_t size, size_t align,
+                                  const void *nt)
+{
+    if (!p || vh_unlikely(vh_boot_owns(p)))
+        return;
+    struct vh_tls *t = &vh_tls;
+    if (vh_likely(vh_fast_ok(t)) || vh_enter_slow(t)) {
+        /* Stamped before the real delete: the block may be another
+         * thread's the moment it returns. */
+        uint8_t g = t->guard;
+        int e = errno;
+        t->guard = VH_G_BUSY;
+        uint64_t now = vh_now_free();
+        vh_record_free(t, VH_HEAP_SYSTEM, VH_FN_OPERATOR_NEW + op, 0, (uintptr_t)p, now);
+        rss_due(t, now);
+        t->guard = g;
+        errno = e;
+    }
+    t->own++;
+    call_delete(op, p, size, align, nt);   /* noexcept: never throws past here */
+    t->own--;
+}
+
+/* std::align_val_t is an enum of size_t; std::nothrow_t is passed by
+ * reference, forwarded untouched. */
+VH_EXPORT void *_Znwm(size_t size)
+{
+    return new_hook(OP_NEW, size, 0, NULL);
+}
+
+VH_EXPORT void *_Znam(size_t size)
+{
+    return new_hook(OP_NEW_ARRAY, size, 0, NULL);
+}
+
+VH_EXPORT void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt)
+{
+    return new_hook(OP_NEW_NOTHROW, size, 0, nt);
+}
+
+VH_EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *nt)
+{
+    return new_hook(OP_NEW_ARRAY_NOTHROW, size, 0, nt);
+}
+
+VH_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align)
+{
+    return new_hook(OP_NEW_ALIGNED, size, align, NULL);
+}
+
+VH_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align)
+{
+    return new_hook(OP_NEW_ARRAY_ALIGNED, size, align, NULL);
+}
+
+VH_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt)
+{
+    return new_hook(OP_NEW_ALIGNED_NOTHROW, size, align, nt);
+}
+
+VH_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt)
+{
+    return new_hook(OP_NEW_ARRAY_ALIGNED_NOTHROW, size, align, nt);
+}
+
+VH_EXPORT void _ZdlPv(void *p)
+{
+    delete_hook(OP_DELETE, p, 0, 0, NULL);
+}
+
+VH_EXPORT void _ZdaPv(void *p)
+{
+    delete_hook(OP_DELETE_ARRAY, p, 0, 0, NULL);
+}
+
+VH_EXPORT void _ZdlPvm(void *p, size_t size)
+{
+    delete_hook(OP_DELETE_SIZED, p, size, 0, NULL);
+}
+
+VH_EXPORT void _ZdaPvm(void *p, size_t size)
+{
+    delete_hook(OP_DELETE_ARRAY_SIZED, p, size, 0, NULL);
+}
+
+VH_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align)
+{
+    delete_hook(OP_DELETE_ALIGNED, p, 0, align, NULL);
+}
+
+VH_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align)
+{
+    delete_hook(OP_DELETE_ARRAY_ALIGNED, p, 0, align, NULL);
+}
+
+VH_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align)
+{
+    delete_hook(OP_DELETE_SIZED_ALIGNED, p, size, align, NULL);
+}
+
+VH_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align)
+{
+    delete_hook(OP_DELETE_ARRAY_SIZED_ALIGNED, p, size, align, NULL);
+}
+
+VH_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt)
+{
+    delete_hook(OP_DELETE_NOTHROW, p, 0, 0, nt);
+}
+
+VH_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt)
+{
+    delete_hook(OP_DELETE_ARRAY_NOTHROW, p, 0, 0, nt);
+}
+
+VH_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt)
+{
+    delete_hook(OP_DELETE_ALIGNED_NOTHROW, p, 0, align, nt);
+}
+
+VH_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt)
+{
+    delete_hook(OP_DELETE_ARRAY_ALIGNED_NOTHROW, p, 0, align, nt);
+}

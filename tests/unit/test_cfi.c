@@ -1,0 +1,418 @@
+/* test_cfi.c — the shim's CFI walker (preload/cfi.c, compiled in here) and
+ * its signal-frame helpers (preload/sigframe.h): the trampoline recogniser
+ * and the ucontext reader on bytes we lay out, the stack-span choice, and
+ * live walks from a handler that interrupted a thread spinning in a known
+ * function: through the signal frame on the thread's stack and on a
+ * sigaltstack, from interrupted PCs whose rule differs from the previous
+ * instruction's (the rule must be looked up at the PC itself), and through
+ * a frame whose CFA is rbx-based (as glibc's lazy-binding trampoline's),
+ * which only a signal frame makes walkable; and a handler interrupted by
+ * another one (two signal frames in one walk). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "preload/cfi.c"
+
+uint32_t vh_module_gen;            /* stacks.c's, which is not linked here */
+
+/* ---- the trampoline and the ucontext, on bytes we lay out ---------------- */
+
+static const uint8_t tramp[VH_SIGTRAMP_LEN] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00,
+                                                0x00, 0x00, 0x0f, 0x05 };
+
+static void test_tramp_bytes(void **state)
+{
+    (void)state;
+    uint8_t buf[32];
+    for (size_t at = 0; at < 8; at++) {   /* any alignment */
+        memset(buf, 0x90, sizeof buf);
+        memcpy(buf + at, tramp, sizeof tramp);
+        assert_true(vh_sigtramp_is(buf + at));
+        assert_false(vh_sigtramp_is(buf + at + 1));
+        for (size_t i = 0; i < sizeof tramp; i++) {
+            buf[at + i] ^= 0x01;
+            assert_false(vh_sigtramp_is(buf + at));
+            buf[at + i] ^= 0x01;
+        }
+    }
+    /* rt_sigreturn is 15; 60 (exit) is not a trampoline */
+    memcpy(buf, tramp, sizeof tramp);
+    buf[3] = 0x3c;
+    assert_false(vh_sigtramp_is(buf));
+}
+
+static void test_sigframe_regs(void **state)
+{
+    (void)state;
+    static ucontext_t ucs[2] __attribute__((aligned(16)));
+    ucontext_t *uc = &ucs[0];
+    memset(ucs, 0, sizeof ucs);
+    uc->uc_mcontext.gregs[REG_RIP] = 0x401234;
+    uc->uc_mcontext.gregs[REG_RSP] = 0x7ffd0000;
+    uc->uc_mcontext.gregs[REG_RBP] = 0x7ffd0040;
+    uc->uc_mcontext.gregs[REG_RBX] = 0x5555;
+    uint64_t a = (uintptr_t)uc, end = (uintptr_t)&ucs[2];
+    struct vh_sigregs r;
+    assert_int_equal(vh_sigframe_regs(a, a, end, &r), 0);
+    assert_int_equal(r.ip, 0x401234);
+    assert_int_equal(r.sp, 0x7ffd0000);
+    assert_int_equal(r.bp, 0x7ffd0040);
+    assert_int_equal(r.bx, 0x5555);
+    /* exactly the bytes up to gregs[REG_RIP] must fit */
+    assert_int_equal(vh_sigframe_regs(a, a, a + VH_UC_SPAN, &r), 0);
+    assert_int_equal(vh_sigframe_regs(a, a, a + VH_UC_SPAN - 1, &r), -1);
+    assert_int_equal(vh_sigframe_regs(a, a + 8, end, &r), -1);        /* below lo */
+    assert_int_equal(vh_sigframe_regs(end, a, end, &r), -1);          /* at hi */
+    assert_int_equal(vh_sigframe_regs(a + 4, a, end, &r), -1);        /* unaligned */
+    assert_int_equal(vh_sigframe_regs(UINT64_MAX - 7, a, UINT64_MAX, &r), -1);
+    uc->uc_mcontext.gregs[REG_RSP] = 0x7ffd0004;                    /* not a stack */
+    assert_int_equal(vh_sigframe_regs(a, a, end, &r), -1);
+    uc->uc_mcontext.gregs[REG_RSP] = 0x7ffd0000;
+    uc->uc_mcontext.gregs[REG_RIP] = 0;
+    assert_int_equal(vh_sigframe_regs(a, a, end, &r), -1);
+}
+
+static void thread_bounds(uint64_t *lo, uint64_t *hi)
+{
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    assert_int_equal(pthread_getattr_np(pthread_self(), &attr), 0);
+    assert_int_equal(pthread_attr_getstack(&attr, &addr, &size), 0);
+    pthread_attr_destroy(&attr);
+    *lo = (uintptr_t)addr;
+    *hi = (uintptr_t)addr + size;
+}
+
+static void test_stack_span(void **state)
+{
+    (void)state;
+    uint64_t tlo, thi, lo = 0, hi = 0;
+    thread_bounds(&tlo, &thi);
+    uint64_t here = (uintptr_t)__builtin_frame_address(0);
+    assert_int_equal(vh_stack_span(tlo, thi, here, &lo, &hi), 0);
+    assert_true(lo == tlo && hi == thi);
+    static char alt[1 << 16];
+    uint64_t in_alt = (uintptr_t)alt + 100;
+    stack_t ss = { .ss_sp = alt, .ss_size = sizeof alt }, old;
+    stack_t off = { .ss_flags = SS_DISABLE };
+    assert_int_equal(sigaltstack(&off, &old), 0);    /* ASan has one: put back below */
+    assert_int_equal(vh_stack_span(tlo, thi, in_alt, &lo, &hi), -1);
+    assert_int_equal(sigaltstack(&ss, NULL), 0);
+    assert_int_equal(vh_stack_span(tlo, thi, in_alt, &lo, &hi), 0);
+    assert_true(lo == (uintptr_t)alt && hi == (uintptr_t)alt + sizeof alt);
+    assert_int_equal(vh_stack_span(tlo, thi, (uintptr_t)alt + sizeof alt, &lo, &hi), -1);
+    assert_int_equal(sigaltstack(&off, NULL), 0);
+    assert_int_equal(vh_stack_span(tlo, thi, in_alt, &lo, &hi), -1);
+    if (!(old.ss_flags & SS_DISABLE))
+        assert_int_equal(sigaltstack(&old, NULL), 0);
+}
+
+/* ---- live walks from a signal handler -------------------------------------- */
+
+#define WANT 32
+volatile int cfi_test_released;    /* the handler ran (read by assembly) */
+volatile int cfi_test_spinning;    /* the target spins (set by assembly) */
+uint64_t cfi_test_exact_ret;       /* victim_exact's return address */
+static struct {
+    int which;                     /* 0 victim, 1 victim_rbx, 2 victim_exact */
+    int nested;                    /* SIGUSR1's handler raises SIGUSR2 */
+    uint64_t tramp2, rip2;         /* what SIGUSR2's handler saw */
+    int walk_in_spin;              /* cfi_test_spin walks, no signal */
+    uint64_t victim_ret, outer_ret; /* return addresses the frames know */
+    uint64_t tramp, rip;           /* what the handler saw */
+    uint64_t frames[WANT];
+    int n;
+} L;
+
+/* Where the walk starts, as unwind.c's cfi_unwind does: the state just
+ * after returning into our caller (the handler), from our frame pointer. */
+static __attribute__((noinline)) int walk_here(uint64_t *buf, uint32_t want)
+{
+    struct vh_tls t;
+    memset(&t, 0, sizeof t);
+    thread_bounds(&t.stack_lo, &t.stack_hi);
+    uint64_t fp = (uintptr_t)__builtin_frame_address(0), lo, hi;
+    if (vh_stack_span(t.stack_lo, t.stack_hi, fp, &lo, &hi) < 0)
+        return -2;
+    const uint64_t *f = (const uint64_t *)(uintptr_t)fp;
+    int n = lo == t.stack_lo ? vh_cfi_walk(&t, f[1], fp + 16, f[0], buf, want)
+                             : vh_cfi_walk_on(&t, f[1], fp + 16, f[0], fp, hi, buf, want);
+    __asm__ volatile("" ::: "memory");
+    return n;
+}
+
+static void on_usr2(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)si;
+    L.tramp2 = (uintptr_t)__builtin_return_address(0);
+    L.rip2 = (uint64_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
+    L.n = walk_here(L.frames, WANT);
+}
+
+static void on_usr1(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)si;
+    L.tramp = (uintptr_t)__builtin_return_address(0);
+    L.rip = (uint64_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
+    if (L.nested)
+        pthread_kill(pthread_self(), SIGUSR2);   /* handled before it returns */
+    else
+        L.n = walk_here(L.frames, WANT);
+    cfi_test_released = 1;
+}
+
+/* Called from victim_rbx (assembly below). */
+__attribute__((noinline, used)) void cfi_test_spin(void)
+{
+    if (L.walk_in_spin) {
+        L.n = walk_here(L.frames, WANT);
+        return;
+    }
+    cfi_test_spinning = 1;
+    while (!cfi_test_released)
+        __asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void victim(void)
+{
+    L.victim_ret = (uintptr_t)__builtin_return_address(0);
+    cfi_test_spinning = 1;
+    while (!cfi_test_released)
+        __asm__ volatile("" ::: "memory");
+    __asm__ volatile("" ::: "memory");
+}
+
+/* A frame whose CFA is rbx + 16 while it calls cfi_test_spin(): no rsp or
+ * rbp rule holds there, as in glibc's _dl_runtime_resolve (which realigns
+ * rsp). rbx_call_ret is the address after its call. */
+void victim_rbx(void);
+__asm__(".pushsection .text\n"
+        ".globl victim_rbx\n"
+        ".type victim_rbx, @function\n"
+        "victim_rbx:\n"
+        "  .cfi_startproc\n"
+        "  push %rbx\n"
+        "  .cfi_adjust_cfa_offset 8\n"
+        "  .cfi_rel_offset %rbx, 0\n"
+        "  mov %rsp, %rbx\n"
+        "  .cfi_def_cfa_register %rbx\n"
+        "  and $-64, %rsp\n"
+        "  call cfi_test_spin@PLT\n"
+        ".globl rbx_call_ret\n"
+        "rbx_call_ret:\n"
+        "  mov %rbx, %rsp\n"
+        "  .cfi_def_cfa_register %rsp\n"
+        "  pop %rbx\n"
+        "  .cfi_adjust_cfa_offset -8\n"
+        "  .cfi_restore %rbx\n"
+        "  ret\n"
+        "  .cfi_endproc\n"
+        ".size victim_rbx, .-victim_rbx\n"
+        ".popsection\n");
+extern char rbx_call_ret[];
+
+/* Spins on push/pop pairs with exact CFI: at most instructions the rule
+ * differs from the one before it by 8, so a walk that looks up an
+ * interrupted PC's rule at PC - 1 (as for a return address) goes wrong. */
+void victim_exact(void);
+#define PUSHPOP "  push %rax\n  .cfi_adjust_cfa_offset 8\n" \
+                "  pop %rax\n  .cfi_adjust_cfa_offset -8\n"
+__asm__(".pushsection .text\n"
+        ".globl victim_exact\n"
+        ".type victim_exact, @function\n"
+        "victim_exact:\n"
+        "  .cfi_startproc\n"
+        "  sub $8, %rsp\n"
+        "  .cfi_adjust_cfa_offset 8\n"
+        "  mov 8(%rsp), %rax\n"
+        "  mov %rax, cfi_test_exact_ret(%rip)\n"
+        "  movl $1, cfi_test_spinning(%rip)\n"
+        "1:\n"
+        PUSHPOP PUSHPOP PUSHPOP PUSHPOP PUSHPOP PUSHPOP PUSHPOP PUSHPOP
+        PUSHPOP PUSHPOP PUSHPOP PUSHPOP PUSHPOP PUSHPOP PUSHPOP PUSHPOP
+        "  cmpl $0, cfi_test_released(%rip)\n"
+        "  je 1b\n"
+        "  add $8, %rsp\n"
+        "  .cfi_adjust_cfa_offset -8\n"
+        "  ret\n"
+        "  .cfi_endproc\n"
+        ".size victim_exact, .-victim_exact\n"
+        ".popsection\n");
+
+static __attribute__((noinline)) void outer(void)
+{
+    L.outer_ret = (uintptr_t)__builtin_return_address(0);
+    if (L.which == 1)
+        victim_rbx();
+    else if (L.which == 2)
+        victim_exact();
+    else
+        victim();
+    __asm__ volatile("" ::: "memory");   /* keep the call a call */
+}
+
+static void *target(void *alt)
+{
+    if (alt) {
+        stack_t ss = { .ss_sp = alt, .ss_size = 1 << 16 };
+        assert_int_equal(sigaltstack(&ss, NULL), 0);
+    }
+    outer();
+    return NULL;
+}
+
+/* Runs outer() on a thread, signals it once it spins, and lets the handler
+ * walk. With `alt`, the handler runs on a sigaltstack. */
+static void interrupt(int alt, int which, int nested)
+{
+    memset(&L, 0, sizeof L);
+    cfi_test_released = cfi_test_spinning = 0;
+    L.which = which;
+    L.nested = nested;
+    assert_int_equal(vh_cfi_init(), 0);
+    struct sigaction sa, old, old2;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_usr2;
+    sa.sa_flags = SA_SIGINFO | (alt ? SA_ONSTACK : 0);
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR2, &sa, &old2), 0);
+    sa.sa_sigaction = on_usr1;
+    assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+    void *stack = alt ? malloc(1 << 16) : NULL;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, target, stack), 0);
+    while (!cfi_test_spinning)
+        sched_yield();
+    assert_int_equal(pthread_kill(th, SIGUSR1), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+    assert_int_equal(sigaction(SIGUSR2, &old2, NULL), 0);
+    free(stack);
+}
+
+/* handler, trampoline, the interrupted PC, then victim's caller. */
+static void expect_through(int alt)
+{
+#ifdef __SANITIZE_ADDRESS__
+    skip();                        /* ASan's stack redzones: not for a walker */
+#endif
+    interrupt(alt, 0, 0);
+    assert_true(L.n >= 5);
+    assert_true(vh_sigtramp_is((const void *)(uintptr_t)L.tramp));
+    assert_int_equal(L.frames[1], L.tramp);
+    assert_int_equal(L.frames[2], L.rip);
+    assert_int_equal(L.frames[3], L.victim_ret);
+    assert_int_equal(L.frames[4], L.outer_ret);
+}
+
+static void test_walk_thread_stack(void **state)
+{
+    (void)state;
+    expect_through(0);
+}
+
+static void test_walk_sigaltstack(void **state)
+{
+    (void)state;
+    expect_through(1);
+}
+
+static void test_walk_rbx_frame(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    skip();
+#endif
+    interrupt(0, 1, 0);
+    assert_true(L.n >= 6);
+    assert_int_equal(L.frames[1], L.tramp);
+    assert_int_equal(L.frames[2], L.rip);           /* in cfi_test_spin() */
+    assert_int_equal(L.frames[3], (uintptr_t)rbx_call_ret);
+    assert_true(L.frames[4] != 0);                  /* in outer() */
+    assert_int_equal(L.frames[5], L.outer_ret);
+}
+
+/* SIGUSR2's handler interrupted SIGUSR1's: both signal frames, on the
+ * thread's stack and (nested, the kernel stays on it) on a sigaltstack. */
+static void test_walk_nested(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    skip();
+#endif
+    for (int alt = 0; alt < 2; alt++) {
+        interrupt(alt, 0, 1);
+        assert_true(L.n >= 8);
+        assert_int_equal(L.frames[1], L.tramp2);
+        assert_int_equal(L.frames[2], L.rip2);           /* in pthread_kill */
+        int k = 3;
+        while (k < L.n && L.frames[k] != L.tramp)
+            k++;
+        assert_true(k + 3 < L.n);
+        assert_int_equal(L.frames[k + 1], L.rip);
+        assert_int_equal(L.frames[k + 2], L.victim_ret);
+        assert_int_equal(L.frames[k + 3], L.outer_ret);
+    }
+}
+
+/* Interrupted between pushes and pops, twenty times. */
+static void test_walk_exact_pc(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    skip();
+#endif
+    for (int round = 0; round < 20; round++) {
+        interrupt(round & 1, 2, 0);
+        assert_true(L.n >= 5);
+        assert_int_equal(L.frames[1], L.tramp);
+        assert_int_equal(L.frames[2], L.rip);
+        assert_int_equal(L.frames[3], cfi_test_exact_ret);
+        assert_int_equal(L.frames[4], L.outer_ret);
+    }
+}
+
+/* Without a signal frame rbx is not known: that walk is left to libunwind
+ * (-1), while the same walk from outside victim_rbx goes through. */
+static void test_rbx_frame_needs_signal(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    skip();
+#endif
+    assert_int_equal(vh_cfi_init(), 0);
+    memset(&L, 0, sizeof L);
+    uint64_t buf[WANT];
+    assert_true(walk_here(buf, WANT) > 0);
+    L.walk_in_spin = 1;
+    victim_rbx();
+    assert_int_equal(L.n, -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tramp_bytes),
+        cmocka_unit_test(test_sigframe_regs),
+        cmocka_unit_test(test_stack_span),
+        cmocka_unit_test(test_walk_thread_stack),
+        cmocka_unit_test(test_walk_sigaltstack),
+        cmocka_unit_test(test_walk_nested),
+        cmocka_unit_test(test_walk_exact_pc),
+        cmocka_unit_test(test_walk_rbx_frame),
+        cmocka_unit_test(test_rbx_frame_needs_signal),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

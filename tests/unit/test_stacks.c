@@ -1,0 +1,235 @@
+/* test_stacks.c — the shim's stack table (preload/stacks.c, compiled in
+ * here) against stand-ins for the rest of the shim: a stack id is only ever
+ * handed out with its STACK record in the capture (also when the record
+ * could not be written), and a lookup while a dlclose runs settles the
+ * module list before it unwinds and hashes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "preload/stacks.c"
+
+/* ---- stand-ins ------------------------------------------------------------ */
+struct vh_options vh_opt = { .depth = 64 };
+__thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
+struct vh_capture vh_cap = { .fd = -1 };
+struct vh_clock vh_clk;
+uint32_t vh_modules_closing;
+
+static uint64_t clock_ns;
+uint64_t vh_now_slow(void)
+{
+    return ++clock_ns;
+}
+
+void vh_lock(int *l)
+{
+    *l = 1;
+}
+
+void vh_unlock(int *l)
+{
+    *l = 0;
+}
+
+/* What the unwinder "finds": set by each test. */
+static uint64_t frames[8];
+static uint32_t nframes;
+static int calls;                  /* event order, for the poll test */
+static int polled_at, unwound_at;  /* first poll, last unwind */
+
+uint32_t vh_unwind_want(uint32_t max)
+{
+    return max + 8;
+}
+
+uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated,
+                   uint32_t *skip)
+{
+    unwound_at = ++calls;
+    memcpy(buf, frames, nframes * sizeof *buf);
+    *truncated = 0;
+    *skip = 0;
+    return nframes;
+}
+
+/* A poll that finds an unload: what modules.c's diff does to the generation. */
+static int poll_bumps;
+void vh_modules_poll(struct vh_tls *t)
+{
+    ++calls;
+    if (!polled_at)
+        polled_at = calls;
+    if (poll_bumps)
+        __atomic_fetch_add(&vh_module_gen, 1, __ATOMIC_RELEASE);
+}
+
+/* The capture: one chunk in memory while `recording`, none otherwise (as
+ * when recording is being disabled: the slow path returns NULL). */
+static union {
+    struct vh_chunk_header h;
+    char bytes[1 << 16];
+} chunk;
+static int recording;
+
+void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time)
+{
+    if (!recording)
+        return NULL;
+    if (!t->chunk) {
+        t->chunk = &chunk.h;
+        t->pos = chunk.bytes + sizeof chunk.h;
+    }
+    t->end = chunk.bytes + sizeof chunk.bytes;
+    if ((size_t)(t->end - t->pos) < size)
+        return NULL;
+    return t->pos;
+}
+
+void vh_chunk_release(struct vh_tls *t)
+{
+}
+
+/* The STACK record with this id among the committed bytes, or NULL. Struct
+ * records start 8-aligned whatever padding precedes them. */
+static const struct vh_rec_stack *find_stack(uint32_t id)
+{
+    const char *end = chunk.bytes + __atomic_load_n(&chunk.h.used, __ATOMIC_ACQUIRE);
+    for (const char *p = chunk.bytes + sizeof chunk.h; p + sizeof(struct vh_rec_stack) <= end;
+         p += 8) {
+        const struct vh_rec_stack *r = (const struct vh_rec_stack *)p;
+        if (r->h.type == VH_REC_STACK && r->h.b == id && r->h.a >= 2 &&
+            p + r->h.a * 8u <= end)
+            return r;
+    }
+    return NULL;
+}
+
+static int count_stacks(void)
+{
+    int n = 0;
+    const char *end = chunk.bytes + __atomic_load_n(&chunk.h.used, __ATOMIC_ACQUIRE);
+    for (const char *p = chunk.bytes + sizeof chunk.h; p + sizeof(struct vh_rec_stack) <= end;
+         p += 8) {
+        const struct vh_rec_stack *r = (const struct vh_rec_stack *)p;
+        if (r->h.type == VH_REC_STACK && r->h.a >= 2 && p + r->h.a * 8u <= end)
+            n++;
+    }
+    return n;
+}
+
+static void set_frames(uint64_t base, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        frames[i] = base + 16 * i;
+    nframes = n;
+}
+
+/* The id's record is there, with these frames. */
+static void assert_recorded(uint32_t id)
+{
+    const struct vh_rec_stack *r = find_stack(id);
+    assert_non_null(r);
+    assert_int_equal(r->h.a - 2, nframes);
+    assert_memory_equal(r->frames, frames, nframes * sizeof frames[0]);
+}
+
+static struct vh_capture_header header;
+
+static int setup(void **state)
+{
+    vh_stacks_reset();
+    memset(&chunk, 0, sizeof chunk);
+    memset(&header, 0, sizeof header);
+    vh_tls.chunk = NULL;
+    vh_tls.pos = vh_tls.end = NULL;
+    vh_cap.hdr = &header;
+    vh_module_gen = 0;
+    vh_modules_closing = 0;
+    recording = 1;
+    poll_bumps = 0;
+    calls = polled_at = unwound_at = 0;
+    return 0;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+/* Same frames, same id, one record; other frames, another id and record. */
+static void test_dedup(void **state)
+{
+    set_frames(0x401000, 5);
+    uint32_t a = vh_stack_here(&vh_tls);
+    assert_int_not_equal(a, 0);
+    assert_recorded(a);
+    assert_int_equal(vh_stack_here(&vh_tls), a);
+    assert_int_equal(count_stacks(), 1);
+    set_frames(0x402000, 3);
+    uint32_t b = vh_stack_here(&vh_tls);
+    assert_int_not_equal(b, 0);
+    assert_int_not_equal(b, a);
+    assert_recorded(b);
+    assert_int_equal(count_stacks(), 2);
+}
+
+/* The record of a new stack cannot be written (recording is being disabled
+ * while other threads still write into room they had): the caller gets 0,
+ * which is no table overflow, and the id is never handed to anyone —
+ * the next lookup of those frames writes a record for the id it returns. */
+static void test_failed_write_not_published(void **state)
+{
+    set_frames(0x403000, 4);
+    recording = 0;
+    assert_int_equal(vh_stack_here(&vh_tls), 0);
+    assert_int_equal(header.stack_table_full, 0);
+    assert_int_equal(count_stacks(), 0);
+    recording = 1;
+    uint32_t id = vh_stack_here(&vh_tls);
+    assert_int_not_equal(id, 0);
+    assert_recorded(id);
+    assert_int_equal(vh_stack_here(&vh_tls), id);
+    assert_int_equal(count_stacks(), 1);
+}
+
+/* Without a dlclose running, a lookup neither polls nor changes ids. */
+static void test_no_poll_outside_dlclose(void **state)
+{
+    set_frames(0x404000, 6);
+    uint32_t id = vh_stack_here(&vh_tls);
+    polled_at = 0;
+    poll_bumps = 1;
+    assert_int_equal(vh_stack_here(&vh_tls), id);
+    assert_int_equal(polled_at, 0);
+}
+
+/* While a dlclose runs, the lookup polls before it unwinds; when the poll
+ * finds the unload (generation bumped), the same addresses are a new stack
+ * with a record of its own: they may belong to a library mapped where the
+ * closed one was. */
+static void test_poll_during_dlclose(void **state)
+{
+    set_frames(0x405000, 6);
+    uint32_t old = vh_stack_here(&vh_tls);
+    polled_at = 0;
+    vh_modules_closing = 1;
+    poll_bumps = 1;
+    uint32_t now = vh_stack_here(&vh_tls);
+    assert_int_not_equal(polled_at, 0);
+    assert_true(polled_at < unwound_at);
+    assert_int_not_equal(now, old);
+    assert_recorded(now);
+    assert_int_equal(count_stacks(), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_dedup, setup),
+        cmocka_unit_test_setup(test_failed_write_not_published, setup),
+        cmocka_unit_test_setup(test_no_poll_outside_dlclose, setup),
+        cmocka_unit_test_setup(test_poll_during_dlclose, setup),
+    };
+    return cmocka_run_group_tests_name("stacks", tests, NULL, NULL);
+}

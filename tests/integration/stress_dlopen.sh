@@ -41,9 +41,9 @@ run() { # NAME LIB2
               print "misplaced=" bad + 0 }' "$1.dump" >"$1.lib" || die "awk failed"
     VH_STATS=$1.lib
     expect_line "$1.out"
-    # Known to fail with the shim as of this writing (preload/modules.c):
-    # a load or unload between two looks at ld.so's list goes unrecorded,
-    # and a new stack may be written before the MODULE record of its library.
+    # Guards preload/modules.c: a load or unload between two looks at ld.so's
+    # list must still be recorded, and a MODULE record must precede the
+    # first stack with an address in that library.
     [ "$(st misplaced)" = 0 ] || die "$1: $(st misplaced) library allocations whose first frame is" \
         "not in the library that made it as the capture's MODULE records place it"
     expect_eq "$1: library copies still loaded at the end" "$(st loaded_at_end)" 0

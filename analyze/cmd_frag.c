@@ -76,6 +76,7 @@ VH_COMMAND(cmd_frag, {
 
 #define SERIES_ROWS 200u
 #define MAX_POINTS 1000000u
+#define SERIES_AHEAD 16u              /* --series: events read ahead         */
 #define MAP_STACKS 11
 
 /* ---- options ------------------------------------------------------------ */
@@ -1310,6 +1311,15 @@ static int take_point(struct ctx *c, struct fragtrack *ft, uint64_t t, struct po
     return 0;
 }
 
+static void hint(const struct fragtrack *ft, const struct vh_ev *ev, int near)
+{
+    if (ev->kind == VH_EV_FAILED)
+        return;
+    fragtrack__prefetch(ft, ev->heap_id, ev->addr, ev->usable, near);
+    if (ev->kind == VH_EV_MOVE)
+        fragtrack__prefetch(ft, ev->heap_id, ev->to, ev->usable, near);
+}
+
 static int apply_event(struct fragtrack *ft, const struct vh_ev *ev)
 {
     struct vh_block b;
@@ -1321,12 +1331,13 @@ static int apply_event(struct fragtrack *ft, const struct vh_ev *ev)
                                .stack_id = ev->stack_id };
         rc = fragtrack__add(ft, &b);
         if (rc == -EEXIST) {           /* the loader frees first; be safe */
-            fragtrack__remove(ft, ev->heap_id, ev->addr);
-            rc = fragtrack__add(ft, &b);
+            rc = fragtrack__remove(ft, ev->heap_id, ev->addr);
+            if (rc != -ENOMEM)
+                rc = fragtrack__add(ft, &b);
         }
         break;
     case VH_EV_FREE:
-        fragtrack__remove(ft, ev->heap_id, ev->addr);
+        rc = fragtrack__remove(ft, ev->heap_id, ev->addr);
         break;
     case VH_EV_RESIZE:
         rc = fragtrack__resize(ft, ev->heap_id, ev->addr, ev->size, ev->usable);
@@ -1441,10 +1452,11 @@ static int run_series(struct ctx *c)
     struct evstream *es = NULL;
     struct point *pts = NULL;
     struct out *o = NULL;
-    struct vh_ev ev;
+    struct vh_ev ev, ring[SERIES_AHEAD];
     char err[256];
     uint64_t from = c->o.has_from ? c->o.from : 0;
     uint64_t to = c->o.has_to ? c->o.to : c->end_time, iv, npts, k = 0;
+    size_t n, i;
     int rc;
 
     if (to < from)
@@ -1476,8 +1488,20 @@ static int run_series(struct ctx *c)
         goto out;
     }
     /* point k is at min(from + k * iv, to): the state after every event
-     * up to and including that time */
-    while (k < npts && (rc = evstream__next(es, &ev)) == 1) {
+     * up to and including that time. Events are read SERIES_AHEAD ahead of
+     * the one applied, and each hints the tracker as it enters the window:
+     * with a large live set its tree leaves and page slots are then in
+     * cache when it is applied. */
+    for (n = 0; n < SERIES_AHEAD && (rc = evstream__next(es, &ring[n])) == 1; n++)
+        hint(ft, &ring[n], 0);
+    for (i = 0; n && k < npts; i = (i + 1) % SERIES_AHEAD) {
+        ev = ring[i];
+        if (n > SERIES_AHEAD / 2)
+            hint(ft, &ring[(i + SERIES_AHEAD / 2) % SERIES_AHEAD], 1);
+        if (rc == 1 && (rc = evstream__next(es, &ring[i])) == 1)
+            hint(ft, &ring[i], 0);
+        else
+            n--;
         while (k < npts && ev.time > (from + k * iv < to ? from + k * iv : to)) {
             if (take_point(c, ft, from + k * iv < to ? from + k * iv : to, &pts[k]))
                 goto oom;

@@ -71,7 +71,7 @@ int db__open_read(const char *path, sqlite3 **out, char *err, size_t errlen)
         snprintf(err, errlen, "%s is not a vheap database (not a regular file)", path);
         return -EINVAL;
     }
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
         sqlite3_close(db);
         return -EIO;
@@ -193,7 +193,7 @@ static int may_replace(const char *path, char *err, size_t errlen)
         return 0;
     if (!S_ISREG(sb.st_mode) || db__file_kind(path, &kind, err, errlen) || kind != VH_FILE_SQLITE)
         goto out;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
         sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key = 'schema_version'", -1, &st,
                            NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
@@ -229,7 +229,10 @@ int db__create(const char *path, struct db_new *n, char *err, size_t errlen)
     }
     close(fd);
     cleanup_arm(n->tmp);
-    if (sqlite3_open_v2(n->tmp, &n->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    /* NOMUTEX (here and for readers): a connection is only ever used by
+     * one thread, and serialized mode takes a lock in every bind and step */
+    if (sqlite3_open_v2(n->tmp, &n->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", n->tmp, n->db ? sqlite3_errmsg(n->db) : "cannot open");
         db__discard(n);
         return -EIO;

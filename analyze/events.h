@@ -94,7 +94,8 @@ void liveset__free(struct liveset *ls);
 /* ---- writing: the loader's side ------------------------------------------
  * Storage (docs/schema.md, tables events and checkpoints): events go in
  * blocks of at most VH_EVENT_BLOCK, each a zstd frame of varint-coded events
- * (time, address and tid/heap as deltas from the previous event); a
+ * (time, address and tid/heap as deltas from the previous event), field by
+ * field in columns (encoding 2; blocks of encoding 1 are read too); a
  * checkpoint holds every live block, sorted by (heap, address), in parts of
  * at most VH_CHECKPOINT_PART blocks, and starts a new event block. One is
  * due after max(VH_CHECKPOINT_EVENTS, 2 x min(live blocks now, live blocks
@@ -129,6 +130,10 @@ int evwriter__add(struct evwriter *w, const struct vh_ev *ev);
 /* 1 when the caller should checkpoint now. Ask between two capture records,
  * when the caller's live set is exactly what the events so far left. */
 int evwriter__checkpoint_due(const struct evwriter *w);
+/* A lower bound on the events that can be added before a checkpoint may be
+ * due (0: it may be due now), so that a caller need not ask after every
+ * record. */
+uint64_t evwriter__due_in(const struct evwriter *w);
 /* A checkpoint of the state after every event added so far: begin, then
  * every live block (heap ids ascending, addresses ascending within a heap;
  * any batch size), then end. Each 0 or -errno. */

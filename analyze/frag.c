@@ -4,6 +4,7 @@
  * classify gaps and count pages with the same small functions, so that the
  * two give equal totals for equal sets (tests/unit/test_frag.c checks). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -694,202 +695,415 @@ void frag_report__free(struct frag_report *r)
     free(r->stacks);
     free(r);
 }
+/* ---- B+ trees -----------------------------------------------------------------
+ * Ordered maps from a u64 key to (a, b, f): a heap's blocks by address (a =
+ * usable, b = requested, f = 1 for a nested heap's region rather than a
+ * block) and its holes by size (a = how many). Wide nodes: with a million
+ * blocks a lookup reads about four nodes, the upper ones hot in cache, where
+ * a binary tree reads twenty-odd scattered ones — the cost of `frag
+ * --series`. Nodes live in two pools addressed by index (0 = none); room is
+ * reserved before a change, so that none fails halfway. Leaves are chained
+ * in key order for a position's neighbours; an empty leaf is freed at once,
+ * and a node below a quarter full is merged into a sibling when the two fit
+ * in three quarters of one, which keeps the pools bounded by the live set. */
+#define LCAP 30u                   /* entries per leaf                       */
+#define ICAP 30u                   /* keys per inner node                    */
+#define MAXH 24                    /* levels: far more than 2^32 entries need */
 
-/* ---- treaps -----------------------------------------------------------------
- * Nodes in one pool, addressed by index (0 = none), so that growing the pool
- * moves nothing that a caller holds. Blocks: key = address, a = usable,
- * b = requested. Holes: key = size (duplicates allowed). */
-struct tnode {
-    uint64_t key, a, b;
-    uint32_t l, r, pri;
-    uint32_t pseudo;               /* a nested heap's region, not a block   */
+/* The count and the keys first, nodes 64-aligned: a search reads only the
+ * first four cache lines (the spare entry, used just before a split, ends
+ * the fourth). */
+struct bleaf {
+    uint32_t n, pad;
+    uint64_t key[LCAP + 1];        /* one spare entry, before a split        */
+    uint64_t a[LCAP + 1], b[LCAP + 1];
+    uint32_t prev, next;           /* next: also the free list               */
+    uint8_t f[LCAP + 1];
+} __attribute__((aligned(64)));
+
+struct binner {
+    uint32_t n;                    /* keys; n + 1 children                   */
+    uint32_t pad;
+    uint64_t key[ICAP + 1];        /* child[i] < key[i] <= child[i + 1]      */
+    uint32_t child[ICAP + 2];      /* child[0]: also the free list           */
+} __attribute__((aligned(64)));
+
+_Static_assert(offsetof(struct bleaf, key) + sizeof(uint64_t) * (LCAP + 1) <= 256 &&
+               offsetof(struct binner, key) + sizeof(uint64_t) * (ICAP + 1) <= 256, "searches read four lines");
+
+struct bpool {
+    struct bleaf *l;
+    struct binner *in;
+    uint32_t nl, capl, freel, nfreel;
+    uint32_t ni, capi, freei, nfreei;
 };
 
-struct pool {
-    struct tnode *n;
-    uint32_t len, cap, free, nfree;
-    uint32_t seed;
+struct btree {
+    uint32_t root, height;         /* height 0: the root is a leaf           */
+    uint32_t first, last;          /* leaves at both ends                    */
 };
 
-#define N(p, x) ((p)->n[x])
+/* A position: entry `i` of leaf `leaf` (0: none), and the way down to it. */
+struct bpos {
+    uint32_t leaf, i;
+    int depth;
+    uint32_t node[MAXH], slot[MAXH];
+};
 
-/* Room for `k` more nodes, so that an update cannot fail halfway. */
-static int pool_reserve(struct pool *p, uint32_t k)
+#define LF(p, x) (&(p)->l[x])
+#define IN(p, x) (&(p)->in[x])
+
+static int grow_pool(void **v, uint32_t *cap, size_t size)
 {
-    if (p->cap - p->len + p->nfree >= k)
-        return 0;
-    if (p->cap > UINT32_MAX / 2 - k)
+    uint32_t n = *cap ? *cap * 2 : 64;
+    void *p;
+    if (*cap > UINT32_MAX / 4 || !(p = aligned_alloc(64, (size_t)n * size)))
         return -ENOMEM;
-    uint32_t cap = p->cap ? p->cap * 2 : 1024;
-    while (cap - p->len < k)
-        cap *= 2;
-    struct tnode *nn = realloc(p->n, (size_t)cap * sizeof *nn);
-    if (!nn)
-        return -ENOMEM;
-    p->n = nn;
-    p->cap = cap;
-    if (!p->len)
-        p->len = 1;                /* index 0 is "none" */
+    if (*v)
+        memcpy(p, *v, (size_t)*cap * size);
+    free(*v);
+    *v = p;
+    *cap = n;
     return 0;
 }
 
-static uint32_t node_new(struct pool *p, uint64_t key, uint64_t a, uint64_t b)
+/* Room for `leaves` new leaves and `inners` new inner nodes. */
+static int bpool_reserve(struct bpool *p, uint32_t leaves, uint32_t inners)
 {
-    uint32_t x;
-    if (p->free) {
-        x = p->free;
-        p->free = N(p, x).l;
-        p->nfree--;
+    if (!p->nl)
+        p->nl = 1;                 /* index 0 is "none" */
+    if (!p->ni)
+        p->ni = 1;
+    while ((p->capl > p->nl ? p->capl - p->nl : 0) + p->nfreel < leaves)
+        if (grow_pool((void **)&p->l, &p->capl, sizeof *p->l))
+            return -ENOMEM;
+    while ((p->capi > p->ni ? p->capi - p->ni : 0) + p->nfreei < inners)
+        if (grow_pool((void **)&p->in, &p->capi, sizeof *p->in))
+            return -ENOMEM;
+    return 0;
+}
+
+static uint32_t leaf_new(struct bpool *p)
+{
+    uint32_t x = p->freel;
+    if (x) {
+        p->freel = LF(p, x)->next;
+        p->nfreel--;
     } else {
-        x = p->len++;
+        x = p->nl++;
     }
-    p->seed ^= p->seed << 13;
-    p->seed ^= p->seed >> 17;
-    p->seed ^= p->seed << 5;
-    N(p, x) = (struct tnode){ .key = key, .a = a, .b = b, .pri = p->seed };
+    LF(p, x)->n = LF(p, x)->prev = LF(p, x)->next = 0;
     return x;
 }
 
-static void node_free(struct pool *p, uint32_t x)
+static void leaf_free(struct bpool *p, uint32_t x)
 {
-    N(p, x).l = p->free;
-    p->free = x;
-    p->nfree++;
+    LF(p, x)->next = p->freel;
+    p->freel = x;
+    p->nfreel++;
 }
 
-/* t into keys < key (*a) and keys >= key (*b). */
-static void split(struct pool *p, uint32_t t, uint64_t key, uint32_t *a, uint32_t *b)
+static uint32_t inner_new(struct bpool *p)
 {
-    if (!t) {
-        *a = *b = 0;
+    uint32_t x = p->freei;
+    if (x) {
+        p->freei = IN(p, x)->child[0];
+        p->nfreei--;
+    } else {
+        x = p->ni++;
+    }
+    IN(p, x)->n = 0;
+    return x;
+}
+
+static void inner_free(struct bpool *p, uint32_t x)
+{
+    IN(p, x)->child[0] = p->freei;
+    p->freei = x;
+    p->nfreei++;
+}
+
+/* Entries of a sorted array below / at most key. */
+static inline uint32_t count_below(const uint64_t *k, uint32_t n, uint64_t key)
+{
+    uint32_t lo = 0;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        lo = k[lo + half - 1] < key ? lo + half : lo;
+        n -= half;
+    }
+    return lo + (n == 1 && k[lo] < key);
+}
+
+static inline uint32_t count_upto(const uint64_t *k, uint32_t n, uint64_t key)
+{
+    uint32_t lo = 0;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        lo = k[lo + half - 1] <= key ? lo + half : lo;
+        n -= half;
+    }
+    return lo + (n == 1 && k[lo] <= key);
+}
+
+/* Down to the leaf whose range holds key; pos->i is the first entry >= key
+ * there. Returns 1 if that entry is key. */
+static int bt_seek(const struct bpool *p, const struct btree *t, uint64_t key, struct bpos *pos)
+{
+    uint32_t x = t->root;
+    const struct bleaf *l;
+
+    pos->depth = 0;
+    if (!x) {
+        pos->leaf = pos->i = 0;
+        return 0;
+    }
+    for (uint32_t h = t->height; h; h--) {
+        const struct binner *in = IN(p, x);
+        uint32_t s = count_upto(in->key, in->n, key);
+        pos->node[pos->depth] = x;
+        pos->slot[pos->depth++] = s;
+        x = in->child[s];
+    }
+    l = LF(p, x);
+    pos->leaf = x;
+    pos->i = count_below(l->key, l->n, key);
+    return pos->i < l->n && l->key[pos->i] == key;
+}
+
+/* The entry before position (leaf, i) in key order: 0 if none. */
+static inline uint32_t bt_before(const struct bpool *p, uint32_t leaf, uint32_t i, uint32_t *j)
+{
+    if (!leaf)
+        return 0;
+    if (i) {
+        *j = i - 1;
+        return leaf;
+    }
+    leaf = LF(p, leaf)->prev;
+    if (leaf)
+        *j = LF(p, leaf)->n - 1;
+    return leaf;
+}
+
+/* The entry at or after position (leaf, i): 0 if none. */
+static inline uint32_t bt_from(const struct bpool *p, uint32_t leaf, uint32_t i, uint32_t *j)
+{
+    if (!leaf)
+        return 0;
+    if (i < LF(p, leaf)->n) {
+        *j = i;
+        return leaf;
+    }
+    leaf = LF(p, leaf)->next;
+    *j = 0;
+    return leaf;
+}
+
+/* Puts (sep, right) after child slot s of the inner node at depth d of the
+ * path, splitting upwards as needed. */
+static void inner_put(struct bpool *p, struct btree *t, struct bpos *pos, int d, uint64_t sep,
+                      uint32_t right)
+{
+    for (;;) {
+        if (d < 0) {                   /* a new root over the old one */
+            uint32_t r = inner_new(p);
+            struct binner *in = IN(p, r);
+            in->n = 1;
+            in->child[0] = t->root;
+            in->child[1] = right;
+            in->key[0] = sep;
+            t->root = r;
+            t->height++;
+            return;
+        }
+        uint32_t x = pos->node[d], s = pos->slot[d];
+        struct binner *in = IN(p, x);
+        memmove(&in->key[s + 1], &in->key[s], (in->n - s) * sizeof in->key[0]);
+        memmove(&in->child[s + 2], &in->child[s + 1], (in->n - s) * sizeof in->child[0]);
+        in->key[s] = sep;
+        in->child[s + 1] = right;
+        if (++in->n <= ICAP)
+            return;
+        /* split: the middle key goes up */
+        uint32_t mid = in->n / 2, r = inner_new(p);
+        struct binner *rn = IN(p, r);
+        in = IN(p, x);
+        rn->n = in->n - mid - 1;
+        memcpy(rn->key, &in->key[mid + 1], rn->n * sizeof in->key[0]);
+        memcpy(rn->child, &in->child[mid + 1], (rn->n + 1) * sizeof in->child[0]);
+        sep = in->key[mid];
+        in->n = mid;
+        right = r;
+        d--;
+    }
+}
+
+/* Inserts key (absent) at the position bt_seek() found for it. Room for
+ * one leaf and MAXH + 1 inner nodes must be reserved. */
+static void bt_insert(struct bpool *p, struct btree *t, struct bpos *pos, uint64_t key,
+                      uint64_t a, uint64_t b, uint8_t f)
+{
+    uint32_t x = pos->leaf, i = pos->i;
+    struct bleaf *l;
+
+    if (!x) {                          /* empty tree */
+        x = t->root = t->first = t->last = leaf_new(p);
+        t->height = 0;
+        i = 0;
+    }
+    l = LF(p, x);
+    memmove(&l->key[i + 1], &l->key[i], (l->n - i) * sizeof l->key[0]);
+    memmove(&l->a[i + 1], &l->a[i], (l->n - i) * sizeof l->a[0]);
+    memmove(&l->b[i + 1], &l->b[i], (l->n - i) * sizeof l->b[0]);
+    memmove(&l->f[i + 1], &l->f[i], (l->n - i) * sizeof l->f[0]);
+    l->key[i] = key;
+    l->a[i] = a;
+    l->b[i] = b;
+    l->f[i] = f;
+    if (++l->n <= LCAP)
+        return;
+    /* split: the upper half to a new leaf after it */
+    uint32_t r = leaf_new(p), half = l->n / 2, m;
+    struct bleaf *rl = LF(p, r);
+    l = LF(p, x);
+    m = l->n - half;
+    memcpy(rl->key, &l->key[half], m * sizeof l->key[0]);
+    memcpy(rl->a, &l->a[half], m * sizeof l->a[0]);
+    memcpy(rl->b, &l->b[half], m * sizeof l->b[0]);
+    memcpy(rl->f, &l->f[half], m * sizeof l->f[0]);
+    rl->n = m;
+    l->n = half;
+    rl->prev = x;
+    rl->next = l->next;
+    if (l->next)
+        LF(p, l->next)->prev = r;
+    else
+        t->last = r;
+    l->next = r;
+    inner_put(p, t, pos, pos->depth - 1, rl->key[0], r);
+}
+
+static void leaf_unchain(struct bpool *p, struct btree *t, uint32_t x)
+{
+    struct bleaf *l = LF(p, x);
+    if (l->prev)
+        LF(p, l->prev)->next = l->next;
+    else
+        t->first = l->next;
+    if (l->next)
+        LF(p, l->next)->prev = l->prev;
+    else
+        t->last = l->prev;
+}
+
+/* Appends leaf y's entries to leaf x (y follows x) and frees y. */
+static void leaf_join(struct bpool *p, struct btree *t, uint32_t x, uint32_t y)
+{
+    struct bleaf *l = LF(p, x), *r = LF(p, y);
+    memcpy(&l->key[l->n], r->key, r->n * sizeof r->key[0]);
+    memcpy(&l->a[l->n], r->a, r->n * sizeof r->a[0]);
+    memcpy(&l->b[l->n], r->b, r->n * sizeof r->b[0]);
+    memcpy(&l->f[l->n], r->f, r->n * sizeof r->f[0]);
+    l->n += r->n;
+    leaf_unchain(p, t, y);
+    leaf_free(p, y);
+}
+
+/* Removes child slot s of the inner node at depth d (the child itself is
+ * already gone), then merges or collapses upwards as needed. */
+static void inner_drop(struct bpool *p, struct btree *t, struct bpos *pos, int d, uint32_t s)
+{
+    for (;;) {
+        uint32_t x = pos->node[d];
+        struct binner *in = IN(p, x);
+
+        if (!in->n) {                  /* its only child: it goes too */
+            inner_free(p, x);
+            if (!d) {
+                t->root = t->first = t->last = 0;
+                t->height = 0;
+                return;
+            }
+            s = pos->slot[--d];
+            continue;
+        }
+        if (s) {
+            memmove(&in->key[s - 1], &in->key[s], (in->n - s) * sizeof in->key[0]);
+            memmove(&in->child[s], &in->child[s + 1], (in->n - s) * sizeof in->child[0]);
+        } else {
+            memmove(&in->key[0], &in->key[1], (in->n - 1) * sizeof in->key[0]);
+            memmove(&in->child[0], &in->child[1], in->n * sizeof in->child[0]);
+        }
+        in->n--;
+        if (!d) {                      /* the root: collapse while one child */
+            while (t->height && !IN(p, t->root)->n) {
+                uint32_t r = t->root;
+                t->root = IN(p, r)->child[0];
+                t->height--;
+                inner_free(p, r);
+            }
+            return;
+        }
+        if (in->n >= ICAP / 4)
+            return;
+        /* small: merge with a sibling when both fit in 3/4 of a node */
+        uint32_t g = pos->node[d - 1], sg = pos->slot[d - 1], lx, rx, ls;
+        struct binner *gn = IN(p, g);
+        if (sg && IN(p, gn->child[sg - 1])->n + in->n + 1 <= ICAP * 3 / 4) {
+            lx = gn->child[sg - 1], rx = x, ls = sg;
+        } else if (sg < gn->n && IN(p, gn->child[sg + 1])->n + in->n + 1 <= ICAP * 3 / 4) {
+            lx = x, rx = gn->child[sg + 1], ls = sg + 1;
+        } else {
+            return;
+        }
+        struct binner *ln = IN(p, lx), *rn = IN(p, rx);
+        ln->key[ln->n] = gn->key[ls - 1];
+        memcpy(&ln->key[ln->n + 1], rn->key, rn->n * sizeof rn->key[0]);
+        memcpy(&ln->child[ln->n + 1], rn->child, (rn->n + 1) * sizeof rn->child[0]);
+        ln->n += rn->n + 1;
+        inner_free(p, rx);
+        d--;
+        s = ls;
+    }
+}
+
+/* Removes the entry at the position bt_seek() found. */
+static void bt_delete(struct bpool *p, struct btree *t, struct bpos *pos)
+{
+    uint32_t x = pos->leaf, i = pos->i;
+    struct bleaf *l = LF(p, x);
+    int d = pos->depth - 1;
+
+    l->n--;
+    memmove(&l->key[i], &l->key[i + 1], (l->n - i) * sizeof l->key[0]);
+    memmove(&l->a[i], &l->a[i + 1], (l->n - i) * sizeof l->a[0]);
+    memmove(&l->b[i], &l->b[i + 1], (l->n - i) * sizeof l->b[0]);
+    memmove(&l->f[i], &l->f[i + 1], (l->n - i) * sizeof l->f[0]);
+    if (d < 0) {                       /* the root is this leaf */
+        if (!l->n) {
+            leaf_free(p, x);
+            t->root = t->first = t->last = 0;
+        }
         return;
     }
-    if (N(p, t).key < key) {
-        split(p, N(p, t).r, key, &N(p, t).r, b);
-        *a = t;
-    } else {
-        split(p, N(p, t).l, key, a, &N(p, t).l);
-        *b = t;
+    if (!l->n) {
+        leaf_unchain(p, t, x);
+        leaf_free(p, x);
+        inner_drop(p, t, pos, d, pos->slot[d]);
+        return;
     }
-}
-
-/* Every key of a <= every key of b. */
-static uint32_t merge(struct pool *p, uint32_t a, uint32_t b)
-{
-    if (!a || !b)
-        return a ? a : b;
-    if (N(p, a).pri > N(p, b).pri) {
-        N(p, a).r = merge(p, N(p, a).r, b);
-        return a;
+    if (l->n >= LCAP / 4)
+        return;
+    uint32_t g = pos->node[d], s = pos->slot[d];
+    const struct binner *in = IN(p, g);
+    if (s && LF(p, in->child[s - 1])->n + l->n <= LCAP * 3 / 4) {
+        leaf_join(p, t, in->child[s - 1], x);
+        inner_drop(p, t, pos, d, s);
+    } else if (s < in->n && LF(p, in->child[s + 1])->n + l->n <= LCAP * 3 / 4) {
+        leaf_join(p, t, x, in->child[s + 1]);
+        inner_drop(p, t, pos, d, s + 1);
     }
-    N(p, b).l = merge(p, a, N(p, b).l);
-    return b;
-}
-
-/* Inserts x (its key not in the tree): down to where its priority
- * belongs, then the subtree there is split around it. */
-static void t_insert(struct pool *p, uint32_t *root, uint32_t x)
-{
-    uint32_t *link = root;
-    uint64_t key = N(p, x).key;
-    while (*link && N(p, *link).pri >= N(p, x).pri)
-        link = key < N(p, *link).key ? &N(p, *link).l : &N(p, *link).r;
-    split(p, *link, key, &N(p, x).l, &N(p, x).r);
-    *link = x;
-}
-
-/* Takes the node with `key` out (keys are unique); returns it, not freed,
- * or 0. */
-static uint32_t t_erase(struct pool *p, uint32_t *root, uint64_t key)
-{
-    uint32_t *link = root, x;
-    while (*link && N(p, *link).key != key)
-        link = key < N(p, *link).key ? &N(p, *link).l : &N(p, *link).r;
-    if (!(x = *link))
-        return 0;
-    *link = merge(p, N(p, x).l, N(p, x).r);
-    return x;
-}
-
-/* The node with `key` (or 0), and its neighbours, in one descent. */
-static uint32_t t_locate(const struct pool *p, uint32_t t, uint64_t key, uint32_t *pred,
-                         uint32_t *succ)
-{
-    uint32_t pr = 0, su = 0, x = 0;
-    while (t) {
-        if (key < N(p, t).key) {
-            su = t;
-            t = N(p, t).l;
-        } else if (key > N(p, t).key) {
-            pr = t;
-            t = N(p, t).r;
-        } else {
-            x = t;
-            break;
-        }
-    }
-    if (x && (t = N(p, x).l)) {
-        while (N(p, t).r)
-            t = N(p, t).r;
-        pr = t;
-    }
-    if (x && (t = N(p, x).r)) {
-        while (N(p, t).l)
-            t = N(p, t).l;
-        su = t;
-    }
-    *pred = pr;
-    *succ = su;
-    return x;
-}
-
-static uint32_t t_find(const struct pool *p, uint32_t t, uint64_t key)
-{
-    while (t && N(p, t).key != key)
-        t = key < N(p, t).key ? N(p, t).l : N(p, t).r;
-    return t;
-}
-
-static uint32_t t_pred(const struct pool *p, uint32_t t, uint64_t key)
-{
-    uint32_t best = 0;
-    while (t) {
-        if (N(p, t).key < key) {
-            best = t;
-            t = N(p, t).r;
-        } else {
-            t = N(p, t).l;
-        }
-    }
-    return best;
-}
-
-static uint32_t t_succ(const struct pool *p, uint32_t t, uint64_t key)
-{
-    uint32_t best = 0;
-    while (t) {
-        if (N(p, t).key > key) {
-            best = t;
-            t = N(p, t).l;
-        } else {
-            t = N(p, t).r;
-        }
-    }
-    return best;
-}
-
-static uint32_t t_min(const struct pool *p, uint32_t t)
-{
-    while (t && N(p, t).l)
-        t = N(p, t).l;
-    return t;
-}
-
-static uint32_t t_max(const struct pool *p, uint32_t t)
-{
-    while (t && N(p, t).r)
-        t = N(p, t).r;
-    return t;
 }
 
 /* ---- fragtrack ---------------------------------------------------------------- */
@@ -898,24 +1112,104 @@ struct theap {
     uint32_t id;
     int bounded, exists;
     int64_t parent;                /* id, -1 for none                       */
-    int carved;                    /* its region is a node in the parent's  */
+    int carved;                    /* its region is an entry in the parent's */
     uint64_t nested_bytes;         /* nested regions in its own blocks      */
     uint64_t base, end, min_hole;
-    uint32_t blocks, holes;        /* treap roots                           */
+    struct btree blocks, holes;
     uint64_t n, requested, usable;
     struct gapsum g;
 };
 
+struct pslot {                     /* key and value side by side: one miss  */
+    uint64_t key;                  /* page + 1; 0 = empty                   */
+    uint64_t occ;
+};
+
 struct pmap {                      /* edge page -> occupied bytes           */
-    uint64_t *key;                 /* page + 1; 0 = empty                   */
-    uint64_t *occ;
+    struct pslot *s;
     size_t mask, count;
 };
+
+/* (heap, hole size) -> how many: the counts change with nearly every
+ * block change, so they live in a hash table (one probe) and the heap's
+ * holes tree holds only the distinct sizes, for the largest. */
+struct hcount {
+    uint64_t size;
+    uint32_t heap;                 /* index into fragtrack.h                */
+    uint32_t n;                    /* 0 = empty slot                        */
+};
+
+struct hmap {
+    struct hcount *s;
+    size_t mask, count;
+};
+
+static inline size_t hm_slot(uint64_t size, uint32_t heap, size_t mask)
+{
+    return (size_t)(((size ^ (uint64_t)heap << 40) * 0x9e3779b97f4a7c15ull) >> 24) & mask;
+}
+
+/* Room for k more sizes. */
+static int hm_reserve(struct hmap *m, size_t k)
+{
+    if (m->s && (m->count + k) * 2 <= m->mask + 1)
+        return 0;
+    size_t n = m->s ? (m->mask + 1) * 2 : 1024;
+    while ((m->count + k) * 2 > n)
+        n *= 2;
+    struct hcount *s = calloc(n, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    for (size_t i = 0; m->s && i <= m->mask; i++) {
+        if (!m->s[i].n)
+            continue;
+        size_t j = hm_slot(m->s[i].size, m->s[i].heap, n - 1);
+        while (s[j].n)
+            j = (j + 1) & (n - 1);
+        s[j] = m->s[i];
+    }
+    free(m->s);
+    m->s = s;
+    m->mask = n - 1;
+    return 0;
+}
+
+/* One more (sign > 0) or one fewer hole of `size` in heap `heap`: 1 when
+ * that size is new, -1 when its last one went, else 0. Room reserved. */
+static int hm_count(struct hmap *m, uint32_t heap, uint64_t size, int sign)
+{
+    size_t i = hm_slot(size, heap, m->mask);
+    while (m->s[i].n && (m->s[i].size != size || m->s[i].heap != heap))
+        i = (i + 1) & m->mask;
+    if (sign > 0) {
+        if (m->s[i].n++)
+            return 0;
+        m->s[i].size = size;
+        m->s[i].heap = heap;
+        m->count++;
+        return 1;
+    }
+    if (!m->s[i].n || --m->s[i].n)
+        return 0;
+    /* the last one: backward-shift deletion keeps probe chains whole */
+    m->count--;
+    for (size_t j = (i + 1) & m->mask; m->s[j].n; j = (j + 1) & m->mask) {
+        size_t k = hm_slot(m->s[j].size, m->s[j].heap, m->mask);
+        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+            m->s[i] = m->s[j];
+            m->s[j].n = 0;
+            i = j;
+        }
+    }
+    m->s[i].n = 0;
+    return -1;
+}
 
 struct fragtrack {
     struct frag_opts o;
     uint64_t thr;
-    struct pool pool;
+    struct bpool pool;
+    struct hmap hm;
     struct theap *h;
     size_t nh, caph;
     uint32_t *hidx;                /* heap id hash: index + 1               */
@@ -925,6 +1219,14 @@ struct fragtrack {
     uint64_t blocks, requested, usable;
     uint64_t pages, used, sparse, pinned;   /* of the edge pages            */
 };
+
+/* Pool room for one block change: at most four insertions (a move: one
+ * hole as the block leaves, two holes and the block where it lands), each
+ * splitting at most a leaf and every level above it. */
+static int pool_room(struct fragtrack *t)
+{
+    return bpool_reserve(&t->pool, 4, 4 * (MAXH + 1)) || hm_reserve(&t->hm, 4) ? -ENOMEM : 0;
+}
 
 int fragtrack__new(const struct frag_opts *o, struct fragtrack **out)
 {
@@ -936,12 +1238,10 @@ int fragtrack__new(const struct frag_opts *o, struct fragtrack **out)
         return -ENOMEM;
     t->o = *o;
     t->thr = sparse_below(o);
-    t->pool.seed = 0x9e3779b9u;
     t->hmask = 63;
     t->pm.mask = 1023;
     if (!(t->hidx = calloc(t->hmask + 1, sizeof *t->hidx)) ||
-        !(t->pm.key = calloc(t->pm.mask + 1, sizeof *t->pm.key)) ||
-        !(t->pm.occ = calloc(t->pm.mask + 1, sizeof *t->pm.occ)) || pool_reserve(&t->pool, 8)) {
+        !(t->pm.s = calloc(t->pm.mask + 1, sizeof *t->pm.s)) || pool_room(t)) {
         fragtrack__free(t);
         return -ENOMEM;
     }
@@ -953,11 +1253,12 @@ void fragtrack__free(struct fragtrack *t)
 {
     if (!t)
         return;
-    free(t->pool.n);
+    free(t->pool.l);
+    free(t->pool.in);
+    free(t->hm.s);
     free(t->h);
     free(t->hidx);
-    free(t->pm.key);
-    free(t->pm.occ);
+    free(t->pm.s);
     free(t);
 }
 
@@ -1013,44 +1314,62 @@ static struct theap *heap_add(struct fragtrack *t, uint32_t id)
     return h;
 }
 
-/* The gap between block nodes p and s (0 = a bound, or none). */
-static void gap_account(struct fragtrack *t, struct theap *h, uint32_t p, uint32_t s, int sign)
+/* One end of a gap: an entry of the blocks (a block or a nested region). */
+struct nb {
+    int has;
+    uint64_t addr, usable;
+};
+
+static inline struct nb nb_at(const struct bpool *p, uint32_t leaf, uint32_t i)
 {
-    struct pool *pl = &t->pool;
+    struct nb n = { 0, 0, 0 };
+    if (leaf) {
+        n.has = 1;
+        n.addr = LF(p, leaf)->key[i];
+        n.usable = LF(p, leaf)->a[i];
+    }
+    return n;
+}
+
+/* The gap between entries p and s (none: a bound, or nothing). */
+static void gap_account(struct fragtrack *t, struct theap *h, struct nb p, struct nb s, int sign)
+{
+    struct bpool *pl = &t->pool;
+    struct bpos pos;
     uint64_t g;
     enum gap_kind k;
 
     if (h->bounded) {
-        uint64_t lo = p ? end_of(N(pl, p).key, N(pl, p).a) : h->base;
-        uint64_t hi = s ? N(pl, s).key : h->end;
+        uint64_t lo = p.has ? end_of(p.addr, p.usable) : h->base;
+        uint64_t hi = s.has ? s.addr : h->end;
         g = clamp_gap(lo, hi, h->base, h->end);
         k = gap_kind(g, 1, h->min_hole, 0);
     } else {
-        if (!p || !s)
+        if (!p.has || !s.has)
             return;
-        uint64_t pend = end_of(N(pl, p).key, N(pl, p).a);
-        g = N(pl, s).key > pend ? N(pl, s).key - pend : 0;
+        uint64_t pend = end_of(p.addr, p.usable);
+        g = s.addr > pend ? s.addr - pend : 0;
         k = gap_kind(g, 0, h->min_hole, t->o.cluster_gap);
     }
     gapsum_add(&h->g, g, k, t->o.page_size, sign);
     if (k != GAP_HOLE)
         return;
-    /* holes: one node per distinct size, `a` counting them */
-    uint32_t x = t_find(pl, h->holes, g);
-    if (sign > 0) {
-        if (x)
-            N(pl, x).a++;
-        else
-            t_insert(pl, &h->holes, node_new(pl, g, 1, 0));
-    } else if (x && !--N(pl, x).a) {
-        t_erase(pl, &h->holes, g);
-        node_free(pl, x);
+    /* holes: counted by size; the tree has each size present once */
+    switch (hm_count(&t->hm, (uint32_t)(h - t->h), g, sign)) {
+    case 1:
+        if (!bt_seek(pl, &h->holes, g, &pos))
+            bt_insert(pl, &h->holes, &pos, g, 0, 0, 0);
+        break;
+    case -1:
+        if (bt_seek(pl, &h->holes, g, &pos))
+            bt_delete(pl, &h->holes, &pos);
+        break;
     }
 }
 
-static void link_node(struct fragtrack *t, struct theap *h, uint64_t addr, uint64_t size,
-                      uint64_t usable, int pseudo);
-static void unlink_node(struct fragtrack *t, struct theap *h, uint32_t x);
+static void link_entry(struct fragtrack *t, struct theap *h, uint64_t addr, uint64_t size,
+                       uint64_t usable, int pseudo);
+static void unlink_entry(struct fragtrack *t, struct theap *h, struct bpos *pos);
 
 /* Puts an existing nested heap's region into its parent's blocks, or takes
  * it out when the heap stops existing. */
@@ -1059,22 +1378,22 @@ static int carve(struct fragtrack *t, struct theap *h)
     struct theap *p = h->parent >= 0 && h->parent <= UINT32_MAX && h->parent != h->id
                           ? heap_find(t, (uint32_t)h->parent) : NULL;
     int want = h->exists && h->bounded && p && p->bounded;
-    uint32_t x;
+    struct bpos pos;
 
     if (want == h->carved)
         return 0;
+    if (pool_room(t))
+        return -ENOMEM;
     if (!want) {
-        x = p ? t_find(&t->pool, p->blocks, h->base) : 0;
-        if (x && N(&t->pool, x).pseudo)
-            unlink_node(t, p, x);
+        if (p && bt_seek(&t->pool, &p->blocks, h->base, &pos) &&
+            LF(&t->pool, pos.leaf)->f[pos.i])
+            unlink_entry(t, p, &pos);
         h->carved = 0;
         return 0;
     }
-    if (pool_reserve(&t->pool, 4))
-        return -ENOMEM;
-    if (t_find(&t->pool, p->blocks, h->base))
+    if (bt_seek(&t->pool, &p->blocks, h->base, &pos))
         return 0;                    /* a block of the parent is there */
-    link_node(t, p, h->base, 0, h->end - h->base, 1);
+    link_entry(t, p, h->base, 0, h->end - h->base, 1);
     h->carved = 1;
     return 0;
 }
@@ -1090,16 +1409,17 @@ int fragtrack__heap(struct fragtrack *t, const struct frag_heap *fh, int exists)
         h->exists = exists;
         return carve(t, h);
     }
-    if (pool_reserve(&t->pool, 4) || !(h = heap_add(t, fh->id)))
+    if (pool_room(t) || !(h = heap_add(t, fh->id)))
         return -ENOMEM;
     h->exists = exists;
     h->parent = fh->parent;
     if (bounded) {
+        struct nb none = { 0, 0, 0 };
         h->bounded = 1;
         h->base = fh->base;
         h->end = end_of(fh->base, fh->size);
         h->min_hole = min_hole_of(&t->o, 1);
-        gap_account(t, h, 0, 0, 1);      /* empty: one hole, the whole region */
+        gap_account(t, h, none, none, 1);  /* empty: one hole, the whole region */
     }
     return carve(t, h);
 }
@@ -1118,25 +1438,19 @@ static int pmap_reserve(struct pmap *m, size_t k)
     size_t n = (m->mask + 1) * 2;
     while ((m->count + k) * 2 > n)
         n *= 2;
-    uint64_t *key = calloc(n, sizeof *key), *occ = calloc(n, sizeof *occ);
-    if (!key || !occ) {
-        free(key);
-        free(occ);
+    struct pslot *s = calloc(n, sizeof *s);
+    if (!s)
         return -ENOMEM;
-    }
     for (size_t i = 0; i <= m->mask; i++) {
-        if (!m->key[i])
+        if (!m->s[i].key)
             continue;
-        size_t j = pslot(m->key[i], n - 1);
-        while (key[j])
+        size_t j = pslot(m->s[i].key, n - 1);
+        while (s[j].key)
             j = (j + 1) & (n - 1);
-        key[j] = m->key[i];
-        occ[j] = m->occ[i];
+        s[j] = m->s[i];
     }
-    free(m->key);
-    free(m->occ);
-    m->key = key;
-    m->occ = occ;
+    free(m->s);
+    m->s = s;
     m->mask = n - 1;
     return 0;
 }
@@ -1170,30 +1484,29 @@ static void pm_edge(void *arg, uint64_t page, size_t i, uint64_t ov)
     uint64_t k = page + 1;
     size_t s = pslot(k, m->mask);
     (void)i;
-    while (m->key[s] && m->key[s] != k)
+    while (m->s[s].key && m->s[s].key != k)
         s = (s + 1) & m->mask;
-    if (!m->key[s]) {
+    if (!m->s[s].key) {
         if (e->sign < 0)
             return;                /* not there: nothing to take away */
-        m->key[s] = k;
-        m->occ[s] = 0;
+        m->s[s].key = k;
+        m->s[s].occ = 0;
         m->count++;
     }
-    page_count(t, m->occ[s], -1);
-    m->occ[s] += e->sign > 0 ? ov : (uint64_t)-ov;
-    page_count(t, m->occ[s], 1);
-    if (m->occ[s])
+    page_count(t, m->s[s].occ, -1);
+    m->s[s].occ += e->sign > 0 ? ov : (uint64_t)-ov;
+    page_count(t, m->s[s].occ, 1);
+    if (m->s[s].occ)
         return;
     /* empty: backward-shift deletion keeps probe chains whole */
     size_t i0 = s;
-    m->key[i0] = 0;
+    m->s[i0].key = 0;
     m->count--;
-    for (size_t j = (i0 + 1) & m->mask; m->key[j]; j = (j + 1) & m->mask) {
-        size_t h = pslot(m->key[j], m->mask);
+    for (size_t j = (i0 + 1) & m->mask; m->s[j].key; j = (j + 1) & m->mask) {
+        size_t h = pslot(m->s[j].key, m->mask);
         if ((j > i0 && (h <= i0 || h > j)) || (j < i0 && (h <= i0 && h > j))) {
-            m->key[i0] = m->key[j];
-            m->occ[i0] = m->occ[j];
-            m->key[j] = 0;
+            m->s[i0] = m->s[j];
+            m->s[j].key = 0;
             i0 = j;
         }
     }
@@ -1209,128 +1522,185 @@ static void block_pages_edit(struct fragtrack *t, uint64_t addr, uint64_t usable
 
 /* ---- block changes ---- */
 
-static void unlink_node(struct fragtrack *t, struct theap *h, uint32_t x)
+static void count_block(struct fragtrack *t, struct theap *h, uint64_t addr, uint64_t size,
+                        uint64_t usable, int sign)
 {
-    struct pool *p = &t->pool;
-    uint64_t addr = N(p, x).key;
-    uint32_t pr, su;
-    t_locate(p, h->blocks, addr, &pr, &su);
+    uint64_t m = sign > 0 ? 1 : (uint64_t)-1;
+    block_pages_edit(t, addr, usable, sign);
+    h->n += m;
+    h->requested += m * size;
+    h->usable += m * usable;
+    t->blocks += m;
+    t->requested += m * size;
+    t->usable += m * usable;
+}
+
+/* Takes out the entry at pos (found by bt_seek). */
+static void unlink_entry(struct fragtrack *t, struct theap *h, struct bpos *pos)
+{
+    struct bpool *p = &t->pool;
+    const struct bleaf *l = LF(p, pos->leaf);
+    uint64_t addr = l->key[pos->i], usable = l->a[pos->i], size = l->b[pos->i];
+    int pseudo = l->f[pos->i];
+    uint32_t pl, pi = 0, sl, si = 0;
+
+    pl = bt_before(p, pos->leaf, pos->i, &pi);
+    sl = bt_from(p, pos->leaf, pos->i + 1, &si);
+    struct nb pr = nb_at(p, pl, pi), x = { 1, addr, usable }, su = nb_at(p, sl, si);
     gap_account(t, h, pr, x, -1);
     gap_account(t, h, x, su, -1);
     gap_account(t, h, pr, su, 1);
-    t_erase(p, &h->blocks, addr);
-    if (N(p, x).pseudo)
-        h->nested_bytes -= N(p, x).a;
-    else {
-        block_pages_edit(t, addr, N(p, x).a, -1);
-        h->n--;
-        h->requested -= N(p, x).b;
-        h->usable -= N(p, x).a;
-        t->blocks--;
-        t->requested -= N(p, x).b;
-        t->usable -= N(p, x).a;
-    }
-    node_free(p, x);
+    /* the holes' changes left the blocks tree as it was: pos holds */
+    bt_delete(p, &h->blocks, pos);
+    if (pseudo)
+        h->nested_bytes -= usable;
+    else
+        count_block(t, h, addr, size, usable, -1);
 }
 
-/* Room was reserved by the caller. */
-static void link_node(struct fragtrack *t, struct theap *h, uint64_t addr, uint64_t size,
-                      uint64_t usable, int pseudo)
+/* Room was reserved by the caller; addr is not in the blocks. */
+static void link_entry(struct fragtrack *t, struct theap *h, uint64_t addr, uint64_t size,
+                       uint64_t usable, int pseudo)
 {
-    struct pool *p = &t->pool;
-    uint32_t pr, su;
-    t_locate(p, h->blocks, addr, &pr, &su);
-    uint32_t x = node_new(p, addr, usable, size);
-    N(p, x).pseudo = (uint32_t)pseudo;
+    struct bpool *p = &t->pool;
+    struct bpos pos;
+    uint32_t pl, pi = 0, sl, si = 0;
+
+    bt_seek(p, &h->blocks, addr, &pos);
+    pl = bt_before(p, pos.leaf, pos.i, &pi);
+    sl = bt_from(p, pos.leaf, pos.i, &si);
+    struct nb pr = nb_at(p, pl, pi), x = { 1, addr, usable }, su = nb_at(p, sl, si);
     gap_account(t, h, pr, su, -1);
     gap_account(t, h, pr, x, 1);
     gap_account(t, h, x, su, 1);
-    t_insert(p, &h->blocks, x);
-    if (pseudo) {
+    bt_insert(p, &h->blocks, &pos, addr, usable, size, (uint8_t)pseudo);
+    if (pseudo)
         h->nested_bytes += usable;
-        return;
-    }
-    block_pages_edit(t, addr, usable, 1);
-    h->n++;
-    h->requested += size;
-    h->usable += usable;
-    t->blocks++;
-    t->requested += size;
-    t->usable += usable;
+    else
+        count_block(t, h, addr, size, usable, 1);
 }
 
-/* The block (not a nested region) at addr, or 0. */
-static uint32_t block_at(const struct fragtrack *t, const struct theap *h, uint64_t addr)
+/* The block (not a nested region) at addr: 1 with pos set, or 0. */
+static int block_at(const struct fragtrack *t, const struct theap *h, uint64_t addr,
+                    struct bpos *pos)
 {
-    uint32_t x = h ? t_find(&t->pool, h->blocks, addr) : 0;
-    return x && !N(&t->pool, x).pseudo ? x : 0;
+    return h && bt_seek(&t->pool, &h->blocks, addr, pos) && !LF(&t->pool, pos->leaf)->f[pos->i];
 }
 
 /* Node and page room for one block change (a block spans at most two edge
  * pages; a change adds at most one block and two holes). */
 static int reserve(struct fragtrack *t)
 {
-    return pool_reserve(&t->pool, 4) || pmap_reserve(&t->pm, 2) ? -ENOMEM : 0;
+    return pool_room(t) || pmap_reserve(&t->pm, 2) ? -ENOMEM : 0;
 }
 
 int fragtrack__add(struct fragtrack *t, const struct vh_block *b)
 {
     struct theap *h = heap_find(t, b->heap_id);
+    struct bpos pos;
     if (reserve(t) || (!h && !(h = heap_add(t, b->heap_id))))
         return -ENOMEM;
-    if (t_find(&t->pool, h->blocks, b->addr))
+    if (bt_seek(&t->pool, &h->blocks, b->addr, &pos))
         return -EEXIST;
-    link_node(t, h, b->addr, b->size, b->usable, 0);
+    link_entry(t, h, b->addr, b->size, b->usable, 0);
     return 0;
 }
 
 int fragtrack__remove(struct fragtrack *t, uint32_t heap, uint64_t addr)
 {
     struct theap *h = heap_find(t, heap);
-    uint32_t x = block_at(t, h, addr);
-    if (!x)
+    struct bpos pos;
+    if (!block_at(t, h, addr, &pos))
         return -ENOENT;
-    unlink_node(t, h, x);
+    if (reserve(t))                    /* the gap it leaves may be a new hole */
+        return -ENOMEM;
+    unlink_entry(t, h, &pos);
     return 0;
 }
 
+/* In place: the block keeps its address, so only the gap after it and its
+ * pages change. */
 int fragtrack__resize(struct fragtrack *t, uint32_t heap, uint64_t addr, uint64_t size,
                       uint64_t usable)
 {
     struct theap *h = heap_find(t, heap);
-    uint32_t x = block_at(t, h, addr);
-    if (!x)
+    struct bpool *p = &t->pool;
+    struct bpos pos;
+    uint32_t sl, si = 0;
+    if (!block_at(t, h, addr, &pos))
         return -ENOENT;
     if (reserve(t))
         return -ENOMEM;
-    unlink_node(t, h, x);
-    link_node(t, h, addr, size, usable, 0);
+    struct bleaf *l = LF(p, pos.leaf);
+    uint64_t osize = l->b[pos.i], ousable = l->a[pos.i];
+    sl = bt_from(p, pos.leaf, pos.i + 1, &si);
+    struct nb su = nb_at(p, sl, si), was = { 1, addr, ousable }, now = { 1, addr, usable };
+    gap_account(t, h, was, su, -1);
+    gap_account(t, h, now, su, 1);
+    l = LF(p, pos.leaf);
+    l->a[pos.i] = usable;
+    l->b[pos.i] = size;
+    count_block(t, h, addr, osize, ousable, -1);
+    count_block(t, h, addr, size, usable, 1);
     return 0;
 }
 
 int fragtrack__move(struct fragtrack *t, uint32_t heap, uint64_t from, uint64_t to)
 {
     struct theap *h = heap_find(t, heap);
-    uint32_t x = block_at(t, h, from);
+    struct bpos pos, dst;
     uint64_t size, usable;
-    if (!x)
+    if (!block_at(t, h, from, &pos))
         return -ENOENT;
     if (from == to)
         return 0;
-    if (t_find(&t->pool, h->blocks, to))
+    if (bt_seek(&t->pool, &h->blocks, to, &dst))
         return -EEXIST;
-    if (reserve(t))
+    if (reserve(t))                    /* (positions are indices: they hold) */
         return -ENOMEM;
-    size = N(&t->pool, x).b;
-    usable = N(&t->pool, x).a;
-    unlink_node(t, h, x);
-    link_node(t, h, to, size, usable, 0);
+    size = LF(&t->pool, pos.leaf)->b[pos.i];
+    usable = LF(&t->pool, pos.leaf)->a[pos.i];
+    unlink_entry(t, h, &pos);
+    link_entry(t, h, to, size, usable, 0);
     return 0;
+}
+
+/* Reads the way down to where addr is or would go, and starts loading the
+ * lines that a change there reads: the leaf's keys and the page slots of
+ * [addr, addr + usable). The inner nodes are few and mostly in cache; the
+ * leaves and the pages are not, and a caller that hints a few events ahead
+ * has them arrive while it works on earlier ones. */
+void fragtrack__prefetch(const struct fragtrack *t, uint32_t heap, uint64_t addr, uint64_t usable,
+                         int near)
+{
+    const struct theap *h = heap_find(t, heap);
+    const struct bpool *p = &t->pool;
+    const struct pmap *m = &t->pm;
+    uint64_t P = t->o.page_size, pf = addr / P, pl = (end_of(addr, usable) - 1) / P;
+    uint32_t x, d;
+
+    if (near) {
+        __builtin_prefetch(&m->s[pslot(pf + 1, m->mask)]);
+        if (usable && pl != pf)
+            __builtin_prefetch(&m->s[pslot(pl + 1, m->mask)]);
+    }
+    if (!h || !(x = h->blocks.root))
+        return;
+    /* far: down to the lowest inner level, whose nodes are many; near (that
+     * node has arrived): down to the leaf */
+    for (d = h->blocks.height; d > (near ? 0u : 1u); d--) {
+        const struct binner *in = IN(p, x);
+        x = in->child[count_upto(in->key, in->n, addr)];
+    }
+    const char *node = d ? (const char *)&p->in[x] : (const char *)&p->l[x];
+    size_t size = d ? sizeof p->in[x] : sizeof p->l[x];
+    for (size_t o = 0; o < size; o += 64)
+        __builtin_prefetch(node + o);
 }
 
 void fragtrack__totals(const struct fragtrack *t, struct frag_totals *out)
 {
-    const struct pool *p = &t->pool;
+    const struct bpool *p = &t->pool;
     memset(out, 0, sizeof *out);
     out->blocks = t->blocks;
     out->requested = t->requested;
@@ -1341,7 +1711,6 @@ void fragtrack__totals(const struct fragtrack *t, struct frag_totals *out)
     out->pinned = t->pinned;
     for (size_t i = 0; i < t->nh; i++) {
         const struct theap *h = &t->h[i];
-        uint32_t m;
         if (!h->exists)
             continue;
         if (h->bounded) {
@@ -1350,14 +1719,16 @@ void fragtrack__totals(const struct fragtrack *t, struct frag_totals *out)
             if (!ph || !ph->exists)
                 out->footprint += h->end - h->base;
             if (h->n) {
-                /* the own blocks at both ends, nested regions passed over */
+                /* the own blocks at both ends, nested regions passed over
+                 * (h->n > 0: both walks stop at a block) */
                 uint64_t outside = 0, span, inside;
-                uint32_t lo = t_min(p, h->blocks), hi = t_max(p, h->blocks);
-                for (; N(p, lo).pseudo; lo = t_succ(p, h->blocks, N(p, lo).key))
-                    outside += N(p, lo).a;
-                for (; N(p, hi).pseudo; hi = t_pred(p, h->blocks, N(p, hi).key))
-                    outside += N(p, hi).a;
-                span = end_of(N(p, hi).key, N(p, hi).a) - N(p, lo).key;
+                uint32_t lo = h->blocks.first, li = 0, hi = h->blocks.last, hj;
+                for (; LF(p, lo)->f[li]; lo = bt_from(p, lo, li + 1, &li))
+                    outside += LF(p, lo)->a[li];
+                hj = LF(p, hi)->n - 1;
+                for (; LF(p, hi)->f[hj]; hi = bt_before(p, hi, hj, &hj))
+                    outside += LF(p, hi)->a[hj];
+                span = end_of(LF(p, hi)->key[hj], LF(p, hi)->a[hj]) - LF(p, lo)->key[li];
                 inside = h->nested_bytes - outside;
                 out->reclaim += span > h->usable + inside ? span - h->usable - inside : 0;
             }
@@ -1371,7 +1742,10 @@ void fragtrack__totals(const struct fragtrack *t, struct frag_totals *out)
         out->unusable += h->g.unusable;
         for (int f = 0; f < FRAG_NFIT; f++)
             out->fit[f] += h->g.fit[f];
-        if ((m = t_max(p, h->holes)) && N(p, m).key > out->largest)
-            out->largest = N(p, m).key;
+        if (h->holes.last) {
+            const struct bleaf *l = LF(p, h->holes.last);
+            if (l->key[l->n - 1] > out->largest)
+                out->largest = l->key[l->n - 1];
+        }
     }
 }

@@ -121,7 +121,7 @@ void frag_report__free(struct frag_report *r);
 
 /* ---- the same headline numbers, kept up to date ------------------------- *
  * Blocks ordered by address per heap and the holes between them ordered by
- * size (both treaps), and the occupancy of the pages at the ends of blocks
+ * size (both B+ trees), and the occupancy of the pages at the ends of blocks
  * (pages inside a block are full and only counted): each change costs
  * O(log n), and fragtrack__totals() O(heaps). For a set of blocks it gives
  * the totals that frag__analyze() gives for it. */
@@ -137,13 +137,18 @@ int fragtrack__new(const struct frag_opts *o, struct fragtrack **out);
 int fragtrack__heap(struct fragtrack *t, const struct frag_heap *h, int exists);
 /* 0, -EEXIST (a block at that address in that heap), -ENOMEM. */
 int fragtrack__add(struct fragtrack *t, const struct vh_block *b);
-/* 0 or -ENOENT. */
+/* 0, -ENOENT or -ENOMEM (the gap it leaves may need a node). */
 int fragtrack__remove(struct fragtrack *t, uint32_t heap, uint64_t addr);
 /* In place: new requested and usable sizes. 0, -ENOENT or -ENOMEM. */
 int fragtrack__resize(struct fragtrack *t, uint32_t heap, uint64_t addr, uint64_t size,
                       uint64_t usable);
 /* The block at `from` now lives at `to`. 0, -ENOENT, -EEXIST or -ENOMEM. */
 int fragtrack__move(struct fragtrack *t, uint32_t heap, uint64_t from, uint64_t to);
+/* A hint: a change at addr (a block of `usable` bytes) comes soon. Given
+ * twice, first with near = 0 some events ahead, then with near = 1 fewer
+ * events ahead, it has the memory that change reads arrive in time. */
+void fragtrack__prefetch(const struct fragtrack *t, uint32_t heap, uint64_t addr,
+                         uint64_t usable, int near);
 void fragtrack__totals(const struct fragtrack *t, struct frag_totals *out);
 void fragtrack__free(struct fragtrack *t);
 

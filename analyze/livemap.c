@@ -1,7 +1,6 @@
-/* livemap.c — open-addressing table of live blocks (see livemap.h).
- * Fibonacci hashing of the address (blocks are 16-aligned: the low bits carry
- * nothing; a multiply spreads the rest into the top bits we keep). Grown at
- * 70% occupancy, so probes stay short and a block costs 57-80 bytes. */
+/* livemap.c — open-addressing table of live blocks (see livemap.h; the
+ * lookups are inline there). Grown at 70% occupancy, so probes stay short
+ * and a block costs 57-80 bytes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,17 +10,9 @@
 #define LOAD_NUM 7                     /* grow when count > 7/10 of slots */
 #define LOAD_DEN 10
 
-struct livemap {
-    struct vh_live_block *slots;
-    size_t mask;                       /* slots - 1                        */
-    size_t count;
-    size_t limit;                      /* grow beyond this count           */
-    unsigned shift;                    /* 64 - log2(slots)                 */
-};
-
 static inline size_t home(const struct livemap *m, uint64_t addr)
 {
-    return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> m->shift);
+    return livemap__home(m, addr);
 }
 
 static int setup(struct livemap *m, unsigned bits)
@@ -54,19 +45,6 @@ void livemap__free(struct livemap *m)
         return;
     free(m->slots);
     free(m);
-}
-
-struct vh_live_block *livemap__find(struct livemap *m, uint64_t addr)
-{
-    size_t i = home(m, addr);
-    for (;;) {
-        struct vh_live_block *b = &m->slots[i];
-        if (b->addr == addr)
-            return addr ? b : NULL;
-        if (!b->addr)
-            return NULL;
-        i = (i + 1) & m->mask;
-    }
 }
 
 static int grow(struct livemap *m)
@@ -135,11 +113,6 @@ void livemap__remove(struct livemap *m, struct vh_live_block *b)
     }
     m->slots[i].addr = 0;
     m->count--;
-}
-
-void livemap__prefetch(const struct livemap *m, uint64_t addr)
-{
-    __builtin_prefetch(&m->slots[home(m, addr)], 1);
 }
 
 size_t livemap__count(const struct livemap *m)

@@ -20,14 +20,55 @@ struct vh_live_block {             /* 40 bytes: the loader's main memory  */
                                       one at the same address               */
 };
 
-struct livemap;
+/* Defined here so that the lookups below inline into the loader's loop
+ * (they run several times per event); only livemap.c changes the fields. */
+struct livemap {
+    struct vh_live_block *slots;
+    size_t mask;                       /* slots - 1                        */
+    size_t count;
+    size_t limit;                      /* grow beyond this count           */
+    unsigned shift;                    /* 64 - log2(slots)                 */
+};
 
 /* NULL when out of memory. */
 struct livemap *livemap__new(void);
 void livemap__free(struct livemap *m);
 
+/* Fibonacci hashing of the address (blocks are 16-aligned: the low bits
+ * carry nothing; a multiply spreads the rest into the top bits we keep). */
+static inline size_t livemap__home(const struct livemap *m, uint64_t addr)
+{
+    return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> m->shift);
+}
+
 /* The live block at addr, or NULL. */
-struct vh_live_block *livemap__find(struct livemap *m, uint64_t addr);
+static inline struct vh_live_block *livemap__find(struct livemap *m, uint64_t addr)
+{
+    size_t i = livemap__home(m, addr);
+    for (;;) {
+        struct vh_live_block *b = &m->slots[i];
+        if (b->addr == addr)
+            return addr ? b : NULL;
+        if (!b->addr)
+            return NULL;
+        i = (i + 1) & m->mask;
+    }
+}
+
+/* The same, trying slot `hint` first (where an earlier find saw it; blocks
+ * move when others are inserted or removed, so it is checked). */
+static inline struct vh_live_block *livemap__find_at(struct livemap *m, uint64_t addr, size_t hint)
+{
+    if (hint <= m->mask && m->slots[hint].addr == addr && addr)
+        return &m->slots[hint];
+    return livemap__find(m, addr);
+}
+
+/* The slot of a block returned by find/insert. */
+static inline size_t livemap__slot(const struct livemap *m, const struct vh_live_block *b)
+{
+    return (size_t)(b - m->slots);
+}
 
 /* The slot for addr (addr must not be 0): the existing block with *existed
  * = 1, or a new slot holding only addr with *existed = 0. NULL when out of
@@ -38,7 +79,10 @@ struct vh_live_block *livemap__insert(struct livemap *m, uint64_t addr, int *exi
 void livemap__remove(struct livemap *m, struct vh_live_block *b);
 
 /* Hints that addr will be looked up soon (the loader reads ahead). */
-void livemap__prefetch(const struct livemap *m, uint64_t addr);
+static inline void livemap__prefetch(const struct livemap *m, uint64_t addr)
+{
+    __builtin_prefetch(&m->slots[livemap__home(m, addr)], 1);
+}
 
 size_t livemap__count(const struct livemap *m);
 

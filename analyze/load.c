@@ -2,10 +2,11 @@
  * the live blocks (a livemap per heap), counters per (heap, stack, tag),
  * threads, modules and distinct frames; rows stream out as they are final
  * (the normalized events and live-set checkpoints through events.h's
- * writer), the rest at the end in one transaction. Definitions:
- * docs/schema.md. */
+ * writer), the rest at the end in one transaction. The capture is read on
+ * a thread of its own (the feeder). Definitions: docs/schema.md. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -37,6 +38,9 @@
 #define MIN_BUCKET_NS 1000000ull      /* 1 ms                                */
 #define PROGRESS_EVERY 0xffffu        /* records between progress checks     */
 #define AHEAD 16u                     /* events read ahead, to prefetch      */
+#define BATCH 1024u                   /* events handed over at once: the ring
+                                         stays in the caches (80 KiB each)   */
+#define NBATCH 8u                     /* batches in flight                   */
 #define VH_STR_(x) #x
 #define VH_STR(x) VH_STR_(x)
 
@@ -191,6 +195,13 @@ struct loader {
         *ins_series;
     struct evwriter *evw;              /* the normalized event stream        */
     struct evwriter_stats evst;
+    uint64_t emitted, cp_at;           /* events so far; when to ask whether
+                                          a checkpoint is due               */
+    uint32_t hint_agg;                 /* the record's aggregate as looked up
+                                          ahead (see prefetch_agg), or
+                                          UINT32_MAX                        */
+    size_t hint_slot;                  /* a FREE's block's live map slot as
+                                          looked up ahead, or SIZE_MAX      */
     struct vh_live_block *scratch;     /* sorted_blocks(): the largest heap's */
     size_t scratch_cap;                /* live blocks                        */
     int failed;                        /* -errno of the first failure        */
@@ -321,33 +332,41 @@ static inline struct heap *heap_get(struct loader *L, uint32_t id, uint64_t time
     return heap_new(L, id, time);
 }
 
-static inline struct thread *thread_get(struct loader *L, uint32_t tid, uint64_t time)
+static __attribute__((noinline)) struct thread *thread_find(struct loader *L, uint32_t tid,
+                                                            uint64_t time)
 {
-    struct thread *t = L->last_thread;
-    uint32_t i;
+    uint32_t i = idx_get(&L->thread_map, tid, 0);
 
-    if (__builtin_expect(!t || t->tid != tid, 0)) {
-        i = idx_get(&L->thread_map, tid, 0);
-        if (i == UINT32_MAX) {
-            if (L->nthreads == L->capthreads) {
-                size_t n = L->capthreads ? L->capthreads * 2 : 64;
-                struct thread *p = realloc(L->threads, n * sizeof *p);
-                if (!p) {
-                    fail(L, -ENOMEM, "out of memory");
-                    return NULL;
-                }
-                L->threads = p;
-                L->capthreads = n;
-            }
-            i = (uint32_t)L->nthreads;
-            if (idx_put(&L->thread_map, tid, 0, i)) {
+    if (i == UINT32_MAX) {
+        if (L->nthreads == L->capthreads) {
+            size_t n = L->capthreads ? L->capthreads * 2 : 64;
+            struct thread *p = realloc(L->threads, n * sizeof *p);
+            if (!p) {
                 fail(L, -ENOMEM, "out of memory");
                 return NULL;
             }
-            L->threads[L->nthreads++] = (struct thread){ .tid = tid, .first_time = time };
+            L->threads = p;
+            L->capthreads = n;
         }
-        t = L->last_thread = &L->threads[i];
+        i = (uint32_t)L->nthreads;
+        if (idx_put(&L->thread_map, tid, 0, i)) {
+            fail(L, -ENOMEM, "out of memory");
+            return NULL;
+        }
+        L->threads[L->nthreads++] = (struct thread){ .tid = tid, .first_time = time };
     }
+    return L->last_thread = &L->threads[i];
+}
+
+/* Records come in runs of one thread's: the last one is the likely one. */
+static inline __attribute__((always_inline)) struct thread *thread_get(struct loader *L,
+                                                                       uint32_t tid,
+                                                                       uint64_t time)
+{
+    struct thread *t = L->last_thread;
+
+    if (__builtin_expect(!t || t->tid != tid, 0) && !(t = thread_find(L, tid, time)))
+        return NULL;
     t->last_time = time;
     return t;
 }
@@ -518,6 +537,7 @@ static inline void block_new(struct loader *L, struct heap *h, struct thread *t,
 static void emit(struct loader *L, const struct vh_ev *e)
 {
     int rc;
+    L->emitted++;
     if (__builtin_expect(!L->failed, 1) && (rc = evwriter__add(L->evw, e)))
         fail(L, rc, "event stream: %s", evwriter__error(L->evw));
 }
@@ -716,7 +736,11 @@ static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
 
     if (!h || !t)
         return;
-    ai = agg_get(L, h->id, r->h.b, r->tag);
+    ai = L->hint_agg;                  /* still the right one? (cheap: this
+                                          aggregate is read below anyway)  */
+    if (ai == UINT32_MAX || L->aggs[ai].heap != h->id || L->aggs[ai].stack != r->h.b ||
+        L->aggs[ai].tag != r->tag)
+        ai = agg_get(L, h->id, r->h.b, r->tag);
     if (ai == UINT32_MAX)
         return;
     series_touch(L, h, ev->time);
@@ -767,7 +791,7 @@ static void on_free(struct loader *L, const struct vh_event *ev)
 
     if (!h || !t)
         return;
-    b = livemap__find(h->live, r->addr);
+    b = livemap__find_at(h->live, r->addr, L->hint_slot);
     if (!b) {
         h->unknown_frees++;
         return;
@@ -1224,8 +1248,9 @@ static inline void prefetch(const struct loader *L, const struct vh_event *ev)
 }
 
 /* Stage 2 (half a window later; the slots have arrived): start loading the
- * aggregate the event will update. */
-static inline void prefetch_agg(struct loader *L, const struct vh_event *ev)
+ * aggregate the event will update. Returns it (UINT32_MAX if none yet): an
+ * allocation uses it when it is processed, once checked. */
+static inline uint32_t prefetch_agg(struct loader *L, const struct vh_event *ev, size_t *slot)
 {
     const struct vh_rec_hdr *h = ev->rec;
     uint32_t i = UINT32_MAX;
@@ -1234,13 +1259,209 @@ static inline void prefetch_agg(struct loader *L, const struct vh_event *ev)
         i = idx_get(&L->agg_map, agg_key(((const struct vh_rec_alloc *)h)->tag, h->b),
                     L->heaps[h->a]->id);
     } else if (h->type == VH_REC_FREE && L->heaps[h->a]) {
-        const struct vh_live_block *b =
-            livemap__find(L->heaps[h->a]->live, ((const struct vh_rec_free *)h)->addr);
-        if (b)
+        struct livemap *m = L->heaps[h->a]->live;
+        const struct vh_live_block *b = livemap__find(m, ((const struct vh_rec_free *)h)->addr);
+        if (b) {
             i = b->agg;
+            *slot = livemap__slot(m, b);
+        }
     }
     if (i != UINT32_MAX)
         __builtin_prefetch(&L->aggs[i], 1);
+    return i;
+}
+
+/* ---- the feeder: the capture is read on a thread of its own ----------------
+ * Decoding and merging the capture's per-thread streams costs about as
+ * much as everything the loader then does with an event, so a second
+ * thread reads it: capture__next() straight into batches of BATCH events,
+ * NBATCH of them in a ring. An event's rec points into the mapping (which
+ * lives as long as the capture) or into the event's own `dec`, so an event
+ * stays usable in its batch slot until the batch is released; a record
+ * found anywhere else is copied out. Without a thread the loader's own
+ * thread fills each batch when it needs it. */
+struct batch {
+    struct vh_event ev[BATCH];
+    size_t n;
+    int last;                          /* the stream ends with this batch    */
+    uint64_t done, total;              /* capture__progress() after it       */
+    void **copies;                     /* records copied out, freed with it  */
+    size_t ncopies, capcopies;
+};
+
+struct feeder {
+    struct capture *cap;
+    const char *lo, *hi;               /* the mapping                        */
+    struct batch *b;                   /* NBATCH                             */
+    uint64_t filled, released;         /* batches, counting from 0           */
+    int threaded, quit, oom;
+    int pwait, cwait;                  /* the feeder / the loader is waiting */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static void batch_clear(struct batch *b)
+{
+    for (size_t i = 0; i < b->ncopies; i++)
+        free(b->copies[i]);
+    b->ncopies = 0;
+}
+
+/* Keeps ev->rec valid for as long as the batch: 0 or -ENOMEM. */
+static int batch_keep(struct feeder *F, struct batch *b, struct vh_event *ev)
+{
+    const char *r = (const char *)ev->rec;
+    size_t size;
+    void *copy;
+
+    if ((r >= F->lo && r < F->hi) ||
+        (r >= (const char *)&ev->dec && r < (const char *)(&ev->dec + 1)))
+        return 0;
+    size = vh_record_size(ev->rec);
+    if (size < ev->size)
+        size = ev->size;
+    if (size < sizeof(struct vh_rec_hdr))
+        size = sizeof(struct vh_rec_hdr);
+    if (b->ncopies == b->capcopies) {
+        size_t n = b->capcopies ? b->capcopies * 2 : 16;
+        void **p = realloc(b->copies, n * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        b->copies = p;
+        b->capcopies = n;
+    }
+    if (!(copy = malloc(size)))
+        return -ENOMEM;
+    memcpy(copy, r, size);
+    b->copies[b->ncopies++] = copy;
+    ev->rec = copy;
+    return 0;
+}
+
+static void batch_fill(struct feeder *F, struct batch *b)
+{
+    size_t n = 0;
+    int more = 1;
+
+    batch_clear(b);
+    while (n < BATCH && (more = capture__next(F->cap, &b->ev[n]) == 1)) {
+        if (batch_keep(F, b, &b->ev[n])) {
+            F->oom = 1;
+            more = 0;
+            break;
+        }
+        n++;
+    }
+    b->n = n;
+    b->last = !more;
+    b->done = capture__progress(F->cap, &b->total);
+}
+
+static void *feeder_main(void *arg)
+{
+    struct feeder *F = arg;
+
+    for (uint64_t k = 0;; k++) {
+        int quit;
+        pthread_mutex_lock(&F->mu);
+        while (!F->quit && k - F->released >= NBATCH) {
+            F->pwait = 1;
+            pthread_cond_wait(&F->cv, &F->mu);
+        }
+        F->pwait = 0;
+        quit = F->quit;
+        pthread_mutex_unlock(&F->mu);
+        if (quit)
+            break;
+        struct batch *b = &F->b[k % NBATCH];
+        batch_fill(F, b);
+        pthread_mutex_lock(&F->mu);
+        F->filled = k + 1;
+        if (F->cwait)
+            pthread_cond_broadcast(&F->cv);
+        pthread_mutex_unlock(&F->mu);
+        if (b->last)
+            break;
+    }
+    return NULL;
+}
+
+/* 0 or -ENOMEM; a feeder without a thread is not an error. */
+static int feeder_start(struct feeder *F, struct capture *cap)
+{
+    memset(F, 0, sizeof *F);
+    F->cap = cap;
+    F->lo = (const char *)capture__header(cap);
+    F->hi = F->lo + capture__file_size(cap);
+    if (!(F->b = calloc(NBATCH, sizeof *F->b)))
+        return -ENOMEM;
+    if (pthread_mutex_init(&F->mu, NULL))
+        return 0;
+    if (pthread_cond_init(&F->cv, NULL)) {
+        pthread_mutex_destroy(&F->mu);
+        return 0;
+    }
+    if (pthread_create(&F->thread, NULL, feeder_main, F)) {
+        pthread_cond_destroy(&F->cv);
+        pthread_mutex_destroy(&F->mu);
+        return 0;
+    }
+    F->threaded = 1;
+    return 0;
+}
+
+/* Batch k, once it is complete. */
+static struct batch *feeder_take(struct feeder *F, uint64_t k)
+{
+    struct batch *b = &F->b[k % NBATCH];
+
+    if (!F->threaded) {
+        batch_fill(F, b);
+        return b;
+    }
+    pthread_mutex_lock(&F->mu);
+    while (F->filled <= k) {
+        F->cwait = 1;
+        pthread_cond_wait(&F->cv, &F->mu);
+    }
+    F->cwait = 0;
+    pthread_mutex_unlock(&F->mu);
+    return b;
+}
+
+static void feeder_release(struct feeder *F, uint64_t k)
+{
+    if (!F->threaded)
+        return;
+    /* a waiting feeder is woken when half the ring is free, not for each
+     * batch: fewer sleeps and wake-ups on both sides */
+    pthread_mutex_lock(&F->mu);
+    F->released = k + 1;
+    if (F->pwait && F->filled - F->released <= NBATCH / 2)
+        pthread_cond_broadcast(&F->cv);
+    pthread_mutex_unlock(&F->mu);
+}
+
+/* Stops the thread (wherever it is) and frees the batches. */
+static void feeder_stop(struct feeder *F)
+{
+    if (F->threaded) {
+        pthread_mutex_lock(&F->mu);
+        F->quit = 1;
+        pthread_cond_broadcast(&F->cv);
+        pthread_mutex_unlock(&F->mu);
+        pthread_join(F->thread, NULL);
+        pthread_cond_destroy(&F->cv);
+        pthread_mutex_destroy(&F->mu);
+        F->threaded = 0;
+    }
+    for (size_t i = 0; F->b && i < NBATCH; i++) {
+        batch_clear(&F->b[i]);
+        free(F->b[i].copies);
+    }
+    free(F->b);
+    F->b = NULL;
 }
 
 /* ---- the end: everything kept in memory goes to the DB ------------------- */
@@ -1272,6 +1493,83 @@ static uint32_t *agg_order(struct loader *L)
     return order;
 }
 
+/* ---- many rows per INSERT --------------------------------------------------
+ * The big tables written at the end (leaks, stack_stats: a row per live
+ * block, per (heap, stack, tag)) go ROWS rows per statement: a statement's
+ * own cost (start, halt, reset) is about a third of a one-row insert. */
+#define ROWS 64
+#define ROWS_MAX_COLS 16
+
+struct rows {
+    struct loader *L;
+    sqlite3_stmt *many, *one;
+    int cols, k;
+    int64_t v[ROWS * ROWS_MAX_COLS];
+};
+
+/* sql: "INSERT INTO t(a, b, ...) VALUES " for `cols` integer columns. */
+static int rows_open(struct loader *L, struct rows *r, const char *sql, int cols)
+{
+    size_t n = strlen(sql), len = n + (size_t)ROWS * (2 + 2 * (size_t)cols) + 1;
+    char *q = malloc(len), *p;
+
+    memset(r, 0, sizeof *r);
+    r->L = L;
+    r->cols = cols;
+    if (!q) {
+        fail(L, -ENOMEM, "out of memory");
+        return -1;
+    }
+    memcpy(q, sql, n);
+    p = q + n;
+    for (int i = 0; i < ROWS; i++) {
+        *p++ = i ? ',' : ' ';
+        *p++ = '(';
+        for (int c = 0; c < cols; c++) {
+            *p++ = c ? ',' : '?';
+            if (c)
+                *p++ = '?';
+        }
+        *p++ = ')';
+        if (!i) {
+            *p = 0;
+            r->one = prep(L, q);
+        }
+    }
+    *p = 0;
+    r->many = prep(L, q);
+    free(q);
+    return r->one && r->many ? 0 : -1;
+}
+
+static inline void rows_set(struct rows *r, int col, int64_t v)
+{
+    r->v[r->k * r->cols + col] = v;
+}
+
+static void rows_next(struct rows *r)
+{
+    if (++r->k < ROWS)
+        return;
+    for (int i = 0; i < ROWS * r->cols; i++)
+        sqlite3_bind_int64(r->many, i + 1, r->v[i]);
+    run(r->L, r->many);
+    r->k = 0;
+}
+
+/* The rows left, one by one; then the statements go. */
+static void rows_close(struct rows *r)
+{
+    for (int i = 0; r->one && i < r->k && !r->L->failed; i++) {
+        for (int c = 0; c < r->cols; c++)
+            sqlite3_bind_int64(r->one, c + 1, r->v[i * r->cols + c]);
+        run(r->L, r->one);
+    }
+    sqlite3_finalize(r->one);
+    sqlite3_finalize(r->many);
+    r->one = r->many = NULL;
+}
+
 /* One leaked block, copied out of the live map so that writing rows in key
  * order reads memory sequentially. */
 struct leak_row {
@@ -1291,8 +1589,9 @@ static int by_addr(const void *x, const void *y)
  * address. Linear but for the small per-group sorts. */
 static void write_leaks(struct loader *L, const uint32_t *order)
 {
-    sqlite3_stmt *st = prep(L, "INSERT INTO leaks(heap_id, address, size, usable, stack_id, "
-                               "tag_id, tid, time) VALUES (?,?,?,?,?,?,?,?)");
+    struct rows rw;                    /* 8 KiB */
+    int ok = !rows_open(L, &rw, "INSERT INTO leaks(heap_id, address, size, usable, stack_id, "
+                                "tag_id, tid, time) VALUES", 8);
     uint32_t *group = malloc((L->naggs ? L->naggs : 1) * sizeof *group);
     size_t ngroups = 0, total = 0;
     size_t *start = NULL;
@@ -1341,24 +1640,24 @@ static void write_leaks(struct loader *L, const uint32_t *order)
     for (size_t g = 0, from = 0; g < ngroups; from = start[g++])
         if (start[g] - from > 1)
             qsort(rows + from, start[g] - from, sizeof *rows, by_addr);
-    for (size_t i = 0; st && i < total && !L->failed; i++) {
+    for (size_t i = 0; ok && i < total && !L->failed; i++) {
         const struct leak_row *r = &rows[i];
-        sqlite3_bind_int64(st, 1, r->heap);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)r->addr);
-        sqlite3_bind_int64(st, 3, (sqlite3_int64)r->size);
-        sqlite3_bind_int64(st, 4, (sqlite3_int64)(r->size + r->slack));
-        sqlite3_bind_int64(st, 5, r->stack);
-        sqlite3_bind_int64(st, 6, r->tag);
-        sqlite3_bind_int64(st, 7, r->tid);
-        sqlite3_bind_int64(st, 8, (sqlite3_int64)r->time);
-        run(L, st);
+        rows_set(&rw, 0, r->heap);
+        rows_set(&rw, 1, (sqlite3_int64)r->addr);
+        rows_set(&rw, 2, (sqlite3_int64)r->size);
+        rows_set(&rw, 3, (sqlite3_int64)(r->size + r->slack));
+        rows_set(&rw, 4, r->stack);
+        rows_set(&rw, 5, r->tag);
+        rows_set(&rw, 6, r->tid);
+        rows_set(&rw, 7, (sqlite3_int64)r->time);
+        rows_next(&rw);
     }
     L->leaks = total;
     goto out;
 oom:
     fail(L, -ENOMEM, "out of memory");
 out:
-    sqlite3_finalize(st);
+    rows_close(&rw);
     free(group);
     free(start);
     free(rows);
@@ -1366,9 +1665,10 @@ out:
 
 static void write_stack_stats(struct loader *L, const uint32_t *order)
 {
-    sqlite3_stmt *st = prep(L, "INSERT INTO stack_stats VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    struct rows rw;
+    int ok = !rows_open(L, &rw, "INSERT INTO stack_stats VALUES", 14);
 
-    for (size_t k = 0; st && k < L->naggs && !L->failed; k++) {
+    for (size_t k = 0; ok && k < L->naggs && !L->failed; k++) {
         struct agg *a = &L->aggs[order[k]];
         const struct heap *h = L->byid[a->heap];
         int leaked = !h->destroyed;
@@ -1378,23 +1678,23 @@ static void write_stack_stats(struct loader *L, const uint32_t *order)
             stack_row(L, a->stack, 0, 0);   /* referenced, never described */
             L->missing_stacks++;
         }
-        sqlite3_bind_int64(st, 1, a->heap);
-        sqlite3_bind_int64(st, 2, a->stack);
-        sqlite3_bind_int64(st, 3, a->tag);
-        sqlite3_bind_int64(st, 4, (sqlite3_int64)a->allocations);
-        sqlite3_bind_int64(st, 5, (sqlite3_int64)a->failed);
-        sqlite3_bind_int64(st, 6, (sqlite3_int64)a->bytes);
-        sqlite3_bind_int64(st, 7, (sqlite3_int64)a->usable);
-        sqlite3_bind_int64(st, 8, (sqlite3_int64)a->frees);
-        sqlite3_bind_int64(st, 9, (sqlite3_int64)a->temporary);
-        sqlite3_bind_int64(st, 10, (sqlite3_int64)a->peak_blocks);
-        sqlite3_bind_int64(st, 11, (sqlite3_int64)a->peak_bytes);
-        sqlite3_bind_int64(st, 12, (sqlite3_int64)a->max_live_bytes);
-        sqlite3_bind_int64(st, 13, leaked ? (sqlite3_int64)a->live_blocks : 0);
-        sqlite3_bind_int64(st, 14, leaked ? (sqlite3_int64)a->live_bytes : 0);
-        run(L, st);
+        rows_set(&rw, 0, a->heap);
+        rows_set(&rw, 1, a->stack);
+        rows_set(&rw, 2, a->tag);
+        rows_set(&rw, 3, (sqlite3_int64)a->allocations);
+        rows_set(&rw, 4, (sqlite3_int64)a->failed);
+        rows_set(&rw, 5, (sqlite3_int64)a->bytes);
+        rows_set(&rw, 6, (sqlite3_int64)a->usable);
+        rows_set(&rw, 7, (sqlite3_int64)a->frees);
+        rows_set(&rw, 8, (sqlite3_int64)a->temporary);
+        rows_set(&rw, 9, (sqlite3_int64)a->peak_blocks);
+        rows_set(&rw, 10, (sqlite3_int64)a->peak_bytes);
+        rows_set(&rw, 11, (sqlite3_int64)a->max_live_bytes);
+        rows_set(&rw, 12, leaked ? (sqlite3_int64)a->live_blocks : 0);
+        rows_set(&rw, 13, leaked ? (sqlite3_int64)a->live_bytes : 0);
+        rows_next(&rw);
     }
-    sqlite3_finalize(st);
+    rows_close(&rw);
 }
 
 static void write_heaps(struct loader *L)
@@ -1690,9 +1990,8 @@ static double now_s(void)
     return clock_s(CLOCK_MONOTONIC);
 }
 
-static void progress(struct loader *L, int *last_pct, int final)
+static void progress(struct loader *L, int *last_pct, int final, uint64_t done, uint64_t total)
 {
-    uint64_t total = 0, done = capture__progress(L->cap, &total);
     int pct = final ? 100 : total ? (int)(done * 100 / total) : 0;
 
     if (pct == *last_pct)
@@ -1759,15 +2058,17 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     struct loader L = { .opts = opts ? opts : &defaults };
     struct capture_stamp cs = { 0 };
     struct db_new dbn = { 0 };
-    struct vh_event ring[AHEAD];
+    struct feeder F = { 0 };
+    uint32_t hint[AHEAD];
+    size_t hint_slot[AHEAD];
     struct stat sb;
     const char *damage = NULL;
     unsigned damage_count;
     char msg[256];
     double t0 = now_s(), t1, t2, t3, cpu0;
     uint32_t *order;
-    int rc, show, more = 1, last_pct = -1;
-    size_t n, i;
+    int rc, show, last_pct = -1;
+    size_t n;
 
     memset(stats, 0, sizeof *stats);
     opts = L.opts;
@@ -1844,25 +2145,54 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
     /* A window of AHEAD events: each one's hash slot is prefetched when it
      * enters, and is in cache by the time it is processed. With a live set
-     * far larger than the caches this more than halves the time per event. */
-    for (n = 0; n < AHEAD && (more = capture__next(L.cap, &ring[n]) == 1); n++)
-        prefetch(&L, &ring[n]);
-    for (i = 0; n && !L.failed; i = (i + 1) % AHEAD) {
-        if (n > AHEAD / 2)
-            prefetch_agg(&L, &ring[(i + AHEAD / 2) % AHEAD]);
-        L.records++;
-        on_event(&L, &ring[i]);
-        if (!L.failed && evwriter__checkpoint_due(L.evw))
-            write_checkpoint(&L);
-        if (more && (more = capture__next(L.cap, &ring[i]) == 1))
-            prefetch(&L, &ring[i]);
-        else
-            n--;
-        if (show && !(L.records & PROGRESS_EVERY))
-            progress(&L, &last_pct, 0);
+     * far larger than the caches this more than halves the time per event.
+     * The window stays within a batch (its first events go unhinted). */
+    if (feeder_start(&F, L.cap)) {
+        fail(&L, -ENOMEM, "out of memory");
+        goto fail;
     }
+    for (n = 0; n < AHEAD; n++) {
+        hint[n] = UINT32_MAX;
+        hint_slot[n] = SIZE_MAX;
+    }
+    for (uint64_t k = 0; !L.failed; k++) {
+        struct batch *b = feeder_take(&F, k);
+        struct vh_event *e = b->ev;
+        size_t m = b->n;
+        int last = b->last;
+
+        if (F.oom)
+            fail(&L, -ENOMEM, "out of memory");
+        for (n = 0; n < m && n < AHEAD; n++)
+            prefetch(&L, &e[n]);
+        for (size_t j = 0; j < m && !L.failed; j++) {
+            if (j + AHEAD / 2 < m)
+                hint[(j + AHEAD / 2) % AHEAD] =
+                    prefetch_agg(&L, &e[j + AHEAD / 2], &hint_slot[(j + AHEAD / 2) % AHEAD]);
+            L.records++;
+            L.hint_agg = hint[j % AHEAD];
+            L.hint_slot = hint_slot[j % AHEAD];
+            hint[j % AHEAD] = UINT32_MAX;
+            hint_slot[j % AHEAD] = SIZE_MAX;
+            on_event(&L, &e[j]);
+            /* a checkpoint goes between two records, when one may be due */
+            if (L.emitted >= L.cp_at && !L.failed) {
+                if (evwriter__checkpoint_due(L.evw))
+                    write_checkpoint(&L);
+                L.cp_at = L.emitted + evwriter__due_in(L.evw);
+            }
+            if (j + AHEAD < m)
+                prefetch(&L, &e[j + AHEAD]);
+            if (show && !(L.records & PROGRESS_EVERY))
+                progress(&L, &last_pct, 0, b->done, b->total);
+        }
+        feeder_release(&F, k);
+        if (last)
+            break;
+    }
+    feeder_stop(&F);                   /* capture__damage() is ours again */
     if (show)
-        progress(&L, &last_pct, 1);
+        progress(&L, &last_pct, 1, 0, 0);
     t1 = now_s();
     stats->stream_seconds = t1 - t0;
     stats->stream_cpu_seconds = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
@@ -1938,6 +2268,7 @@ fail:
     rc = L.failed ? L.failed : -EIO;
     snprintf(err, errlen, "%s: %s", capture, L.errmsg[0] ? L.errmsg : "load failed");
 out:
+    feeder_stop(&F);
     loader_free(&L);
     if (dbn.db || dbn.tmp[0])
         db__discard(&dbn);

@@ -327,7 +327,8 @@ while [ $r -le "$areps" ]; do
         if [ $have_heaptrack = 1 ] && [ -f "$hf" ]; then
             rm -f res
             "$stamp" res heaptrack_print "$hf" >print.out 2>&1 || true
-            [ -s res ] && echo "$w print $r $(cut -d' ' -f1 res)" >>aresults
+            # wall, CPU (user + system), peak RSS in KiB
+            [ -s res ] && echo "$w print $r $(awk '{ print $1, $2 + $3, $4 }' res)" >>aresults
         fi
         if [ $can_load = 1 ]; then
             set -- "$tmp/vh.$w.$reps".*.vhcap
@@ -338,7 +339,7 @@ while [ $r -le "$areps" ]; do
                 "$stamp" res sh -c '"$1" load -q --no-progress "$2" "$3" && "$1" summary "$3"' sh \
                     "$analyze" "$1" "$tmp/vh.$w.db" >summary.out 2>&1 || true
                 if [ -s res ] && [ "$(cut -d' ' -f5 res)" = 0 ]; then
-                    echo "$w load $r $(cut -d' ' -f1 res)" >>aresults
+                    echo "$w load $r $(awk '{ print $1, $2 + $3, $4 }' res)" >>aresults
                 else
                     warn "$w: vheap-analyze load/summary failed:"; tail -n 3 summary.out >&2
                 fi
@@ -347,17 +348,25 @@ while [ $r -le "$areps" ]; do
     done
     r=$((r + 1))
 done
-printf '%-12s %12s %16s %20s %14s\n' workload "ht interpret" "heaptrack_print" "vheap load+summary" "vheap/print"
+printf '%-12s %12s %16s %20s %14s %8s %8s %9s\n' workload "ht interpret" "heaptrack_print" \
+    "vheap load+summary" "vheap/print" "ht cpu" "vh cpu" "vh rss"
 for w in $wls; do
     it=$(awk -v w="$w" '$1 == w && $2 == "interpret" { print $4 }' aresults)
     hp=$(awk -v w="$w" '$1 == w && $2 == "print" { print $4 }' aresults | median)
     vl=$(awk -v w="$w" '$1 == w && $2 == "load" { print $4 }' aresults | median)
-    awk -v w="$w" -v i="${it:--}" -v p="$hp" -v l="$vl" 'BEGIN {
+    hc=$(awk -v w="$w" '$1 == w && $2 == "print" && NF >= 6 { print $5 }' aresults | median)
+    vc=$(awk -v w="$w" '$1 == w && $2 == "load" && NF >= 6 { print $5 }' aresults | median)
+    vr=$(awk -v w="$w" '$1 == w && $2 == "load" && NF >= 6 { print $6 * 1024 }' aresults | median)
+    awk -v w="$w" -v i="${it:--}" -v p="$hp" -v l="$vl" -v hc="$hc" -v vc="$vc" \
+        -v vr="$(bytes "$vr")" 'BEGIN {
         r = (p != "-" && l != "-" && p > 0) ? sprintf("%.2f %s", l / p, l <= p ? "ok" : "OVER") : "-"
-        printf "%-12s %12s %16s %20s %14s\n", w, i, p, l, r }'
+        printf "%-12s %12s %16s %20s %14s %8s %8s %9s\n", w, i, p, l, r,
+            hc == "-" ? "-" : sprintf("%.2f", hc), vc == "-" ? "-" : sprintf("%.2f", vc), vr }'
 done
 say "(target: vheap load+summary <= heaptrack_print on the same run; load also"
-say " symbolizes, which heaptrack did earlier in heaptrack_interpret)"
+say " symbolizes, which heaptrack did earlier in heaptrack_interpret. cpu: user +"
+say " system seconds of all threads; vheap's load reads, loads and compresses on"
+say " three threads. rss: peak of load, the capture's mapped pages included)"
 
 # ---- optional: where vheap's time goes --------------------------------------------
 if [ "${BENCH_PERF:-0}" = 1 ] && [ $have_vheap = 1 ]; then

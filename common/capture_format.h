@@ -365,52 +365,6 @@ enum vh_dec_error {
     VH_DEC_RANGE = -3,             /* a field out of its range, unknown bits */
 };
 
-/* Reads the varint at *p (before end) into *v and moves *p past it; 0, or
- * VH_DEC_CUT / VH_DEC_VARINT (*p unchanged). */
-static inline int vh_uleb_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    const uint8_t *q = *p;
-    uint64_t r, b;
-
-    if (__builtin_expect(q < end && *q < 0x80, 1)) {   /* most fields: one byte */
-        *v = *q;
-        *p = q + 1;
-        return 0;
-    }
-    if (end - q >= (long)VH_ULEB_MAX) {
-        /* Room for the longest: no bound check per byte. */
-        r = q[0] & 0x7f;
-        for (unsigned i = 1; i < VH_ULEB_MAX - 1; i++) {
-            b = q[i];
-            r |= (b & 0x7f) << (7 * i);
-            if (b < 0x80) {
-                *p = q + i + 1;
-                *v = r;
-                return 0;
-            }
-        }
-        if (q[VH_ULEB_MAX - 1] > 1)
-            return VH_DEC_VARINT;
-        *v = r | (uint64_t)q[VH_ULEB_MAX - 1] << 63;
-        *p = q + VH_ULEB_MAX;
-        return 0;
-    }
-    r = 0;
-    for (unsigned shift = 0;; shift += 7) {
-        if (q >= end)
-            return VH_DEC_CUT;
-        b = *q++;
-        if (shift == 63 && b > 1)
-            return VH_DEC_VARINT;
-        r |= (b & 0x7f) << shift;
-        if (!(b & 0x80))
-            break;
-    }
-    *p = q;
-    *v = r;
-    return 0;
-}
-
 /* vh_uleb_get for a varint known to lie before the end of the valid bytes
  * (at least VH_ULEB_MAX of them left): no bound check. */
 static inline int vh_uleb_get_near(const uint8_t **p, uint64_t *v)
@@ -437,6 +391,36 @@ static inline int vh_uleb_get_near(const uint8_t **p, uint64_t *v)
         return VH_DEC_VARINT;
     *v = r | (uint64_t)q[VH_ULEB_MAX - 1] << 63;
     *p = q + VH_ULEB_MAX;
+    return 0;
+}
+
+/* Reads the varint at *p (before end) into *v and moves *p past it; 0, or
+ * VH_DEC_CUT / VH_DEC_VARINT (*p unchanged). */
+static inline int vh_uleb_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *q = *p;
+    uint64_t r, b;
+
+    if (__builtin_expect(q < end && *q < 0x80, 1)) {   /* most fields: one byte */
+        *v = *q;
+        *p = q + 1;
+        return 0;
+    }
+    if (end - q >= (long)VH_ULEB_MAX)
+        return vh_uleb_get_near(p, v);   /* room for the longest: no bound checks */
+    r = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        if (q >= end)
+            return VH_DEC_CUT;
+        b = *q++;
+        if (shift == 63 && b > 1)
+            return VH_DEC_VARINT;
+        r |= (b & 0x7f) << shift;
+        if (!(b & 0x80))
+            break;
+    }
+    *p = q;
+    *v = r;
     return 0;
 }
 

@@ -210,7 +210,7 @@ CREATE TABLE series (
 -- and liveset__at, the blobs are not meant for SQL): every allocation, free,
 -- in-place resize, move and failed call in time order, numbered from 0
 -- (seq), in blocks of at most 65536 events. `data` is a zstd frame of
--- varint-coded events (encoding 1: docs/schema.md). Times never go back:
+-- varint-coded events (encoding 1 or 2: docs/schema.md). Times never go back:
 -- block b's events lie in [first_time, last_time], before block b + 1's.
 CREATE TABLE events (
     block      INTEGER PRIMARY KEY,  -- 0, 1, ... in stream order
@@ -218,7 +218,7 @@ CREATE TABLE events (
     first_time INTEGER NOT NULL,
     last_time  INTEGER NOT NULL,
     count      INTEGER NOT NULL,     -- events in it
-    encoding   INTEGER NOT NULL,     -- 1
+    encoding   INTEGER NOT NULL,     -- 1 or 2 (load writes 2)
     data       BLOB NOT NULL
 );
 CREATE INDEX events_time ON events(first_time);

@@ -512,6 +512,64 @@ static void test_track_options(void **state)
     run_random(4096, 0, 1, 1u << 30, 2000);
 }
 
+/* Many blocks: the tracker's trees split and merge nodes at every level
+ * (the random runs above stay within a few leaves). Blocks go in and out in
+ * random order; at each stage the totals must be frag__analyze()'s for what
+ * is left, and in the end nothing is left. */
+static void test_track_many(void **state)
+{
+    enum { N = 40000 };
+    static struct vh_block all[N], left[N];
+    static uint32_t order[N];
+    static int live[N];
+    struct frag_opts o;
+    struct fragtrack *t = NULL;
+    const struct frag_heap bounded = { 1, 0x400000000ull, (uint64_t)N * 0x100, -1 };
+    (void)state;
+
+    frag_opts__default(&o);
+    assert_int_equal(fragtrack__new(&o, &t), 0);
+    assert_int_equal(fragtrack__heap(t, &bounded, 1), 0);
+    for (uint32_t i = 0; i < N; i++) {
+        /* heap 0 in clusters 1 MiB apart, heap 1 inside its bounds */
+        uint32_t h = i & 1, k = i / 2;
+        uint64_t at = h ? bounded.base + (uint64_t)k * 0x200
+                        : 0x10000000ull + (uint64_t)k * 0x100 + (uint64_t)(k / 500) * (2u << 20);
+        uint64_t usable = 16 + rnd(0xe0) / 16 * 16;
+        all[i] = blk(h, at, usable - rnd(16), usable, (uint32_t)rnd(7));
+        order[i] = i;
+    }
+    for (int round = 0; round < 3; round++) {
+        size_t n = 0;
+        for (uint32_t i = N - 1; i > 0; i--) {          /* shuffle */
+            uint32_t j = (uint32_t)rnd(i + 1), x = order[i];
+            order[i] = order[j];
+            order[j] = x;
+        }
+        for (uint32_t i = 0; i < N; i++) {
+            uint32_t b = order[i];
+            int want = round == 2 ? 0 : round == 0 ? 1 : (int)rnd(2);
+            if (want && !live[b])
+                assert_int_equal(fragtrack__add(t, &all[b]), 0);
+            else if (!want && live[b])
+                assert_int_equal(fragtrack__remove(t, all[b].heap_id, all[b].addr), 0);
+            live[b] = want;
+        }
+        for (uint32_t h = 0; h < 2; h++)                 /* sorted by heap, address */
+            for (uint32_t i = h; i < N; i += 2)
+                if (live[i])
+                    left[n++] = all[i];
+        struct frag_report *r = NULL;
+        struct frag_totals x;
+        assert_int_equal(frag__analyze(left, n, &bounded, 1, &o, &r), 0);
+        fragtrack__totals(t, &x);
+        same_totals(&x, &r->t);
+        assert_int_equal(x.blocks, n);
+        frag_report__free(r);
+    }
+    fragtrack__free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -524,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_track_4k),
         cmocka_unit_test(test_track_small_pages),
         cmocka_unit_test(test_track_options),
+        cmocka_unit_test(test_track_many),
     };
     return cmocka_run_group_tests_name("frag", tests, NULL, NULL);
 }

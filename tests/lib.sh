@@ -247,6 +247,19 @@ main_range() {
 # has_flag FLAGS WORD: true if the comma-separated header flags hold WORD.
 has_flag() { case ",$1," in *,"$2",*) return 0 ;; esac; return 1; }
 
+# small_disk: mounts a 2 MiB tmpfs at $PWD/small, sets mnt to it and
+# unmounts it when the test exits; skips the test (77) where it cannot mount
+# (not root). For tests of a capture whose disk fills up.
+small_disk() {
+    mnt=$PWD/small
+    mkdir -p "$mnt"
+    if ! mount -t tmpfs -o size=2m tmpfs "$mnt" 2>mount.err; then
+        echo "skip: cannot mount a 2 MiB tmpfs (needs root): $(cat mount.err)" >&2
+        exit 77
+    fi
+    trap 'umount "$mnt" 2>/dev/null' EXIT INT TERM
+}
+
 # ---- the target survives the profiler (stress_*.sh) ----------------------
 # vs_bare SECS NAME PROGRAM ARGS...: runs PROGRAM bare, then under the shim
 # (capture NAME.vhcap or $VS_CAPTURE; other VHEAP_* settings come from the

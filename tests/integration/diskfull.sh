@@ -10,13 +10,7 @@
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/stress_fill"
 
-mnt=$PWD/small
-mkdir -p "$mnt"
-if ! mount -t tmpfs -o size=2m tmpfs "$mnt" 2>mount.err; then
-    echo "skip: cannot mount a 2 MiB tmpfs (needs root): $(cat mount.err)" >&2
-    exit 77
-fi
-trap 'umount "$mnt" 2>/dev/null' EXIT INT TERM
+small_disk
 
 run() { # NAME THREADS ROUNDS
     rm -f "$mnt"/*

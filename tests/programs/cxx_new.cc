@@ -54,23 +54,15 @@ USER static void cxxnew_expressions()
     TP_CHECK(nwa);
     tp_alloc("operator_new_array_aligned_nothrow", nwa, 3 * sizeof(Wide), us(nwa), "align=64");
 #endif
-    tp_free(DEL_OBJ, o, NULL);
-    delete o;
-    tp_free("operator_delete_array", a, NULL);
-    delete[] a;
-    tp_free(DEL_OBJ, n, NULL);
-    delete n;
-    tp_free("operator_delete_array", na, NULL);
-    delete[] na;
+    tp_delete(DEL_OBJ, o);
+    tp_delete_array("operator_delete_array", a);
+    tp_delete(DEL_OBJ, n);
+    tp_delete_array("operator_delete_array", na);
 #if __cpp_aligned_new
-    tp_free(DEL_WIDE, w, NULL);
-    delete w;
-    tp_free("operator_delete_array_aligned", wa, NULL);
-    delete[] wa;
-    tp_free(DEL_WIDE, nw, NULL);
-    delete nw;
-    tp_free("operator_delete_array_aligned", nwa, NULL);
-    delete[] nwa;
+    tp_delete(DEL_WIDE, w);
+    tp_delete_array("operator_delete_array_aligned", wa);
+    tp_delete(DEL_WIDE, nw);
+    tp_delete_array("operator_delete_array_aligned", nwa);
 #endif
 }
 

@@ -35,12 +35,9 @@ USER static void objects()
     Wide *w = new Wide;                   // operator new(size, align_val_t)
     TP_CHECK(reinterpret_cast<uintptr_t>(w) % 256 == 0);
     tp_alloc("operator_new_aligned", w, sizeof(Wide), us(w), "align=256");
-    tp_free(DEL_SIZED, o, NULL);
-    delete o;
-    tp_free("operator_delete_array", arr, NULL);
-    delete[] arr;
-    tp_free(DEL_SIZED_ALIGNED, w, NULL);
-    delete w;
+    tp_delete(DEL_SIZED, o);
+    tp_delete_array("operator_delete_array", arr);
+    tp_delete(DEL_SIZED_ALIGNED, w);
     Obj *kept = new Obj;                  // deliberately leaked
     tp_alloc("operator_new", kept, sizeof(Obj), us(kept), NULL);
 }

@@ -9,15 +9,9 @@
  * capture or counted as nested in its loss line, none silently passed.
  * stdout: the USER range, "handled N" (handler events) and "heap H". */
 #include "testprog.h"
-
-#include <signal.h>
-#include <time.h>
+#include "tp_signal.h"
 
 #include "preload/vheap.h"
-
-#ifndef sigev_notify_thread_id
-#define sigev_notify_thread_id _sigev_un._tid
-#endif
 
 static int heap;
 static long period_ns;
@@ -33,15 +27,7 @@ USER static void on_usr1(int sig)
 
 USER static void *worker(void *arg)
 {
-    timer_t tm;
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = SIGUSR1;
-    sev.sigev_notify_thread_id = (pid_t)gettid();
-    TP_CHECK(timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0);
-    struct itimerspec its = { { 0, period_ns }, { 0, period_ns } };
-    TP_CHECK(timer_settime(tm, 0, &its, NULL) == 0);
+    timer_t tm = tp_thread_timer(SIGUSR1, period_ns);
     /* The first allocation of this thread: the shim's window. */
     void *p = malloc(40);
     TP_CHECK(p);
@@ -52,13 +38,7 @@ USER static void *worker(void *arg)
         free(p);
     }
     /* No handler after this: block first, then stop the timer. */
-    sigset_t usr1;
-    sigemptyset(&usr1);
-    sigaddset(&usr1, SIGUSR1);
-    TP_CHECK(pthread_sigmask(SIG_BLOCK, &usr1, NULL) == 0);
-    memset(&its, 0, sizeof its);
-    TP_CHECK(timer_settime(tm, 0, &its, NULL) == 0);
-    TP_CHECK(timer_delete(tm) == 0);
+    tp_thread_timer_stop(tm, SIGUSR1);
     return arg;
 }
 
@@ -72,12 +52,7 @@ int main(int argc, char **argv)
     period_ns = atol(argv[2]) * 1000;
     TP_CHECK(threads > 0 && period_ns > 0 && period_ns < 1000000000);
     heap = vheap_heap_create("signals", 0, NULL, 0);   /* the lookup, here */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    TP_CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    tp_handle(SIGUSR1, on_usr1, SA_RESTART);
     for (int i = 0; i < threads; i++) {
         pthread_t th;
         TP_CHECK(pthread_create(&th, NULL, worker, NULL) == 0);

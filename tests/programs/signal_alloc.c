@@ -10,8 +10,8 @@
  * arriving while the shim is busy with bookkeeping must be passed through and
  * counted as nested (header loss nested=), never crash or hang. */
 #include "testprog.h"
+#include "tp_signal.h"
 
-#include <signal.h>
 #include <stdatomic.h>
 #include <sys/time.h>
 #include <time.h>
@@ -77,12 +77,7 @@ int main(void)
         free(a);
         free(b);
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    TP_CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+    tp_handle(SIGALRM, on_alarm, SA_RESTART);
     struct itimerval it = { { 0, 100 }, { 0, 100 } };
     TP_CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
 

@@ -8,13 +8,7 @@
  * A measurement for bench reports, not a test: prints "signal_cost: ...
  * handler=N ns/pair outside=N ns/pair". */
 #include "testprog.h"
-
-#include <signal.h>
-#include <time.h>
-
-#ifndef sigev_notify_thread_id
-#define sigev_notify_thread_id _sigev_un._tid
-#endif
+#include "tp_signal.h"
 
 #define MAX_THREADS 16
 #define PAIRS_PER 4
@@ -102,21 +96,9 @@ static void *worker(void *arg)
         stack_t ss = { .ss_sp = alt, .ss_size = 1 << 16, .ss_flags = 0 };
         TP_CHECK(sigaltstack(&ss, NULL) == 0);
     }
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = SIGUSR1;
-    sev.sigev_notify_thread_id = gettid();
-    timer_t timer;
-    TP_CHECK(timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0);
-    struct itimerspec its = { { 0, 200000 }, { 0, 200000 } };
-    TP_CHECK(timer_settime(timer, 0, &its, NULL) == 0);
+    timer_t timer = tp_thread_timer(SIGUSR1, 200000);
     deep(8, 1);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    timer_delete(timer);
+    tp_thread_timer_stop(timer, SIGUSR1);
     double o = deep(8, 0);
     if (use_alt) {
         stack_t off = { .ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE };
@@ -139,12 +121,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: signal_cost [SIGNALS [THREADS (1..16) [alt]]]\n");
         return 2;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sa.sa_flags = SA_RESTART | (use_alt ? SA_ONSTACK : 0);
-    sigemptyset(&sa.sa_mask);
-    TP_CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    tp_handle(SIGUSR1, on_usr1, SA_RESTART | (use_alt ? SA_ONSTACK : 0));
     pthread_t th[MAX_THREADS];
     for (int i = 0; i < threads; i++)
         TP_CHECK(pthread_create(&th[i], NULL, worker, NULL) == 0);

@@ -11,8 +11,8 @@
  * block's stack to hold a handler frame, tramp, pc, a frame in outer. */
 #pragma GCC optimize("no-omit-frame-pointer")
 #include "testprog.h"
+#include "tp_signal.h"
 
-#include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -142,12 +142,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: signal_stack thread|alt [ROUNDS (1..%d)]\n", MAX_ROUNDS);
         return 2;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_usr1;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | (use_alt ? SA_ONSTACK : 0);
-    sigemptyset(&sa.sa_mask);
-    TP_CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    tp_handle_info(SIGUSR1, on_usr1, SA_RESTART | (use_alt ? SA_ONSTACK : 0));
     target_thread[0] = pthread_self();
     pthread_t w, s;
     /* The worker goes second: it waits for the main thread's rounds. */

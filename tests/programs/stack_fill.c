@@ -48,18 +48,6 @@ USER static void *worker(void *arg)
     return arg;
 }
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (write(1, line, (size_t)n) != n)
-        _exit(4);
-}
-
 int main(int argc, char **argv)
 {
     unsigned threads = argc > 1 ? (unsigned)atoi(argv[1]) : 0;
@@ -68,7 +56,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: stack_fill THREADS (1..%d) ROUNDS\n", MAX_THREADS);
         return 2;
     }
-    say("user lo=%p hi=%p\n", (void *)__start_tp_user, (void *)__stop_tp_user);
+    tp_say("user lo=%p hi=%p\n", (void *)__start_tp_user, (void *)__stop_tp_user);
     pthread_t th[MAX_THREADS];
     TP_CHECK(pthread_barrier_init(&start, NULL, threads) == 0);
     for (unsigned i = 0; i < threads; i++)
@@ -76,7 +64,7 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < threads; i++)
         TP_CHECK(pthread_join(th[i], NULL) == 0);
     unsigned long allocs = threads * rounds;
-    say("result threads=%u rounds=%lu\n", threads, rounds);
-    say("expect calls=%lu allocs=%lu frees=%lu\n", 2 * allocs, allocs, allocs);
+    tp_say("result threads=%u rounds=%lu\n", threads, rounds);
+    tp_say("expect calls=%lu allocs=%lu frees=%lu\n", 2 * allocs, allocs, allocs);
     return 0;
 }

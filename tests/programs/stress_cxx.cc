@@ -69,10 +69,8 @@ Table::~Table()
     tp_free("free", tmp, NULL);
     free(tmp);
     tp_free(DEL_SIZED, vals->data(), NULL);
-    tp_free(DEL_SIZED, vals, NULL);
-    delete vals;
-    tp_free("operator_delete_array", slots, NULL);
-    delete[] slots;
+    tp_delete(DEL_SIZED, vals);
+    tp_delete_array("operator_delete_array", slots);
     tp_free("free", name, NULL);
     free(name);
 }

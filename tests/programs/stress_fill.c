@@ -51,18 +51,6 @@ USER static void *worker(void *arg)
     return NULL;
 }
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (write(1, line, (size_t)n) != n)
-        _exit(4);
-}
-
 int main(int argc, char **argv)
 {
     unsigned threads = argc > 1 ? (unsigned)atoi(argv[1]) : 1;
@@ -71,7 +59,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: stress_fill THREADS (1..%d) ROUNDS (>= 8)\n", MAX_THREADS);
         return 2;
     }
-    say("user lo=%p hi=%p\n", (void *)__start_tp_user, (void *)__stop_tp_user);
+    tp_say("user lo=%p hi=%p\n", (void *)__start_tp_user, (void *)__stop_tp_user);
     if (threads == 1) {
         worker(NULL);
     } else {
@@ -88,7 +76,7 @@ int main(int argc, char **argv)
         bytes += byte_sums[i];
     }
     unsigned long allocs = threads * rounds;
-    say("result threads=%u rounds=%lu checksum=%lu\n", threads, rounds, sum);
-    say("expect calls=%lu allocs=%lu frees=%lu bytes=%lu\n", 2 * allocs, allocs, allocs, bytes);
+    tp_say("result threads=%u rounds=%lu checksum=%lu\n", threads, rounds, sum);
+    tp_say("expect calls=%lu allocs=%lu frees=%lu bytes=%lu\n", 2 * allocs, allocs, allocs, bytes);
     return 0;
 }

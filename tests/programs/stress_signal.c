@@ -13,14 +13,9 @@
  * which lock an arena the interrupted call does not hold.
  * stdout: a "result" line and "expect" lines with counts for the test. */
 #include "testprog.h"
+#include "tp_signal.h"
 
 #include <errno.h>
-#include <signal.h>
-#include <time.h>
-
-#ifndef sigev_notify_thread_id
-#define sigev_notify_thread_id _sigev_un._tid   /* glibc before 2.35 names it so */
-#endif
 
 #define WORKERS 3
 #define MAIN_SIZE 32
@@ -84,15 +79,7 @@ USER static void *worker(void *arg)
     my_index = me;
     /* A timer of our own that signals this very thread. A handler that
      * takes longer than the period never lets the thread go on. */
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = SIGUSR1;
-    sev.sigev_notify_thread_id = gettid();
-    timer_t timer;
-    TP_CHECK(timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0);
-    struct itimerspec its = { { 0, period_ns }, { 0, period_ns } };
-    TP_CHECK(timer_settime(timer, 0, &its, NULL) == 0);
+    timer_t timer = tp_thread_timer(SIGUSR1, period_ns);
     for (unsigned long i = 0; handled[me] < want && i < max_iterations; i++) {
         inside[me] = 1;
         void *p = malloc(MAIN_SIZE);
@@ -109,11 +96,7 @@ USER static void *worker(void *arg)
         for (volatile int k = 0; k < 2000; k++)
             ;
     }
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    timer_delete(timer);
+    tp_thread_timer_stop(timer, SIGUSR1);
     return NULL;
 }
 
@@ -128,12 +111,7 @@ int main(int argc, char **argv)
     }
     tp_range();
     tp_flush();
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    TP_CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    tp_handle(SIGUSR1, on_usr1, SA_RESTART);
     pthread_t workers[WORKERS];
     for (int i = 0; i < WORKERS; i++)
         TP_CHECK(pthread_create(&workers[i], NULL, worker, (void *)(intptr_t)i) == 0);

@@ -11,9 +11,9 @@
  * handler puts the default action back and the program dies, so that
  * cannot go unnoticed. Main-thread calls are logged as "ev" lines. */
 #include "testprog.h"
+#include "tp_signal.h"
 
 #include <malloc.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -147,12 +147,7 @@ int main(int argc, char **argv)
     static char altstack[64 << 10];
     stack_t ss = { .ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0 };
     TP_CHECK(sigaltstack(&ss, NULL) == 0);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_segv;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    TP_CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
+    tp_handle_info(SIGSEGV, on_segv, SA_ONSTACK);
     pthread_t th;
     TP_CHECK(pthread_create(&th, NULL, busy, NULL) == 0);
     uint64_t seed = 0x853c49e6748fea9bull;

@@ -106,6 +106,21 @@ static inline void tp_flush(void)
     pthread_mutex_unlock(&tp.lock);
 }
 
+/* Writes one formatted piece of output at once with write(2), unbuffered and
+ * without allocating: for programs whose every allocator call is counted
+ * (stdio would add its own). Exits 4 when the write falls short. */
+static inline void tp_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void tp_say(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof line || write(1, line, (size_t)n) != n)
+        _exit(4);
+}
+
 static inline void tp_range(void)
 {
     tp_note("user lo=%p hi=%p", (void *)__start_tp_user, (void *)__stop_tp_user);
@@ -216,6 +231,23 @@ static inline void tp_reset(const char *prefix)
     tp.bytes_unknown = 0;
     tp.nlive = 0;
 }
+
+#ifdef __cplusplus
+/* A delete expression, logged first as a free by FUNC (the operator vheap
+ * records for it). A template, so that the expression sees p's own type:
+ * the same sized or aligned operator delete as one written in place. */
+template <class T> static inline void tp_delete(const char *func, T *p)
+{
+    tp_free(func, p, NULL);
+    delete p;
+}
+
+template <class T> static inline void tp_delete_array(const char *func, T *p)
+{
+    tp_free(func, p, NULL);
+    delete[] p;
+}
+#endif
 
 /* Exits with a message when the program itself sees something wrong (an
  * allocator result that breaks its contract): a test failure, not a skip. */

@@ -621,8 +621,17 @@ static inline uint64_t lookup(uint64_t ip, uint64_t gen)
  * independent loads, not the dependent chain of rule lookups. Only frames
  * on the thread's own stack are recorded (it stays mapped while the thread
  * lives; a signal stack may be freed between two walks), and none from a
- * signal frame on (walk_plain does those). */
-#define MEMO 64u
+ * signal frame on (walk_plain does those).
+ *
+ * The memo is a window [s, e) of a per-thread array, innermost frame first.
+ * A walk that ends inside a reused run of the previous walk leaves that run
+ * where it is and only writes its new inner frames in front of it (they
+ * were collected in `fresh`); so the unchanged outer frames are neither
+ * copied nor hashed again: each frame keeps the fold (internal.h's stack
+ * hash) of itself and everything outside it, valid when the window holds a
+ * whole walk that ended by itself (`folded`). */
+#define MEMO 68u                   /* frames kept: a default-depth walk (65) */
+#define MEMO_CAP (MEMO + 32u)      /* room to grow the window inwards        */
 enum { H_OPEN = 0,                 /* not followed (a signal frame)           */
        H_NEXT,                     /* went on: ret at nsp-8, rbp from at     */
        H_ZERO,                     /* the return address at nsp-8 was 0: end */
@@ -631,17 +640,19 @@ enum { H_OPEN = 0,                 /* not followed (a signal frame)           */
 
 struct mframe {
     uint64_t ip, sp, rbp;          /* the state at this frame                 */
-    uint64_t nsp;                  /* the caller's sp (the CFA)               */
+    uint64_t nsp;                  /* the caller's sp (the CFA, 8-aligned) |
+                                      how (H_*) in the low 3 bits             */
     uint64_t at;                   /* where the caller's rbp was read, or 0   */
-    uint64_t how;
+    uint64_t fold;                 /* vh_hash_step fold from here outwards    */
 };
 struct memo {
-    uint32_t n;                    /* frames recorded                         */
+    uint32_t s, e;                 /* the window in f[]                       */
     uint32_t gen;                  /* module generation of that walk          */
-    struct mframe f[MEMO];
+    uint32_t folded;               /* f[].fold valid                          */
+    struct mframe f[MEMO_CAP];
 };
-static __thread struct memo memos[2] __attribute__((tls_model("initial-exec")));
-static __thread uint8_t memo_cur __attribute__((tls_model("initial-exec")));
+static __thread struct memo memo __attribute__((tls_model("initial-exec")));
+static __thread struct mframe fresh[MEMO] __attribute__((tls_model("initial-exec")));
 
 /* ---- walks the memo does not cover ------------------------------------------
  * From a signal frame on, and from a start on the signal stack: no memo,
@@ -756,20 +767,59 @@ static VH_NOINLINE int walk_signal(struct vh_tls *t, uint64_t uc, uint64_t gen, 
     return c == 0 ? walk_plain(t, &w, gen, buf, n, want) : c < 0 ? -1 : (int)n;
 }
 
+/* The new window: fresh[0..m) in front of the reused run old[tj, tx] left
+ * in place (tl = tx - tj + 1 frames, 0 for none); folds computed when the
+ * walk of n frames ended by itself. Returns the walk's fold or 0. */
+VH_ALWAYS_INLINE uint64_t memo_update(struct memo *M, uint32_t m, uint32_t tj, uint32_t tl,
+                                      uint32_t n, int ended, uint64_t gen)
+{
+    uint32_t at = M->s + tj;       /* the run's first frame in f[] */
+    int tail_folded = tl && M->folded;
+    if (m + tl > MEMO) {
+        /* Deeper than the memo: its inner part, without folds. */
+        tl = m < MEMO ? MEMO - m : 0;
+        tail_folded = 0;
+        ended = 0;
+    }
+    if (!tl)
+        at = MEMO_CAP;
+    else if (at < m) {
+        memmove(&M->f[MEMO_CAP - tl], &M->f[at], (size_t)tl * sizeof M->f[0]);
+        at = MEMO_CAP - tl;
+    }
+    uint32_t s = at - m;
+    for (uint32_t i = 0; i < m; i++)   /* mostly one or two: no memcpy call */
+        M->f[s + i] = fresh[i];
+    M->s = s;
+    M->e = at + tl;
+    M->gen = (uint32_t)gen;
+    M->folded = ended && m + tl == n;
+    if (!M->folded)
+        return 0;
+    /* Fold the new frames onto the run's fold (or all of them). */
+    uint32_t i = tail_folded ? at : M->e;
+    uint64_t h = tail_folded ? M->f[at].fold : VH_HASH_SEED;
+    while (i > s) {
+        i--;
+        h = vh_hash_step(h, M->f[i].ip);
+        M->f[i].fold = h;
+    }
+    return h;
+}
+
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
-                uint32_t want)
+                uint32_t want, uint64_t *fold)
 {
     uint64_t lo = t->stack_lo, hi = t->stack_hi;
     uint64_t gen = __atomic_load_n(&vh_module_gen, __ATOMIC_RELAXED) & 0xffff;
     uint32_t n = 0, m = 0, j = 0;
+    *fold = 0;
     if (sp < lo || sp >= hi)
         return -1;                 /* another stack: vh_cfi_walk_on's */
-    uint8_t cur = memo_cur;
-    const struct memo *old = &memos[cur];
-    struct memo *neu = &memos[cur ^ 1];
-    const struct mframe *of = old->f;
-    struct mframe *nf = neu->f;
-    uint32_t have = old->gen == gen ? old->n : 0;
+    struct memo *M = &memo;
+    const struct mframe *of = &M->f[M->s];
+    uint32_t have = M->gen == gen ? M->e - M->s : 0;
+    struct mframe scratch;
     int ret;
     while (n < want && ip) {
         while (j < have && of[j].sp < sp)
@@ -777,47 +827,67 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         if (j < have && of[j].sp == sp && of[j].ip == ip && of[j].rbp == rbp) {
             /* The previous walk from here on, while its reads still hold. */
             const struct mframe *f = &of[j];
+            /* The last frame this run may continue from: the memo's, or
+             * the one that fills buf. */
+            const struct mframe *stop = &of[have - 1];
+            if ((uint64_t)(stop - f) >= want - n)
+                stop = f + (want - n - 1);
             for (;; f++) {
-                if (f->how == H_OPEN)
-                    break;         /* walk this frame ourselves */
-                buf[n++] = f->ip;
-                if (m < MEMO)
-                    nf[m++] = *f;
-                if (f->how == H_END) {
-                    ret = (int)n;
-                    goto out;
+                uint64_t x = f->nsp;
+                unsigned how = (unsigned)x & 7;
+                if (vh_likely(how == H_NEXT)) {
+                    buf[n++] = f->ip;
+                    uint64_t nip = ((const uint64_t *)(x - H_NEXT))[-1];
+                    uint64_t nrbp = f->at ? *(const uint64_t *)f->at : f->rbp;
+                    if (vh_likely(f < stop && nip == f[1].ip && nrbp == f[1].rbp))
+                        continue;
+                    if (n == want)
+                        goto in_run;   /* truncated inside the run */
+                    sp = x - H_NEXT;
+                    ip = nip;
+                    rbp = nrbp;
+                } else {
+                    if (how == H_OPEN)
+                        break;     /* walk this frame ourselves */
+                    buf[n++] = f->ip;
+                    if (how >= H_END) {
+                        if (how == H_GARBAGE && n == 1)
+                            return -1;
+                        goto in_run;   /* ended as before */
+                    }
+                    /* H_ZERO */
+                    sp = x & ~(uint64_t)7;
+                    ip = ((const uint64_t *)sp)[-1];
+                    if (!ip)
+                        goto in_run;
+                    rbp = f->at ? *(const uint64_t *)f->at : f->rbp;
                 }
-                if (f->how == H_GARBAGE) {
-                    ret = n == 1 ? -1 : (int)n;
-                    goto out;
-                }
-                uint64_t nip = ((const uint64_t *)f->nsp)[-1];
-                uint64_t nrbp = f->at ? *(const uint64_t *)f->at : f->rbp;
-                if (n < want && f->how == H_NEXT && f + 1 < of + have && nip == f[1].ip &&
-                    nrbp == f[1].rbp)
-                    continue;
-                /* Diverged (or done): carry on from the caller's state. */
+                /* Diverged (or the memo ends): carry on from the caller's
+                 * state, with the run's frames among the new ones. */
+                for (const struct mframe *g = &of[j]; g <= f && m < MEMO; g++)
+                    fresh[m++] = *g;
                 j = (uint32_t)(f + 1 - of);
-                ip = nip;
-                sp = f->nsp;
-                rbp = nrbp;
                 goto next;
+            in_run:
+                *fold = memo_update(M, m, j, (uint32_t)(f - of) + 1 - j, n, n < want, gen);
+                return (int)n;
             }
             /* H_OPEN: walk that frame below, from its state. */
+            for (const struct mframe *g = &of[j]; g < f && m < MEMO; g++)
+                fresh[m++] = *g;
             ip = f->ip;
             sp = f->sp;
             rbp = f->rbp;
             j = have;              /* nothing further back to reuse */
         }
         buf[n++] = ip;
-        struct mframe scratch, *rec = m < MEMO ? &nf[m++] : &scratch;
-        *rec = (struct mframe){ .ip = ip, .sp = sp, .rbp = rbp, .how = H_OPEN };
+        struct mframe *rec = m < MEMO ? &fresh[m++] : &scratch;
+        *rec = (struct mframe){ .ip = ip, .sp = sp, .rbp = rbp, .nsp = H_OPEN };
         uint64_t rule = lookup(ip - 1, gen);
         unsigned kind = RULE_KIND(rule);
         if (kind == R_END) {
-            rec->how = H_END;
-            ret = (int)n;
-            goto out;
+            rec->nsp = H_END;
+            goto ended;
         }
         if (vh_unlikely(kind != R_RSP && kind != R_RBP)) {
             if (kind != R_SIGNAL)
@@ -825,38 +895,34 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
             /* A signal handler's frame: the rest is walk_plain's (and this
              * frame stays H_OPEN, walked anew every time). */
             ret = walk_signal(t, sp, gen, buf, n, want);
-            goto out;
+            if (ret >= 0)
+                memo_update(M, m, 0, 0, (uint32_t)ret, 0, gen);
+            return ret;
         }
         uint64_t cfa = (kind == R_RSP ? sp : rbp) + RULE_CFA_OFF(rule);
         if (cfa <= sp || cfa > hi || (cfa & 7)) {
-            rec->how = H_GARBAGE;
-            ret = n == 1 ? -1 : (int)n; /* garbage: stop here */
-            goto out;
+            rec->nsp = H_GARBAGE;
+            if (n == 1)
+                return -1;         /* garbage: stop here */
+            goto ended;
         }
         uint64_t retaddr = ((const uint64_t *)cfa)[-1];
         uint64_t at = 0;
         if (RULE_RBP_HOW(rule) == S_AT) {
             at = cfa + RULE_RBP_OFF(rule);
             if (at < sp || at + 8 > cfa) {
-                rec->how = H_END;
-                ret = (int)n;
-                goto out;
+                rec->nsp = H_END;
+                goto ended;
             }
             rbp = *(const uint64_t *)at;
         }
-        rec->nsp = cfa;
+        rec->nsp = cfa | (retaddr ? H_NEXT : H_ZERO);
         rec->at = at;
-        rec->how = retaddr ? H_NEXT : H_ZERO;
         sp = cfa;
         ip = retaddr;
     next:;
     }
-    ret = (int)n;
-out:
-    if (ret >= 0) {
-        neu->n = m;
-        neu->gen = (uint32_t)gen;
-        memo_cur = cur ^ 1;
-    }
-    return ret;
+ended:
+    *fold = memo_update(M, m, 0, 0, n, n < want, gen);
+    return (int)n;
 }

@@ -8,10 +8,12 @@
  * - Whatever the real operator runs underneath (libstdc++'s new calls
  *   malloc, new[] calls new, jemalloc's delete calls free) is its
  *   implementation, not events: the real call runs with `own` raised, so
- *   those calls pass through uncounted. So does whatever a new_handler, or
- *   a signal handler arriving meanwhile, allocates or frees (custom-heap
- *   API calls included): it cannot be told apart. Unlike the shim's rare
- *   own windows this one is on the hot path, so signals stay unblocked.
+ *   those calls pass through uncounted. A call made further down the stack
+ *   than the real operator's own calls reach (VH_CXX_INNER_MAX below the
+ *   hook's frame, which cxx_sp holds), or on another stack, is a signal
+ *   handler's (or a deep new_handler's): recorded like any other event
+ *   (lifecycle.c's vh_enter_slow). Signals stay unblocked: this window is
+ *   on the hot path, unlike the shim's rare own windows.
  * - A throwing operator new may throw through the hook: this file is built
  *   with -fexceptions (GNUmakefile), and a cleanup lowers `own` again on the
  *   way out; a recording hook then writes the call as a failed allocation
@@ -107,7 +109,12 @@ static VH_NOINLINE void cxx_resolve(void)
     struct vh_tls *t = &vh_tls;
     if (!__atomic_load_n(&vh_real.malloc, __ATOMIC_ACQUIRE))
         vh_resolve_real();        /* so that dlsym's own calls have somewhere to go */
-    t->own++;
+    sigset_t saved;
+    vh_own_begin(t, &saved);      /* a handler meanwhile runs after: counted */
+    /* Called from inside an operator hook's window: what dlsym allocates
+     * here, however deep, is the shim's own, not a handler's. */
+    uintptr_t window = t->cxx_sp;
+    t->cxx_sp = 0;
     void *fn[OP_COUNT];
     void *std = NULL;
     for (int i = 0; i < OP_COUNT; i++) {
@@ -122,7 +129,8 @@ static VH_NOINLINE void cxx_resolve(void)
     for (int i = 0; i < OP_COUNT; i++)
         __atomic_store_n(&real_op[i], fn[i], __ATOMIC_RELAXED);
     __atomic_store_n(&cxx_ready, 1, __ATOMIC_RELEASE);
-    t->own--;
+    t->cxx_sp = window;
+    vh_own_end(t, &saved);
 }
 
 VH_ALWAYS_INLINE void *real_of(enum cxx_op op)
@@ -258,6 +266,7 @@ VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_
  * left, by return or by an exception (-fexceptions). */
 struct new_call {
     struct vh_tls *t;
+    uintptr_t outer_sp;            /* cxx_sp to restore                     */
     unsigned func;                 /* VH_FN_*, VH_FN_NONE: not recorded     */
     uint64_t size;
     int returned;
@@ -272,6 +281,8 @@ static VH_NOINLINE void note_thrown(struct new_call *c)
 static inline void new_call_end(struct new_call *c)
 {
     c->t->own--;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    c->t->cxx_sp = c->outer_sp;
     if (vh_unlikely(!c->returned) && c->func != VH_FN_NONE)
         note_thrown(c);
 }
@@ -286,8 +297,11 @@ VH_ALWAYS_INLINE void *new_hook(enum cxx_op op, size_t size, size_t align, const
     void *p;
     {
         struct new_call c __attribute__((cleanup(new_call_end))) = {
-            .t = t, .func = record ? VH_FN_OPERATOR_NEW + op : VH_FN_NONE, .size = size,
+            .t = t, .outer_sp = t->cxx_sp,
+            .func = record ? VH_FN_OPERATOR_NEW + op : VH_FN_NONE, .size = size,
         };
+        t->cxx_sp = (uintptr_t)__builtin_frame_address(0);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* cxx_sp is set while own is */
         t->own++;
         p = call_new(op, size, align, nt);
         c.returned = 1;
@@ -315,9 +329,14 @@ VH_ALWAYS_INLINE void delete_hook(enum cxx_op op, void *p, size_t size, size_t a
         t->guard = g;
         errno = e;
     }
+    uintptr_t outer_sp = t->cxx_sp;
+    t->cxx_sp = (uintptr_t)__builtin_frame_address(0);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->own++;
     call_delete(op, p, size, align, nt);   /* noexcept: never throws past here */
     t->own--;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->cxx_sp = outer_sp;
 }
 
 /* std::align_val_t is an enum of size_t; std::nothrow_t is passed by

@@ -121,7 +121,15 @@ struct vh_tls {
     struct vh_cursor cur;          /* the chunk's time and address bases
                                       (capture_format.h), reset with the
                                       THREAD record of each chunk start     */
+    uintptr_t cxx_sp;              /* frame of the C++ operator hook whose
+                                      real call runs (hooks_cxx.c), or 0    */
 };
+
+/* How far below a C++ operator hook's frame the real operator's own malloc
+ * or free can be. A signal frame alone is bigger (siginfo, ucontext and the
+ * FPU state, over 1.5 KiB on x86-64), so a call further down, or on another
+ * stack, is a signal handler's: an event, not the operator's inside. */
+#define VH_CXX_INNER_MAX 1024u
 extern __thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
 
 /* ---- process state (lifecycle.c, capture.c) ----------------------------- */
@@ -190,10 +198,46 @@ void vh_unwind_bounds(struct vh_tls *t);
 uint32_t vh_unwind_want(uint32_t max);
 /* Walks the current stack into buf (vh_unwind_want(max) entries); the
  * frames start at buf + *skip (the shim's own frames removed), innermost
- * first, at most max of them; *truncated set if there were more. Returns the
- * count. */
+ * first, at most max of them; *truncated set if there were more. *fold is
+ * vh_hash_fold of those frames when the walk knew it (cfi.c's memo), else 0.
+ * Returns the count. */
 uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip);
+                   uint32_t *skip, uint64_t *fold);
+
+/* The stack hash: a fold over the frames from the outermost inwards, so
+ * that a walk which reuses the previous walk's outer frames (cfi.c) starts
+ * from the fold it stored for them and hashes only its new inner frames;
+ * then the count, `truncated` and the module generation. Whichever path
+ * computes it, the same frames give the same hash (test_stacks.c). */
+#define VH_HASH_SEED 0x2d358dccaa6c78a5ull
+VH_ALWAYS_INLINE uint64_t vh_mum(uint64_t a, uint64_t b)
+{
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+/* The fold of frame `ip` and the frames outside it (h: their fold). */
+VH_ALWAYS_INLINE uint64_t vh_hash_step(uint64_t h, uint64_t ip)
+{
+    return vh_mum(h ^ ip ^ 0x8ebc6af09c88c6e3ull, 0x589965cc75374cc3ull);
+}
+
+VH_ALWAYS_INLINE uint64_t vh_hash_fold(const uint64_t *f, uint32_t n)
+{
+    uint64_t h = VH_HASH_SEED;
+    while (n)
+        h = vh_hash_step(h, f[--n]);
+    return h;
+}
+
+/* The table's key: never 0 (an empty slot). */
+VH_ALWAYS_INLINE uint64_t vh_hash_final(uint64_t fold, uint32_t n, int truncated, uint32_t gen)
+{
+    uint64_t h = vh_mum(fold ^ 0xa0761d6478bd642full,
+                        ((uint64_t)gen << 32 | (uint64_t)n << 1 | (uint64_t)!!truncated) ^
+                            0xe7037ed1a0b428dbull);
+    return h ? h : 1;
+}
 
 /* cfi.c: walks from (ip, sp, rbp) — the state just after returning into
  * the first caller, sp on the thread's stack — with cached DWARF CFI rules,
@@ -202,8 +246,10 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated
  * vh_cfi_walk_on: the same from a start on another known stack [lo, hi)
  * (the signal stack). */
 int vh_cfi_init(void);
+/* vh_cfi_walk also sets *fold to vh_hash_fold of the frames when the walk
+ * ended by itself before `want` (else 0). */
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
-                uint32_t want);
+                uint32_t want, uint64_t *fold);
 int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t lo,
                    uint64_t hi, uint64_t *buf, uint32_t want);
 

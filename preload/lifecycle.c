@@ -374,9 +374,18 @@ out:
     vh_own_end(t, &saved);
 }
 
+/* Inside a C++ operator hook's real call (own raised): is this call a
+ * signal handler's rather than the operator's own? */
+static int cxx_handler_call(const struct vh_tls *t)
+{
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    return t->cxx_sp && !t->unwinding &&
+           (sp > t->cxx_sp || t->cxx_sp - sp > VH_CXX_INNER_MAX);
+}
+
 int vh_enter_slow(struct vh_tls *t)
 {
-    if (t->own) {
+    if (t->own && !cxx_handler_call(t)) {
         /* The shim's own call: not an event. But nothing inside libunwind
          * allocates, so a call arriving there is a signal handler's. */
         if (t->unwinding && __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON &&

@@ -40,25 +40,30 @@ static int grow_lock;
 
 uint32_t vh_module_gen;
 
-/* ---- hashing ----------------------------------------------------------------- */
-static inline uint64_t mum(uint64_t a, uint64_t b)
-{
-    __uint128_t r = (__uint128_t)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
+/* A per-thread, direct-mapped cache of recent {hash, id} in front of the
+ * shared table: most events repeat a stack the thread had a moment ago, and
+ * this saves the probe into a table of megabytes. Ids never change while
+ * the table lives (the module generation is in the hash); the table is only
+ * reset in a fork child, which bumps `epoch` and so empties every cache. */
+#define IDC_SLOTS 256u
+struct idc {
+    uint64_t hash;
+    uint32_t id;
+    uint32_t epoch;
+};
+static uint32_t epoch = 1;         /* atomic */
+static __thread struct idc idc[IDC_SLOTS] __attribute__((tls_model("initial-exec")));
 
-static uint64_t hash_frames(const uint64_t *f, uint32_t n, int truncated, uint32_t gen)
+/* ---- hashing -----------------------------------------------------------------
+ * The hash is internal.h's (a fold from the outermost frame inwards): cfi.c
+ * hands over the fold of a walk it could reuse, so only its new frames were
+ * hashed; any other walk is folded here, to the same value. */
+static uint64_t hash_frames(const uint64_t *f, uint32_t n, int truncated, uint32_t gen,
+                            uint64_t fold)
 {
-    const uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull,
-                   k2 = 0x8ebc6af09c88c6e3ull, k3 = 0x589965cc75374cc3ull;
-    uint64_t h = mum(k0 ^ ((uint64_t)gen << 32 | (uint64_t)n << 1 | (uint64_t)!!truncated), k1);
-    uint32_t i = 0;
-    for (; i + 1 < n; i += 2)
-        h = mum(f[i] ^ k2 ^ h, f[i + 1] ^ k3);
-    if (i < n)
-        h = mum(f[i] ^ k2 ^ h, k3 ^ k1);
-    h = mum(h ^ k0, (uint64_t)n ^ k2);
-    return h ? h : 1;
+    if (!fold)
+        fold = vh_hash_fold(f, n);
+    return vh_hash_final(fold, n, truncated, gen);
 }
 
 /* ---- table --------------------------------------------------------------------- */
@@ -89,6 +94,7 @@ void vh_stacks_reset(void)
     }
     ngens = 0;
     next_id = 1;
+    __atomic_fetch_add(&epoch, 1, __ATOMIC_RELAXED);
     grow_lock = 0;
     new_gen(0);
 }
@@ -239,15 +245,25 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
     uint64_t buf[vh_unwind_want(max)];
     int truncated;
     uint32_t skip;
-    uint32_t n = vh_unwind(t, buf, max, &truncated, &skip);
+    uint64_t fold;
+    uint32_t n = vh_unwind(t, buf, max, &truncated, &skip, &fold);
     const uint64_t *f = buf + skip;
-    uint64_t h = hash_frames(f, n, truncated, __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE));
+    uint64_t h = hash_frames(f, n, truncated, __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE),
+                             fold);
+    struct idc *c = &idc[(h >> 32) & (IDC_SLOTS - 1)];
+    uint32_t ep = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
+    if (vh_likely(c->hash == h && c->epoch == ep))
+        return c->id;
     uint32_t id = lookup(h);
-    if (vh_likely(id))
-        return id;
-    int full;
-    id = insert(t, h, f, n, truncated, &full);
-    if (!id && full && vh_cap.hdr)
-        vh_count(&vh_cap.hdr->stack_table_full);
+    if (!id) {
+        int full;
+        id = insert(t, h, f, n, truncated, &full);
+        if (!id) {
+            if (full && vh_cap.hdr)
+                vh_count(&vh_cap.hdr->stack_table_full);
+            return 0;
+        }
+    }
+    *c = (struct idc){ .hash = h, .id = id, .epoch = ep };
     return id;
 }

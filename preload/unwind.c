@@ -216,14 +216,15 @@ static VH_NOINLINE int cfi_unwind_alt(struct vh_tls *t, uint64_t fp, uint64_t *b
 /* The default walker: the shim's own frames, then the program's by cached
  * CFI rules (cfi.c). Returns the count, or -1 when libunwind must do this
  * stack. */
-static VH_NOINLINE int cfi_unwind(struct vh_tls *t, uint64_t *buf, uint32_t want)
+static VH_NOINLINE int cfi_unwind(struct vh_tls *t, uint64_t *buf, uint32_t want,
+                                  uint64_t *fold)
 {
     uint64_t fp = (uintptr_t)__builtin_frame_address(0), ip, sp, rbp;
     if (vh_unlikely(fp < t->stack_lo || fp >= t->stack_hi))
         return cfi_unwind_alt(t, fp, buf, want);
     if (skip_self(fp, t->stack_hi, &ip, &sp, &rbp) < 0)
         return -1;
-    return vh_cfi_walk(t, ip, sp, rbp, buf, want);
+    return vh_cfi_walk(t, ip, sp, rbp, buf, want, fold);
 }
 
 #ifdef VH_CFI_VERIFY
@@ -233,11 +234,13 @@ static unsigned long verify_walks, verify_diffs, verify_fallbacks;
 static void verify(struct vh_tls *t, const uint64_t *got, int n, uint32_t want)
 {
     uint64_t ref[VH_MAX_DEPTH + SKIP_SLACK + 1];
-    t->own++;
     t->unwinding = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->own++;
     int m = unw_backtrace((void **)ref, (int)(want + SKIP_SLACK));
-    t->unwinding = 0;
     t->own--;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->unwinding = 0;
     int k = 0;
     while (k < m && is_own(ref[k]))
         k++;
@@ -281,14 +284,15 @@ __attribute__((destructor)) static void verify_report(void)
 #endif
 
 uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip)
+                   uint32_t *skip, uint64_t *fold)
 {
     uint32_t want = vh_unwind_want(max);
     uint32_t n = 0;
+    *fold = 0;
     if (vh_unlikely(!t->bounds_known))
         vh_unwind_bounds(t);
     if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi) {
-        int r = cfi_unwind(t, buf, max + 1);
+        int r = cfi_unwind(t, buf, max + 1, fold);
 #ifdef VH_CFI_VERIFY
         verify(t, buf, r, max + 1);
 #endif
@@ -302,11 +306,16 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated
         if (t->stack_hi)
             n = fp_walk(t, buf, want);
     } else {
-        t->own++;
+        /* unwinding is set whenever own is raised here (the fences keep the
+         * order for a signal handler): a handler's call then always counts
+         * as nested, never passes as the shim's own. */
         t->unwinding = 1;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        t->own++;
         int r = unw_backtrace((void **)buf, (int)want);
-        t->unwinding = 0;
         t->own--;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        t->unwinding = 0;
         n = r > 0 ? (uint32_t)r : 0;
     }
     uint32_t k = 0;

@@ -6,8 +6,10 @@
  * sigaltstack, from interrupted PCs whose rule differs from the previous
  * instruction's (the rule must be looked up at the PC itself), and through
  * a frame whose CFA is rbx-based (as glibc's lazy-binding trampoline's),
- * which only a signal frame makes walkable; and a handler interrupted by
- * another one (two signal frames in one walk). */
+ * which only a signal frame makes walkable; a handler interrupted by
+ * another one (two signal frames in one walk); and walks that reuse the
+ * previous walk's frames (the memo), which must give what a walk from
+ * nothing gives, with the stack hash's fold over the same frames. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -134,6 +136,8 @@ static struct {
     int n;
 } L;
 
+static uint64_t last_fold;         /* walk_here's vh_cfi_walk fold */
+
 /* Where the walk starts, as unwind.c's cfi_unwind does: the state just
  * after returning into our caller (the handler), from our frame pointer. */
 static __attribute__((noinline)) int walk_here(uint64_t *buf, uint32_t want)
@@ -145,7 +149,8 @@ static __attribute__((noinline)) int walk_here(uint64_t *buf, uint32_t want)
     if (vh_stack_span(t.stack_lo, t.stack_hi, fp, &lo, &hi) < 0)
         return -2;
     const uint64_t *f = (const uint64_t *)(uintptr_t)fp;
-    int n = lo == t.stack_lo ? vh_cfi_walk(&t, f[1], fp + 16, f[0], buf, want)
+    last_fold = 0;
+    int n = lo == t.stack_lo ? vh_cfi_walk(&t, f[1], fp + 16, f[0], buf, want, &last_fold)
                              : vh_cfi_walk_on(&t, f[1], fp + 16, f[0], fp, hi, buf, want);
     __asm__ volatile("" ::: "memory");
     return n;
@@ -401,6 +406,75 @@ static void test_rbx_frame_needs_signal(void **state)
     assert_int_equal(L.n, -1);
 }
 
+/* ---- the memo of the previous walk ------------------------------------------
+ * A walk that reuses the previous walk's frames (whatever that was: deeper,
+ * shallower, through other call sites, longer than the memo) gives the same
+ * frames and the same fold as a walk from an empty memo, and that fold is
+ * the one stacks.c computes from the frames alone (vh_hash_fold). */
+#define MEMO_WANT 100
+static int memo_walks, memo_folded;
+
+static __attribute__((noinline)) int check_walk(uint32_t want)
+{
+    uint64_t buf[2][MEMO_WANT], fold[2];
+    int n[2];
+    /* One call site for both walks (volatile: not unrolled into two). */
+    for (volatile int k = 0; k < 2; k++) {
+        if (k)
+            memset(&memo, 0, sizeof memo);
+        n[k] = walk_here(buf[k], want);
+        fold[k] = last_fold;
+    }
+    assert_true(n[0] > 3);
+    assert_int_equal(n[0], n[1]);
+    assert_memory_equal(buf[0], buf[1], (size_t)n[0] * sizeof buf[0][0]);
+    assert_true(fold[0] == fold[1]);
+    if ((uint32_t)n[0] < want && n[0] <= (int)MEMO) {
+        assert_true(fold[0] != 0);
+        assert_true(fold[0] == vh_hash_fold(buf[0], (uint32_t)n[0]));
+        memo_folded++;
+    } else if ((uint32_t)n[0] == want) {
+        assert_true(fold[0] == 0);   /* truncated: stacks.c folds */
+    }
+    memo_walks++;
+    return n[0];
+}
+
+/* Two call sites, so that stacks of one depth differ in the middle. */
+static __attribute__((noinline)) int recurse(int depth, unsigned pattern, uint32_t want)
+{
+    int r;
+    if (depth == 0)
+        r = check_walk(want);
+    else if (pattern >> (depth & 31) & 1)
+        r = recurse(depth - 1, pattern, want) + 1;
+    else
+        r = recurse(depth - 1, pattern, want) + 2;
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+static void test_memo_reuse(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    skip();
+#endif
+    static const uint32_t wants[] = { MEMO_WANT, 65, 20 };
+    assert_int_equal(vh_cfi_init(), 0);
+    for (unsigned w = 0; w < sizeof wants / sizeof wants[0]; w++) {
+        memset(&memo, 0, sizeof memo);
+        for (int d = 0; d < 90; d += 1 + d / 30)
+            recurse(d, 0x5a5a5a5au ^ (unsigned)d, wants[w]);
+        for (int d = 90; d >= 0; d -= 3)
+            recurse(d, 0x0f0f0f0fu, wants[w]);
+        for (int d = 0; d < 40; d++)
+            recurse(d % 7 * 5, (unsigned)d * 0x9e3779b9u, wants[w]);
+    }
+    assert_true(memo_walks > 100);
+    assert_true(memo_folded > 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_walk_exact_pc),
         cmocka_unit_test(test_walk_rbx_frame),
         cmocka_unit_test(test_rbx_frame_needs_signal),
+        cmocka_unit_test(test_memo_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

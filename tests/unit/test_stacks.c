@@ -1,8 +1,9 @@
 /* test_stacks.c — the shim's stack table (preload/stacks.c, compiled in
  * here) against stand-ins for the rest of the shim: a stack id is only ever
  * handed out with its STACK record in the capture (also when the record
- * could not be written), and a lookup while a dlclose runs settles the
- * module list before it unwinds and hashes. */
+ * could not be written), a lookup while a dlclose runs settles the
+ * module list before it unwinds and hashes, the hash does not depend on
+ * who folded the frames, and a reset forgets the thread's cached ids. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,9 +48,14 @@ uint32_t vh_unwind_want(uint32_t max)
     return max + 8;
 }
 
+/* What the unwinder says of the fold: 0 nothing (stacks.c folds), 1 the
+ * fold of the frames (as cfi.c's memo), 2 a wrong one. */
+static int fold_mode;
+
 uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip)
+                   uint32_t *skip, uint64_t *fold)
 {
+    *fold = fold_mode ? vh_hash_fold(frames, nframes) ^ (fold_mode == 2) : 0;
     unwound_at = ++calls;
     memcpy(buf, frames, nframes * sizeof *buf);
     *truncated = 0;
@@ -152,6 +158,7 @@ static int setup(void **state)
     vh_modules_closing = 0;
     recording = 1;
     poll_bumps = 0;
+    fold_mode = 0;
     calls = polled_at = unwound_at = 0;
     return 0;
 }
@@ -223,6 +230,46 @@ static void test_poll_during_dlclose(void **state)
     assert_int_equal(count_stacks(), 2);
 }
 
+/* The hash is the same whether the unwinder handed over the fold of the
+ * frames (cfi.c's memo) or stacks.c folded them itself: the same id, from
+ * the shared table too (the per-thread cache keys on the hash alone). */
+static void test_fold_from_unwinder(void **state)
+{
+    set_frames(0x405000, 7);
+    uint32_t a = vh_stack_here(&vh_tls);
+    memset(idc, 0, sizeof idc);
+    fold_mode = 1;
+    assert_int_equal(vh_stack_here(&vh_tls), a);
+    fold_mode = 2;
+    uint32_t b = vh_stack_here(&vh_tls);
+    assert_int_not_equal(b, a);        /* the fold is what is hashed */
+    assert_int_equal(count_stacks(), 2);
+    fold_mode = 1;
+    set_frames(0x405000, 6);           /* a prefix: another stack */
+    assert_int_not_equal(vh_stack_here(&vh_tls), a);
+    assert_int_equal(count_stacks(), 3);
+}
+
+/* A reset (fork child) forgets every id, the thread's cache of recent ones
+ * included: the same frames get an id again with a record in the new
+ * capture. */
+static void test_reset_forgets_cached_ids(void **state)
+{
+    set_frames(0x406000, 5);
+    uint32_t a = vh_stack_here(&vh_tls);
+    assert_int_equal(vh_stack_here(&vh_tls), a);
+    set_frames(0x407000, 5);
+    uint32_t b = vh_stack_here(&vh_tls);
+    assert_int_not_equal(b, a);
+    setup(state);                      /* the child's new table and capture */
+    uint32_t c = vh_stack_here(&vh_tls);
+    assert_int_not_equal(c, 0);
+    assert_recorded(c);
+    assert_int_equal(count_stacks(), 1);
+    assert_int_equal(vh_stack_here(&vh_tls), c);
+    assert_int_equal(count_stacks(), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +277,8 @@ int main(void)
         cmocka_unit_test_setup(test_failed_write_not_published, setup),
         cmocka_unit_test_setup(test_no_poll_outside_dlclose, setup),
         cmocka_unit_test_setup(test_poll_during_dlclose, setup),
+        cmocka_unit_test_setup(test_fold_from_unwinder, setup),
+        cmocka_unit_test_setup(test_reset_forgets_cached_ids, setup),
     };
     return cmocka_run_group_tests_name("stacks", tests, NULL, NULL);
 }

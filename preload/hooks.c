@@ -54,31 +54,16 @@ void vh_record_value(struct vh_tls *t, uint8_t type, uint64_t value, uint64_t ti
     vh_rec_commit(t, sizeof *r);
 }
 
-VH_ALWAYS_INLINE void rss_check(struct vh_tls *t, uint64_t now)
-{
-    if (vh_unlikely(now >= __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED)))
-        vh_rss_tick(t, now);
-}
-
 /* ---- helpers ------------------------------------------------------------------ */
-VH_ALWAYS_INLINE size_t usable_of(void *p)
-{
-    if (!p)
-        return 0;
-    if (vh_real.sallocx && vh_real.mallocx)
-        return vh_real.sallocx(p, 0);
-    return vh_real.usable ? vh_real.usable(p) : 0;
-}
-
 /* An ALLOC record for a call that already returned p. Guard is BUSY. */
 VH_ALWAYS_INLINE void note_alloc(struct vh_tls *t, unsigned func, void *p, uint64_t size,
                                  uint32_t stack)
 {
-    uint64_t usable = usable_of(p);
+    uint64_t usable = vh_usable_of(p);
     uint64_t now = vh_now();
     put_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, p ? 0 : VH_RF_FAILED, (uintptr_t)p,
               size, usable, stack, t->tag, now);
-    rss_check(t, now);
+    vh_rss_due(t, now);
 }
 
 static void *pass_malloc(size_t n)
@@ -160,7 +145,7 @@ VH_EXPORT void free(void *p)
     t->guard = VH_G_BUSY;
     uint64_t now = vh_now_free();
     put_free(t, VH_HEAP_SYSTEM, VH_FN_FREE, 0, (uintptr_t)p, now);
-    rss_check(t, now);
+    vh_rss_due(t, now);
     errno = e;
     t->guard = VH_G_REAL;
     vh_real.free(p);
@@ -195,13 +180,13 @@ VH_ALWAYS_INLINE void note_resize(struct vh_tls *t, unsigned func, void *p, void
     if (!q) {
         if (size == 0 && frees_on_zero) {
             put_free(t, VH_HEAP_SYSTEM, func, 0, (uintptr_t)p, t_free);
-            rss_check(t, t_free);
+            vh_rss_due(t, t_free);
         } else {
             note_alloc(t, func, NULL, size, stack);   /* old block untouched */
         }
         return;
     }
-    uint64_t usable = usable_of(q);
+    uint64_t usable = vh_usable_of(q);
     uint64_t now = vh_now();
     if (q == p) {
         put_alloc(t, VH_REC_RESIZE, VH_HEAP_SYSTEM, func, 0, (uintptr_t)q, size, usable,
@@ -211,7 +196,7 @@ VH_ALWAYS_INLINE void note_resize(struct vh_tls *t, unsigned func, void *p, void
         put_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, VH_RF_REALLOC, (uintptr_t)q, size,
                   usable, stack, t->tag, now);
     }
-    rss_check(t, now);
+    vh_rss_due(t, now);
 }
 
 /* The recorded part of realloc and reallocarray (guard BUSY on entry and
@@ -469,7 +454,7 @@ VH_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
         uint64_t now = vh_now();
         put_alloc(t, VH_REC_RESIZE, VH_HEAP_SYSTEM, VH_FN_XALLOCX, 0, (uintptr_t)p, size,
                   got, stack, t->tag, now);
-        rss_check(t, now);
+        vh_rss_due(t, now);
     }
     t->guard = g;
     errno = e;
@@ -492,7 +477,7 @@ VH_ALWAYS_INLINE void free_x(void *p, size_t size, int flags, int sized)
     t->guard = VH_G_BUSY;
     uint64_t now = vh_now_free();
     put_free(t, VH_HEAP_SYSTEM, sized ? VH_FN_SDALLOCX : VH_FN_DALLOCX, 0, (uintptr_t)p, now);
-    rss_check(t, now);
+    vh_rss_due(t, now);
     errno = e;
     t->guard = VH_G_REAL;
     call_dallocx(p, size, flags, sized);

@@ -226,24 +226,6 @@ VH_ALWAYS_INLINE void call_delete(enum cxx_op op, void *p, size_t size, size_t a
 }
 
 /* ---- records ------------------------------------------------------------------- */
-/* The same usable size hooks.c records: jemalloc's sallocx when the
- * program's jemalloc exports it, else the next malloc_usable_size (which is
- * jemalloc's or tcmalloc's when they replace malloc). */
-VH_ALWAYS_INLINE size_t usable_of(void *p)
-{
-    if (!p)
-        return 0;
-    if (vh_real.sallocx && vh_real.mallocx)
-        return vh_real.sallocx(p, 0);
-    return vh_real.usable ? vh_real.usable(p) : 0;
-}
-
-VH_ALWAYS_INLINE void rss_due(struct vh_tls *t, uint64_t now)
-{
-    if (vh_unlikely(now >= __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED)))
-        vh_rss_tick(t, now);
-}
-
 /* An ALLOC record for an operator new that returned p (NULL: failed).
  * Called at the guard the hook was entered with; keeps errno. */
 VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_t size)
@@ -252,11 +234,11 @@ VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_
     int e = errno;
     t->guard = VH_G_BUSY;
     uint32_t stack = vh_stack_here(t);
-    uint64_t usable = usable_of(p);
+    uint64_t usable = vh_usable_of(p);
     uint64_t now = vh_now();
     vh_record_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, p ? 0 : VH_RF_FAILED,
                     (uintptr_t)p, size, usable, stack, t->tag, now);
-    rss_due(t, now);
+    vh_rss_due(t, now);
     t->guard = g;
     errno = e;
 }
@@ -325,7 +307,7 @@ VH_ALWAYS_INLINE void delete_hook(enum cxx_op op, void *p, size_t size, size_t a
         t->guard = VH_G_BUSY;
         uint64_t now = vh_now_free();
         vh_record_free(t, VH_HEAP_SYSTEM, VH_FN_OPERATOR_NEW + op, 0, (uintptr_t)p, now);
-        rss_due(t, now);
+        vh_rss_due(t, now);
         t->guard = g;
         errno = e;
     }

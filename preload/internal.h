@@ -458,4 +458,24 @@ void vh_api_fork_prepare(void);
 void vh_api_fork_parent(void);
 void vh_api_fork_child(struct vh_tls *t);
 
+/* ---- shared by the hook files (hooks.c, hooks_cxx.c) ----------------------- */
+/* The usable size of a block the real allocator returned: jemalloc's
+ * sallocx when the program's jemalloc exports it, else the next
+ * malloc_usable_size (jemalloc's or tcmalloc's when they replace malloc). */
+VH_ALWAYS_INLINE size_t vh_usable_of(void *p)
+{
+    if (!p)
+        return 0;
+    if (vh_real.sallocx && vh_real.mallocx)
+        return vh_real.sallocx(p, 0);
+    return vh_real.usable ? vh_real.usable(p) : 0;
+}
+
+/* An RSS sample when one is due (the clock is read anyway). */
+VH_ALWAYS_INLINE void vh_rss_due(struct vh_tls *t, uint64_t now)
+{
+    if (vh_unlikely(now >= __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED)))
+        vh_rss_tick(t, now);
+}
+
 #endif

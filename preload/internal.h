@@ -349,11 +349,11 @@ VH_ALWAYS_INLINE uint64_t vh_now_free(void)
 
 /* ---- the hot path --------------------------------------------------------- */
 /* True when an event can go the fast way: recording, not nested, not the
- * shim's own call, not in the middle of fork. */
+ * shim's own call, not in the middle of fork, the thread's stack known. */
 VH_ALWAYS_INLINE int vh_fast_ok(const struct vh_tls *t)
 {
     return __atomic_load_n(&vh_mode, __ATOMIC_RELAXED) == VH_MODE_ON &&
-           t->guard != VH_G_BUSY && !t->own && !t->in_fork;
+           t->guard != VH_G_BUSY && !t->own && !t->in_fork && t->bounds_known;
 }
 
 VH_ALWAYS_INLINE void vh_count(uint64_t *counter)

@@ -407,6 +407,14 @@ int vh_enter_slow(struct vh_tls *t)
             vh_count(&vh_cap.hdr->nested_events);
             return 0;
         }
+        /* The thread's first event: its stack bounds now, before the real
+         * allocator runs. Asked later, from a signal handler that
+         * interrupted the thread's first malloc (inside glibc's arena
+         * locks), pthread_getattr_np's own malloc would deadlock. A
+         * handler's event nested in a real call (guard REAL) never asks:
+         * without bounds its walk is libunwind's. */
+        if (vh_unlikely(!t->bounds_known) && t->guard == VH_G_OUT)
+            vh_unwind_bounds(t);
         return 1;
     case VH_MODE_DROP:
         vh_dropped();

@@ -289,8 +289,8 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated
     uint32_t want = vh_unwind_want(max);
     uint32_t n = 0;
     *fold = 0;
-    if (vh_unlikely(!t->bounds_known))
-        vh_unwind_bounds(t);
+    /* Bounds are asked for at the thread's first event (vh_enter_slow);
+     * never here, where this may be a signal handler inside malloc. */
     if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi) {
         int r = cfi_unwind(t, buf, max + 1, fold);
 #ifdef VH_CFI_VERIFY

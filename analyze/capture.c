@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "analyze/capture.h"
+#include "analyze/grow.h"
 
 #define MIN_CHUNK_SIZE 4096u
 #define MAX_CHUNK_SIZE (1u << 30)
@@ -189,28 +190,16 @@ static inline int rec_decode(const struct capture *c, uint64_t pos, uint64_t lim
 /* Starts a segment at `pos` in chunk i. */
 static int seg_push(struct capture *c, uint32_t i, uint64_t pos)
 {
-    if (c->nsegs == c->capsegs) {
-        size_t cap = c->capsegs ? c->capsegs * 2 : 64;
-        struct seg *n = realloc(c->segs, cap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        c->segs = n;
-        c->capsegs = cap;
-    }
+    if (vh_grow(&c->segs, &c->capsegs, c->nsegs, sizeof *c->segs, 64))
+        return -ENOMEM;
     c->segs[c->nsegs++] = (struct seg){ .first = pos, .end = pos, .pos = pos, .chunk = i };
     return 0;
 }
 
 static int stack_push(struct capture *c, uint32_t id, uint32_t depth, uint64_t off)
 {
-    if (c->nstacks == c->capstacks) {
-        size_t cap = c->capstacks ? c->capstacks * 2 : 256;
-        struct stack_ent *n = realloc(c->stacks, cap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        c->stacks = n;
-        c->capstacks = cap;
-    }
+    if (vh_grow(&c->stacks, &c->capstacks, c->nstacks, sizeof *c->stacks, 256))
+        return -ENOMEM;
     c->stacks[c->nstacks++] = (struct stack_ent){ .off = off, .id = id, .depth = depth };
     return 0;
 }

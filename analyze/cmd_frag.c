@@ -32,8 +32,7 @@ static const char usage[] =
     "                   the heaps chosen), a time since start (1.5s, 200ms; a bare\n"
     "                   number is seconds) or mark:LABEL (the first vheap_mark\n"
     "                   with that label)\n"
-    "  --heap NAME      only this heap ('malloc' is the system allocator);\n"
-    "                   NAME/* adds the heaps nested in it\n"
+    VH_HELP_HEAP
     "  --page-size P    page size for occupancy: 4KiB (default) or 2MiB (any\n"
     "                   power of two)\n"
     "  --sparse PCT     a page is sparse below PCT %% occupied (default 25)\n"
@@ -51,11 +50,10 @@ static const char usage[] =
     "                   heap chosen with live blocks; pick one with --heap)\n"
     "  --color BY       --map: colour blocks by stack (default) or age\n"
     "  --limit N        at most N stacks and regions (default 10; 0 = all)\n"
-    "  --depth N        at most N frames per stack (default: all)\n"
+    VH_HELP_DEPTH
     "  --format FMT     table (default), json or csv (csv: the stacks, or the\n"
     "                   series rows)\n"
-    "  --bytes          exact byte counts instead of 2.20K-style sizes\n"
-    "  -h, --help       this text\n"
+    VH_HELP_BYTES_HELP
     "\n"
     "examples:\n"
     "  vheap-analyze frag run.sqlite\n"

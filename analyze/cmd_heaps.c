@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/grow.h"
 #include "analyze/query_opts.h"
 
 static const char usage[] =
@@ -133,15 +134,9 @@ static int read_tree(const struct vh_command *cmd, sqlite3 *db, const struct vh_
         return rc;
     vh_bind_heap(st, 1, o);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (h->n == h->cap) {
-            size_t cap = h->cap ? h->cap * 2 : 64;
-            struct hnode *p = realloc(h->r, cap * sizeof *p);
-            if (!p) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            h->r = p;
-            h->cap = cap;
+        if (vh_grow(&h->r, &h->cap, h->n, sizeof *h->r, 64)) {
+            rc = -ENOMEM;
+            goto out;
         }
         h->r[h->n++] = (struct hnode){
             .id = sqlite3_column_int64(st, 0),

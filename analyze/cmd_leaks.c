@@ -18,12 +18,10 @@ static const char usage[] =
     "  --min-bytes N    only stacks leaking N bytes or more in total\n"
     "                   (4096, 4K = 4000, 4KiB = 4096)\n"
     "  --limit N        at most N stacks (default 10; 0 = all)\n"
-    "  --heap NAME      only this heap ('malloc' is the system allocator);\n"
-    "                   NAME/* adds the heaps nested in it\n"
-    "  --depth N        at most N frames per stack (default: all)\n"
+    VH_HELP_HEAP
+    VH_HELP_DEPTH
     "  --format FMT     table (default), json or csv\n"
-    "  --bytes          exact byte counts instead of 2.20K-style sizes\n"
-    "  -h, --help       this text\n"
+    VH_HELP_BYTES_HELP
     "\n"
     "examples:\n"
     "  vheap-analyze leaks run.sqlite\n"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyze/frag.h"
+#include "analyze/grow.h"
 
 const uint64_t frag_fit_sizes[FRAG_NFIT] = { 64, 4096, 1u << 20 };
 
@@ -222,15 +223,9 @@ static void ps_edge(void *arg, uint64_t page, size_t i, uint64_t ov)
     s->occ += ov;
     if (!s->charge)
         return;
-    if (s->nm == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        struct member *m = realloc(s->m, cap * sizeof *m);
-        if (!m) {
-            s->oom = 1;
-            return;
-        }
-        s->m = m;
-        s->cap = cap;
+    if (vh_grow(&s->m, &s->cap, s->nm, sizeof *s->m, 64)) {
+        s->oom = 1;
+        return;
     }
     s->m[s->nm++] = (struct member){ i, ov };
 }
@@ -249,15 +244,9 @@ struct cbuf {
 static void cb_edge(void *arg, uint64_t page, size_t i, uint64_t ov)
 {
     struct cbuf *c = arg;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 1024;
-        struct contrib *p = realloc(c->c, cap * sizeof *p);
-        if (!p) {
-            c->oom = 1;
-            return;
-        }
-        c->c = p;
-        c->cap = cap;
+    if (vh_grow(&c->c, &c->cap, c->n, sizeof *c->c, 1024)) {
+        c->oom = 1;
+        return;
     }
     c->c[c->n++] = (struct contrib){ page, ov, i };
 }
@@ -324,14 +313,8 @@ struct rbuf {
 
 static struct frag_region *region_new(struct rbuf *rb, uint32_t heap, int bounded, uint64_t lo)
 {
-    if (rb->n == rb->cap) {
-        size_t cap = rb->cap ? rb->cap * 2 : 16;
-        struct frag_region *p = realloc(rb->r, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        rb->r = p;
-        rb->cap = cap;
-    }
+    if (vh_grow(&rb->r, &rb->cap, rb->n, sizeof *rb->r, 16))
+        return NULL;
     struct frag_region *r = &rb->r[rb->n++];
     memset(r, 0, sizeof *r);
     r->heap_id = heap;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/grow.h"
 #include "analyze/output.h"
 
 struct cell {
@@ -158,16 +159,10 @@ int out__row(struct out *o, const struct out_val *vals, struct out_stack *stack)
         return -EINVAL;
     }
     struct section *s = &o->secs[o->nsecs - 1];
-    if (s->nrows == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        struct row *nr = realloc(s->rows, cap * sizeof *nr);
-        if (!nr) {
-            o->failed = 1;
-            out_stack__free(stack);
-            return -ENOMEM;
-        }
-        s->rows = nr;
-        s->cap = cap;
+    if (vh_grow(&s->rows, &s->cap, s->nrows, sizeof *s->rows, 16)) {
+        o->failed = 1;
+        out_stack__free(stack);
+        return -ENOMEM;
     }
     struct row *r = &s->rows[s->nrows++];
     r->stack = stack;

@@ -11,6 +11,15 @@
 #include "analyze/cli.h"
 #include "analyze/output.h"
 
+/* The --help lines of the shared options, word for word in every command. */
+#define VH_HELP_HEAP                                                               \
+    "  --heap NAME      only this heap ('malloc' is the system allocator);\n"      \
+    "                   NAME/* adds the heaps nested in it\n"
+#define VH_HELP_DEPTH "  --depth N        at most N frames per stack (default: all)\n"
+#define VH_HELP_BYTES_HELP                                                         \
+    "  --bytes          exact byte counts instead of 2.20K-style sizes\n"          \
+    "  -h, --help       this text\n"
+
 /* Options a command accepts besides --format, --limit, --heap, --bytes and
  * --depth, which all query commands take. */
 enum vh_qopt_extra {

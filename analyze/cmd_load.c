@@ -110,6 +110,9 @@ static int run_load(int argc, char **argv)
                 st.stream_seconds, st.stream_cpu_seconds,
                 st.stream_cpu_seconds > 0 ? st.records / st.stream_cpu_seconds / 1e6 : 0.0,
                 st.write_seconds, st.symbols_seconds, st.index_seconds);
+    if (verbose && st.reordered)
+        fprintf(stderr, "settled %llu cross-thread misorders (meta.reordered)\n",
+                (unsigned long long)st.reordered);
     if (st.damage_count) {
         if (st.damage_count > 1)
             vh_errorf("load", "%s: %s (%u damaged regions)", capture, st.damage, st.damage_count);

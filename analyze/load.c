@@ -3,7 +3,9 @@
  * threads, modules and distinct frames; rows stream out as they are final
  * (the normalized events and live-set checkpoints through events.h's
  * writer), the rest at the end in one transaction. The capture is read on
- * a thread of its own (the feeder). Definitions: docs/schema.md. */
+ * a thread of its own (the feeder); small cross-thread misorders of the
+ * records' times are settled on the way (settle()). Definitions:
+ * docs/schema.md. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -41,6 +43,9 @@
 #define BATCH 1024u                   /* events handed over at once: the ring
                                          stays in the caches (80 KiB each)   */
 #define NBATCH 8u                     /* batches in flight                   */
+#define SETTLE_NS 50000ull            /* how far ahead settle() looks (50
+                                         us): across threads, times may be
+                                         misordered by a memory latency      */
 #define VH_STR_(x) #x
 #define VH_STR(x) VH_STR_(x)
 
@@ -202,6 +207,12 @@ struct loader {
                                           UINT32_MAX                        */
     size_t hint_slot;                  /* a FREE's block's live map slot as
                                           looked up ahead, or SIZE_MAX      */
+    struct feeder *feed;               /* where settle() looks ahead: the    */
+    struct batch *cur_b;               /* batch in progress, its number and  */
+    uint64_t cur_k;                    /* the record's index in it           */
+    size_t cur_j;
+    int settling;                      /* a moved record is being processed */
+    uint64_t reordered;                /* records moved by settle()          */
     struct vh_live_block *scratch;     /* sorted_blocks(): the largest heap's */
     size_t scratch_cap;                /* live blocks                        */
     int failed;                        /* -errno of the first failure        */
@@ -723,6 +734,9 @@ static void write_checkpoint(struct loader *L)
 
 /* ---- capture records -------------------------------------------------------- */
 
+static int settle(struct loader *L, const struct vh_event *ev, uint16_t heap, uint64_t addr,
+                  uint8_t want);
+
 static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
 {
     const struct vh_rec_alloc *r = (const struct vh_rec_alloc *)ev->rec;
@@ -759,6 +773,15 @@ static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
         fail(L, -ENOMEM, "out of memory");
         return;
     }
+    if (existed && !resize && settle(L, ev, r->h.a, r->addr, VH_REC_FREE)) {
+        /* the FREE that truly came first went first: x is free now */
+        if (!(t = thread_get(L, ev->tid, ev->time)))
+            return;
+        if (!(b = livemap__insert(h->live, r->addr, &existed))) {
+            fail(L, -ENOMEM, "out of memory");
+            return;
+        }
+    }
     if (existed) {
         if (resize) {
             /* heaptrack sees a realloc as '-' old then '+' new: the RESIZE
@@ -792,6 +815,12 @@ static void on_free(struct loader *L, const struct vh_event *ev)
     if (!h || !t)
         return;
     b = livemap__find_at(h->live, r->addr, L->hint_slot);
+    if (!b && settle(L, ev, r->h.a, r->addr, VH_REC_ALLOC)) {
+        /* the ALLOC that truly came first went first */
+        if (!(t = thread_get(L, ev->tid, ev->time)))
+            return;
+        b = livemap__find(h->live, r->addr);
+    }
     if (!b) {
         h->unknown_frees++;
         return;
@@ -1279,7 +1308,9 @@ static inline uint32_t prefetch_agg(struct loader *L, const struct vh_event *ev,
  * lives as long as the capture) or into the event's own `dec`, so an event
  * stays usable in its batch slot until the batch is released; a record
  * found anywhere else is copied out. Without a thread the loader's own
- * thread fills each batch when it needs it. */
+ * thread fills each batch when it first needs it. The loader may take
+ * batch k + 1 before it releases k (settle() looks ahead); a batch taken
+ * again is handed out as it is. */
 struct batch {
     struct vh_event ev[BATCH];
     size_t n;
@@ -1287,6 +1318,10 @@ struct batch {
     uint64_t done, total;              /* capture__progress() after it       */
     void **copies;                     /* records copied out, freed with it  */
     size_t ncopies, capcopies;
+    size_t nskip;                      /* records settle() processed ahead of */
+    uint8_t skip[BATCH];               /* their turn: 1 at their index; the
+                                          loader's own (it clears them before
+                                          releasing the batch)               */
 };
 
 struct feeder {
@@ -1417,7 +1452,10 @@ static struct batch *feeder_take(struct feeder *F, uint64_t k)
     struct batch *b = &F->b[k % NBATCH];
 
     if (!F->threaded) {
-        batch_fill(F, b);
+        while (F->filled <= k) {
+            batch_fill(F, &F->b[F->filled % NBATCH]);
+            F->filled++;
+        }
         return b;
     }
     pthread_mutex_lock(&F->mu);
@@ -1432,6 +1470,12 @@ static struct batch *feeder_take(struct feeder *F, uint64_t k)
 
 static void feeder_release(struct feeder *F, uint64_t k)
 {
+    struct batch *b = &F->b[k % NBATCH];
+
+    if (b->nskip) {
+        memset(b->skip, 0, sizeof b->skip);
+        b->nskip = 0;
+    }
     if (!F->threaded)
         return;
     /* a waiting feeder is woken when half the ring is free, not for each
@@ -1462,6 +1506,143 @@ static void feeder_stop(struct feeder *F)
     }
     free(F->b);
     F->b = NULL;
+}
+
+/* ---- settling cross-thread misorders ---------------------------------------
+ * An allocation's time is read without a fence, so it may come before the
+ * real allocator's load that found the block: up to a memory latency
+ * before another thread's free of that same block (docs/capture-format.md,
+ * ordering rule 4). Within one thread records are in program order; across
+ * threads, two such misorders show up as anomalies:
+ *  A. an ALLOC onto an address still live, whose FREE by another thread
+ *     follows within SETTLE_NS;
+ *  B. a FREE of an address not live, whose ALLOC by another thread follows
+ *     within SETTLE_NS.
+ * settle() then processes that later record first, at the current time (so
+ * emitted times never go back), and marks it to be skipped at its turn. It
+ * runs only on an anomaly, so the common path pays one test per record. */
+
+/* A record settle() may look at: ALLOC / RESIZE / FREE of (heap, addr).
+ * 1: touches it (a failed allocation does not). */
+static inline int touches(const struct vh_rec_hdr *h, uint16_t heap, uint64_t addr)
+{
+    return (h->type == VH_REC_ALLOC || h->type == VH_REC_RESIZE || h->type == VH_REC_FREE) &&
+           h->a == heap && ((const struct vh_rec_free *)h)->addr == addr &&
+           !(h->type != VH_REC_FREE && (h->flags & VH_RF_FAILED));
+}
+
+/* 1 when the record changes its thread's "latest allocation" (what
+ * check_temporary() reads). */
+static inline int is_block_call(const struct vh_rec_hdr *h)
+{
+    return h->type == VH_REC_ALLOC || h->type == VH_REC_RESIZE || h->type == VH_REC_FREE;
+}
+
+/* ev (the current record, processed by on_alloc / on_free) found an anomaly
+ * on (heap, addr): looks in the rest of this batch and in the next for the
+ * first later record about that address; when it is a `want` (VH_REC_FREE
+ * for case A, VH_REC_ALLOC for B) of another thread within SETTLE_NS, it is
+ * processed now. Returns 1 if so. */
+static __attribute__((noinline)) int settle(struct loader *L, const struct vh_event *ev,
+                                            uint16_t heap, uint64_t addr, uint8_t want)
+{
+    struct batch *bs[2] = { L->cur_b, NULL };
+    uint64_t limit = ev->time < UINT64_MAX - SETTLE_NS ? ev->time + SETTLE_NS : UINT64_MAX;
+    struct vh_event moved;
+    struct thread *t;
+    uint32_t hint_agg = L->hint_agg, last_serial, last_heap;
+    size_t hint_slot = L->hint_slot, fj = 0, j;
+    uint64_t last_addr;
+    int fb = -1, own = 0;
+
+    if (L->settling || !addr || !bs[0])
+        return 0;
+    for (int i = 0; i < 2 && fb < 0; i++) {
+        struct batch *b = bs[i];
+        for (j = i ? 0 : L->cur_j + 1; j < b->n; j++) {
+            const struct vh_event *e = &b->ev[j];
+            const struct vh_rec_hdr *h = e->rec;
+            if (e->time > limit)
+                return 0;
+            if (b->skip[j])
+                continue;
+            if (touches(h, heap, addr)) {
+                if (h->type != want || e->tid == ev->tid)
+                    return 0;
+                fb = i;
+                fj = j;
+                break;
+            }
+            /* the address changes hands, or the heap's blocks go: stop */
+            if (h->type == VH_REC_MOVE && h->a == heap &&
+                (((const struct vh_rec_move *)h)->from == addr ||
+                 ((const struct vh_rec_move *)h)->to == addr))
+                return 0;
+            if ((h->type == VH_REC_HEAP_CREATE || h->type == VH_REC_HEAP_DESTROY) &&
+                heap != VH_HEAP_SYSTEM)
+                return 0;
+        }
+        if (fb < 0 && (i || b->last))
+            return 0;
+        if (fb < 0)
+            bs[1] = feeder_take(L->feed, L->cur_k + 1);
+    }
+
+    /* Does the moved record overtake calls of its own thread? Then the
+     * thread's latest allocation (heaptrack's temporary) is kept as its
+     * program order has it: saved now, restored after; at its turn the
+     * moved record leaves it as it would have (settled()). */
+    moved = bs[fb]->ev[fj];
+    for (int i = 0; i <= fb && !own; i++)
+        for (j = i ? 0 : L->cur_j + 1; j < (i == fb ? fj : bs[i]->n); j++)
+            if (!bs[i]->skip[j] && bs[i]->ev[j].tid == moved.tid &&
+                is_block_call(bs[i]->ev[j].rec)) {
+                own = 1;
+                break;
+            }
+    moved.time = ev->time;
+    if (!(t = thread_get(L, moved.tid, moved.time)))
+        return 0;
+    bs[fb]->skip[fj] = 1;
+    bs[fb]->nskip++;
+    last_serial = t->last_serial;
+    last_addr = t->last_addr;
+    last_heap = t->last_heap;
+    if (own)                           /* a call of its own came in between:
+                                          not temporary                     */
+        t->last_serial = 0;
+    L->settling = 1;
+    L->hint_agg = UINT32_MAX;
+    L->hint_slot = SIZE_MAX;
+    if (want == VH_REC_FREE)
+        on_free(L, &moved);
+    else
+        on_alloc(L, &moved, 0);
+    L->settling = 0;
+    L->hint_agg = hint_agg;
+    L->hint_slot = hint_slot;
+    if ((t = thread_get(L, moved.tid, moved.time))) {
+        t->last_serial = last_serial;
+        t->last_addr = last_addr;
+        t->last_heap = last_heap;
+    }
+    L->reordered++;
+    return 1;
+}
+
+/* A record's turn, after settle() processed it ahead: what it would have
+ * done to its thread then. A moved FREE would have cleared the thread's
+ * latest allocation; a moved ALLOC would have made its block the latest,
+ * but that block is gone by now (the FREE that settle() ran for freed it),
+ * and a latest that is gone is the same as none. */
+static void settled(struct loader *L, const struct vh_event *ev)
+{
+    struct thread *t;
+
+    if (ev->time > L->last_time)
+        L->last_time = ev->time;
+    if ((t = thread_get(L, ev->tid, ev->time)))
+        t->last_serial = 0;
 }
 
 /* ---- the end: everything kept in memory goes to the DB ------------------- */
@@ -1948,6 +2129,7 @@ static void write_meta(struct loader *L, const struct capture_stamp *cs, const c
     meta_int(L, st, "damage_count", damage_count);
     meta_int(L, st, "bucket_ns", L->bucket_ns);
     meta_int(L, st, "implicit_frees", L->implicit_frees);
+    meta_int(L, st, "reordered", L->reordered);
     meta_int(L, st, "unknown_moves", L->unknown_moves);
     meta_int(L, st, "unknown_records", L->unknown_records);
     meta_int(L, st, "implicit_heaps", L->implicit_heaps);
@@ -2155,12 +2337,15 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         hint[n] = UINT32_MAX;
         hint_slot[n] = SIZE_MAX;
     }
+    L.feed = &F;
     for (uint64_t k = 0; !L.failed; k++) {
         struct batch *b = feeder_take(&F, k);
         struct vh_event *e = b->ev;
         size_t m = b->n;
         int last = b->last;
 
+        L.cur_b = b;
+        L.cur_k = k;
         if (F.oom)
             fail(&L, -ENOMEM, "out of memory");
         for (n = 0; n < m && n < AHEAD; n++)
@@ -2174,7 +2359,11 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
             L.hint_slot = hint_slot[j % AHEAD];
             hint[j % AHEAD] = UINT32_MAX;
             hint_slot[j % AHEAD] = SIZE_MAX;
-            on_event(&L, &e[j]);
+            L.cur_j = j;
+            if (__builtin_expect(b->nskip != 0, 0) && b->skip[j])
+                settled(&L, &e[j]);    /* processed ahead of its turn */
+            else
+                on_event(&L, &e[j]);
             /* a checkpoint goes between two records, when one may be due */
             if (L.emitted >= L.cp_at && !L.failed) {
                 if (evwriter__checkpoint_due(L.evw))
@@ -2190,6 +2379,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         if (last)
             break;
     }
+    L.cur_b = NULL;
     feeder_stop(&F);                   /* capture__damage() is ours again */
     if (show)
         progress(&L, &last_pct, 1, 0, 0);
@@ -2260,6 +2450,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     stats->stacks = L.nstacks;
     stats->frames = L.nframes;
     stats->leaks = L.leaks;
+    stats->reordered = L.reordered;
     stats->damage_count = damage_count;
     if (damage_count)
         snprintf(stats->damage, sizeof stats->damage, "%s", damage ? damage : "damaged");

@@ -21,6 +21,8 @@ struct load_stats {
     uint64_t records;              /* records read from the capture         */
     uint64_t stacks, frames;       /* rows written                          */
     uint64_t leaks;                /* blocks live at the end                */
+    uint64_t reordered;            /* records moved ahead to settle a cross-
+                                      thread misorder (meta.reordered)      */
     double seconds;                /* wall time of the whole load           */
     double stream_seconds;         /* of which: reading the event stream,   */
     double write_seconds;          /* writing what was kept in memory,      */

@@ -20,7 +20,8 @@ CREATE TABLE meta (
 -- damage (first message or NULL), damage_count, bucket_ns (width of series
 -- buckets), symbols ('resolved', 'skipped' or why not), and counts of
 -- oddities in the capture: implicit_frees, unknown_moves, unknown_records,
--- implicit_heaps, bad_heap_records, heap_reuses, missing_stacks; the event
+-- implicit_heaps, bad_heap_records, heap_reuses, missing_stacks, reordered
+-- (records moved ahead to settle a cross-thread misorder); the event
 -- stream's events, event_blocks, event_bytes, checkpoints,
 -- checkpoint_bytes, checkpoint_events. The symbolizer adds symbols_* counts.
 

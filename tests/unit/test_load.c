@@ -1,7 +1,8 @@
 /* test_load.c — the loader against synthetic captures with known answers
  * (peak attribution, per-thread temporary, realloc, leaks, heap destroy,
- * moves, unknown frees, damage), against a naive model on random runs, the
- * live map against an array, and db.c's open/create/ensure rules. */
+ * moves, unknown frees, damage, cross-thread misorders settled), against a
+ * naive model on random runs, the live map against an array, and db.c's
+ * open/create/ensure rules. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 
 #include "analyze/cli.h"
 #include "analyze/db.h"
+#include "analyze/events.h"
 #include "analyze/livemap.h"
 #include "analyze/load.h"
 #include "tests/unit/capture_builder.h"
@@ -557,6 +559,339 @@ static void test_ensure(void **state)
     capb__destroy(&b);
 }
 
+/* ---- cross-thread misorders settled by the loader -------------------------
+ * An allocation's time is read without a fence: it may come up to about a
+ * memory latency before another thread's free of the same block. The
+ * loader processes such a record of another thread, when it follows within
+ * 50 us, ahead of the one that exposed it; never one of the same thread. */
+
+#define X 0x7000ull                    /* the contested address */
+
+static long long meta_reordered(sqlite3 *db)
+{
+    return q(db, "SELECT value FROM meta WHERE key='reordered'");
+}
+
+/* The emitted events for address addr, in stream order (at most max);
+ * fails the test if any emitted time goes back. Returns how many. */
+static size_t events_of(sqlite3 *db, uint64_t addr, struct vh_ev *out, size_t max)
+{
+    struct evstream *s = NULL;
+    struct vh_ev ev;
+    uint64_t last = 0;
+    size_t n = 0;
+    char err[256];
+    int rc;
+
+    if (evstream__open(db, 0, &s, err, sizeof err))
+        fail_msg("evstream__open: %s", err);
+    while ((rc = evstream__next(s, &ev)) == 1) {
+        assert_true(ev.time >= last);
+        last = ev.time;
+        if (ev.addr == addr && n < max)
+            out[n++] = ev;
+    }
+    assert_int_equal(rc, 0);
+    evstream__close(s);
+    return n;
+}
+
+/* Case A: tid 1 frees x at tfree, tid 2's malloc got x back, and its ALLOC
+ * reads a time `gap` ns before that free (tid 2 frees it later on). */
+static void build_case_a(struct capb *b, uint64_t gap)
+{
+    capb__init(b, 0);
+    uint32_t c1 = capb__chunk(b), c2 = capb__chunk(b);
+    capb__thread(b, c1, 1, 1);
+    capb__thread(b, c2, 1, 2);
+    capb__alloc(b, c1, 100, X, 10, 16, 1);
+    capb__alloc(b, c2, 1000000, X, 20, 32, 2);
+    capb__free(b, c1, 1000000 + gap, X);
+    capb__free(b, c2, 3000000, X);
+}
+
+/* Case B: tid 1 allocates x, hands it to tid 2, whose FREE reads a time
+ * `gap` ns before the ALLOC. */
+static void build_case_b(struct capb *b, uint64_t gap)
+{
+    capb__init(b, 0);
+    uint32_t c1 = capb__chunk(b), c2 = capb__chunk(b);
+    capb__thread(b, c1, 1, 1);
+    capb__thread(b, c2, 1, 2);
+    capb__alloc(b, c1, 1000000 + gap, X, 10, 16, 1);
+    capb__free(b, c2, 1000000, X);
+    capb__alloc(b, c1, 4000000, 0x9000, 5, 16, 3);    /* a later event of tid 1 */
+}
+
+static void test_settle_free_before_alloc(void **state)
+{
+    struct capb b;
+    struct vh_ev ev[8];
+    (void)state;
+
+    build_case_a(&b, 500);
+    sqlite3 *db = load(&b);
+    assert_non_null(db);
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key='implicit_frees'"), 0);
+    assert_int_equal(HEAP(db, "unknown_frees", 0), 0);
+    assert_int_equal(HEAP(db, "frees", 0), 2);
+    assert_int_equal(HEAP(db, "live_bytes", 0), 0);
+    assert_int_equal(HEAP(db, "leaked_blocks", 0), 0);
+    assert_int_equal(STAT(db, "frees", 0, 1), 1);
+    assert_int_equal(STAT(db, "frees", 0, 2), 1);
+    /* each free is of its thread's latest allocation */
+    assert_int_equal(STAT(db, "temporary", 0, 1), 1);
+    assert_int_equal(STAT(db, "temporary", 0, 2), 1);
+    assert_int_equal(HEAP(db, "peak_bytes", 0), 20);
+    assert_int_equal(q(db, "SELECT frees FROM threads WHERE tid=1"), 1);
+    assert_int_equal(q(db, "SELECT frees FROM threads WHERE tid=2"), 1);
+    assert_int_equal(q(db, "SELECT last_time FROM threads WHERE tid=1"), 1000500);
+    assert_int_equal(meta_reordered(db), 1);
+    assert_int_equal(stats.reordered, 1);
+    /* the stream: tid 1's free moved ahead, at the ALLOC's time */
+    assert_int_equal(events_of(db, X, ev, 8), 4);
+    assert_int_equal(ev[1].kind, VH_EV_FREE);
+    assert_int_equal(ev[1].tid, 1);
+    assert_int_equal(ev[1].stack_id, 1);
+    assert_int_equal(ev[1].time, 1000000);
+    assert_int_equal(ev[1].flags & VH_EVF_IMPLICIT, 0);
+    assert_int_equal(ev[2].kind, VH_EV_ALLOC);
+    assert_int_equal(ev[2].tid, 2);
+    assert_int_equal(ev[3].kind, VH_EV_FREE);
+    assert_int_equal(ev[3].stack_id, 2);
+    assert_int_equal(ev[3].time, 3000000);
+    done(db, &b);
+}
+
+static void test_settle_alloc_after_free(void **state)
+{
+    struct capb b;
+    struct vh_ev ev[8];
+    (void)state;
+
+    build_case_b(&b, 500);
+    sqlite3 *db = load(&b);
+    assert_non_null(db);
+    assert_int_equal(HEAP(db, "live_bytes", 0), 5);       /* only the later block */
+    assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE address=%d", (int)X), 0);
+    assert_int_equal(STAT(db, "leaked_blocks", 0, 1), 0);
+    assert_int_equal(HEAP(db, "frees", 0), 1);
+    assert_int_equal(HEAP(db, "unknown_frees", 0), 0);
+    assert_int_equal(STAT(db, "frees", 0, 1), 1);
+    assert_int_equal(q(db, "SELECT frees FROM threads WHERE tid=2"), 1);
+    assert_int_equal(q(db, "SELECT allocations FROM threads WHERE tid=1"), 2);
+    assert_int_equal(meta_reordered(db), 1);
+    assert_int_equal(stats.reordered, 1);
+    assert_int_equal(events_of(db, X, ev, 8), 2);
+    assert_int_equal(ev[0].kind, VH_EV_ALLOC);
+    assert_int_equal(ev[0].tid, 1);
+    assert_int_equal(ev[0].time, 1000000);
+    assert_int_equal(ev[1].kind, VH_EV_FREE);
+    assert_int_equal(ev[1].tid, 2);
+    done(db, &b);
+}
+
+/* Beyond the window (50 us) nothing moves: today's implicit / unknown
+ * frees. Exactly at it, it does. */
+static void test_settle_window(void **state)
+{
+    struct capb b;
+    sqlite3 *db;
+    (void)state;
+
+    build_case_a(&b, 1000000);
+    assert_non_null(db = load(&b));
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key='implicit_frees'"), 1);
+    assert_int_equal(HEAP(db, "unknown_frees", 0), 1);
+    assert_int_equal(HEAP(db, "frees", 0), 1);
+    assert_int_equal(STAT(db, "frees", 0, 2), 1);     /* tid 1's free took tid 2's block */
+    assert_int_equal(meta_reordered(db), 0);
+    done(db, &b);
+
+    build_case_b(&b, 1000000);
+    assert_non_null(db = load(&b));
+    assert_int_equal(HEAP(db, "unknown_frees", 0), 1);
+    assert_int_equal(HEAP(db, "frees", 0), 0);
+    assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE address=%d", (int)X), 1);
+    assert_int_equal(meta_reordered(db), 0);
+    done(db, &b);
+
+    for (int k = 0; k < 2; k++) {
+        build_case_a(&b, 50000 + (uint64_t)k);
+        assert_non_null(db = load(&b));
+        assert_int_equal(meta_reordered(db), !k);
+        assert_int_equal(q(db, "SELECT value FROM meta WHERE key='implicit_frees'"), k);
+        done(db, &b);
+        build_case_b(&b, 50000 + (uint64_t)k);
+        assert_non_null(db = load(&b));
+        assert_int_equal(meta_reordered(db), !k);
+        assert_int_equal(HEAP(db, "unknown_frees", 0), k);
+        done(db, &b);
+    }
+}
+
+/* Within one thread records are in program order: never moved. */
+static void test_settle_not_same_thread(void **state)
+{
+    struct capb b;
+    sqlite3 *db;
+    (void)state;
+
+    capb__init(&b, 0);
+    uint32_t c1 = capb__chunk(&b), c2 = capb__chunk(&b);
+    capb__thread(&b, c1, 1, 1);
+    capb__thread(&b, c2, 1, 2);
+    capb__alloc(&b, c1, 5, X, 10, 16, 1);
+    capb__alloc(&b, c1, 10, X, 20, 32, 2);     /* x live: its free was lost */
+    capb__free(&b, c1, 11, X);
+    capb__free(&b, c1, 20, 0x8000);            /* unknown, ... */
+    capb__alloc(&b, c1, 21, 0x8000, 30, 32, 3);    /* ... then allocated */
+    capb__alloc(&b, c2, 30, 0xa000, 1, 16, 4);     /* another thread exists */
+    assert_non_null(db = load(&b));
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key='implicit_frees'"), 1);
+    assert_int_equal(HEAP(db, "frees", 0), 1);
+    assert_int_equal(STAT(db, "frees", 0, 2), 1);
+    assert_int_equal(HEAP(db, "unknown_frees", 0), 1);
+    assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE address=%d", 0x8000), 1);
+    assert_int_equal(meta_reordered(db), 0);
+    done(db, &b);
+}
+
+/* The misordered pair straddles two batches of the loader (1024 events):
+ * the ALLOC is the last event of batch 1, the FREE the first of batch 2. */
+static void test_settle_across_batches(void **state)
+{
+    enum { BATCH_EVENTS = 1024 };
+    struct capb b;
+    sqlite3 *db;
+    uint64_t t = 1000;
+    (void)state;
+
+    for (int kase = 0; kase < 2; kase++) {
+        capb__init(&b, 1u << 20);
+        uint32_t c1 = capb__chunk(&b), c2 = capb__chunk(&b), c3 = capb__chunk(&b);
+        capb__thread(&b, c1, 1, 1);
+        capb__thread(&b, c2, 1, 2);
+        capb__thread(&b, c3, 1, 3);
+        /* events before the pair: 3 THREAD, (case A) the first ALLOC of x,
+         * and pairs of tid 3 */
+        int before = 3 + !kase, pairs = (BATCH_EVENTS + BATCH_EVENTS - 1 - before) / 2;
+        if (!kase)
+            capb__alloc(&b, c1, 100, X, 10, 16, 1);
+        if ((before + 2 * pairs) % BATCH_EVENTS != BATCH_EVENTS - 1) {
+            capb__rss(&b, c3, 200, 4096);          /* one more to line it up */
+            before++;
+        }
+        assert_int_equal((before + 2 * pairs) % BATCH_EVENTS, BATCH_EVENTS - 1);
+        for (int i = 0; i < pairs; i++, t += 10) {
+            capb__alloc(&b, c3, t, 0x100000 + 16 * (uint64_t)i, 8, 16, 5);
+            capb__free(&b, c3, t + 5, 0x100000 + 16 * (uint64_t)i);
+        }
+        t += 100;
+        if (!kase) {
+            capb__alloc(&b, c2, t, X, 20, 32, 2);   /* event 2047 */
+            capb__free(&b, c1, t + 400, X);         /* event 2048 */
+            capb__free(&b, c2, t + 1000, X);
+        } else {
+            capb__free(&b, c2, t, X);               /* event 2047 */
+            capb__alloc(&b, c1, t + 400, X, 10, 16, 1);     /* event 2048 */
+        }
+        assert_non_null(db = load(&b));
+        assert_int_equal(meta_reordered(db), 1);
+        assert_int_equal(q(db, "SELECT value FROM meta WHERE key='implicit_frees'"), 0);
+        assert_int_equal(HEAP(db, "unknown_frees", 0), 0);
+        assert_int_equal(HEAP(db, "frees", 0), pairs + 2 - kase);
+        assert_int_equal(HEAP(db, "live_bytes", 0), 0);
+        assert_int_equal(q(db, "SELECT count(*) FROM leaks"), 0);
+        assert_int_equal(stats.records, (uint64_t)(before + 2 * pairs + 3 - kase));
+        done(db, &b);
+    }
+}
+
+/* A moved record overtakes records of its own thread: heaptrack's
+ * temporary is still decided in that thread's program order. */
+static void test_settle_keeps_thread_order(void **state)
+{
+    struct capb b;
+    sqlite3 *db;
+    (void)state;
+
+    /* A: tid 1's z comes between its allocation and its free of x (so that
+     * free is not temporary), and its free of x between z and z's free (so
+     * neither is that one); tid 2's free of its x is */
+    capb__init(&b, 0);
+    uint32_t c1 = capb__chunk(&b), c2 = capb__chunk(&b);
+    capb__thread(&b, c1, 1, 1);
+    capb__thread(&b, c2, 1, 2);
+    capb__alloc(&b, c1, 100, X, 10, 16, 1);
+    capb__alloc(&b, c2, 1000000, X, 20, 32, 2);
+    capb__alloc(&b, c1, 1000200, 0x9000, 30, 32, 3);
+    capb__free(&b, c1, 1000500, X);
+    capb__free(&b, c1, 1000600, 0x9000);
+    capb__free(&b, c2, 2000000, X);
+    assert_non_null(db = load(&b));
+    assert_int_equal(meta_reordered(db), 1);
+    assert_int_equal(HEAP(db, "temporary", 0), 1);
+    assert_int_equal(STAT(db, "temporary", 0, 2), 1);
+    assert_int_equal(HEAP(db, "frees", 0), 3);
+    assert_int_equal(HEAP(db, "live_bytes", 0), 0);
+    done(db, &b);
+
+    /* B: tid 1 frees its latest block w after tid 2's early FREE of x and
+     * before its own ALLOC of x: temporary */
+    capb__init(&b, 0);
+    c1 = capb__chunk(&b);
+    c2 = capb__chunk(&b);
+    capb__thread(&b, c1, 1, 1);
+    capb__thread(&b, c2, 1, 2);
+    capb__alloc(&b, c1, 900000, 0x9000, 30, 32, 3);
+    capb__free(&b, c2, 1000000, X);
+    capb__free(&b, c1, 1000200, 0x9000);
+    capb__alloc(&b, c1, 1000500, X, 10, 16, 1);
+    assert_non_null(db = load(&b));
+    assert_int_equal(meta_reordered(db), 1);
+    assert_int_equal(STAT(db, "temporary", 0, 3), 1);
+    assert_int_equal(HEAP(db, "temporary", 0), 1);
+    assert_int_equal(HEAP(db, "frees", 0), 2);
+    assert_int_equal(HEAP(db, "unknown_frees", 0), 0);
+    assert_int_equal(HEAP(db, "live_bytes", 0), 0);
+    done(db, &b);
+}
+
+/* A moving realloc's halves follow the same rules: tid 1's realloc moves
+ * its block away from x (FREE realloc) just after tid 2's malloc got x. */
+static void test_settle_realloc_halves(void **state)
+{
+    struct capb b;
+    sqlite3 *db;
+    struct capb_alloc mv = { .addr = 0xb000, .size = 40, .usable = 48, .stack = 4,
+                             .func = VH_FN_REALLOC, .flags = VH_RF_REALLOC };
+    (void)state;
+
+    capb__init(&b, 0);
+    uint32_t c1 = capb__chunk(&b), c2 = capb__chunk(&b);
+    capb__thread(&b, c1, 1, 1);
+    capb__thread(&b, c2, 1, 2);
+    capb__alloc(&b, c1, 100, X, 10, 16, 1);
+    capb__alloc(&b, c2, 1000000, X, 20, 32, 2);
+    capb__free_ex(&b, c1, 1000300, 0, VH_FN_REALLOC, X, VH_RF_REALLOC);
+    capb__alloc_ex(&b, c1, VH_REC_ALLOC, 1000300, &mv);
+    capb__free(&b, c2, 2000000, X);
+    capb__free(&b, c1, 2000100, 0xb000);
+    assert_non_null(db = load(&b));
+    assert_int_equal(meta_reordered(db), 1);
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key='implicit_frees'"), 0);
+    assert_int_equal(HEAP(db, "unknown_frees", 0), 0);
+    assert_int_equal(HEAP(db, "frees", 0), 2);
+    assert_int_equal(STAT(db, "frees", 0, 2), 1);
+    assert_int_equal(STAT(db, "frees", 0, 4), 1);
+    assert_int_equal(STAT(db, "temporary", 0, 1), 1);  /* realloc of the latest */
+    assert_int_equal(HEAP(db, "live_bytes", 0), 0);
+    done(db, &b);
+}
+
+#undef X
+
 /* ---- randomized: the loader against a naive model ------------------------- */
 
 #define R_BLOCKS 4096
@@ -749,9 +1084,11 @@ static void test_livemap(void **state)
  * live ones, ...) never fail the load, and the totals always agree with
  * each other: per heap, the stacks' at-peak bytes sum to the heap's peak,
  * leaks and stack leaks sum to the heap's leaked bytes, and the series
- * balance to the live bytes. */
+ * balance to the live bytes. Two threads a few ns apart: the loader also
+ * settles misorders here (settle() runs), and the totals still agree. */
 static void test_random_streams_consistent(void **state)
 {
+    uint64_t reordered = 0;
     (void)state;
     for (int round = 0; round < 60; round++) {
         struct capb b;
@@ -818,8 +1155,11 @@ static void test_random_streams_consistent(void **state)
                                "WHERE heap_id = h.id)"), 0);
         assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE peak_bytes < live_bytes"), 0);
         assert_true(q(db, "SELECT value FROM meta WHERE key='unknown_records'") > 0);
+        assert_int_equal(q(db, "SELECT value FROM meta WHERE key='reordered'"), stats.reordered);
+        reordered += stats.reordered;
         done(db, &b);
     }
+    assert_true(reordered > 0);
 }
 
 static void test_schema_embedded(void **state)
@@ -857,6 +1197,13 @@ int main(void)
         cmocka_unit_test(test_refuses_to_replace_other_files),
         cmocka_unit_test(test_open_read_checks),
         cmocka_unit_test(test_ensure),
+        cmocka_unit_test(test_settle_free_before_alloc),
+        cmocka_unit_test(test_settle_alloc_after_free),
+        cmocka_unit_test(test_settle_window),
+        cmocka_unit_test(test_settle_not_same_thread),
+        cmocka_unit_test(test_settle_across_batches),
+        cmocka_unit_test(test_settle_keeps_thread_order),
+        cmocka_unit_test(test_settle_realloc_halves),
         cmocka_unit_test(test_random_against_model),
         cmocka_unit_test(test_random_streams_consistent),
         cmocka_unit_test(test_livemap),

@@ -591,9 +591,8 @@ static uint64_t compute_rule(uint64_t ip)
     return q.found ? q.rule : END_RULE;   /* not in any object */
 }
 
-static inline uint64_t lookup(uint64_t ip, uint64_t gen)
+static VH_NOINLINE uint64_t lookup_shared(uint64_t ip, uint64_t key)
 {
-    uint64_t key = ip | gen << 48;
     struct entry *e = &cache[(ip ^ ip >> CACHE_BITS ^ ip >> 29) & (CACHE_SLOTS - 1)];
     uint64_t k1 = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
     if (vh_likely(k1 == key)) {
@@ -609,6 +608,33 @@ static inline uint64_t lookup(uint64_t ip, uint64_t gen)
     __atomic_thread_fence(__ATOMIC_RELEASE);
     __atomic_store_n(&e->rule, rule, __ATOMIC_RELAXED);
     __atomic_store_n(&e->key, key, __ATOMIC_RELEASE);
+    return rule;
+}
+
+/* Each thread's own small cache in front of the shared table: a walk's new
+ * frames are mostly the same few dozen call sites again (the allocator's
+ * wrappers, reached from elsewhere), and 1 MiB of shared table spread over
+ * random lines is mostly out of the L1 and L2 when the program is busy.
+ * Only this thread writes it; a signal handler's walk on the same thread
+ * may interleave with a write, so a hit is the key read before and after
+ * the rule, and a write is key 0, rule, key (compiler fences suffice). */
+#define LOCAL_BITS 9
+#define LOCAL_SLOTS (1u << LOCAL_BITS)
+static __thread struct entry local[LOCAL_SLOTS] __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t lookup(uint64_t ip, uint64_t gen)
+{
+    uint64_t key = ip | gen << 48;
+    volatile struct entry *l = &local[(ip * 0x9e3779b97f4a7c15ull) >> (64 - LOCAL_BITS)];
+    if (vh_likely(l->key == key)) {
+        uint64_t rule = l->rule;
+        if (vh_likely(l->key == key))
+            return rule;
+    }
+    uint64_t rule = lookup_shared(ip, key);
+    l->key = 0;
+    l->rule = rule;
+    l->key = key;
     return rule;
 }
 
@@ -629,7 +655,18 @@ static inline uint64_t lookup(uint64_t ip, uint64_t gen)
  * were collected in `fresh`); so the unchanged outer frames are neither
  * copied nor hashed again: each frame keeps the fold (internal.h's stack
  * hash) of itself and everything outside it, valid when the window holds a
- * whole walk that ended by itself (`folded`). */
+ * whole walk that ended by itself (`folded`).
+ *
+ * rbp is compared only where it matters. Code built without frame pointers
+ * uses rbp as an ordinary register, so two walks through the same frames
+ * often meet different rbp values that no rule ever reads: a frame's value
+ * counts only if it or a frame outside it computes its CFA from rbp before
+ * some frame reloads rbp from the stack (`live`, worked out from the
+ * outermost frame inwards; the end of the window counts as "not read",
+ * because a walk leaving the window carries on from the real rbp). The
+ * walk always carries the real rbp, reading a saved one only where it is
+ * compared or where the reuse ends; a frame's recorded rbp where it did not
+ * matter may be another walk's, which at worst costs a later reuse. */
 #define MEMO 68u                   /* frames kept: a default-depth walk (65) */
 #define MEMO_CAP (MEMO + 32u)      /* room to grow the window inwards        */
 enum { H_OPEN = 0,                 /* not followed (a signal frame)           */
@@ -644,6 +681,9 @@ struct mframe {
                                       how (H_*) in the low 3 bits             */
     uint64_t at;                   /* where the caller's rbp was read, or 0   */
     uint64_t fold;                 /* vh_hash_step fold from here outwards    */
+    uint64_t uses;                 /* ~0: this frame's CFA is rbp-based, or it
+                                      is walked anew (H_OPEN); else 0         */
+    uint64_t live;                 /* ~0: rbp here matters outwards; else 0   */
 };
 struct memo {
     uint32_t s, e;                 /* the window in f[]                       */
@@ -790,6 +830,13 @@ VH_ALWAYS_INLINE uint64_t memo_update(struct memo *M, uint32_t m, uint32_t tj, u
     uint32_t s = at - m;
     for (uint32_t i = 0; i < m; i++)   /* mostly one or two: no memcpy call */
         M->f[s + i] = fresh[i];
+    /* Where rbp matters: from the reused run's first frame inwards. */
+    uint64_t live = tl ? M->f[at].live : 0;
+    for (uint32_t i = at; i > s;) {
+        i--;
+        live = M->f[i].uses | (M->f[i].at ? 0 : live);
+        M->f[i].live = live;
+    }
     M->s = s;
     M->e = at + tl;
     M->gen = (uint32_t)gen;
@@ -807,6 +854,38 @@ VH_ALWAYS_INLINE uint64_t memo_update(struct memo *M, uint32_t m, uint32_t tj, u
     return h;
 }
 
+/* The common part of a reused run, apart so that its loop keeps every
+ * value in a register: from f (whose state matched) on, while f < stop,
+ * each frame whose caller is still the memo's next frame is written to
+ * out. Returns the first frame it did not follow (vh_cfi_walk's loop takes
+ * over there); *rsrc and *rbp carry the rbp as that loop does. */
+static VH_NOINLINE struct mframe *follow(struct mframe *f, const struct mframe *stop,
+                                         uint64_t *out, const uint64_t **rsrc, uint64_t *rbp)
+{
+    const uint64_t *src = *rsrc;
+    uint64_t v = *rbp;
+    while (f < stop) {
+        uint64_t x = f->nsp;
+        if ((x & 7) != H_NEXT || ((const uint64_t *)(x - H_NEXT))[-1] != f[1].ip)
+            break;
+        const uint64_t *at = (const uint64_t *)f->at;
+        if (f[1].live) {
+            uint64_t r = at ? *at : src ? *src : v;
+            if (r != f[1].rbp)
+                break;
+            v = r;
+            src = NULL;
+        } else if (at) {
+            src = at;
+        }
+        *out++ = f->ip;
+        f++;
+    }
+    *rsrc = src;
+    *rbp = v;
+    return f;
+}
+
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
                 uint32_t want, uint64_t *fold)
 {
@@ -817,35 +896,50 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
     if (sp < lo || sp >= hi)
         return -1;                 /* another stack: vh_cfi_walk_on's */
     struct memo *M = &memo;
-    const struct mframe *of = &M->f[M->s];
+    struct mframe *of = &M->f[M->s];
     uint32_t have = M->gen == gen ? M->e - M->s : 0;
     struct mframe scratch;
     int ret;
     while (n < want && ip) {
         while (j < have && of[j].sp < sp)
             j++;
-        if (j < have && of[j].sp == sp && of[j].ip == ip && of[j].rbp == rbp) {
+        if (j < have && of[j].sp == sp && of[j].ip == ip && !((of[j].rbp ^ rbp) & of[j].live)) {
             /* The previous walk from here on, while its reads still hold. */
-            const struct mframe *f = &of[j];
+            struct mframe *f = &of[j];
+            /* rbp is *rsrc when rsrc is set: a saved rbp is read only
+             * where it matters, or when the run ends. */
+            const uint64_t *rsrc = NULL;
             /* The last frame this run may continue from: the memo's, or
              * the one that fills buf. */
             const struct mframe *stop = &of[have - 1];
             if ((uint64_t)(stop - f) >= want - n)
                 stop = f + (want - n - 1);
+            struct mframe *g = follow(f, stop, buf + n, &rsrc, &rbp);
+            n += (uint32_t)(g - f);
+            f = g;
             for (;; f++) {
                 uint64_t x = f->nsp;
                 unsigned how = (unsigned)x & 7;
                 if (vh_likely(how == H_NEXT)) {
                     buf[n++] = f->ip;
                     uint64_t nip = ((const uint64_t *)(x - H_NEXT))[-1];
-                    uint64_t nrbp = f->at ? *(const uint64_t *)f->at : f->rbp;
-                    if (vh_likely(f < stop && nip == f[1].ip && nrbp == f[1].rbp))
-                        continue;
+                    if (f->at)
+                        rsrc = (const uint64_t *)f->at;
+                    if (vh_likely(f < stop && nip == f[1].ip)) {
+                        if (vh_likely(!f[1].live))
+                            continue;
+                        uint64_t v = rsrc ? *rsrc : rbp;
+                        if (v == f[1].rbp) {
+                            rbp = v;
+                            rsrc = NULL;
+                            continue;
+                        }
+                    }
                     if (n == want)
                         goto in_run;   /* truncated inside the run */
                     sp = x - H_NEXT;
                     ip = nip;
-                    rbp = nrbp;
+                    rbp = rsrc ? *rsrc : rbp;
                 } else {
                     if (how == H_OPEN)
                         break;     /* walk this frame ourselves */
@@ -860,7 +954,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
                     ip = ((const uint64_t *)sp)[-1];
                     if (!ip)
                         goto in_run;
-                    rbp = f->at ? *(const uint64_t *)f->at : f->rbp;
+                    rbp = f->at ? *(const uint64_t *)f->at : rsrc ? *rsrc : rbp;
                 }
                 /* Diverged (or the memo ends): carry on from the caller's
                  * state, with the run's frames among the new ones. */
@@ -877,14 +971,15 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
                 fresh[m++] = *g;
             ip = f->ip;
             sp = f->sp;
-            rbp = f->rbp;
+            rbp = rsrc ? *rsrc : rbp;
             j = have;              /* nothing further back to reuse */
         }
         buf[n++] = ip;
         struct mframe *rec = m < MEMO ? &fresh[m++] : &scratch;
-        *rec = (struct mframe){ .ip = ip, .sp = sp, .rbp = rbp, .nsp = H_OPEN };
+        *rec = (struct mframe){ .ip = ip, .sp = sp, .rbp = rbp, .nsp = H_OPEN, .uses = ~0ull };
         uint64_t rule = lookup(ip - 1, gen);
         unsigned kind = RULE_KIND(rule);
+        rec->uses = kind == R_RBP || kind == R_SIGNAL ? ~0ull : 0;
         if (kind == R_END) {
             rec->nsp = H_END;
             goto ended;

@@ -7,8 +7,9 @@
  * Each hook calls vh_stack_here() itself, so its frame is on the stack that
  * the unwinder trims (unwind.c drops every leading frame inside libvheap).
  * Times: an allocation's after the real call and after the stack lookup, a
- * free's before the real free — so a block's free always sorts before its
- * reuse on another thread. */
+ * free's before the real free — so a block's free sorts before its reuse on
+ * another thread, up to the unfenced TSC's slack that the loader settles
+ * (internal.h's vh_tsc). */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -121,11 +122,11 @@ VH_EXPORT void *malloc(size_t size)
     uint8_t g = t->guard;
     t->guard = VH_G_REAL;
     void *p = vh_real.malloc(size);
-    int e = errno;
+    int e = *vh_errno_loc(t);
     t->guard = VH_G_BUSY;
     note_alloc(t, VH_FN_MALLOC, p, size, vh_stack_here(t));
     t->guard = g;
-    errno = e;
+    *vh_errno_loc(t) = e;
     return p;
 }
 
@@ -141,12 +142,12 @@ VH_EXPORT void free(void *p)
         return;
     }
     uint8_t g = t->guard;
-    int e = errno;
+    int e = *vh_errno_loc(t);
     t->guard = VH_G_BUSY;
-    uint64_t now = vh_now_free();
+    uint64_t now = vh_now();
     put_free(t, VH_HEAP_SYSTEM, VH_FN_FREE, 0, (uintptr_t)p, now);
     vh_rss_due(t, now);
-    errno = e;
+    *vh_errno_loc(t) = e;
     t->guard = VH_G_REAL;
     vh_real.free(p);
     t->guard = g;
@@ -162,11 +163,11 @@ VH_EXPORT void *calloc(size_t n, size_t each)
     uint8_t g = t->guard;
     t->guard = VH_G_REAL;
     void *p = vh_real.calloc(n, each);
-    int e = errno;
+    int e = *vh_errno_loc(t);
     t->guard = VH_G_BUSY;
     note_alloc(t, VH_FN_CALLOC, p, size, vh_stack_here(t));
     t->guard = g;
-    errno = e;
+    *vh_errno_loc(t) = e;
     return p;
 }
 
@@ -210,17 +211,17 @@ VH_ALWAYS_INLINE void *realloc_recorded(struct vh_tls *t, unsigned func, void *p
     if (!p) {
         t->guard = VH_G_REAL;
         q = vh_real.realloc(NULL, size);
-        *err = errno;
+        *err = *vh_errno_loc(t);
         t->guard = VH_G_BUSY;
         note_alloc(t, func, q, size, vh_stack_here(t));
         return q;
     }
-    int e = errno;
+    int e = *vh_errno_loc(t);
     uint32_t stack = vh_stack_here(t);
-    uint64_t t_free = vh_now_free();
-    errno = e;
+    uint64_t t_free = vh_now();
+    *vh_errno_loc(t) = e;
     q = vh_real.realloc(p, size);
-    *err = errno;
+    *err = *vh_errno_loc(t);
     note_resize(t, func, p, q, size, stack, t_free, 1);
     return q;
 }
@@ -237,7 +238,7 @@ VH_EXPORT void *realloc(void *p, size_t size)
     int e;
     void *q = realloc_recorded(t, VH_FN_REALLOC, p, size, &e);
     t->guard = g;
-    errno = e;
+    *vh_errno_loc(t) = e;
     return q;
 }
 
@@ -265,7 +266,7 @@ VH_EXPORT void *reallocarray(void *p, size_t n, size_t each)
         q = realloc_recorded(t, VH_FN_REALLOCARRAY, p, size, &e);
     }
     t->guard = g;
-    errno = e;
+    *vh_errno_loc(t) = e;
     return q;
 }
 
@@ -283,13 +284,13 @@ VH_EXPORT int posix_memalign(void **out, size_t align, size_t size)
         return 0;
     }
     uint8_t g = t->guard;
-    int e = errno;
+    int e = *vh_errno_loc(t);
     t->guard = VH_G_REAL;
     int rc = real(out, align, size);
     t->guard = VH_G_BUSY;
     note_alloc(t, VH_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size, vh_stack_here(t));
     t->guard = g;
-    errno = e;
+    *vh_errno_loc(t) = e;
     return rc;
 }
 
@@ -301,11 +302,11 @@ VH_EXPORT int posix_memalign(void **out, size_t align, size_t size)
         uint8_t g = t->guard;                                                 \
         t->guard = VH_G_REAL;                                                 \
         void *p = call;                                                       \
-        int e = errno;                                                        \
+        int e = *vh_errno_loc(t);                                                        \
         t->guard = VH_G_BUSY;                                                 \
         note_alloc(t, FN, p, sizeexpr, vh_stack_here(t));                     \
         t->guard = g;                                                         \
-        errno = e;                                                            \
+        *vh_errno_loc(t) = e;                                                            \
         return p;                                                             \
     }
 
@@ -404,11 +405,11 @@ VH_EXPORT void *mallocx(size_t size, int flags)
     uint8_t g = t->guard;
     t->guard = VH_G_REAL;
     void *p = call_mallocx(size, flags);
-    int e = errno;
+    int e = *vh_errno_loc(t);
     t->guard = VH_G_BUSY;
     note_alloc(t, VH_FN_MALLOCX, p, size, vh_stack_here(t));
     t->guard = g;
-    errno = e;
+    *vh_errno_loc(t) = e;
     return p;
 }
 
@@ -422,15 +423,15 @@ VH_EXPORT void *rallocx(void *p, size_t size, int flags)
     ENTER_OR(t, call_rallocx(p, size, flags));
     uint8_t g = t->guard;
     t->guard = VH_G_BUSY;
-    int e = errno;
+    int e = *vh_errno_loc(t);
     uint32_t stack = vh_stack_here(t);
-    uint64_t t_free = vh_now_free();
-    errno = e;
+    uint64_t t_free = vh_now();
+    *vh_errno_loc(t) = e;
     void *q = call_rallocx(p, size, flags);
-    e = errno;
+    e = *vh_errno_loc(t);
     note_resize(t, VH_FN_RALLOCX, p, q, size, stack, t_free, 0);
     t->guard = g;
-    errno = e;
+    *vh_errno_loc(t) = e;
     return q;
 }
 
@@ -443,7 +444,7 @@ VH_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
         return vh_boot_usable(p);
     ENTER_OR(t, call_xallocx(p, size, extra, flags));
     uint8_t g = t->guard;
-    int e = errno;
+    int e = *vh_errno_loc(t);
     t->guard = VH_G_REAL;
     size_t got = call_xallocx(p, size, extra, flags);
     t->guard = VH_G_BUSY;
@@ -457,7 +458,7 @@ VH_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
         vh_rss_due(t, now);
     }
     t->guard = g;
-    errno = e;
+    *vh_errno_loc(t) = e;
     return got;
 }
 
@@ -473,12 +474,12 @@ VH_ALWAYS_INLINE void free_x(void *p, size_t size, int flags, int sized)
         return;
     }
     uint8_t g = t->guard;
-    int e = errno;
+    int e = *vh_errno_loc(t);
     t->guard = VH_G_BUSY;
-    uint64_t now = vh_now_free();
+    uint64_t now = vh_now();
     put_free(t, VH_HEAP_SYSTEM, sized ? VH_FN_SDALLOCX : VH_FN_DALLOCX, 0, (uintptr_t)p, now);
     vh_rss_due(t, now);
-    errno = e;
+    *vh_errno_loc(t) = e;
     t->guard = VH_G_REAL;
     call_dallocx(p, size, flags, sized);
     t->guard = g;

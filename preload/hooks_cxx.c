@@ -231,7 +231,7 @@ VH_ALWAYS_INLINE void call_delete(enum cxx_op op, void *p, size_t size, size_t a
 VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_t size)
 {
     uint8_t g = t->guard;
-    int e = errno;
+    int e = *vh_errno_loc(t);
     t->guard = VH_G_BUSY;
     uint32_t stack = vh_stack_here(t);
     uint64_t usable = vh_usable_of(p);
@@ -240,7 +240,7 @@ VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_
                     (uintptr_t)p, size, usable, stack, t->tag, now);
     vh_rss_due(t, now);
     t->guard = g;
-    errno = e;
+    *vh_errno_loc(t) = e;
 }
 
 /* ---- the hooks ------------------------------------------------------------------ */
@@ -303,13 +303,13 @@ VH_ALWAYS_INLINE void delete_hook(enum cxx_op op, void *p, size_t size, size_t a
         /* Stamped before the real delete: the block may be another
          * thread's the moment it returns. */
         uint8_t g = t->guard;
-        int e = errno;
+        int e = *vh_errno_loc(t);
         t->guard = VH_G_BUSY;
-        uint64_t now = vh_now_free();
+        uint64_t now = vh_now();
         vh_record_free(t, VH_HEAP_SYSTEM, VH_FN_OPERATOR_NEW + op, 0, (uintptr_t)p, now);
         vh_rss_due(t, now);
         t->guard = g;
-        errno = e;
+        *vh_errno_loc(t) = e;
     }
     uintptr_t outer_sp = t->cxx_sp;
     t->cxx_sp = (uintptr_t)__builtin_frame_address(0);

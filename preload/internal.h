@@ -5,6 +5,7 @@
 #ifndef VHEAP_PRELOAD_INTERNAL_H
 #define VHEAP_PRELOAD_INTERNAL_H
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,19 +101,24 @@ size_t vh_boot_usable(const void *p);
  * set in the parent's thread state it shares: it passes through, uncounted,
  * and never ends the parent's capture. */
 enum { VH_G_OUT = 0, VH_G_REAL = 1, VH_G_BUSY = 2 };
+/* Layout: vh_fast_ok() tests own, in_fork and bounds_known together, which
+ * the compiler does with one 4-byte load; `guard`, stored a byte at a time
+ * several times an event, must not be inside that load (a load wider than
+ * a recent store to its bytes cannot be forwarded from the store buffer
+ * and waits for it: a dozen cycles on every event). */
 struct vh_tls {
-    uint8_t guard;
-    uint8_t own;
+    uint8_t own;                   /* (offset fixed: lifecycle.c's vfork)  */
     uint8_t in_fork;               /* forking thread between prepare and
                                       the parent/child handler             */
+    uint8_t bounds_known;          /* stack_lo/hi valid (fp walker)        */
+    uint8_t unwinding;             /* inside unw_backtrace (see above)      */
     uint8_t exited;                /* thread-exit destructor already ran   */
     uint8_t registered;            /* pthread_setspecific done             */
-    uint8_t bounds_known;          /* stack_lo/hi valid (fp walker)        */
-    uint16_t tag;                  /* innermost tag id (api.c), 0 = none   */
-    uint32_t tid;
-    uint8_t unwinding;             /* inside unw_backtrace (see above)      */
     uint8_t vforked;               /* > 0: a vfork child runs on this state
                                       (offset fixed: lifecycle.c's vfork)  */
+    uint8_t guard;
+    uint16_t tag;                  /* innermost tag id (api.c), 0 = none   */
+    uint32_t tid;
     struct vh_chunk_header *chunk; /* chunk this thread appends to         */
     char *pos, *end;               /* next record / end of that chunk      */
     uintptr_t stack_lo, stack_hi;
@@ -123,6 +129,7 @@ struct vh_tls {
                                       THREAD record of each chunk start     */
     uintptr_t cxx_sp;              /* frame of the C++ operator hook whose
                                       real call runs (hooks_cxx.c), or 0    */
+    int *errno_p;                  /* this thread's errno, or 0: not asked */
 };
 
 /* How far below a C++ operator hook's frame the real operator's own malloc
@@ -200,8 +207,9 @@ uint32_t vh_unwind_want(uint32_t max);
  * frames start at buf + *skip (the shim's own frames removed), innermost
  * first, at most max of them; *truncated set if there were more. *fold is
  * vh_hash_fold of those frames when the walk knew it (cfi.c's memo), else 0.
- * Returns the count. */
-uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated,
+ * `fp` is the caller's frame pointer (the shim keeps frame pointers): the
+ * shim's frames are skipped from there. Returns the count. */
+uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
                    uint32_t *skip, uint64_t *fold);
 
 /* The stack hash: a fold over the frames from the outermost inwards, so
@@ -306,26 +314,30 @@ uint64_t vh_clock_start(void);
 /* vh_now() while the TSC is not in use (calibrates when it is time). */
 uint64_t vh_now_slow(void);
 
-/* The TSC. `after` (lfence first): read after every earlier instruction
- * completed, so an allocation's time follows the real malloc's loads that
- * found the block, hence another thread's free of it. Without: read before
- * any later store is visible (stores leave the core in order, after the
- * read retired), which is all a free's time needs: the block is not
- * anyone else's before the real free's stores. lfence costs ~20 ns here. */
-VH_ALWAYS_INLINE uint64_t vh_tsc(int after)
+/* The TSC; `fenced` (lfence first) waits for every earlier instruction,
+ * for the clock's calibration pairs. Record times are read without the
+ * fence, which costs 10-20 ns here, more in a busy program (it drains every
+ * load in flight): that was 12% of the whole overhead on Python. Without
+ * it an allocation's time may be read while the real malloc's load that
+ * found the block is still in flight, so it can precede another thread's
+ * free of that block by up to about one memory latency (and a free's, the
+ * allocation it frees); within a thread, times follow program order. The
+ * loader settles such pairs (load.c, docs/capture-format.md). */
+VH_ALWAYS_INLINE uint64_t vh_tsc(int fenced)
 {
     uint32_t lo, hi;
-    if (after)
+    if (fenced)
         __asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi) : : "memory");
     else
         __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi) : : "memory");
     return (uint64_t)hi << 32 | lo;
 }
 
-VH_ALWAYS_INLINE uint64_t vh_time(int after)
+/* Record time: ns since the capture's start (never below zero). */
+VH_ALWAYS_INLINE uint64_t vh_now(void)
 {
     if (vh_likely(__atomic_load_n(&vh_clk.tsc, __ATOMIC_ACQUIRE))) {
-        int64_t d = (int64_t)(vh_tsc(after) - vh_clk.tsc0);
+        int64_t d = (int64_t)(vh_tsc(0) - vh_clk.tsc0);
         return vh_clk.base +
                (uint64_t)(((unsigned __int128)(uint64_t)(d > 0 ? d : 0) * vh_clk.mult) >>
                           vh_clk.shift);
@@ -333,21 +345,18 @@ VH_ALWAYS_INLINE uint64_t vh_time(int after)
     return vh_now_slow();
 }
 
-/* Record time: ns since the capture's start (never below zero), taken after
- * everything before it. */
-VH_ALWAYS_INLINE uint64_t vh_now(void)
-{
-    return vh_time(1);
-}
-
-/* The time of a free, taken before the real free: cheaper, and still
- * before the block can be handed out again. */
-VH_ALWAYS_INLINE uint64_t vh_now_free(void)
-{
-    return vh_time(0);
-}
-
 /* ---- the hot path --------------------------------------------------------- */
+/* errno is libc's thread variable, reached from here only through a PLT call
+ * to __errno_location: each hook saves and restores it, so its address is
+ * kept per thread (the same in a fork or vfork child, which keep the TLS). */
+VH_ALWAYS_INLINE int *vh_errno_loc(struct vh_tls *t)
+{
+    int *p = t->errno_p;
+    if (vh_unlikely(!p))
+        p = t->errno_p = &errno;
+    return p;
+}
+
 /* True when an event can go the fast way: recording, not nested, not the
  * shim's own call, not in the middle of fork, the thread's stack known. */
 VH_ALWAYS_INLINE int vh_fast_ok(const struct vh_tls *t)

@@ -241,8 +241,8 @@ static void fork_child(void)
  * exited, lowers both again.
  * (posix_spawn, system and popen use clone(CLONE_VM | CLONE_VFORK) inside
  * glibc, whose child calls no allocator function and no handler.) */
-#define VFORK_OWN 1
-#define VFORK_FLAG 13
+#define VFORK_OWN 0
+#define VFORK_FLAG 6
 _Static_assert(offsetof(struct vh_tls, own) == VFORK_OWN, "vfork's offset of own");
 _Static_assert(offsetof(struct vh_tls, vforked) == VFORK_FLAG, "vfork's offset of vforked");
 _Static_assert(SYS_vfork == 58, "vfork's system call number");

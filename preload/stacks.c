@@ -45,7 +45,7 @@ uint32_t vh_module_gen;
  * this saves the probe into a table of megabytes. Ids never change while
  * the table lives (the module generation is in the hash); the table is only
  * reset in a fork child, which bumps `epoch` and so empties every cache. */
-#define IDC_SLOTS 256u
+#define IDC_SLOTS 2048u
 struct idc {
     uint64_t hash;
     uint32_t id;
@@ -246,7 +246,8 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
     int truncated;
     uint32_t skip;
     uint64_t fold;
-    uint32_t n = vh_unwind(t, buf, max, &truncated, &skip, &fold);
+    uint32_t n = vh_unwind(t, (uintptr_t)__builtin_frame_address(0), buf, max, &truncated, &skip,
+                           &fold);
     const uint64_t *f = buf + skip;
     uint64_t h = hash_frames(f, n, truncated, __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE),
                              fold);

@@ -213,13 +213,13 @@ static VH_NOINLINE int cfi_unwind_alt(struct vh_tls *t, uint64_t fp, uint64_t *b
     return vh_cfi_walk_on(t, ip, sp, rbp, fp, hi, buf, want);
 }
 
-/* The default walker: the shim's own frames, then the program's by cached
- * CFI rules (cfi.c). Returns the count, or -1 when libunwind must do this
- * stack. */
-static VH_NOINLINE int cfi_unwind(struct vh_tls *t, uint64_t *buf, uint32_t want,
-                                  uint64_t *fold)
+/* The default walker: the shim's own frames from fp (vh_stack_here's), then
+ * the program's by cached CFI rules (cfi.c). Returns the count, or -1 when
+ * libunwind must do this stack. */
+VH_ALWAYS_INLINE int cfi_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t want,
+                                uint64_t *fold)
 {
-    uint64_t fp = (uintptr_t)__builtin_frame_address(0), ip, sp, rbp;
+    uint64_t ip, sp, rbp;
     if (vh_unlikely(fp < t->stack_lo || fp >= t->stack_hi))
         return cfi_unwind_alt(t, fp, buf, want);
     if (skip_self(fp, t->stack_hi, &ip, &sp, &rbp) < 0)
@@ -283,7 +283,7 @@ __attribute__((destructor)) static void verify_report(void)
 }
 #endif
 
-uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated,
+uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
                    uint32_t *skip, uint64_t *fold)
 {
     uint32_t want = vh_unwind_want(max);
@@ -292,7 +292,7 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated
     /* Bounds are asked for at the thread's first event (vh_enter_slow);
      * never here, where this may be a signal handler inside malloc. */
     if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi) {
-        int r = cfi_unwind(t, buf, max + 1, fold);
+        int r = cfi_unwind(t, fp, buf, max + 1, fold);
 #ifdef VH_CFI_VERIFY
         verify(t, buf, r, max + 1);
 #endif

@@ -440,16 +440,62 @@ static __attribute__((noinline)) int check_walk(uint32_t want)
     return n[0];
 }
 
-/* Two call sites, so that stacks of one depth differ in the middle. */
+/* cfi_test_rbp_call(v, fn, arg): fn(arg) called with rbp = v, the caller's
+ * rbp saved on the stack (as code built without frame pointers uses rbp: an
+ * ordinary register, its value meaningless to any unwind rule). */
+int cfi_test_rbp_call(uint64_t rbp, int (*fn)(int), int arg);
+__asm__(".pushsection .text\n"
+        ".globl cfi_test_rbp_call\n"
+        ".type cfi_test_rbp_call, @function\n"
+        "cfi_test_rbp_call:\n"
+        ".cfi_startproc\n"
+        "    pushq %rbp\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        ".cfi_offset %rbp, -16\n"
+        "    movq %rdi, %rbp\n"
+        "    movl %edx, %edi\n"
+        "    call *%rsi\n"
+        "    popq %rbp\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        ".cfi_restore %rbp\n"
+        "    ret\n"
+        ".cfi_endproc\n"
+        ".size cfi_test_rbp_call, .-cfi_test_rbp_call\n"
+        ".popsection\n");
+
+static int recurse(int depth, unsigned pattern, uint32_t want);
+static struct { int depth; unsigned pattern; uint32_t want; } rbp_next;
+static __attribute__((noinline)) int rbp_thunk(int unused)
+{
+    (void)unused;
+    return recurse(rbp_next.depth, rbp_next.pattern, rbp_next.want);
+}
+
+/* Four call sites, so that stacks of one depth differ in the middle: two
+ * plain; one through a frame whose CFA is rbp-based (a VLA), so the rbp
+ * the frames inside it carry matters; one with a different meaningless rbp
+ * each time, which must not stop the memo's reuse nor change the walk. */
 static __attribute__((noinline)) int recurse(int depth, unsigned pattern, uint32_t want)
 {
     int r;
-    if (depth == 0)
+    static uint64_t junk = 0x5bd1e995;
+    if (depth == 0) {
         r = check_walk(want);
-    else if (pattern >> (depth & 31) & 1)
+    } else if (depth % 5 == 2 && (pattern & 1)) {
+        volatile char vla[8 + (depth & 7) * 16];
+        vla[0] = (char)depth;
+        r = recurse(depth - 1, pattern, want) + vla[0];
+    } else if (depth % 5 == 4 && (pattern & 2)) {
+        rbp_next.depth = depth - 1;
+        rbp_next.pattern = pattern;
+        rbp_next.want = want;
+        junk = junk * 6364136223846793005ull + 1442695040888963407ull;
+        r = cfi_test_rbp_call(junk, rbp_thunk, 0) + 3;
+    } else if (pattern >> (depth & 31) & 1) {
         r = recurse(depth - 1, pattern, want) + 1;
-    else
+    } else {
         r = recurse(depth - 1, pattern, want) + 2;
+    }
     __asm__ volatile("" ::: "memory");
     return r;
 }
@@ -475,6 +521,40 @@ static void test_memo_reuse(void **state)
     assert_true(memo_folded > 50);
 }
 
+/* A walk that meets the previous walk's frames with only a meaningless rbp
+ * changed reuses all of them: with every cached rule made unusable in
+ * between, it must still give the same frames (a lookup would fail it). */
+static uint64_t dead_frames[2][MEMO_WANT];
+static int dead_n[2];
+static __attribute__((noinline)) int dead_leaf(int k)
+{
+    dead_n[k] = walk_here(dead_frames[k], MEMO_WANT);
+    __asm__ volatile("" ::: "memory");
+    return 0;
+}
+
+static void test_memo_dead_rbp(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    skip();
+#endif
+    assert_int_equal(vh_cfi_init(), 0);
+    memset(&memo, 0, sizeof memo);
+    for (volatile int k = 0; k < 2; k++) {
+        if (k == 1) {
+            for (uint32_t i = 0; i < CACHE_SLOTS; i++)
+                if (cache[i].key)
+                    cache[i].rule = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
+        }
+        cfi_test_rbp_call(0x1111111111110000ull + (uint64_t)k * 0x40, dead_leaf, k);
+    }
+    memset(cache, 0, CACHE_SLOTS * sizeof cache[0]);
+    assert_true(dead_n[0] > 3);
+    assert_int_equal(dead_n[1], dead_n[0]);
+    assert_memory_equal(dead_frames[0], dead_frames[1], (size_t)dead_n[0] * 8);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -488,6 +568,7 @@ int main(void)
         cmocka_unit_test(test_walk_rbx_frame),
         cmocka_unit_test(test_rbx_frame_needs_signal),
         cmocka_unit_test(test_memo_reuse),
+        cmocka_unit_test(test_memo_dead_rbp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

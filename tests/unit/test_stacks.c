@@ -52,9 +52,10 @@ uint32_t vh_unwind_want(uint32_t max)
  * fold of the frames (as cfi.c's memo), 2 a wrong one. */
 static int fold_mode;
 
-uint32_t vh_unwind(struct vh_tls *t, uint64_t *buf, uint32_t max, int *truncated,
+uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
                    uint32_t *skip, uint64_t *fold)
 {
+    (void)fp;
     *fold = fold_mode ? vh_hash_fold(frames, nframes) ^ (fold_mode == 2) : 0;
     unwound_at = ++calls;
     memcpy(buf, frames, nframes * sizeof *buf);

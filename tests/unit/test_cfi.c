@@ -543,12 +543,14 @@ static void test_memo_dead_rbp(void **state)
     memset(&memo, 0, sizeof memo);
     for (volatile int k = 0; k < 2; k++) {
         if (k == 1) {
+            memset(local, 0, sizeof local);
             for (uint32_t i = 0; i < CACHE_SLOTS; i++)
                 if (cache[i].key)
                     cache[i].rule = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
         }
         cfi_test_rbp_call(0x1111111111110000ull + (uint64_t)k * 0x40, dead_leaf, k);
     }
+    memset(local, 0, sizeof local);
     memset(cache, 0, CACHE_SLOTS * sizeof cache[0]);
     assert_true(dead_n[0] > 3);
     assert_int_equal(dead_n[1], dead_n[0]);

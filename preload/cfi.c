@@ -828,30 +828,37 @@ VH_ALWAYS_INLINE uint64_t memo_update(struct memo *M, uint32_t m, uint32_t tj, u
         at = MEMO_CAP - tl;
     }
     uint32_t s = at - m;
-    for (uint32_t i = 0; i < m; i++)   /* mostly one or two: no memcpy call */
-        M->f[s + i] = fresh[i];
-    /* Where rbp matters: from the reused run's first frame inwards. */
-    uint64_t live = tl ? M->f[at].live : 0;
-    for (uint32_t i = at; i > s;) {
-        i--;
-        live = M->f[i].uses | (M->f[i].at ? 0 : live);
-        M->f[i].live = live;
-    }
+    int folded = ended && m + tl == n;
     M->s = s;
     M->e = at + tl;
     M->gen = (uint32_t)gen;
-    M->folded = ended && m + tl == n;
-    if (!M->folded)
-        return 0;
-    /* Fold the new frames onto the run's fold (or all of them). */
-    uint32_t i = tail_folded ? at : M->e;
-    uint64_t h = tail_folded ? M->f[at].fold : VH_HASH_SEED;
-    while (i > s) {
-        i--;
-        h = vh_hash_step(h, M->f[i].ip);
-        M->f[i].fold = h;
+    M->folded = (uint32_t)folded;
+    /* Folds: the run's own, or worked out for it now. */
+    uint64_t h = VH_HASH_SEED;
+    if (folded && tail_folded) {
+        h = M->f[at].fold;
+    } else if (folded) {
+        for (uint32_t i = M->e; i > at;) {
+            i--;
+            h = vh_hash_step(h, M->f[i].ip);
+            M->f[i].fold = h;
+        }
     }
-    return h;
+    /* The new frames, outermost first, in one pass: copied in (mostly one
+     * or two: no memcpy call), where rbp matters, and their folds. */
+    uint64_t live = tl ? M->f[at].live : 0;
+    for (uint32_t k = m; k > 0;) {
+        k--;
+        struct mframe *d = &M->f[s + k];
+        *d = fresh[k];
+        live = d->uses | (d->at ? 0 : live);
+        d->live = live;
+        if (folded) {
+            h = vh_hash_step(h, d->ip);
+            d->fold = h;
+        }
+    }
+    return folded ? h : 0;
 }
 
 /* The common part of a reused run, apart so that its loop keeps every

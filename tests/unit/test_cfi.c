@@ -406,6 +406,12 @@ static void test_rbx_frame_needs_signal(void **state)
     assert_int_equal(L.n, -1);
 }
 
+/* Empties every memo and their index. */
+static void memo_clear(void)
+{
+    memset(&memo, 0, sizeof memo);
+}
+
 /* ---- the memo of the previous walk ------------------------------------------
  * A walk that reuses the previous walk's frames (whatever that was: deeper,
  * shallower, through other call sites, longer than the memo) gives the same
@@ -421,7 +427,7 @@ static __attribute__((noinline)) int check_walk(uint32_t want)
     /* One call site for both walks (volatile: not unrolled into two). */
     for (volatile int k = 0; k < 2; k++) {
         if (k)
-            memset(&memo, 0, sizeof memo);
+            memo_clear();
         n[k] = walk_here(buf[k], want);
         fold[k] = last_fold;
     }
@@ -509,7 +515,7 @@ static void test_memo_reuse(void **state)
     static const uint32_t wants[] = { MEMO_WANT, 65, 20 };
     assert_int_equal(vh_cfi_init(), 0);
     for (unsigned w = 0; w < sizeof wants / sizeof wants[0]; w++) {
-        memset(&memo, 0, sizeof memo);
+        memo_clear();
         for (int d = 0; d < 90; d += 1 + d / 30)
             recurse(d, 0x5a5a5a5au ^ (unsigned)d, wants[w]);
         for (int d = 90; d >= 0; d -= 3)
@@ -533,6 +539,14 @@ static __attribute__((noinline)) int dead_leaf(int k)
     return 0;
 }
 
+static void poison_rules(void)
+{
+    memset(local, 0, sizeof local);
+    for (uint32_t i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i].key)
+            cache[i].rule = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
+}
+
 static void test_memo_dead_rbp(void **state)
 {
     (void)state;
@@ -540,14 +554,10 @@ static void test_memo_dead_rbp(void **state)
     skip();
 #endif
     assert_int_equal(vh_cfi_init(), 0);
-    memset(&memo, 0, sizeof memo);
+    memo_clear();
     for (volatile int k = 0; k < 2; k++) {
-        if (k == 1) {
-            memset(local, 0, sizeof local);
-            for (uint32_t i = 0; i < CACHE_SLOTS; i++)
-                if (cache[i].key)
-                    cache[i].rule = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
-        }
+        if (k == 1)
+            poison_rules();
         cfi_test_rbp_call(0x1111111111110000ull + (uint64_t)k * 0x40, dead_leaf, k);
     }
     memset(local, 0, sizeof local);

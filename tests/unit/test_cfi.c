@@ -539,6 +539,8 @@ static __attribute__((noinline)) int dead_leaf(int k)
     return 0;
 }
 
+/* Every rule cached (the thread's cache emptied, the shared table's
+ * rules made unusable): a walk that looks anything up now fails. */
 static void poison_rules(void)
 {
     memset(local, 0, sizeof local);

@@ -52,6 +52,16 @@ static void heap_alloc(struct capb *b, uint32_t ch, uint64_t t, uint16_t heap, u
     capb__alloc_ex(b, ch, VH_REC_ALLOC, t, &a);
 }
 
+/* A capture of two threads: tid 1 writes chunk *c1, tid 2 chunk *c2. */
+static void two_threads(struct capb *b, uint32_t *c1, uint32_t *c2)
+{
+    capb__init(b, 0);
+    *c1 = capb__chunk(b);
+    *c2 = capb__chunk(b);
+    capb__thread(b, *c1, 1, 1);
+    capb__thread(b, *c2, 1, 2);
+}
+
 /* ---- tests --------------------------------------------------------------- */
 
 static void test_counts_and_leaks(void **state)
@@ -416,10 +426,8 @@ static void test_damage_loaded_partially(void **state)
     struct capb b;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t c1 = capb__chunk(&b), c2 = capb__chunk(&b);
-    capb__thread(&b, c1, 1, 1);
-    capb__thread(&b, c2, 1, 2);
+    uint32_t c1, c2;
+    two_threads(&b, &c1, &c2);
     capb__alloc(&b, c1, 10, 0x1000, 10, 10, 1);
     capb__alloc(&b, c2, 11, 0x2000, 20, 20, 1);
     capb__alloc(&b, c1, 12, 0x3000, 30, 30, 1);
@@ -600,10 +608,8 @@ static size_t events_of(sqlite3 *db, uint64_t addr, struct vh_ev *out, size_t ma
  * reads a time `gap` ns before that free (tid 2 frees it later on). */
 static void build_case_a(struct capb *b, uint64_t gap)
 {
-    capb__init(b, 0);
-    uint32_t c1 = capb__chunk(b), c2 = capb__chunk(b);
-    capb__thread(b, c1, 1, 1);
-    capb__thread(b, c2, 1, 2);
+    uint32_t c1, c2;
+    two_threads(b, &c1, &c2);
     capb__alloc(b, c1, 100, X, 10, 16, 1);
     capb__alloc(b, c2, 1000000, X, 20, 32, 2);
     capb__free(b, c1, 1000000 + gap, X);
@@ -614,10 +620,8 @@ static void build_case_a(struct capb *b, uint64_t gap)
  * `gap` ns before the ALLOC. */
 static void build_case_b(struct capb *b, uint64_t gap)
 {
-    capb__init(b, 0);
-    uint32_t c1 = capb__chunk(b), c2 = capb__chunk(b);
-    capb__thread(b, c1, 1, 1);
-    capb__thread(b, c2, 1, 2);
+    uint32_t c1, c2;
+    two_threads(b, &c1, &c2);
     capb__alloc(b, c1, 1000000 + gap, X, 10, 16, 1);
     capb__free(b, c2, 1000000, X);
     capb__alloc(b, c1, 4000000, 0x9000, 5, 16, 3);    /* a later event of tid 1 */
@@ -737,10 +741,8 @@ static void test_settle_not_same_thread(void **state)
     sqlite3 *db;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t c1 = capb__chunk(&b), c2 = capb__chunk(&b);
-    capb__thread(&b, c1, 1, 1);
-    capb__thread(&b, c2, 1, 2);
+    uint32_t c1, c2;
+    two_threads(&b, &c1, &c2);
     capb__alloc(&b, c1, 5, X, 10, 16, 1);
     capb__alloc(&b, c1, 10, X, 20, 32, 2);     /* x live: its free was lost */
     capb__free(&b, c1, 11, X);
@@ -819,10 +821,8 @@ static void test_settle_keeps_thread_order(void **state)
     /* A: tid 1's z comes between its allocation and its free of x (so that
      * free is not temporary), and its free of x between z and z's free (so
      * neither is that one); tid 2's free of its x is */
-    capb__init(&b, 0);
-    uint32_t c1 = capb__chunk(&b), c2 = capb__chunk(&b);
-    capb__thread(&b, c1, 1, 1);
-    capb__thread(&b, c2, 1, 2);
+    uint32_t c1, c2;
+    two_threads(&b, &c1, &c2);
     capb__alloc(&b, c1, 100, X, 10, 16, 1);
     capb__alloc(&b, c2, 1000000, X, 20, 32, 2);
     capb__alloc(&b, c1, 1000200, 0x9000, 30, 32, 3);
@@ -868,10 +868,8 @@ static void test_settle_realloc_halves(void **state)
                              .func = VH_FN_REALLOC, .flags = VH_RF_REALLOC };
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t c1 = capb__chunk(&b), c2 = capb__chunk(&b);
-    capb__thread(&b, c1, 1, 1);
-    capb__thread(&b, c2, 1, 2);
+    uint32_t c1, c2;
+    two_threads(&b, &c1, &c2);
     capb__alloc(&b, c1, 100, X, 10, 16, 1);
     capb__alloc(&b, c2, 1000000, X, 20, 32, 2);
     capb__free_ex(&b, c1, 1000300, 0, VH_FN_REALLOC, X, VH_RF_REALLOC);

@@ -409,7 +409,8 @@ static void test_rbx_frame_needs_signal(void **state)
 /* Empties every memo and their index. */
 static void memo_clear(void)
 {
-    memset(&memo, 0, sizeof memo);
+    memset(memos, 0, sizeof memos);
+    memset(&memo_index, 0, sizeof memo_index);
 }
 
 /* ---- the memo of the previous walk ------------------------------------------
@@ -549,6 +550,54 @@ static void poison_rules(void)
             cache[i].rule = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
 }
 
+/* Two call paths in turn, their first frames at different stack depths:
+ * each has a memo of its own, so a walk down the first path after one down
+ * the second reuses all of its frames (with every cached rule made
+ * unusable in between, a lookup would fail it). */
+static uint64_t alt_frames[3][MEMO_WANT];
+static int alt_n[3];
+static __attribute__((noinline)) int alt_leaf(int k)
+{
+    alt_n[k] = walk_here(alt_frames[k], MEMO_WANT);
+    __asm__ volatile("" ::: "memory");
+    return 0;
+}
+static __attribute__((noinline)) int path_x(int k)
+{
+    volatile char pad[48];
+    pad[0] = (char)k;
+    return alt_leaf(k) + pad[0];
+}
+static __attribute__((noinline)) int path_y(int k)
+{
+    volatile char pad[240];
+    pad[0] = (char)k;
+    return alt_leaf(k) + pad[0];
+}
+
+static void test_memo_per_path(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    skip();
+#endif
+    assert_int_equal(vh_cfi_init(), 0);
+    memo_clear();
+    for (volatile int k = 0; k < 3; k++) {
+        int (*volatile fn)(int) = k == 1 ? path_y : path_x;
+        if (k == 2)
+            poison_rules();
+        fn(k);
+    }
+    memset(local, 0, sizeof local);
+    memset(cache, 0, CACHE_SLOTS * sizeof cache[0]);
+    assert_true(alt_n[0] > 3);
+    assert_true(alt_n[1] == alt_n[0]);
+    assert_true(alt_frames[0][1] != alt_frames[1][1]);   /* path_x, path_y */
+    assert_int_equal(alt_n[2], alt_n[0]);
+    assert_memory_equal(alt_frames[0], alt_frames[2], (size_t)alt_n[0] * 8);
+}
+
 static void test_memo_dead_rbp(void **state)
 {
     (void)state;
@@ -583,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_rbx_frame_needs_signal),
         cmocka_unit_test(test_memo_reuse),
         cmocka_unit_test(test_memo_dead_rbp),
+        cmocka_unit_test(test_memo_per_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -528,14 +528,14 @@ static void test_memo_reuse(void **state)
     assert_true(memo_folded > 50);
 }
 
-/* A walk that meets the previous walk's frames with only a meaningless rbp
- * changed reuses all of them: with every cached rule made unusable in
- * between, it must still give the same frames (a lookup would fail it). */
-static uint64_t dead_frames[2][MEMO_WANT];
-static int dead_n[2];
-static __attribute__((noinline)) int dead_leaf(int k)
+/* Walks that must reuse the memo: walk k is leaf_frames[k] (leaf_n[k]
+ * frames), taken with every cached rule made unusable when the test says
+ * so, which fails any walk that looks a rule up. */
+static uint64_t leaf_frames[3][MEMO_WANT];
+static int leaf_n[3];
+static __attribute__((noinline)) int memo_leaf(int k)
 {
-    dead_n[k] = walk_here(dead_frames[k], MEMO_WANT);
+    leaf_n[k] = walk_here(leaf_frames[k], MEMO_WANT);
     __asm__ volatile("" ::: "memory");
     return 0;
 }
@@ -550,72 +550,71 @@ static void poison_rules(void)
             cache[i].rule = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
 }
 
-/* Two call paths in turn, their first frames at different stack depths:
- * each has a memo of its own, so a walk down the first path after one down
- * the second reuses all of its frames (with every cached rule made
- * unusable in between, a lookup would fail it). */
-static uint64_t alt_frames[3][MEMO_WANT];
-static int alt_n[3];
-static __attribute__((noinline)) int alt_leaf(int k)
+/* The memo tests' start: none under ASan (its stack redzones are not for
+ * a walker), the rule cache, empty memos. */
+static void memo_test_start(void)
 {
-    alt_n[k] = walk_here(alt_frames[k], MEMO_WANT);
-    __asm__ volatile("" ::: "memory");
-    return 0;
-}
-static __attribute__((noinline)) int path_x(int k)
-{
-    volatile char pad[48];
-    pad[0] = (char)k;
-    return alt_leaf(k) + pad[0];
-}
-static __attribute__((noinline)) int path_y(int k)
-{
-    volatile char pad[240];
-    pad[0] = (char)k;
-    return alt_leaf(k) + pad[0];
-}
-
-static void test_memo_per_path(void **state)
-{
-    (void)state;
 #ifdef __SANITIZE_ADDRESS__
     skip();
 #endif
     assert_int_equal(vh_cfi_init(), 0);
     memo_clear();
+}
+
+/* Walk k's frames are walk `ref`'s, and there were some; the caches are
+ * emptied for the tests after. */
+static void expect_same_walk(int k, int ref)
+{
+    memset(local, 0, sizeof local);
+    memset(cache, 0, CACHE_SLOTS * sizeof cache[0]);
+    assert_true(leaf_n[ref] > 3);
+    assert_int_equal(leaf_n[k], leaf_n[ref]);
+    assert_memory_equal(leaf_frames[ref], leaf_frames[k], (size_t)leaf_n[ref] * 8);
+}
+
+/* Two call paths in turn, their first frames at different stack depths:
+ * each has a memo of its own, so a walk down the first path after one down
+ * the second reuses all of its frames. */
+static __attribute__((noinline)) int path_x(int k)
+{
+    volatile char pad[48];
+    pad[0] = (char)k;
+    return memo_leaf(k) + pad[0];
+}
+static __attribute__((noinline)) int path_y(int k)
+{
+    volatile char pad[240];
+    pad[0] = (char)k;
+    return memo_leaf(k) + pad[0];
+}
+
+static void test_memo_per_path(void **state)
+{
+    (void)state;
+    memo_test_start();
     for (volatile int k = 0; k < 3; k++) {
         int (*volatile fn)(int) = k == 1 ? path_y : path_x;
         if (k == 2)
             poison_rules();
         fn(k);
     }
-    memset(local, 0, sizeof local);
-    memset(cache, 0, CACHE_SLOTS * sizeof cache[0]);
-    assert_true(alt_n[0] > 3);
-    assert_true(alt_n[1] == alt_n[0]);
-    assert_true(alt_frames[0][1] != alt_frames[1][1]);   /* path_x, path_y */
-    assert_int_equal(alt_n[2], alt_n[0]);
-    assert_memory_equal(alt_frames[0], alt_frames[2], (size_t)alt_n[0] * 8);
+    expect_same_walk(2, 0);
+    assert_true(leaf_n[1] == leaf_n[0]);
+    assert_true(leaf_frames[0][1] != leaf_frames[1][1]);   /* path_x, path_y */
 }
 
+/* A walk that meets the previous walk's frames with only a meaningless rbp
+ * changed reuses all of them. */
 static void test_memo_dead_rbp(void **state)
 {
     (void)state;
-#ifdef __SANITIZE_ADDRESS__
-    skip();
-#endif
-    assert_int_equal(vh_cfi_init(), 0);
-    memo_clear();
+    memo_test_start();
     for (volatile int k = 0; k < 2; k++) {
         if (k == 1)
             poison_rules();
-        cfi_test_rbp_call(0x1111111111110000ull + (uint64_t)k * 0x40, dead_leaf, k);
+        cfi_test_rbp_call(0x1111111111110000ull + (uint64_t)k * 0x40, memo_leaf, k);
     }
-    memset(local, 0, sizeof local);
-    memset(cache, 0, CACHE_SLOTS * sizeof cache[0]);
-    assert_true(dead_n[0] > 3);
-    assert_int_equal(dead_n[1], dead_n[0]);
-    assert_memory_equal(dead_frames[0], dead_frames[1], (size_t)dead_n[0] * 8);
+    expect_same_walk(1, 0);
 }
 
 int main(void)

@@ -691,44 +691,7 @@ struct memo {
     uint32_t folded;               /* f[].fold valid                          */
     struct mframe f[MEMO_CAP];
 };
-/* A few memos a thread. A walk takes the memo whose walk started where it
- * starts (same return address, same sp: the same call path into the
- * allocator, likely the same stack), else the least recently used one.
- * Programs that reach the allocator through the same wrappers from a few
- * places in turn (sqlite3Malloc from the B-tree, from the VDBE, ...) then
- * find each path's inner frames again instead of looking all of them up:
- * lookups per walk on the sqlite benchmark 5.2 with one memo, 2.35 with
- * four, its recording overhead -14..22%. Python, whose walks rarely start
- * where an older one did, pays 3-6% for memos gone cold in the cache. */
-#define NMEMO 4u
-static __thread struct memo memos[NMEMO] __attribute__((tls_model("initial-exec")));
-/* The choice reads one line, not every memo's first frame: per memo a key
- * of the walk it holds (first frame and module generation; a collision
- * only picks a worse memo, the walk checks every frame anyway) and when it
- * was last used. */
-static __thread struct {
-    uint64_t key[NMEMO];
-    uint64_t used[NMEMO];
-} memo_index __attribute__((tls_model("initial-exec"), aligned(64)));
-static __thread uint64_t memo_clock __attribute__((tls_model("initial-exec")));
-
-VH_ALWAYS_INLINE struct memo *memo_pick(uint64_t ip, uint64_t sp, uint64_t gen)
-{
-    uint64_t key = (ip ^ vh_mum(sp, 0x9e3779b97f4a7c15ull)) + gen + 1;
-    unsigned pick = 0;
-    for (unsigned q = 0; q < NMEMO; q++) {
-        if (memo_index.key[q] == key) {
-            pick = q;
-            goto found;
-        }
-        if (memo_index.used[q] < memo_index.used[pick])
-            pick = q;
-    }
-    memo_index.key[pick] = key;
-found:
-    memo_index.used[pick] = ++memo_clock;
-    return &memos[pick];
-}
+static __thread struct memo memo __attribute__((tls_model("initial-exec")));
 static __thread struct mframe fresh[MEMO] __attribute__((tls_model("initial-exec")));
 
 /* ---- walks the memo does not cover ------------------------------------------
@@ -939,7 +902,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
     *fold = 0;
     if (sp < lo || sp >= hi)
         return -1;                 /* another stack: vh_cfi_walk_on's */
-    struct memo *M = memo_pick(ip, sp, gen);
+    struct memo *M = &memo;
     struct mframe *of = &M->f[M->s];
     uint32_t have = M->gen == gen ? M->e - M->s : 0;
     struct mframe scratch;

@@ -406,11 +406,10 @@ static void test_rbx_frame_needs_signal(void **state)
     assert_int_equal(L.n, -1);
 }
 
-/* Empties every memo and their index. */
+/* Empties the memo. */
 static void memo_clear(void)
 {
-    memset(memos, 0, sizeof memos);
-    memset(&memo_index, 0, sizeof memo_index);
+    memset(&memo, 0, sizeof memo);
 }
 
 /* ---- the memo of the previous walk ------------------------------------------
@@ -531,8 +530,8 @@ static void test_memo_reuse(void **state)
 /* Walks that must reuse the memo: walk k is leaf_frames[k] (leaf_n[k]
  * frames), taken with every cached rule made unusable when the test says
  * so, which fails any walk that looks a rule up. */
-static uint64_t leaf_frames[3][MEMO_WANT];
-static int leaf_n[3];
+static uint64_t leaf_frames[2][MEMO_WANT];
+static int leaf_n[2];
 static __attribute__((noinline)) int memo_leaf(int k)
 {
     leaf_n[k] = walk_here(leaf_frames[k], MEMO_WANT);
@@ -551,7 +550,7 @@ static void poison_rules(void)
 }
 
 /* The memo tests' start: none under ASan (its stack redzones are not for
- * a walker), the rule cache, empty memos. */
+ * a walker), the rule cache, an empty memo. */
 static void memo_test_start(void)
 {
 #ifdef __SANITIZE_ADDRESS__
@@ -570,37 +569,6 @@ static void expect_same_walk(int k, int ref)
     assert_true(leaf_n[ref] > 3);
     assert_int_equal(leaf_n[k], leaf_n[ref]);
     assert_memory_equal(leaf_frames[ref], leaf_frames[k], (size_t)leaf_n[ref] * 8);
-}
-
-/* Two call paths in turn, their first frames at different stack depths:
- * each has a memo of its own, so a walk down the first path after one down
- * the second reuses all of its frames. */
-static __attribute__((noinline)) int path_x(int k)
-{
-    volatile char pad[48];
-    pad[0] = (char)k;
-    return memo_leaf(k) + pad[0];
-}
-static __attribute__((noinline)) int path_y(int k)
-{
-    volatile char pad[240];
-    pad[0] = (char)k;
-    return memo_leaf(k) + pad[0];
-}
-
-static void test_memo_per_path(void **state)
-{
-    (void)state;
-    memo_test_start();
-    for (volatile int k = 0; k < 3; k++) {
-        int (*volatile fn)(int) = k == 1 ? path_y : path_x;
-        if (k == 2)
-            poison_rules();
-        fn(k);
-    }
-    expect_same_walk(2, 0);
-    assert_true(leaf_n[1] == leaf_n[0]);
-    assert_true(leaf_frames[0][1] != leaf_frames[1][1]);   /* path_x, path_y */
 }
 
 /* A walk that meets the previous walk's frames with only a meaningless rbp
@@ -631,7 +599,6 @@ int main(void)
         cmocka_unit_test(test_rbx_frame_needs_signal),
         cmocka_unit_test(test_memo_reuse),
         cmocka_unit_test(test_memo_dead_rbp),
-        cmocka_unit_test(test_memo_per_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

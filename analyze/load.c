@@ -1522,20 +1522,19 @@ static void feeder_stop(struct feeder *F)
  * emitted times never go back), and marks it to be skipped at its turn. It
  * runs only on an anomaly, so the common path pays one test per record. */
 
+/* 1 when the record is an ALLOC, RESIZE or FREE: it changes its thread's
+ * "latest allocation" (what check_temporary() reads). */
+static inline int is_block_call(const struct vh_rec_hdr *h)
+{
+    return h->type == VH_REC_ALLOC || h->type == VH_REC_RESIZE || h->type == VH_REC_FREE;
+}
+
 /* A record settle() may look at: ALLOC / RESIZE / FREE of (heap, addr).
  * 1: touches it (a failed allocation does not). */
 static inline int touches(const struct vh_rec_hdr *h, uint16_t heap, uint64_t addr)
 {
-    return (h->type == VH_REC_ALLOC || h->type == VH_REC_RESIZE || h->type == VH_REC_FREE) &&
-           h->a == heap && ((const struct vh_rec_free *)h)->addr == addr &&
+    return is_block_call(h) && h->a == heap && ((const struct vh_rec_free *)h)->addr == addr &&
            !(h->type != VH_REC_FREE && (h->flags & VH_RF_FAILED));
-}
-
-/* 1 when the record changes its thread's "latest allocation" (what
- * check_temporary() reads). */
-static inline int is_block_call(const struct vh_rec_hdr *h)
-{
-    return h->type == VH_REC_ALLOC || h->type == VH_REC_RESIZE || h->type == VH_REC_FREE;
 }
 
 /* ev (the current record, processed by on_alloc / on_free) found an anomaly

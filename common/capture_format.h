@@ -424,6 +424,22 @@ static inline int vh_uleb_get(const uint8_t **p, const uint8_t *end, uint64_t *v
     return 0;
 }
 
+/* What every compact record starts with: its type, then its time and
+ * address as deltas from the cursor, which moves to them (a time before
+ * the cursor's is written as the cursor's). Returns where the rest goes. */
+static inline uint8_t *vh_enc_head(uint8_t *p, struct vh_cursor *cur, uint8_t type,
+                                   uint64_t time, uint64_t addr)
+{
+    uint64_t dt = time > cur->time ? time - cur->time : 0;
+
+    *p++ = type;
+    p = vh_uleb_put(p, dt);
+    p = vh_uleb_put(p, vh_zigzag(addr - cur->addr));
+    cur->time += dt;
+    cur->addr = addr;
+    return p;
+}
+
 /* Encodes an ALLOC or RESIZE at p (room for VH_ENC_ALLOC_MAX bytes) and
  * moves the cursor; returns the end of the record. */
 static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t type,
@@ -431,22 +447,15 @@ static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t t
                                     uint64_t addr, uint64_t size, uint32_t slack, uint32_t stack,
                                     uint16_t tag)
 {
-    uint64_t dt = time > cur->time ? time - cur->time : 0;
-    uint32_t meta = vh_meta(func, flags, heap, tag);
-
-    *p++ = type;
-    p = vh_uleb_put(p, dt);
-    p = vh_uleb_put(p, vh_zigzag(addr - cur->addr));
+    p = vh_enc_head(p, cur, type, time, addr);
     p = vh_uleb_put(p, size);
     p = vh_uleb_put(p, slack);
     p = vh_uleb_put(p, stack);
-    p = vh_uleb_put(p, meta);
+    p = vh_uleb_put(p, vh_meta(func, flags, heap, tag));
     if (heap)
         p = vh_uleb_put(p, heap);
     if (tag)
         p = vh_uleb_put(p, tag);
-    cur->time += dt;
-    cur->addr = addr;
     return p;
 }
 
@@ -455,17 +464,10 @@ static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t t
 static inline uint8_t *vh_enc_free(uint8_t *p, struct vh_cursor *cur, uint8_t flags,
                                    uint16_t heap, unsigned func, uint64_t time, uint64_t addr)
 {
-    uint64_t dt = time > cur->time ? time - cur->time : 0;
-    uint32_t meta = vh_meta(func, flags, heap, 0);
-
-    *p++ = VH_REC_FREE;
-    p = vh_uleb_put(p, dt);
-    p = vh_uleb_put(p, vh_zigzag(addr - cur->addr));
-    p = vh_uleb_put(p, meta);
+    p = vh_enc_head(p, cur, VH_REC_FREE, time, addr);
+    p = vh_uleb_put(p, vh_meta(func, flags, heap, 0));
     if (heap)
         p = vh_uleb_put(p, heap);
-    cur->time += dt;
-    cur->addr = addr;
     return p;
 }
 

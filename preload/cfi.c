@@ -911,75 +911,57 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         while (j < have && of[j].sp < sp)
             j++;
         if (j < have && of[j].sp == sp && of[j].ip == ip && !((of[j].rbp ^ rbp) & of[j].live)) {
-            /* The previous walk from here on, while its reads still hold. */
-            struct mframe *f = &of[j];
-            /* rbp is *rsrc when rsrc is set: a saved rbp is read only
-             * where it matters, or when the run ends. */
-            const uint64_t *rsrc = NULL;
-            /* The last frame this run may continue from: the memo's, or
-             * the one that fills buf. */
+            /* The previous walk from here on, while its reads still hold:
+             * follow() goes as far as the memo's next frame is the caller,
+             * up to the memo's last frame or the one that fills buf. */
             const struct mframe *stop = &of[have - 1];
-            if ((uint64_t)(stop - f) >= want - n)
-                stop = f + (want - n - 1);
-            struct mframe *g = follow(f, stop, buf + n, &rsrc, &rbp);
-            n += (uint32_t)(g - f);
-            f = g;
-            for (;; f++) {
-                uint64_t x = f->nsp;
-                unsigned how = (unsigned)x & 7;
-                if (vh_likely(how == H_NEXT)) {
-                    buf[n++] = f->ip;
-                    uint64_t nip = ((const uint64_t *)(x - H_NEXT))[-1];
-                    if (f->at)
-                        rsrc = (const uint64_t *)f->at;
-                    if (vh_likely(f < stop && nip == f[1].ip)) {
-                        if (vh_likely(!f[1].live))
-                            continue;
-                        uint64_t v = rsrc ? *rsrc : rbp;
-                        if (v == f[1].rbp) {
-                            rbp = v;
-                            rsrc = NULL;
-                            continue;
-                        }
-                    }
+            if ((uint64_t)(stop - &of[j]) >= want - n)
+                stop = &of[j] + (want - n - 1);
+            /* rbp is *rsrc when rsrc is set: a saved rbp is read only where
+             * it matters, or here, where the run ends. */
+            const uint64_t *rsrc = NULL;
+            struct mframe *f = follow(&of[j], stop, buf + n, &rsrc, &rbp);
+            n += (uint32_t)(f - &of[j]);
+            uint64_t x = f->nsp;
+            unsigned how = (unsigned)x & 7;
+            if (how == H_OPEN) {
+                /* Walk that frame below, from its state. */
+                for (const struct mframe *g = &of[j]; g < f && m < MEMO; g++)
+                    fresh[m++] = *g;
+                ip = f->ip;
+                sp = f->sp;
+                rbp = rsrc ? *rsrc : rbp;
+                j = have;          /* nothing further back to reuse */
+            } else {
+                buf[n++] = f->ip;
+                if (f->at)
+                    rsrc = (const uint64_t *)f->at;
+                if (how == H_NEXT) {
                     if (n == want)
                         goto in_run;   /* truncated inside the run */
                     sp = x - H_NEXT;
-                    ip = nip;
-                    rbp = rsrc ? *rsrc : rbp;
-                } else {
-                    if (how == H_OPEN)
-                        break;     /* walk this frame ourselves */
-                    buf[n++] = f->ip;
-                    if (how >= H_END) {
-                        if (how == H_GARBAGE && n == 1)
-                            return -1;
-                        goto in_run;   /* ended as before */
-                    }
-                    /* H_ZERO */
+                    ip = ((const uint64_t *)sp)[-1];
+                } else if (how >= H_END) {
+                    if (how == H_GARBAGE && n == 1)
+                        return -1;
+                    goto in_run;   /* ended as before */
+                } else {           /* H_ZERO */
                     sp = x & ~(uint64_t)7;
                     ip = ((const uint64_t *)sp)[-1];
                     if (!ip)
                         goto in_run;
-                    rbp = f->at ? *(const uint64_t *)f->at : rsrc ? *rsrc : rbp;
                 }
+                rbp = rsrc ? *rsrc : rbp;
                 /* Diverged (or the memo ends): carry on from the caller's
                  * state, with the run's frames among the new ones. */
                 for (const struct mframe *g = &of[j]; g <= f && m < MEMO; g++)
                     fresh[m++] = *g;
                 j = (uint32_t)(f + 1 - of);
-                goto next;
+                continue;
             in_run:
                 *fold = memo_update(M, m, j, (uint32_t)(f - of) + 1 - j, n, n < want, gen);
                 return (int)n;
             }
-            /* H_OPEN: walk that frame below, from its state. */
-            for (const struct mframe *g = &of[j]; g < f && m < MEMO; g++)
-                fresh[m++] = *g;
-            ip = f->ip;
-            sp = f->sp;
-            rbp = rsrc ? *rsrc : rbp;
-            j = have;              /* nothing further back to reuse */
         }
         buf[n++] = ip;
         struct mframe *rec = m < MEMO ? &fresh[m++] : &scratch;
@@ -1022,7 +1004,6 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         rec->at = at;
         sp = cfa;
         ip = retaddr;
-    next:;
     }
 ended:
     *fold = memo_update(M, m, 0, 0, n, n < want, gen);

@@ -118,12 +118,12 @@ void vh_unwind_bounds(struct vh_tls *t)
     vh_own_end(t, &saved);
 }
 
-/* The frame-pointer walk. Reads are 16 aligned bytes at a frame pointer,
- * inside the stack being walked and above the frame the walk entered it
- * at, moving towards its base only: a garbage rbp ends the walk. */
-static VH_NOINLINE uint32_t fp_walk(struct vh_tls *t, uint64_t *buf, uint32_t want)
+/* The frame-pointer walk from fp (vh_stack_here's frame). Reads are 16
+ * aligned bytes at a frame pointer, inside the stack being walked and above
+ * the frame the walk entered it at, moving towards its base only: a
+ * garbage rbp ends the walk. */
+static VH_NOINLINE uint32_t fp_walk(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t want)
 {
-    uint64_t fp = (uintptr_t)__builtin_frame_address(0);
     uint64_t lo = t->stack_lo, hi = t->stack_hi;
     uint32_t n = 0;
     if (vh_unlikely(fp < lo || fp >= hi) &&
@@ -304,7 +304,7 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, i
     }
     if (vh_opt.unwind == VH_UNWIND_FP) {
         if (t->stack_hi)
-            n = fp_walk(t, buf, want);
+            n = fp_walk(t, fp, buf, want);
     } else {
         /* unwinding is set whenever own is raised here (the fences keep the
          * order for a signal handler): a handler's call then always counts

@@ -170,6 +170,16 @@ static void header_lines(const struct capture *c)
     put_s(h->unwind == VH_UNWIND_LIBUNWIND ? "libunwind" : h->unwind == VH_UNWIND_FP ? "fp"
                                                                                      : "unknown");
     kv_u(" exec_generation=", h->exec_generation);
+    if (h->coarse_res_ns) {
+        /* Times before precise_from have the coarse clock's resolution.
+         * Before flags, which a line's end is kept for. */
+        uint64_t from = __atomic_load_n(&h->precise_from, __ATOMIC_ACQUIRE);
+        kv_u(" coarse_clock_ns=", h->coarse_res_ns);
+        if (from == UINT64_MAX)
+            put_lit(" precise_from=never");
+        else
+            kv_u(" precise_from=", from);
+    }
     put_lit(" flags=");
     for (i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         if (hf & flags[i].bit) {

@@ -2099,6 +2099,7 @@ static void meta_text(struct loader *L, sqlite3_stmt *st, const char *key, const
 /* What db__ensure() compares to decide whether a DB is up to date. */
 struct capture_stamp {
     uint64_t size, mtime_ns, chunks, last_time, flags;
+    uint64_t coarse_res_ns, precise_from;
     char path[PATH_MAX];
 };
 
@@ -2122,6 +2123,9 @@ static void write_meta(struct loader *L, const struct capture_stamp *cs, const c
     meta_int(L, st, "capture_chunks", cs->chunks);
     meta_int(L, st, "capture_last_time", cs->last_time);
     meta_int(L, st, "capture_flags", cs->flags);
+    meta_int(L, st, "coarse_clock_ns", cs->coarse_res_ns);
+    if (cs->coarse_res_ns)
+        meta_int(L, st, "precise_from", cs->precise_from);   /* UINT64_MAX: -1 */
     meta_text(L, st, "loaded_at", when);
     meta_int(L, st, "records", L->records);
     meta_text(L, st, "damage", damage_count ? damage : NULL);
@@ -2271,6 +2275,8 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     cs.chunks = __atomic_load_n(&hd->chunks_claimed, __ATOMIC_ACQUIRE);
     cs.last_time = __atomic_load_n(&hd->last_time, __ATOMIC_ACQUIRE);
     cs.flags = __atomic_load_n(&hd->flags, __ATOMIC_ACQUIRE);
+    cs.coarse_res_ns = hd->coarse_res_ns;
+    cs.precise_from = __atomic_load_n(&hd->precise_from, __ATOMIC_ACQUIRE);
     if (!realpath(capture, cs.path))
         snprintf(cs.path, sizeof cs.path, "%s", capture);
 

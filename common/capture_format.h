@@ -74,7 +74,14 @@ struct vh_capture_header {
     uint64_t parent_start_realtime_ns; /* fork child: the parent's start     */
     char exe[VH_EXE_MAX];          /* NUL-terminated executable path         */
     char argv[VH_ARGV_MAX];        /* argv strings, each NUL-terminated      */
-    uint8_t reserved[VH_HEADER_SIZE - 144 - VH_EXE_MAX - VH_ARGV_MAX];
+    /* Record times below precise_from come from the kernel's coarse clock
+     * (coarse_res_ns apart: the writer uses it while one thread records);
+     * from precise_from on they are exact. coarse_res_ns 0: exact
+     * throughout (and in captures from before these fields). */
+    uint64_t precise_from;         /* atomic: UINT64_MAX while still coarse  */
+    uint32_t coarse_res_ns;
+    uint32_t reserved32;
+    uint8_t reserved[VH_HEADER_SIZE - 160 - VH_EXE_MAX - VH_ARGV_MAX];
 };
 
 struct vh_chunk_header {

@@ -385,7 +385,7 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     if (!forked)
         vh_clock_init();           /* before the two start times: it takes a while */
     clock_gettime(CLOCK_REALTIME, &rt);
-    vh_cap.start_mono = vh_clock_start();
+    vh_cap.start_mono = vh_clock_start(forked ? vh_tls.clocked : 0);
     h->version = VH_CAPTURE_VERSION;
     h->header_size = VH_HEADER_SIZE;
     h->chunk_size = vh_cap.chunk_size;
@@ -401,6 +401,8 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     h->max_depth = vh_opt.depth;
     h->unwind = vh_opt.unwind;
     h->exec_generation = (uint32_t)gen;
+    h->coarse_res_ns = vh_clock_coarse_res();
+    h->precise_from = h->coarse_res_ns ? UINT64_MAX : 0;
     if (forked) {
         h->flags |= VH_HDR_FORKED;
         h->parent_start_realtime_ns = parent ? parent->start_realtime_ns : 0;

@@ -13,7 +13,19 @@
  * thread). Record times stay ns since start_monotonic_ns; the TSC times
  * drift from CLOCK_MONOTONIC by the scale's error (about 1 ppm calibrated)
  * plus NTP's correction, never out of order. Another clocksource:
- * clock_gettime throughout, as before. */
+ * clock_gettime throughout, as before.
+ *
+ * While a single thread has recorded (VHEAP_CLOCK=auto), times only need
+ * to follow its program order, which the chunk already does: they come
+ * from CLOCK_MONOTONIC_COARSE, the kernel's time at its last tick, read
+ * from the vDSO page without rdtsc. The second thread's first event
+ * switches the process to the exact clock for good, before that thread
+ * takes a time: the exact clock is then set to read at least two ticks
+ * past the coarse one, so that no exact time falls below a coarse time
+ * taken before it, including one the first thread takes meanwhile, having
+ * not yet seen the switch (its coarse time is at most the kernel's time
+ * then, at most one tick past the coarse time read here). The capture
+ * header tells the reader where the coarse part ends (precise_from). */
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <string.h>
@@ -99,6 +111,11 @@ static void pair(uint64_t *tsc, uint64_t *mono)
 #define SWITCH_MARGIN_NS 2000u     /* >> the pair's and the scale's error    */
 
 static int usable;                 /* the clocksource is the TSC             */
+static uint32_t coarse_res;        /* CLOCK_MONOTONIC_COARSE's step, or 0    */
+static int threads;                /* atomic: threads that have recorded     */
+static int switch_lock;
+static uint64_t slow_off;          /* added to CLOCK_MONOTONIC's times: the
+                                      coarse clock's lead, once it gave way */
 static int scale_known;            /* mult/shift valid                       */
 static uint64_t cal_tsc, cal_mono; /* anchor of the calibration              */
 static uint64_t cal_at = UINT64_MAX; /* atomic: CLOCK_MONOTONIC to calibrate at */
@@ -114,9 +131,16 @@ static int sane(uint64_t mult, uint32_t shift)
 void vh_clock_init(void)
 {
     uint32_t mult = 0, shift = 0;
-    __atomic_store_n(&vh_clk.tsc, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&vh_clk.mode, VH_CLK_SLOW, __ATOMIC_RELAXED);
     usable = clocksource_is_tsc();
     scale_known = 0;
+    /* A coarse clock of 10 ms or worse would blur the time series. */
+    struct timespec res;
+    coarse_res = 0;
+    if (vh_opt.clock == VH_CLOCK_AUTO && clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 &&
+        res.tv_sec == 0 && res.tv_nsec > 0 && res.tv_nsec < 10000000)
+        coarse_res = (uint32_t)res.tv_nsec;
+    vh_clk.coarse_half = coarse_res / 2;
     if (usable && perf_scale(&mult, &shift) && sane(mult, shift)) {
         vh_clk.mult = mult;
         vh_clk.shift = shift;
@@ -124,25 +148,71 @@ void vh_clock_init(void)
     }
 }
 
-uint64_t vh_clock_start(void)
+uint64_t vh_clock_start(unsigned nthreads)
 {
     uint64_t tsc, mono;
-    __atomic_store_n(&vh_clk.tsc, 0, __ATOMIC_RELAXED);
+    int coarse = coarse_res && nthreads <= 1;
+    __atomic_store_n(&vh_clk.mode, VH_CLK_SLOW, __ATOMIC_RELAXED);
     __atomic_store_n(&cal_at, UINT64_MAX, __ATOMIC_RELAXED);
-    if (!usable)
-        return vh_mono_ns();
-    pair(&tsc, &mono);
-    if (scale_known) {
-        vh_clk.tsc0 = tsc;
-        vh_clk.base = 0;
-        __atomic_store_n(&vh_clk.tsc, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&threads, (int)nthreads, __ATOMIC_RELAXED);
+    __atomic_store_n(&vh_clk.last, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&slow_off, 0, __ATOMIC_RELAXED);
+    switch_lock = 0;
+    if (!usable) {
+        mono = vh_mono_ns();
     } else {
-        cal_tsc = tsc;
-        cal_mono = mono;
-        cal_lock = 0;
-        __atomic_store_n(&cal_at, mono + CALIB_NS, __ATOMIC_RELAXED);
+        pair(&tsc, &mono);
+        if (scale_known) {
+            vh_clk.tsc0 = tsc;
+            vh_clk.base = 0;
+            __atomic_store_n(&vh_clk.mode, VH_CLK_TSC, __ATOMIC_RELEASE);
+        } else {
+            cal_tsc = tsc;
+            cal_mono = mono;
+            cal_lock = 0;
+            __atomic_store_n(&cal_at, mono + CALIB_NS, __ATOMIC_RELAXED);
+        }
     }
+    if (coarse)
+        __atomic_store_n(&vh_clk.mode, VH_CLK_COARSE, __ATOMIC_RELEASE);
     return mono;
+}
+
+uint32_t vh_clock_coarse_res(void)
+{
+    return __atomic_load_n(&vh_clk.mode, __ATOMIC_ACQUIRE) == VH_CLK_COARSE ? coarse_res : 0;
+}
+
+void vh_clock_thread(void)
+{
+    if (__atomic_add_fetch(&threads, 1, __ATOMIC_ACQ_REL) < 2 ||
+        __atomic_load_n(&vh_clk.mode, __ATOMIC_ACQUIRE) != VH_CLK_COARSE)
+        return;
+    vh_lock(&switch_lock);
+    if (__atomic_load_n(&vh_clk.mode, __ATOMIC_ACQUIRE) == VH_CLK_COARSE) {
+        uint64_t floor = vh_coarse_read(), from;
+        uint64_t last = __atomic_load_n(&vh_clk.last, __ATOMIC_RELAXED);
+        floor = (floor > last ? floor : last) + 2ull * coarse_res;
+        if (__atomic_load_n(&cal_at, __ATOMIC_RELAXED) == UINT64_MAX && usable && scale_known) {
+            /* The formula, anchored at the start, may run behind the
+             * kernel's clock by NTP's correction since: move it up. */
+            uint64_t f = vh_now_tsc();
+            if (f < floor)
+                vh_clk.base += floor - f;
+            from = f < floor ? floor : f;
+            __atomic_store_n(&vh_clk.mode, VH_CLK_TSC, __ATOMIC_RELEASE);
+        } else {
+            /* CLOCK_MONOTONIC, shifted up the same way; the TSC
+             * calibration, if pending, takes over in vh_now_slow. */
+            uint64_t m = vh_mono_ns() - vh_cap.start_mono;
+            __atomic_store_n(&slow_off, m < floor ? floor - m : 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&vh_clk.mode, VH_CLK_SLOW, __ATOMIC_RELEASE);
+            from = vh_now_slow();
+        }
+        if (vh_cap.hdr)
+            __atomic_store_n(&vh_cap.hdr->precise_from, from, __ATOMIC_RELEASE);
+    }
+    vh_unlock(&switch_lock);
 }
 
 /* The scale from the TSC's progress since the capture started; the formula
@@ -164,9 +234,10 @@ static VH_NOINLINE void calibrate(void)
         vh_clk.mult = mult;
         vh_clk.shift = shift;
         vh_clk.tsc0 = tsc;
-        vh_clk.base = mono - vh_cap.start_mono + SWITCH_MARGIN_NS;
+        vh_clk.base = mono - vh_cap.start_mono + SWITCH_MARGIN_NS +
+                      __atomic_load_n(&slow_off, __ATOMIC_RELAXED);
         scale_known = 1;           /* fork children start with the TSC */
-        __atomic_store_n(&vh_clk.tsc, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&vh_clk.mode, VH_CLK_TSC, __ATOMIC_RELEASE);
         return;
     }
     __atomic_store_n(&cal_lock, 0, __ATOMIC_RELEASE);
@@ -177,8 +248,9 @@ uint64_t vh_now_slow(void)
     uint64_t m = vh_mono_ns();
     if (vh_unlikely(m >= __atomic_load_n(&cal_at, __ATOMIC_RELAXED))) {
         calibrate();
-        if (__atomic_load_n(&vh_clk.tsc, __ATOMIC_ACQUIRE))
-            return vh_now();
+        if (__atomic_load_n(&vh_clk.mode, __ATOMIC_ACQUIRE) == VH_CLK_TSC)
+            return vh_now_tsc();
     }
-    return m > vh_cap.start_mono ? m - vh_cap.start_mono : 0;
+    return (m > vh_cap.start_mono ? m - vh_cap.start_mono : 0) +
+           __atomic_load_n(&slow_off, __ATOMIC_RELAXED);
 }

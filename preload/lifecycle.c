@@ -353,6 +353,8 @@ static void init(void)
         goto out;
     }
     vh_unwind_bounds(t);
+    t->clocked = 1;                /* the first thread: see vh_enter_slow */
+    vh_clock_thread();
     thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     atexit(finish);
@@ -415,6 +417,12 @@ int vh_enter_slow(struct vh_tls *t)
          * without bounds its walk is libunwind's. */
         if (vh_unlikely(!t->bounds_known) && t->guard == VH_G_OUT)
             vh_unwind_bounds(t);
+        /* Every other thread's first event (init counts the first one's):
+         * from the second on, times must order threads, before its first. */
+        if (vh_unlikely(!t->clocked)) {
+            t->clocked = 1;
+            vh_clock_thread();
+        }
         return 1;
     case VH_MODE_DROP:
         vh_dropped();

@@ -18,6 +18,7 @@ struct vh_options vh_opt = {
     .chunk_size = VH_DEFAULT_CHUNK_SIZE,
     .rss_interval_ns = 10 * 1000000ull,
     .allow_setuid = 0,
+    .clock = VH_CLOCK_AUTO,
 };
 
 enum kind { K_PATH, K_UINT, K_CHOICE, K_BOOL, K_SIZE, K_MS };
@@ -31,6 +32,7 @@ struct option {
 };
 
 static const char *const unwind_names[] = { "libunwind", "fp", NULL };
+static const char *const clock_names[] = { "auto", "precise", NULL };
 
 /* Order matches apply() below. */
 static const struct option table[] = {
@@ -43,6 +45,7 @@ static const struct option table[] = {
       "a power of two from 64KiB to 64MiB" },
     { "VHEAP_RSS_INTERVAL", K_MS, 0, 60000, NULL, "milliseconds 0..60000, 0 = off" },
     { "VHEAP_ALLOW_SETUID", K_BOOL, 0, 1, NULL, "0 or 1" },
+    { "VHEAP_CLOCK", K_CHOICE, 0, 0, clock_names, "auto or precise" },
 };
 
 /* Decimal number with an optional binary suffix (K, KiB, M, MiB, G, GiB,
@@ -134,6 +137,7 @@ static void apply(size_t idx, const char *val, uint64_t num)
     case 4: vh_opt.chunk_size = (uint32_t)num; break;
     case 5: vh_opt.rss_interval_ns = num * 1000000ull; break;
     case 6: vh_opt.allow_setuid = (uint32_t)num; break;
+    case 7: vh_opt.clock = (uint32_t)num; break;
     }
 }
 

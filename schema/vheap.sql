@@ -16,7 +16,8 @@ CREATE TABLE meta (
 -- keys (docs/schema.md says more): schema_version, vheap_version,
 -- capture_path (absolute), capture_size, capture_mtime_ns, capture_chunks,
 -- capture_last_time, capture_flags (what decides whether the DB is up to
--- date with its capture), loaded_at (UTC, ISO 8601), load_seconds, records,
+-- date with its capture), coarse_clock_ns and precise_from (the header's
+-- record-time resolution while one thread recorded), loaded_at (UTC, ISO 8601), load_seconds, records,
 -- damage (first message or NULL), damage_count, bucket_ns (width of series
 -- buckets), symbols ('resolved', 'skipped' or why not), and counts of
 -- oddities in the capture: implicit_frees, unknown_moves, unknown_records,

@@ -133,6 +133,8 @@ struct vh_tls {
                                       real call runs (hooks_cxx.c), or 0    */
     int *errno_p;                  /* this thread's errno, or 0: not asked */
     uint8_t clocked;               /* vh_clock_thread done for this thread */
+    uint8_t memos;                 /* cfi.c: walks pick among several memos */
+    uint8_t walks;                 /* cfi.c: walks, modulo 256              */
 };
 
 /* How far below a C++ operator hook's frame the real operator's own malloc

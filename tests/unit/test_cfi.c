@@ -137,6 +137,7 @@ static struct {
 } L;
 
 static uint64_t last_fold;         /* walk_here's vh_cfi_walk fold */
+static uint8_t walk_memos, walk_count; /* the thread's memo choice state */
 
 /* Where the walk starts, as unwind.c's cfi_unwind does: the state just
  * after returning into our caller (the handler), from our frame pointer. */
@@ -144,6 +145,8 @@ static __attribute__((noinline)) int walk_here(uint64_t *buf, uint32_t want)
 {
     struct vh_tls t;
     memset(&t, 0, sizeof t);
+    t.memos = walk_memos;
+    t.walks = walk_count;
     thread_bounds(&t.stack_lo, &t.stack_hi);
     uint64_t fp = (uintptr_t)__builtin_frame_address(0), lo, hi;
     if (vh_stack_span(t.stack_lo, t.stack_hi, fp, &lo, &hi) < 0)
@@ -152,6 +155,8 @@ static __attribute__((noinline)) int walk_here(uint64_t *buf, uint32_t want)
     last_fold = 0;
     int n = lo == t.stack_lo ? vh_cfi_walk(&t, f[1], fp + 16, f[0], buf, want, &last_fold)
                              : vh_cfi_walk_on(&t, f[1], fp + 16, f[0], fp, hi, buf, want);
+    walk_memos = t.memos;
+    walk_count = t.walks;
     __asm__ volatile("" ::: "memory");
     return n;
 }
@@ -406,10 +411,12 @@ static void test_rbx_frame_needs_signal(void **state)
     assert_int_equal(L.n, -1);
 }
 
-/* Empties the memo. */
+/* Empties every memo and their index. */
 static void memo_clear(void)
 {
-    memset(&memo, 0, sizeof memo);
+    memset(memos, 0, sizeof memos);
+    memset(&memo_index, 0, sizeof memo_index);
+    walk_memos = walk_count = 0;
 }
 
 /* ---- the memo of the previous walk ------------------------------------------
@@ -530,8 +537,8 @@ static void test_memo_reuse(void **state)
 /* Walks that must reuse the memo: walk k is leaf_frames[k] (leaf_n[k]
  * frames), taken with every cached rule made unusable when the test says
  * so, which fails any walk that looks a rule up. */
-static uint64_t leaf_frames[2][MEMO_WANT];
-static int leaf_n[2];
+static uint64_t leaf_frames[3][MEMO_WANT];
+static int leaf_n[3];
 static __attribute__((noinline)) int memo_leaf(int k)
 {
     leaf_n[k] = walk_here(leaf_frames[k], MEMO_WANT);
@@ -585,6 +592,68 @@ static void test_memo_dead_rbp(void **state)
     expect_same_walk(1, 0);
 }
 
+/* Two call paths, their walks starting at different depths. */
+static __attribute__((noinline)) int path_x(int k)
+{
+    volatile char pad[48];
+    pad[0] = (char)k;
+    return memo_leaf(k) + pad[0];
+}
+static __attribute__((noinline)) int path_y(int k)
+{
+    volatile char pad[240];
+    pad[0] = (char)k;
+    return memo_leaf(k) + pad[0];
+}
+
+/* Walks that often find their start keep a memo per path: after x, y, a
+ * walk down x again reuses all of x's frames (with every cached rule made
+ * unusable, a lookup would fail it). */
+static void test_memo_per_path(void **state)
+{
+    (void)state;
+    memo_test_start();
+    for (volatile int i = 0; i < 400; i++)
+        path_x(0);                 /* the same start again and again */
+    assert_true(memo_index.rate >= RATE_LRU && walk_memos);
+    for (volatile int k = 0; k < 3; k++) {
+        if (k == 2)
+            poison_rules();
+        if (k == 1)
+            path_y(k);
+        else
+            path_x(k);
+    }
+    expect_same_walk(2, 0);
+    assert_true(leaf_n[1] > 3);
+}
+
+/* Walks that rarely find their start keep to one memo, the others left
+ * alone; once they often do, a walk that finds none takes the least
+ * recently used memo (not the first, which holds the latest walk). */
+static void test_memo_one_when_rare(void **state)
+{
+    (void)state;
+    memo_test_start();
+    for (volatile int k = 0; k < 2; k++) {
+        if (k == 1)
+            path_y(k);
+        else
+            path_x(k);
+    }
+    assert_true(memos[0].e > memos[0].s);
+    for (unsigned q = 1; q < NMEMO; q++)
+        assert_true(memos[q].e == memos[q].s && memo_index.key[q] == 0);
+    memo_index.rate = 1024;        /* every recent walk found its start */
+    walk_count = 7;                /* and the next walk looks */
+    path_x(2);                     /* not y's: a memo of its own */
+    assert_true(leaf_n[2] > 3);
+    unsigned taken = 0;
+    for (unsigned q = 1; q < NMEMO; q++)
+        taken += memos[q].e > memos[q].s;
+    assert_int_equal(taken, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -599,6 +668,8 @@ int main(void)
         cmocka_unit_test(test_rbx_frame_needs_signal),
         cmocka_unit_test(test_memo_reuse),
         cmocka_unit_test(test_memo_dead_rbp),
+        cmocka_unit_test(test_memo_per_path),
+        cmocka_unit_test(test_memo_one_when_rare),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

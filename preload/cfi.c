@@ -689,9 +689,12 @@ struct memo {
     uint32_t s, e;                 /* the window in f[]                       */
     uint32_t gen;                  /* module generation of that walk          */
     uint32_t folded;               /* f[].fold valid                          */
-    struct mframe f[MEMO_CAP];
+    uint64_t tag;                  /* the caller's word for the walk the
+                                      window holds (its stack id), 0 none    */
+    struct mframe f[MEMO_CAP] __attribute__((aligned(64)));   /* a line each */
 };
-static __thread struct mframe fresh[MEMO] __attribute__((tls_model("initial-exec")));
+static __thread struct mframe fresh[MEMO]
+    __attribute__((tls_model("initial-exec"), aligned(64)));
 
 /* A few memos a thread. Walks reach the allocator along a few paths in
  * turn (sqlite3Malloc from the B-tree, from the VDBE, from the parser...):
@@ -712,7 +715,7 @@ static __thread struct mframe fresh[MEMO] __attribute__((tls_model("initial-exec
 #define RATE_ONE 32u               /* a match's weight; the average keeps
                                       31/32 of itself a walk: 1024 = all  */
 #define RATE_LRU 512u              /* half of the walks find their start  */
-static __thread struct memo memos[NMEMO] __attribute__((tls_model("initial-exec")));
+static __thread struct memo memos[NMEMO] __attribute__((tls_model("initial-exec"), aligned(64)));
 /* The choice reads this one line, not every memo's first frame. A key
  * collision only picks a worse memo: the walk checks every frame anyway. */
 static __thread struct {
@@ -878,6 +881,7 @@ VH_ALWAYS_INLINE uint64_t memo_update(struct memo *M, uint32_t m, uint32_t tj, u
 {
     uint32_t at = M->s + tj;       /* the run's first frame in f[] */
     int tail_folded = tl && M->folded;
+    M->tag = 0;                    /* another walk from now on */
     if (m + tl > MEMO) {
         /* Deeper than the memo: its inner part, without folds. */
         tl = m < MEMO ? MEMO - m : 0;
@@ -957,12 +961,13 @@ static VH_NOINLINE struct mframe *follow(struct mframe *f, const struct mframe *
 }
 
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
-                uint32_t want, uint64_t *fold)
+                uint32_t want, uint64_t *fold, uint64_t **tag)
 {
     uint64_t lo = t->stack_lo, hi = t->stack_hi;
     uint64_t gen = __atomic_load_n(&vh_module_gen, __ATOMIC_RELAXED) & 0xffff;
     uint32_t n = 0, m = 0, j = 0;
     *fold = 0;
+    *tag = NULL;
     if (sp < lo || sp >= hi)
         return -1;                 /* another stack: vh_cfi_walk_on's */
     struct memo *M = memo_pick(t, ip, sp, gen);
@@ -1022,7 +1027,15 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
                 j = (uint32_t)(f + 1 - of);
                 continue;
             in_run:
+                if (!m && !j && (uint32_t)(f - of) + 1 == have && M->folded) {
+                    /* The memo's walk again, all of it: nothing to update,
+                     * and its tag still holds. */
+                    *fold = of[0].fold;
+                    *tag = &M->tag;
+                    return (int)n;
+                }
                 *fold = memo_update(M, m, j, (uint32_t)(f - of) + 1 - j, n, n < want, gen);
+                *tag = *fold ? &M->tag : NULL;
                 return (int)n;
             }
         }
@@ -1070,5 +1083,6 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
     }
 ended:
     *fold = memo_update(M, m, 0, 0, n, n < want, gen);
+    *tag = *fold ? &M->tag : NULL;
     return (int)n;
 }

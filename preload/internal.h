@@ -211,11 +211,12 @@ uint32_t vh_unwind_want(uint32_t max);
 /* Walks the current stack into buf (vh_unwind_want(max) entries); the
  * frames start at buf + *skip (the shim's own frames removed), innermost
  * first, at most max of them; *truncated set if there were more. *fold is
- * vh_hash_fold of those frames when the walk knew it (cfi.c's memo), else 0.
+ * vh_hash_fold of those frames when the walk knew it (cfi.c's memo), else 0;
+ * *tag is vh_cfi_walk's (NULL from the other walkers).
  * `fp` is the caller's frame pointer (the shim keeps frame pointers): the
  * shim's frames are skipped from there. Returns the count. */
 uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip, uint64_t *fold);
+                   uint32_t *skip, uint64_t *fold, uint64_t **tag);
 
 /* The stack hash: a fold over the frames from the outermost inwards, so
  * that a walk which reuses the previous walk's outer frames (cfi.c) starts
@@ -260,9 +261,13 @@ VH_ALWAYS_INLINE uint64_t vh_hash_final(uint64_t fold, uint32_t n, int truncated
  * (the signal stack). */
 int vh_cfi_init(void);
 /* vh_cfi_walk also sets *fold to vh_hash_fold of the frames when the walk
- * ended by itself before `want` (else 0). */
+ * ended by itself before `want` (else 0), and then *tag to a word kept
+ * with the memo that now holds this walk (else NULL): 0 after any other
+ * walk, else what the caller stored there after this same walk (stacks.c:
+ * the stack id), so that the walk a memo holds, taken again, is known by
+ * that word alone. */
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
-                uint32_t want, uint64_t *fold);
+                uint32_t want, uint64_t *fold, uint64_t **tag);
 int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t lo,
                    uint64_t hi, uint64_t *buf, uint32_t want);
 

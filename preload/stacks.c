@@ -245,16 +245,22 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
     uint64_t buf[vh_unwind_want(max)];
     int truncated;
     uint32_t skip;
-    uint64_t fold;
+    uint64_t fold, *tag;
     uint32_t n = vh_unwind(t, (uintptr_t)__builtin_frame_address(0), buf, max, &truncated, &skip,
-                           &fold);
+                           &fold, &tag);
+    uint32_t ep = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
+    /* The walk a memo holds, taken again (cfi.c): its id is in the memo. */
+    if (tag && *tag >> 32 == ep)
+        return (uint32_t)*tag;
     const uint64_t *f = buf + skip;
     uint64_t h = hash_frames(f, n, truncated, __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE),
                              fold);
     struct idc *c = &idc[(h >> 32) & (IDC_SLOTS - 1)];
-    uint32_t ep = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
-    if (vh_likely(c->hash == h && c->epoch == ep))
+    if (vh_likely(c->hash == h && c->epoch == ep)) {
+        if (tag)
+            *tag = (uint64_t)ep << 32 | c->id;
         return c->id;
+    }
     uint32_t id = lookup(h);
     if (!id) {
         int full;
@@ -266,5 +272,7 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
         }
     }
     *c = (struct idc){ .hash = h, .id = id, .epoch = ep };
+    if (tag)
+        *tag = (uint64_t)ep << 32 | id;
     return id;
 }

@@ -217,14 +217,14 @@ static VH_NOINLINE int cfi_unwind_alt(struct vh_tls *t, uint64_t fp, uint64_t *b
  * the program's by cached CFI rules (cfi.c). Returns the count, or -1 when
  * libunwind must do this stack. */
 VH_ALWAYS_INLINE int cfi_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t want,
-                                uint64_t *fold)
+                                uint64_t *fold, uint64_t **tag)
 {
     uint64_t ip, sp, rbp;
     if (vh_unlikely(fp < t->stack_lo || fp >= t->stack_hi))
         return cfi_unwind_alt(t, fp, buf, want);
     if (skip_self(fp, t->stack_hi, &ip, &sp, &rbp) < 0)
         return -1;
-    return vh_cfi_walk(t, ip, sp, rbp, buf, want, fold);
+    return vh_cfi_walk(t, ip, sp, rbp, buf, want, fold, tag);
 }
 
 #ifdef VH_CFI_VERIFY
@@ -284,15 +284,16 @@ __attribute__((destructor)) static void verify_report(void)
 #endif
 
 uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip, uint64_t *fold)
+                   uint32_t *skip, uint64_t *fold, uint64_t **tag)
 {
     uint32_t want = vh_unwind_want(max);
     uint32_t n = 0;
     *fold = 0;
+    *tag = NULL;
     /* Bounds are asked for at the thread's first event (vh_enter_slow);
      * never here, where this may be a signal handler inside malloc. */
     if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi) {
-        int r = cfi_unwind(t, fp, buf, max + 1, fold);
+        int r = cfi_unwind(t, fp, buf, max + 1, fold, tag);
 #ifdef VH_CFI_VERIFY
         verify(t, buf, r, max + 1);
 #endif

@@ -137,6 +137,7 @@ static struct {
 } L;
 
 static uint64_t last_fold;         /* walk_here's vh_cfi_walk fold */
+static uint64_t *last_tag;         /* and its tag slot */
 static uint8_t walk_memos, walk_count; /* the thread's memo choice state */
 
 /* Where the walk starts, as unwind.c's cfi_unwind does: the state just
@@ -153,7 +154,8 @@ static __attribute__((noinline)) int walk_here(uint64_t *buf, uint32_t want)
         return -2;
     const uint64_t *f = (const uint64_t *)(uintptr_t)fp;
     last_fold = 0;
-    int n = lo == t.stack_lo ? vh_cfi_walk(&t, f[1], fp + 16, f[0], buf, want, &last_fold)
+    last_tag = NULL;
+    int n = lo == t.stack_lo ? vh_cfi_walk(&t, f[1], fp + 16, f[0], buf, want, &last_fold, &last_tag)
                              : vh_cfi_walk_on(&t, f[1], fp + 16, f[0], fp, hi, buf, want);
     walk_memos = t.memos;
     walk_count = t.walks;
@@ -654,6 +656,32 @@ static void test_memo_one_when_rare(void **state)
     assert_int_equal(taken, 1);
 }
 
+/* A walk gets its memo's tag slot, 0 until the caller stores a word
+ * there; the same walk again finds the word; another walk through that
+ * memo finds 0 again. */
+static void test_memo_tag(void **state)
+{
+    (void)state;
+    memo_test_start();
+    uint64_t *slot[4] = { 0 };
+    uint64_t seen[4] = { 0 };
+    for (volatile int k = 0; k < 4; k++) {
+        if (k == 2)
+            path_y(k);
+        else
+            memo_leaf(k);
+        slot[k] = last_tag;
+        seen[k] = last_tag ? *last_tag : 1;
+        if (k == 0 && last_tag)
+            *last_tag = 0x1234;
+    }
+    assert_non_null(slot[0]);
+    assert_true(seen[0] == 0);
+    assert_true(slot[1] == slot[0] && seen[1] == 0x1234);   /* the same walk */
+    assert_true(slot[2] == slot[0] && seen[2] == 0);        /* another one */
+    assert_true(seen[3] == 0);                              /* and back */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -670,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_memo_dead_rbp),
         cmocka_unit_test(test_memo_per_path),
         cmocka_unit_test(test_memo_one_when_rare),
+        cmocka_unit_test(test_memo_tag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,11 +51,15 @@ uint32_t vh_unwind_want(uint32_t max)
 /* What the unwinder says of the fold: 0 nothing (stacks.c folds), 1 the
  * fold of the frames (as cfi.c's memo), 2 a wrong one. */
 static int fold_mode;
+/* A memo's tag slot the unwinder hands over (cfi.c), when tag_mode is set. */
+static int tag_mode;
+static uint64_t tag_slot;
 
 uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip, uint64_t *fold)
+                   uint32_t *skip, uint64_t *fold, uint64_t **tag)
 {
     (void)fp;
+    *tag = tag_mode ? &tag_slot : NULL;
     *fold = fold_mode ? vh_hash_fold(frames, nframes) ^ (fold_mode == 2) : 0;
     unwound_at = ++calls;
     memcpy(buf, frames, nframes * sizeof *buf);
@@ -160,6 +164,8 @@ static int setup(void **state)
     recording = 1;
     poll_bumps = 0;
     fold_mode = 0;
+    tag_mode = 0;
+    tag_slot = 0;
     calls = polled_at = unwound_at = 0;
     return 0;
 }
@@ -271,6 +277,30 @@ static void test_reset_forgets_cached_ids(void **state)
     assert_int_equal(count_stacks(), 1);
 }
 
+/* A walk the unwinder's memo held before (cfi.c's tag) is known by the
+ * id stored there, without hashing its frames: so here, where the frames
+ * changed behind the memo's back, the old id comes back. A tag of another
+ * epoch (before a fork child's reset) is not taken, and a new stack's id
+ * is stored in the slot as it is found. */
+static void test_tag_from_unwinder(void **state)
+{
+    tag_mode = 1;
+    set_frames(0x408000, 5);
+    uint32_t a = vh_stack_here(&vh_tls);
+    assert_int_not_equal(a, 0);
+    assert_int_equal((uint32_t)tag_slot, a);
+    set_frames(0x409000, 5);
+    assert_int_equal(vh_stack_here(&vh_tls), a);     /* by the tag alone */
+    tag_slot = 0;
+    uint32_t b = vh_stack_here(&vh_tls);
+    assert_int_not_equal(b, a);
+    assert_int_equal((uint32_t)tag_slot, b);
+    memset(idc, 0, sizeof idc);
+    tag_slot = (uint64_t)(epoch + 1) << 32 | a;      /* another epoch's */
+    assert_int_equal(vh_stack_here(&vh_tls), b);
+    assert_int_equal(tag_slot, (uint64_t)epoch << 32 | b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +310,7 @@ int main(void)
         cmocka_unit_test_setup(test_poll_during_dlclose, setup),
         cmocka_unit_test_setup(test_fold_from_unwinder, setup),
         cmocka_unit_test_setup(test_reset_forgets_cached_ids, setup),
+        cmocka_unit_test_setup(test_tag_from_unwinder, setup),
     };
     return cmocka_run_group_tests_name("stacks", tests, NULL, NULL);
 }

@@ -65,8 +65,8 @@ static void *vdso_gettime(void)
     const ElfW(Phdr) *ph = (const void *)(base + eh->e_phoff);
     const ElfW(Dyn) *dyn = NULL;
     int have_bias = 0;
-    for (int i = 0; i < eh->e_phnum; i++) {
-        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0 && !have_bias) {
+    for (int i = 0; i < eh->e_phnum && !have_bias; i++) {
+        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0) {
             bias = base - ph[i].p_vaddr;
             have_bias = 1;
         }

@@ -256,22 +256,22 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
     uint64_t h = hash_frames(f, n, truncated, __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE),
                              fold);
     struct idc *c = &idc[(h >> 32) & (IDC_SLOTS - 1)];
+    uint32_t id;
     if (vh_likely(c->hash == h && c->epoch == ep)) {
-        if (tag)
-            *tag = (uint64_t)ep << 32 | c->id;
-        return c->id;
-    }
-    uint32_t id = lookup(h);
-    if (!id) {
-        int full;
-        id = insert(t, h, f, n, truncated, &full);
+        id = c->id;
+    } else {
+        id = lookup(h);
         if (!id) {
-            if (full && vh_cap.hdr)
-                vh_count(&vh_cap.hdr->stack_table_full);
-            return 0;
+            int full;
+            id = insert(t, h, f, n, truncated, &full);
+            if (!id) {
+                if (full && vh_cap.hdr)
+                    vh_count(&vh_cap.hdr->stack_table_full);
+                return 0;
+            }
         }
+        *c = (struct idc){ .hash = h, .id = id, .epoch = ep };
     }
-    *c = (struct idc){ .hash = h, .id = id, .epoch = ep };
     if (tag)
         *tag = (uint64_t)ep << 32 | id;
     return id;

@@ -429,21 +429,42 @@ static void memo_clear(void)
 #define MEMO_WANT 100
 static int memo_walks, memo_folded;
 
+/* The memos as the walks left them, while a reference walk runs. */
+static struct memo saved_memos[NMEMO];
+static __typeof__(memo_index) saved_index;
+
+/* Three walks through the memos as they are (the second, a repeat of the
+ * first, lists its checks; the third takes them), then one from empty
+ * memos, after which the memos are put back: the next call's first walk
+ * meets this walk's memo, checks included. */
+#define CHECK_WALKS 4
 static __attribute__((noinline)) int check_walk(uint32_t want)
 {
-    uint64_t buf[2][MEMO_WANT], fold[2];
-    int n[2];
-    /* One call site for both walks (volatile: not unrolled into two). */
-    for (volatile int k = 0; k < 2; k++) {
-        if (k)
+    uint64_t buf[CHECK_WALKS][MEMO_WANT], fold[CHECK_WALKS];
+    int n[CHECK_WALKS];
+    uint8_t memos_was = 0, count_was = 0;
+    /* One call site for every walk (volatile: not unrolled). */
+    for (volatile int k = 0; k < CHECK_WALKS; k++) {
+        if (k == CHECK_WALKS - 1) {
+            memcpy(saved_memos, memos, sizeof memos);
+            saved_index = memo_index;
+            memos_was = walk_memos;
+            count_was = walk_count;
             memo_clear();
+        }
         n[k] = walk_here(buf[k], want);
         fold[k] = last_fold;
     }
+    memcpy(memos, saved_memos, sizeof memos);
+    memo_index = saved_index;
+    walk_memos = memos_was;
+    walk_count = count_was;
     assert_true(n[0] > 3);
-    assert_int_equal(n[0], n[1]);
-    assert_memory_equal(buf[0], buf[1], (size_t)n[0] * sizeof buf[0][0]);
-    assert_true(fold[0] == fold[1]);
+    for (int k = 1; k < CHECK_WALKS; k++) {
+        assert_int_equal(n[k], n[0]);
+        assert_memory_equal(buf[k], buf[0], (size_t)n[0] * sizeof buf[0][0]);
+        assert_true(fold[k] == fold[0]);
+    }
     if ((uint32_t)n[0] < want && n[0] <= (int)MEMO) {
         assert_true(fold[0] != 0);
         assert_true(fold[0] == vh_hash_fold(buf[0], (uint32_t)n[0]));
@@ -656,6 +677,126 @@ static void test_memo_one_when_rare(void **state)
     assert_int_equal(taken, 1);
 }
 
+/* The memo's walk repeated lists what it reads; the next repeat takes the
+ * list: with every cached rule unusable and the memo's frames marked to be
+ * walked anew, which fails a walk by follow(), it still finds the frames. */
+static void test_memo_repeat_checked(void **state)
+{
+    (void)state;
+    memo_test_start();
+    for (volatile int k = 0; k < 3; k++) {
+        if (k == 2) {
+            poison_rules();
+            struct memo *M = &memos[0];
+            assert_true(M->nchk > 0 && M->nchk != NO_CHECKS);
+            for (uint32_t i = M->s; i < M->e; i++)
+                M->f[i].nsp &= ~(uint64_t)7;   /* H_OPEN */
+        }
+        memo_leaf(k);
+        if (k == 0)
+            assert_int_equal(memos[0].nchk, 0);   /* not repeated yet */
+    }
+    expect_same_walk(2, 0);
+}
+
+/* Two callers whose frames are alike, so that walks through them start at
+ * the same state and differ only in a return address further out. */
+static __attribute__((noinline)) int via_a(int k)
+{
+    volatile char pad[32];
+    pad[0] = (char)k;
+    return path_x(k) + pad[0];
+}
+static __attribute__((noinline)) int via_b(int k)
+{
+    volatile char pad[32];
+    pad[0] = (char)k;
+    return path_x(k) + pad[0] + 1;
+}
+
+/* After a's walk repeated (its checks listed), b's walk from the same start
+ * fails a check and is walked as if there were no memo. */
+static void test_memo_repeat_changed(void **state)
+{
+    (void)state;
+    memo_test_start();
+    uint64_t start_sp = 0;
+    for (volatile int k = 0; k < 4; k++) {
+        if (k == 3) {
+            memo_clear();          /* b's walk from nothing: the reference */
+            memset(local, 0, sizeof local);
+        }
+        if (k < 2)
+            via_a(k);
+        else
+            via_b(k);
+        struct memo *M = &memos[0];
+        if (k == 1) {
+            assert_true(M->nchk > 0 && M->nchk != NO_CHECKS);
+            start_sp = M->f[M->s].sp;
+        } else if (k == 2) {
+            assert_true(M->f[M->s].sp == start_sp);   /* the same start */
+        }
+    }
+    expect_same_walk(2, 3);
+    assert_memory_not_equal(leaf_frames[0], leaf_frames[2], (size_t)leaf_n[0] * 8);
+}
+
+/* cfi_test_fake_frame(fake, fn, arg): fn(arg) from a frame whose CFA is
+ * rbp + 16, with rbp = fake, a two-word frame (caller's rbp, return
+ * address) made up by the test; with fake NULL, rbp is the frame's own
+ * (the walk goes on into the real caller). */
+int cfi_test_fake_frame(const uint64_t *fake, int (*fn)(int), int arg);
+__asm__(".pushsection .text\n"
+        ".globl cfi_test_fake_frame\n"
+        ".type cfi_test_fake_frame, @function\n"
+        "cfi_test_fake_frame:\n"
+        ".cfi_startproc\n"
+        "    pushq %rbp\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        ".cfi_offset %rbp, -16\n"
+        "    movq %rsp, %rbp\n"
+        "    testq %rdi, %rdi\n"
+        "    cmovnzq %rdi, %rbp\n"
+        ".cfi_def_cfa_register %rbp\n"
+        "    movl %edx, %edi\n"
+        "    call *%rsi\n"
+        "    popq %rbp\n"
+        ".cfi_def_cfa %rsp, 8\n"
+        "    ret\n"
+        ".cfi_endproc\n"
+        ".size cfi_test_fake_frame, .-cfi_test_fake_frame\n"
+        ".popsection\n");
+
+/* Inside the fake frame: a frame that saves the rbp it got (the fake
+ * frame's) on the stack and calls memo_leaf with a meaningless one. */
+static __attribute__((noinline)) int fake_thunk(int k)
+{
+    return cfi_test_rbp_call(0x5151515151515150ull, memo_leaf, k) + 1;
+}
+
+/* A walk whose return addresses all match the listed ones, but the rbp
+ * saved on the way (the CFA of a frame further out) does not: a walk from
+ * a made-up frame that ends the walk, repeated, then the same calls from
+ * the real frame, whose walk goes on into the test's callers. */
+static void test_memo_repeat_rbp(void **state)
+{
+    (void)state;
+    memo_test_start();
+    static const uint64_t fake[2] = { 0, 0 };   /* return address 0: the end */
+    for (volatile int k = 0; k < 4; k++) {
+        if (k == 3) {
+            memo_clear();          /* the real frame's walk from nothing */
+            memset(local, 0, sizeof local);
+        }
+        cfi_test_fake_frame(k < 2 ? fake : NULL, fake_thunk, k);
+        if (k == 1)
+            assert_true(memos[0].nchk > 0 && memos[0].nchk != NO_CHECKS);
+    }
+    expect_same_walk(2, 3);
+    assert_true(leaf_n[2] > leaf_n[0] && leaf_n[0] > 3);
+}
+
 /* A walk gets its memo's tag slot, 0 until the caller stores a word
  * there; the same walk again finds the word; another walk through that
  * memo finds 0 again. */
@@ -698,6 +839,9 @@ int main(void)
         cmocka_unit_test(test_memo_dead_rbp),
         cmocka_unit_test(test_memo_per_path),
         cmocka_unit_test(test_memo_one_when_rare),
+        cmocka_unit_test(test_memo_repeat_checked),
+        cmocka_unit_test(test_memo_repeat_changed),
+        cmocka_unit_test(test_memo_repeat_rbp),
         cmocka_unit_test(test_memo_tag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

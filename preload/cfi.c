@@ -1052,10 +1052,16 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         *tag = &M->tag;
         return (int)have;
     }
+    uint64_t jsp = have ? of[0].sp : UINT64_MAX;
     while (n < want && ip) {
-        while (j < have && of[j].sp < sp)
-            j++;
-        if (j < have && of[j].sp == sp && of[j].ip == ip && !((of[j].rbp ^ rbp) & of[j].live)) {
+        /* The memo's next frame's sp, kept in a register: most new frames
+         * are below it, decided by one comparison. */
+        if (sp >= jsp) {
+            while (j < have && of[j].sp < sp)
+                j++;
+            jsp = j < have ? of[j].sp : UINT64_MAX;
+        }
+        if (sp == jsp && of[j].ip == ip && !((of[j].rbp ^ rbp) & of[j].live)) {
             /* The previous walk from here on, while its reads still hold:
              * follow() goes as far as the memo's next frame is the caller,
              * up to the memo's last frame or the one that fills buf. */
@@ -1077,6 +1083,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
                 sp = f->sp;
                 rbp = rsrc ? *rsrc : rbp;
                 j = have;          /* nothing further back to reuse */
+                jsp = UINT64_MAX;
             } else {
                 buf[n++] = f->ip;
                 if (f->at)
@@ -1102,6 +1109,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
                 for (const struct mframe *g = &of[j]; g <= f && m < MEMO; g++)
                     fresh[m++] = *g;
                 j = (uint32_t)(f + 1 - of);
+                jsp = j < have ? of[j].sp : UINT64_MAX;
                 continue;
             in_run:
                 if (!m && !j && (uint32_t)(f - of) + 1 == have && M->folded) {
@@ -1120,7 +1128,14 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         }
         buf[n++] = ip;
         struct mframe *rec = m < MEMO ? &fresh[m++] : &scratch;
-        *rec = (struct mframe){ .ip = ip, .sp = sp, .rbp = rbp, .nsp = H_OPEN, .uses = ~0ull };
+        /* fold and live are memo_update's; nsp, at and uses are set below
+         * on every path that keeps the record. */
+        rec->ip = ip;
+        rec->sp = sp;
+        rec->rbp = rbp;
+        rec->nsp = H_OPEN;
+        rec->at = 0;
+        rec->uses = ~0ull;
         uint64_t rule = lookup(ip - 1, gen);
         unsigned kind = RULE_KIND(rule);
         rec->uses = kind == R_RBP || kind == R_SIGNAL ? ~0ull : 0;

@@ -615,19 +615,19 @@ static void test_memo_dead_rbp(void **state)
     expect_same_walk(1, 0);
 }
 
+/* A frame of its own (pad bytes of locals) on the way to callee; `extra`
+ * makes two otherwise alike apart (not folded into one function). */
+#define PADDED_CALLER(name, bytes, callee, extra)                              \
+    static __attribute__((noinline)) int name(int k)                          \
+    {                                                                          \
+        volatile char pad[bytes];                                              \
+        pad[0] = (char)k;                                                      \
+        return callee(k) + pad[0] + (extra);                                   \
+    }
+
 /* Two call paths, their walks starting at different depths. */
-static __attribute__((noinline)) int path_x(int k)
-{
-    volatile char pad[48];
-    pad[0] = (char)k;
-    return memo_leaf(k) + pad[0];
-}
-static __attribute__((noinline)) int path_y(int k)
-{
-    volatile char pad[240];
-    pad[0] = (char)k;
-    return memo_leaf(k) + pad[0];
-}
+PADDED_CALLER(path_x, 48, memo_leaf, 0)
+PADDED_CALLER(path_y, 240, memo_leaf, 0)
 
 /* Walks that often find their start keep a memo per path: after x, y, a
  * walk down x again reuses all of x's frames (with every cached rule made
@@ -701,18 +701,8 @@ static void test_memo_repeat_checked(void **state)
 
 /* Two callers whose frames are alike, so that walks through them start at
  * the same state and differ only in a return address further out. */
-static __attribute__((noinline)) int via_a(int k)
-{
-    volatile char pad[32];
-    pad[0] = (char)k;
-    return path_x(k) + pad[0];
-}
-static __attribute__((noinline)) int via_b(int k)
-{
-    volatile char pad[32];
-    pad[0] = (char)k;
-    return path_x(k) + pad[0] + 1;
-}
+PADDED_CALLER(via_a, 32, path_x, 0)
+PADDED_CALLER(via_b, 32, path_x, 1)
 
 /* After a's walk repeated (its checks listed), b's walk from the same start
  * fails a check and is walked as if there were no memo. */

@@ -1019,6 +1019,13 @@ static void checks_make(struct memo *M)
     M->nchk = c;
 }
 
+/* The walk, at memo frame f's sp, is at f's state: the same ip, and the
+ * same rbp where it matters. */
+VH_ALWAYS_INLINE int same_state(const struct mframe *f, uint64_t ip, uint64_t rbp)
+{
+    return f->ip == ip && !((f->rbp ^ rbp) & f->live);
+}
+
 /* The memo's walk again, if every listed word holds: its frame count. */
 VH_ALWAYS_INLINE uint32_t checks_hold(const struct memo *M)
 {
@@ -1045,8 +1052,8 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
     int ret;
     /* Every word it read was read from the thread's stack above sp, so
      * reading them again is safe whatever the stack holds now. */
-    if (M->nchk - 1 < NO_CHECKS - 1 && have && have < want && of[0].sp == sp && of[0].ip == ip &&
-        !((of[0].rbp ^ rbp) & of[0].live) && checks_hold(M)) {
+    if (M->nchk != 0 && M->nchk != NO_CHECKS && have && have < want && of[0].sp == sp &&
+        same_state(of, ip, rbp) && checks_hold(M)) {
         memcpy(buf, M->ips, (size_t)have * sizeof *buf);
         *fold = of[0].fold;
         *tag = &M->tag;
@@ -1061,7 +1068,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
                 j++;
             jsp = j < have ? of[j].sp : UINT64_MAX;
         }
-        if (sp == jsp && of[j].ip == ip && !((of[j].rbp ^ rbp) & of[j].live)) {
+        if (sp == jsp && same_state(&of[j], ip, rbp)) {
             /* The previous walk from here on, while its reads still hold:
              * follow() goes as far as the memo's next frame is the caller,
              * up to the memo's last frame or the one that fills buf. */
@@ -1128,14 +1135,13 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         }
         buf[n++] = ip;
         struct mframe *rec = m < MEMO ? &fresh[m++] : &scratch;
-        /* fold and live are memo_update's; nsp, at and uses are set below
-         * on every path that keeps the record. */
+        /* fold and live are memo_update's; nsp and at are set again where
+         * the frame is followed, uses once its rule is known. */
         rec->ip = ip;
         rec->sp = sp;
         rec->rbp = rbp;
         rec->nsp = H_OPEN;
         rec->at = 0;
-        rec->uses = ~0ull;
         uint64_t rule = lookup(ip - 1, gen);
         unsigned kind = RULE_KIND(rule);
         rec->uses = kind == R_RBP || kind == R_SIGNAL ? ~0ull : 0;

@@ -14,6 +14,7 @@
  * stack is checked against the bounds of the stack being walked. */
 #include <elf.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -685,22 +686,11 @@ struct mframe {
                                       is walked anew (H_OPEN); else 0         */
     uint64_t live;                 /* ~0: rbp here matters outwards; else 0   */
 };
-/* A stack word a repeat of the memo's walk reads, and the value it found. */
-struct check {
-    const uint64_t *at;
-    uint64_t value;
-};
-#define NO_CHECKS UINT32_MAX       /* the window's walk cannot be checked so */
 struct memo {
     uint32_t s, e;                 /* the window in f[]                       */
     uint32_t gen;                  /* module generation of that walk          */
     uint32_t folded;               /* f[].fold valid                          */
-    uint64_t tag;                  /* the caller's word for the walk the
-                                      window holds (its stack id), 0 none    */
-    uint32_t nchk;                 /* chk[] entries; 0: not made yet          */
     struct mframe f[MEMO_CAP] __attribute__((aligned(64)));   /* a line each */
-    struct check chk[2 * MEMO];    /* what the window's walk again must find  */
-    uint64_t ips[MEMO];            /* the window's frames, innermost first    */
 };
 static __thread struct mframe fresh[MEMO]
     __attribute__((tls_model("initial-exec"), aligned(64)));
@@ -890,8 +880,6 @@ VH_ALWAYS_INLINE uint64_t memo_update(struct memo *M, uint32_t m, uint32_t tj, u
 {
     uint32_t at = M->s + tj;       /* the run's first frame in f[] */
     int tail_folded = tl && M->folded;
-    M->tag = 0;                    /* another walk from now on */
-    M->nchk = 0;
     if (m + tl > MEMO) {
         /* Deeper than the memo: its inner part, without folds. */
         tl = m < MEMO ? MEMO - m : 0;
@@ -970,39 +958,165 @@ static VH_NOINLINE struct mframe *follow(struct mframe *f, const struct mframe *
     return f;
 }
 
-/* ---- a walk repeated ---------------------------------------------------------
- * Half the walks on the sqlite bench are the memo's walk again, every
- * frame reused, and most of those follow one that was too (848K of 1.0M).
- * follow() then spends 20 instructions a frame, on the logic that finds
- * where a walk stops matching, over a line of the memo per frame. Once the
- * memo's walk has repeated, the words any repeat reads are listed instead:
- * each frame's return address slot with the caller's address, the saved
- * rbp slots wherever rbp matters (follow's comparisons), and the zero that
- * ended the walk; a walk from the memo's first state is a repeat exactly
- * when they all still hold (follow would find the same, in order), checked
- * in one pass over a few lines, 4 loads a word. */
+/* ---- walks known by where they start -----------------------------------------
+ * Most walks are, frame for frame, the last walk that started at the same
+ * state: the same call site, reached along the same path as the last time
+ * it allocated (83% of the walks on the sqlite and Python benches, with 256
+ * starts remembered a thread; only 41% and 8% repeat the walk before them,
+ * which is what a memo's reuse is best at). Such a walk is known by the
+ * stack words it read: each frame's return address slot with the caller's
+ * address, the saved rbp slots wherever rbp matters (follow's comparisons),
+ * and the zero that ended it. A walk from the same state (ip, sp, rbp where
+ * it matters, module generation) is the same walk exactly when those words
+ * all still hold, checked in one pass, 4 loads a word, instead of 20
+ * instructions a frame in follow() or a rule lookup in the walk; and the
+ * caller's word kept with it (the stack id) spares the hash too.
+ *
+ * A thread's known walks are a direct-mapped table keyed by the start, in
+ * a block of its own mapped at its first event (vh_cfi_thread): 144 KiB
+ * would crowd the static TLS, which glibc carves out of every thread's
+ * stack. Their checks are written one after another into a ring (`pool`),
+ * so a walk of any depth takes just the room it needs; a walk whose checks
+ * were written over since is simply unknown again. Every listed word lies
+ * on the thread's stack above the start's sp (the start's frame is live
+ * while the walk runs), so reading it again is safe whatever it holds. */
+#define KNOWN_SET_BITS 8
+#define KNOWN_SETS (1u << KNOWN_SET_BITS)
+#define KNOWN_WAYS 4u
+#define POOL_CHECKS 16384u         /* 256 KiB: 16 checks a known walk */
 
-/* Lists the words for the window's walk, which was just taken again in
- * full (so it ended by itself, within the window, from of[0] on). */
-static void checks_make(struct memo *M)
+/* A stack word a known walk read, and the value it found. */
+struct check {
+    const uint64_t *at;
+    uint64_t value;
+};
+
+struct known {
+    uint64_t ip, sp;               /* the start                            */
+    uint64_t rbp, live;            /* rbp there, compared where live (~0)  */
+    uint64_t tag;                  /* the caller's word for this walk, 0 none */
+    uint64_t pos;                  /* its checks: pool[pos % POOL_CHECKS..] */
+    uint64_t fold;                 /* vh_hash_fold of its frames           */
+    uint32_t nchk;
+    uint16_t frames;
+    uint16_t gen;                  /* module generation (16 bits, as keys) */
+};
+
+/* The walks known from starts that hash alike: mostly one start's, a call
+ * site reached along a few paths in turn (sqlite: a start's walks are one
+ * of its last four in 99.9% of the walks, the last one in 83%). One line
+ * says which start each way holds, so a walk reads only its own. */
+struct kset {
+    uint64_t key[KNOWN_WAYS];      /* start_key of each way's walk, 0 none */
+    uint32_t used[KNOWN_WAYS];     /* the thread's clock when last found   */
+} __attribute__((aligned(64)));
+
+struct vh_known {
+    struct kset set[KNOWN_SETS];
+    struct known e[KNOWN_SETS][KNOWN_WAYS];
+    uint32_t clock;
+    uint64_t pos;                  /* checks ever written: the ring's head */
+    struct check pool[POOL_CHECKS];
+};
+
+void vh_cfi_thread(struct vh_tls *t)
+{
+    if (t->known)
+        return;
+    void *p = mmap(NULL, sizeof(struct vh_known), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED)
+        t->known = p;              /* else: every walk is walked */
+}
+
+void vh_cfi_thread_end(struct vh_tls *t)
+{
+    struct vh_known *K = t->known;
+    if (!K)
+        return;
+    t->known = NULL;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* a handler sees NULL first */
+    munmap(K, sizeof *K);
+}
+
+VH_ALWAYS_INLINE uint64_t start_key(uint64_t ip, uint64_t sp)
+{
+    return ((ip ^ sp) * 0x9e3779b97f4a7c15ull) | 1;
+}
+
+VH_ALWAYS_INLINE uint32_t set_of(uint64_t key)
+{
+    return (uint32_t)(key >> (64 - KNOWN_SET_BITS));
+}
+
+/* E's checks are still in the ring (not written over since). */
+VH_ALWAYS_INLINE int known_kept(const struct vh_known *K, const struct known *E)
+{
+    return K->pos - E->pos <= POOL_CHECKS;
+}
+
+/* A walk known from this start that still holds, whose caller's word is
+ * of `era`: that word. */
+VH_ALWAYS_INLINE uint64_t *known_find(struct vh_known *K, uint64_t ip, uint64_t sp,
+                                      uint64_t rbp, uint64_t gen, uint32_t want, uint32_t era)
+{
+    uint64_t key = start_key(ip, sp);
+    uint32_t s = set_of(key);
+    struct kset *S = &K->set[s];
+    for (unsigned w = 0; w < KNOWN_WAYS; w++) {
+        if (S->key[w] != key)
+            continue;
+        struct known *E = &K->e[s][w];
+        if (E->ip != ip || E->sp != sp || E->gen != gen || ((E->rbp ^ rbp) & E->live) ||
+            E->tag >> 32 != era || E->frames >= want || !known_kept(K, E))
+            continue;
+        const struct check *c = &K->pool[E->pos % POOL_CHECKS], *end = c + E->nchk;
+        while (c < end && *c->at == c->value)
+            c++;
+        if (c == end) {
+            S->used[w] = ++K->clock;
+            return &E->tag;
+        }
+    }
+    return NULL;
+}
+
+/* Lists the words of the walk the window holds, which ended by itself
+ * within it, from of[0] on, as a walk known from of[0]'s state, in place
+ * of the set's least recently found one; its word (0 until the caller
+ * stores one), or NULL when the walk cannot be checked so. */
+static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t gen)
 {
     const struct mframe *of = &M->f[M->s];
     uint32_t have = M->e - M->s, c = 0;
+    if (have > MEMO)
+        return NULL;
+    uint64_t key = start_key(of[0].ip, of[0].sp);
+    uint32_t s = set_of(key);
+    struct kset *S = &K->set[s];
+    unsigned w = 0;
+    for (unsigned i = 1; i < KNOWN_WAYS && S->key[w]; i++)
+        if (!S->key[i] || S->used[i] < S->used[w])
+            w = i;
+    struct known *E = &K->e[s][w];
+    S->key[w] = 0;
+    /* Room for the most this walk can list, in one piece. */
+    uint64_t pos = K->pos;
+    if (pos % POOL_CHECKS + 2 * have > POOL_CHECKS)
+        pos += POOL_CHECKS - pos % POOL_CHECKS;
+    struct check *chk = &K->pool[pos % POOL_CHECKS];
     const uint64_t *src = NULL;
-    M->nchk = NO_CHECKS;
-    if (have < 2 || have > MEMO)
-        return;
     for (uint32_t k = 0; k + 1 < have; k++) {
         uint64_t x = of[k].nsp;
         if ((x & 7) != H_NEXT)
-            return;                /* a frame walked anew every time */
-        M->chk[c++] = (struct check){ (const uint64_t *)(x - H_NEXT) - 1, of[k + 1].ip };
+            return NULL;           /* a frame walked anew every time */
+        chk[c++] = (struct check){ (const uint64_t *)(x - H_NEXT) - 1, of[k + 1].ip };
         const uint64_t *at = (const uint64_t *)of[k].at;
         if (of[k + 1].live) {
             /* Without a slot, follow compares the rbp the walk came in
-             * with (matched at of[0]) and the memo's own copies of it. */
+             * with (the start's, compared) and the memo's own copies. */
             if (at || src)
-                M->chk[c++] = (struct check){ at ? at : src, of[k + 1].rbp };
+                chk[c++] = (struct check){ at ? at : src, of[k + 1].rbp };
             src = NULL;
         } else if (at) {
             src = at;
@@ -1011,13 +1125,28 @@ static void checks_make(struct memo *M)
     uint64_t x = of[have - 1].nsp;
     unsigned how = (unsigned)x & 7;
     if (how == H_ZERO)
-        M->chk[c++] = (struct check){ (const uint64_t *)(x & ~(uint64_t)7) - 1, 0 };
+        chk[c++] = (struct check){ (const uint64_t *)(x & ~(uint64_t)7) - 1, 0 };
     else if (how != H_END && how != H_GARBAGE)
-        return;
-    for (uint32_t k = 0; k < have; k++)
-        M->ips[k] = of[k].ip;
-    M->nchk = c;
+        return NULL;
+    K->pos = pos + c;
+    *E = (struct known){ .ip = of[0].ip, .sp = of[0].sp, .rbp = of[0].rbp, .live = of[0].live,
+                         .pos = pos, .fold = of[0].fold, .nchk = c,
+                         .frames = (uint16_t)have, .gen = (uint16_t)gen };
+    S->used[w] = ++K->clock;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    S->key[w] = key;
+    return &E->tag;
 }
+
+#ifdef VH_CFI_VERIFY
+uint32_t vh_cfi_known(const uint64_t *tag, uint64_t *fold)
+{
+    const struct known *E =
+        (const struct known *)(const void *)((const char *)tag - offsetof(struct known, tag));
+    *fold = E->fold;
+    return E->frames;
+}
+#endif
 
 /* The walk, at memo frame f's sp, is at f's state: the same ip, and the
  * same rbp where it matters. */
@@ -1026,17 +1155,8 @@ VH_ALWAYS_INLINE int same_state(const struct mframe *f, uint64_t ip, uint64_t rb
     return f->ip == ip && !((f->rbp ^ rbp) & f->live);
 }
 
-/* The memo's walk again, if every listed word holds: its frame count. */
-VH_ALWAYS_INLINE uint32_t checks_hold(const struct memo *M)
-{
-    const struct check *c = M->chk, *end = c + M->nchk;
-    while (c < end && *c->at == c->value)
-        c++;
-    return c == end ? M->e - M->s : 0;
-}
-
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
-                uint32_t want, uint64_t *fold, uint64_t **tag)
+                uint32_t want, uint64_t *fold, uint64_t **tag, uint32_t era)
 {
     uint64_t lo = t->stack_lo, hi = t->stack_hi;
     uint64_t gen = __atomic_load_n(&vh_module_gen, __ATOMIC_RELAXED) & 0xffff;
@@ -1045,20 +1165,14 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
     *tag = NULL;
     if (sp < lo || sp >= hi)
         return -1;                 /* another stack: vh_cfi_walk_on's */
+    struct vh_known *K = t->known;
+    if (vh_likely(K != NULL) && (*tag = known_find(K, ip, sp, rbp, gen, want, era)))
+        return VH_WALK_KNOWN;
     struct memo *M = memo_pick(t, ip, sp, gen);
     struct mframe *of = &M->f[M->s];
     uint32_t have = M->gen == gen ? M->e - M->s : 0;
     struct mframe scratch;
     int ret;
-    /* Every word it read was read from the thread's stack above sp, so
-     * reading them again is safe whatever the stack holds now. */
-    if (M->nchk != 0 && M->nchk != NO_CHECKS && have && have < want && of[0].sp == sp &&
-        same_state(of, ip, rbp) && checks_hold(M)) {
-        memcpy(buf, M->ips, (size_t)have * sizeof *buf);
-        *fold = of[0].fold;
-        *tag = &M->tag;
-        return (int)have;
-    }
     uint64_t jsp = have ? of[0].sp : UINT64_MAX;
     while (n < want && ip) {
         /* The memo's next frame's sp, kept in a register: most new frames
@@ -1119,18 +1233,11 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
                 jsp = j < have ? of[j].sp : UINT64_MAX;
                 continue;
             in_run:
-                if (!m && !j && (uint32_t)(f - of) + 1 == have && M->folded) {
-                    /* The memo's walk again, all of it: nothing to update,
-                     * and its tag still holds. */
-                    if (!M->nchk)
-                        checks_make(M);
-                    *fold = of[0].fold;
-                    *tag = &M->tag;
-                    return (int)n;
-                }
-                *fold = memo_update(M, m, j, (uint32_t)(f - of) + 1 - j, n, n < want, gen);
-                *tag = *fold ? &M->tag : NULL;
-                return (int)n;
+                if (!m && !j && (uint32_t)(f - of) + 1 == have && M->folded)
+                    *fold = of[0].fold;   /* the memo's walk again, all of it */
+                else
+                    *fold = memo_update(M, m, j, (uint32_t)(f - of) + 1 - j, n, n < want, gen);
+                goto done;
             }
         }
         buf[n++] = ip;
@@ -1183,6 +1290,9 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
     }
 ended:
     *fold = memo_update(M, m, 0, 0, n, n < want, gen);
-    *tag = *fold ? &M->tag : NULL;
+done:
+    /* A walk that ended by itself is the memo's window, all of it. */
+    if (*fold && K)
+        *tag = known_make(K, M, gen);
     return (int)n;
 }

@@ -135,6 +135,8 @@ struct vh_tls {
     uint8_t clocked;               /* vh_clock_thread done for this thread */
     uint8_t memos;                 /* cfi.c: walks pick among several memos */
     uint8_t walks;                 /* cfi.c: walks, modulo 256              */
+    struct vh_known *known;        /* cfi.c: walks known by their start, or
+                                      NULL (not mapped: every walk walks)  */
 };
 
 /* How far below a C++ operator hook's frame the real operator's own malloc
@@ -212,11 +214,13 @@ uint32_t vh_unwind_want(uint32_t max);
  * frames start at buf + *skip (the shim's own frames removed), innermost
  * first, at most max of them; *truncated set if there were more. *fold is
  * vh_hash_fold of those frames when the walk knew it (cfi.c's memo), else 0;
- * *tag is vh_cfi_walk's (NULL from the other walkers).
+ * *tag is vh_cfi_walk's (NULL from the other walkers): when the word there
+ * is of `era` (its high half), that word is the walk's and the frames were
+ * not written (the count is 0).
  * `fp` is the caller's frame pointer (the shim keeps frame pointers): the
  * shim's frames are skipped from there. Returns the count. */
 uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip, uint64_t *fold, uint64_t **tag);
+                   uint32_t *skip, uint64_t *fold, uint64_t **tag, uint32_t era);
 
 /* The stack hash: a fold over the frames from the outermost inwards, so
  * that a walk which reuses the previous walk's outer frames (cfi.c) starts
@@ -262,12 +266,22 @@ VH_ALWAYS_INLINE uint64_t vh_hash_final(uint64_t fold, uint32_t n, int truncated
 int vh_cfi_init(void);
 /* vh_cfi_walk also sets *fold to vh_hash_fold of the frames when the walk
  * ended by itself before `want` (else 0), and then *tag to a word kept
- * with the memo that now holds this walk (else NULL): 0 after any other
- * walk, else what the caller stored there after this same walk (stacks.c:
- * the stack id), so that the walk a memo holds, taken again, is known by
- * that word alone. */
+ * with this walk among the thread's known walks (else NULL), 0 until the
+ * caller stores its word for the walk there (stacks.c: the stack id and
+ * its era). The same walk again, from the same start, while every stack
+ * word it read holds and the word stored is of `era` (its high half),
+ * returns VH_WALK_KNOWN with *tag at that word, buf not written. */
+#define VH_WALK_KNOWN (-2)
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
-                uint32_t want, uint64_t *fold, uint64_t **tag);
+                uint32_t want, uint64_t *fold, uint64_t **tag, uint32_t era);
+/* The thread's known walks: mapped at its first event (else none are
+ * kept), unmapped when it exits. */
+void vh_cfi_thread(struct vh_tls *t);
+void vh_cfi_thread_end(struct vh_tls *t);
+#ifdef VH_CFI_VERIFY
+/* The frame count and fold of the known walk whose word is at tag. */
+uint32_t vh_cfi_known(const uint64_t *tag, uint64_t *fold);
+#endif
 int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t lo,
                    uint64_t hi, uint64_t *buf, uint32_t want);
 

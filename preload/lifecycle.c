@@ -155,6 +155,7 @@ static void thread_exit(void *arg)
         vh_record_time(t, VH_REC_THREAD_EXIT, 0, t->tid, vh_now());
     t->exited = 1;
     vh_chunk_release(t);
+    vh_cfi_thread_end(t);
     t->guard = g;
 }
 

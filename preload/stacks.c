@@ -246,10 +246,10 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
     int truncated;
     uint32_t skip;
     uint64_t fold, *tag;
-    uint32_t n = vh_unwind(t, (uintptr_t)__builtin_frame_address(0), buf, max, &truncated, &skip,
-                           &fold, &tag);
     uint32_t ep = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
-    /* The walk a memo holds, taken again (cfi.c): its id is in the memo. */
+    uint32_t n = vh_unwind(t, (uintptr_t)__builtin_frame_address(0), buf, max, &truncated, &skip,
+                           &fold, &tag, ep);
+    /* A walk known from before (cfi.c): its id is kept with it. */
     if (tag && *tag >> 32 == ep)
         return (uint32_t)*tag;
     const uint64_t *f = buf + skip;

@@ -115,6 +115,8 @@ void vh_unwind_bounds(struct vh_tls *t)
         }
         pthread_attr_destroy(&attr);
     }
+    if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi)
+        vh_cfi_thread(t);
     vh_own_end(t, &saved);
 }
 
@@ -217,21 +219,22 @@ static VH_NOINLINE int cfi_unwind_alt(struct vh_tls *t, uint64_t fp, uint64_t *b
  * the program's by cached CFI rules (cfi.c). Returns the count, or -1 when
  * libunwind must do this stack. */
 VH_ALWAYS_INLINE int cfi_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t want,
-                                uint64_t *fold, uint64_t **tag)
+                                uint64_t *fold, uint64_t **tag, uint32_t era)
 {
     uint64_t ip, sp, rbp;
     if (vh_unlikely(fp < t->stack_lo || fp >= t->stack_hi))
         return cfi_unwind_alt(t, fp, buf, want);
     if (skip_self(fp, t->stack_hi, &ip, &sp, &rbp) < 0)
         return -1;
-    return vh_cfi_walk(t, ip, sp, rbp, buf, want, fold, tag);
+    return vh_cfi_walk(t, ip, sp, rbp, buf, want, fold, tag, era);
 }
 
 #ifdef VH_CFI_VERIFY
 /* Debug builds (-DVH_CFI_VERIFY): every CFI walk is compared with
  * libunwind's, and differences are logged. */
 static unsigned long verify_walks, verify_diffs, verify_fallbacks;
-static void verify(struct vh_tls *t, const uint64_t *got, int n, uint32_t want)
+static void verify(struct vh_tls *t, const uint64_t *got, int n, uint32_t want,
+                   const uint64_t *known)
 {
     uint64_t ref[VH_MAX_DEPTH + SKIP_SLACK + 1];
     t->unwinding = 1;
@@ -248,6 +251,17 @@ static void verify(struct vh_tls *t, const uint64_t *got, int n, uint32_t want)
     if (m > (int)want)
         m = (int)want;
     __atomic_fetch_add(&verify_walks, 1, __ATOMIC_RELAXED);
+    if (known) {
+        /* A known walk: its count and fold against libunwind's frames. */
+        uint64_t fold;
+        uint32_t frames = vh_cfi_known(known, &fold);
+        if (frames == (uint32_t)m && fold == vh_hash_fold(ref + k, (uint32_t)m))
+            return;
+        unsigned long d = __atomic_fetch_add(&verify_diffs, 1, __ATOMIC_RELAXED);
+        if (d < 8)
+            vh_log("cfi verify: known walk of %u frames, libunwind %d", frames, m);
+        return;
+    }
     if (n < 0) {
         unsigned long f = __atomic_fetch_add(&verify_fallbacks, 1, __ATOMIC_RELAXED);
         if (f < 8) {
@@ -284,7 +298,7 @@ __attribute__((destructor)) static void verify_report(void)
 #endif
 
 uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip, uint64_t *fold, uint64_t **tag)
+                   uint32_t *skip, uint64_t *fold, uint64_t **tag, uint32_t era)
 {
     uint32_t want = vh_unwind_want(max);
     uint32_t n = 0;
@@ -293,10 +307,15 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, i
     /* Bounds are asked for at the thread's first event (vh_enter_slow);
      * never here, where this may be a signal handler inside malloc. */
     if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi) {
-        int r = cfi_unwind(t, fp, buf, max + 1, fold, tag);
+        int r = cfi_unwind(t, fp, buf, max + 1, fold, tag, era);
 #ifdef VH_CFI_VERIFY
-        verify(t, buf, r, max + 1);
+        verify(t, buf, r, max + 1, r == VH_WALK_KNOWN ? *tag : NULL);
 #endif
+        if (vh_likely(r == VH_WALK_KNOWN)) {
+            *skip = 0;
+            *truncated = 0;
+            return 0;              /* the word at *tag says it all */
+        }
         if (vh_likely(r >= 0)) {
             *skip = 0;
             *truncated = (uint32_t)r > max;

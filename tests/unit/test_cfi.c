@@ -7,9 +7,11 @@
  * instruction's (the rule must be looked up at the PC itself), and through
  * a frame whose CFA is rbx-based (as glibc's lazy-binding trampoline's),
  * which only a signal frame makes walkable; a handler interrupted by
- * another one (two signal frames in one walk); and walks that reuse the
+ * another one (two signal frames in one walk); walks that reuse the
  * previous walk's frames (the memo), which must give what a walk from
- * nothing gives, with the stack hash's fold over the same frames. */
+ * nothing gives, with the stack hash's fold over the same frames; and walks
+ * known by their start and the stack words they read, which must be taken
+ * exactly when those words still hold. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -138,7 +140,13 @@ static struct {
 
 static uint64_t last_fold;         /* walk_here's vh_cfi_walk fold */
 static uint64_t *last_tag;         /* and its tag slot */
+static int last_known;             /* the walk was a known one (frames unwritten) */
 static uint8_t walk_memos, walk_count; /* the thread's memo choice state */
+/* The known walks walk_here's walks use (none when NULL); a walk that
+ * gets a tag slot has TEST_ERA's word stored there, as stacks.c would. */
+static struct vh_known *walk_known;
+#define TEST_ERA 7u
+static unsigned known_hits;
 
 /* Where the walk starts, as unwind.c's cfi_unwind does: the state just
  * after returning into our caller (the handler), from our frame pointer. */
@@ -155,10 +163,23 @@ static __attribute__((noinline)) int walk_here(uint64_t *buf, uint32_t want)
     const uint64_t *f = (const uint64_t *)(uintptr_t)fp;
     last_fold = 0;
     last_tag = NULL;
-    int n = lo == t.stack_lo ? vh_cfi_walk(&t, f[1], fp + 16, f[0], buf, want, &last_fold, &last_tag)
-                             : vh_cfi_walk_on(&t, f[1], fp + 16, f[0], fp, hi, buf, want);
+    t.known = walk_known;
+    int n = lo == t.stack_lo
+                ? vh_cfi_walk(&t, f[1], fp + 16, f[0], buf, want, &last_fold, &last_tag, TEST_ERA)
+                : vh_cfi_walk_on(&t, f[1], fp + 16, f[0], fp, hi, buf, want);
     walk_memos = t.memos;
     walk_count = t.walks;
+    last_known = n == VH_WALK_KNOWN;
+    if (last_known) {
+        /* What the walk was: the count and fold it was known with. */
+        const struct known *E = (const struct known *)(const void *)((const char *)last_tag -
+                                                                     offsetof(struct known, tag));
+        n = E->frames;
+        last_fold = E->fold;
+        known_hits++;
+    } else if (last_tag) {
+        *last_tag = (uint64_t)TEST_ERA << 32 | 0x1234;
+    }
     __asm__ volatile("" ::: "memory");
     return n;
 }
@@ -433,47 +454,56 @@ static int memo_walks, memo_folded;
 static struct memo saved_memos[NMEMO];
 static __typeof__(memo_index) saved_index;
 
-/* Three walks through the memos as they are (the second, a repeat of the
- * first, lists its checks; the third takes them), then one from empty
- * memos, after which the memos are put back: the next call's first walk
- * meets this walk's memo, checks included. */
+/* Three walks through the memos and the known walks (when the test keeps
+ * them) as they are: the second, a repeat of the first, is known by then
+ * (or, without known walks, the memo's all through); then one from empty
+ * memos and no known walks, the reference, after which the memos are put
+ * back: the next call's first walk meets this walk's memo. A known walk's
+ * frames are not written: its count and fold must be the reference's. */
 #define CHECK_WALKS 4
 static __attribute__((noinline)) int check_walk(uint32_t want)
 {
+    const int ref = CHECK_WALKS - 1;
     uint64_t buf[CHECK_WALKS][MEMO_WANT], fold[CHECK_WALKS];
-    int n[CHECK_WALKS];
+    int n[CHECK_WALKS], known[CHECK_WALKS];
     uint8_t memos_was = 0, count_was = 0;
+    struct vh_known *known_was = walk_known;
     /* One call site for every walk (volatile: not unrolled). */
     for (volatile int k = 0; k < CHECK_WALKS; k++) {
-        if (k == CHECK_WALKS - 1) {
+        if (k == ref) {
             memcpy(saved_memos, memos, sizeof memos);
             saved_index = memo_index;
             memos_was = walk_memos;
             count_was = walk_count;
             memo_clear();
+            walk_known = NULL;
         }
         n[k] = walk_here(buf[k], want);
         fold[k] = last_fold;
+        known[k] = last_known;
     }
+    walk_known = known_was;
     memcpy(memos, saved_memos, sizeof memos);
     memo_index = saved_index;
     walk_memos = memos_was;
     walk_count = count_was;
-    assert_true(n[0] > 3);
-    for (int k = 1; k < CHECK_WALKS; k++) {
-        assert_int_equal(n[k], n[0]);
-        assert_memory_equal(buf[k], buf[0], (size_t)n[0] * sizeof buf[0][0]);
-        assert_true(fold[k] == fold[0]);
+    assert_true(n[ref] > 3);
+    for (int k = 0; k < ref; k++) {
+        assert_int_equal(n[k], n[ref]);
+        assert_true(fold[k] == fold[ref]);
+        if (!known[k])
+            assert_memory_equal(buf[k], buf[ref], (size_t)n[ref] * sizeof buf[0][0]);
     }
-    if ((uint32_t)n[0] < want && n[0] <= (int)MEMO) {
-        assert_true(fold[0] != 0);
-        assert_true(fold[0] == vh_hash_fold(buf[0], (uint32_t)n[0]));
+    if ((uint32_t)n[ref] < want && n[ref] <= (int)MEMO) {
+        assert_true(fold[ref] != 0);
+        assert_true(fold[ref] == vh_hash_fold(buf[ref], (uint32_t)n[ref]));
         memo_folded++;
-    } else if ((uint32_t)n[0] == want) {
-        assert_true(fold[0] == 0);   /* truncated: stacks.c folds */
+    } else if ((uint32_t)n[ref] == want) {
+        assert_true(fold[ref] == 0);   /* truncated: stacks.c folds */
+        assert_true(!known[0] && !known[1] && !known[2]);
     }
     memo_walks++;
-    return n[0];
+    return n[ref];
 }
 
 /* cfi_test_rbp_call(v, fn, arg): fn(arg) called with rbp = v, the caller's
@@ -536,14 +566,11 @@ static __attribute__((noinline)) int recurse(int depth, unsigned pattern, uint32
     return r;
 }
 
-static void test_memo_reuse(void **state)
+static void reuse_patterns(void)
 {
-    (void)state;
-#ifdef __SANITIZE_ADDRESS__
-    skip();
-#endif
     static const uint32_t wants[] = { MEMO_WANT, 65, 20 };
     assert_int_equal(vh_cfi_init(), 0);
+    memo_walks = memo_folded = 0;
     for (unsigned w = 0; w < sizeof wants / sizeof wants[0]; w++) {
         memo_clear();
         for (int d = 0; d < 90; d += 1 + d / 30)
@@ -557,14 +584,28 @@ static void test_memo_reuse(void **state)
     assert_true(memo_folded > 50);
 }
 
+static void test_memo_reuse(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    skip();
+#endif
+    walk_known = NULL;
+    reuse_patterns();
+}
+
 /* Walks that must reuse the memo: walk k is leaf_frames[k] (leaf_n[k]
  * frames), taken with every cached rule made unusable when the test says
  * so, which fails any walk that looks a rule up. */
-static uint64_t leaf_frames[3][MEMO_WANT];
-static int leaf_n[3];
+#define LEAVES 8
+static uint64_t leaf_frames[LEAVES][MEMO_WANT];
+static int leaf_n[LEAVES], leaf_known[LEAVES];
+static uint64_t leaf_fold[LEAVES];
 static __attribute__((noinline)) int memo_leaf(int k)
 {
     leaf_n[k] = walk_here(leaf_frames[k], MEMO_WANT);
+    leaf_known[k] = last_known;
+    leaf_fold[k] = last_fold;
     __asm__ volatile("" ::: "memory");
     return 0;
 }
@@ -677,60 +718,13 @@ static void test_memo_one_when_rare(void **state)
     assert_int_equal(taken, 1);
 }
 
-/* The memo's walk repeated lists what it reads; the next repeat takes the
- * list: with every cached rule unusable and the memo's frames marked to be
- * walked anew, which fails a walk by follow(), it still finds the frames. */
-static void test_memo_repeat_checked(void **state)
-{
-    (void)state;
-    memo_test_start();
-    for (volatile int k = 0; k < 3; k++) {
-        if (k == 2) {
-            poison_rules();
-            struct memo *M = &memos[0];
-            assert_true(M->nchk > 0 && M->nchk != NO_CHECKS);
-            for (uint32_t i = M->s; i < M->e; i++)
-                M->f[i].nsp &= ~(uint64_t)7;   /* H_OPEN */
-        }
-        memo_leaf(k);
-        if (k == 0)
-            assert_int_equal(memos[0].nchk, 0);   /* not repeated yet */
-    }
-    expect_same_walk(2, 0);
-}
-
 /* Two callers whose frames are alike, so that walks through them start at
  * the same state and differ only in a return address further out. */
 PADDED_CALLER(via_a, 32, path_x, 0)
 PADDED_CALLER(via_b, 32, path_x, 1)
-
-/* After a's walk repeated (its checks listed), b's walk from the same start
- * fails a check and is walked as if there were no memo. */
-static void test_memo_repeat_changed(void **state)
-{
-    (void)state;
-    memo_test_start();
-    uint64_t start_sp = 0;
-    for (volatile int k = 0; k < 4; k++) {
-        if (k == 3) {
-            memo_clear();          /* b's walk from nothing: the reference */
-            memset(local, 0, sizeof local);
-        }
-        if (k < 2)
-            via_a(k);
-        else
-            via_b(k);
-        struct memo *M = &memos[0];
-        if (k == 1) {
-            assert_true(M->nchk > 0 && M->nchk != NO_CHECKS);
-            start_sp = M->f[M->s].sp;
-        } else if (k == 2) {
-            assert_true(M->f[M->s].sp == start_sp);   /* the same start */
-        }
-    }
-    expect_same_walk(2, 3);
-    assert_memory_not_equal(leaf_frames[0], leaf_frames[2], (size_t)leaf_n[0] * 8);
-}
+PADDED_CALLER(via_c, 32, path_x, 2)
+PADDED_CALLER(via_d, 32, path_x, 3)
+PADDED_CALLER(via_e, 32, path_x, 4)
 
 /* cfi_test_fake_frame(fake, fn, arg): fn(arg) from a frame whose CFA is
  * rbp + 16, with rbp = fake, a two-word frame (caller's rbp, return
@@ -765,52 +759,156 @@ static __attribute__((noinline)) int fake_thunk(int k)
     return cfi_test_rbp_call(0x5151515151515150ull, memo_leaf, k) + 1;
 }
 
-/* A walk whose return addresses all match the listed ones, but the rbp
- * saved on the way (the CFA of a frame further out) does not: a walk from
- * a made-up frame that ends the walk, repeated, then the same calls from
- * the real frame, whose walk goes on into the test's callers. */
-static void test_memo_repeat_rbp(void **state)
+/* ---- walks known by their start ------------------------------------------- */
+
+/* The known tests' start: the memo tests' and no known walks yet. */
+static void known_start(void)
+{
+    memo_test_start();
+    static struct vh_tls owner;
+    vh_cfi_thread(&owner);
+    assert_non_null(owner.known);
+    walk_known = owner.known;
+    memset(walk_known, 0, sizeof *walk_known);
+    known_hits = 0;
+}
+
+/* The same patterns as test_memo_reuse, with known walks: those that are
+ * known must have the reference's count and fold. */
+static void test_known_reuse(void **state)
 {
     (void)state;
-    memo_test_start();
+    known_start();
+    reuse_patterns();
+    walk_known = NULL;
+    assert_true(known_hits > 100);
+}
+
+/* A walk taken again from the same start is known: with every cached rule
+ * unusable and the memo's frames marked to be walked anew, which fails a
+ * walk by rules or by the memo, it is still known, as the first walk. */
+static void test_known_repeat(void **state)
+{
+    (void)state;
+    known_start();
+    for (volatile int k = 0; k < 3; k++) {
+        if (k == 2) {
+            poison_rules();
+            for (unsigned q = 0; q < NMEMO; q++)
+                for (uint32_t i = memos[q].s; i < memos[q].e; i++)
+                    memos[q].f[i].nsp &= ~(uint64_t)7;   /* H_OPEN */
+        }
+        memo_leaf(k);
+    }
+    walk_known = NULL;
+    memset(local, 0, sizeof local);   /* the rules, for the tests after */
+    memset(cache, 0, CACHE_SLOTS * sizeof cache[0]);
+    assert_false(leaf_known[0]);
+    assert_true(leaf_known[1] && leaf_known[2]);
+    assert_true(leaf_n[0] > 3 && leaf_n[2] == leaf_n[0] && leaf_fold[2] == leaf_fold[0]);
+    assert_true(leaf_fold[0] == vh_hash_fold(leaf_frames[0], (uint32_t)leaf_n[0]));
+}
+
+/* The walk through b starts where a's did and differs only in a return
+ * address further out: it is not a's known walk, and is walked as if
+ * there were nothing known; then both are known, each as itself. */
+static void test_known_changed(void **state)
+{
+    (void)state;
+    known_start();
+    for (volatile int k = 0; k < 6; k++) {
+        if (k == 5) {
+            walk_known = NULL;     /* b's walk from nothing: the reference */
+            memo_clear();
+            memset(local, 0, sizeof local);
+        }
+        if (k == 0 || k == 1 || k == 3)
+            via_a(k);
+        else
+            via_b(k);
+    }
+    assert_false(leaf_known[0] || leaf_known[2]);
+    assert_true(leaf_known[1] && leaf_known[3] && leaf_known[4]);
+    assert_true(leaf_fold[3] == leaf_fold[0] && leaf_fold[4] == leaf_fold[2]);
+    assert_true(leaf_fold[2] != leaf_fold[0]);
+    expect_same_walk(2, 5);
+}
+
+/* A walk whose return addresses all match the known ones, but the rbp
+ * saved on the way (the CFA of a frame further out) does not: a walk from
+ * a made-up frame that ends the walk, known, then the same calls from the
+ * real frame, whose walk goes on into the test's callers. */
+static void test_known_rbp(void **state)
+{
+    (void)state;
+    known_start();
     static const uint64_t fake[2] = { 0, 0 };   /* return address 0: the end */
     for (volatile int k = 0; k < 4; k++) {
         if (k == 3) {
-            memo_clear();          /* the real frame's walk from nothing */
+            walk_known = NULL;     /* the real frame's walk from nothing */
+            memo_clear();
             memset(local, 0, sizeof local);
         }
         cfi_test_fake_frame(k < 2 ? fake : NULL, fake_thunk, k);
-        if (k == 1)
-            assert_true(memos[0].nchk > 0 && memos[0].nchk != NO_CHECKS);
     }
+    assert_true(leaf_known[1] && !leaf_known[2]);
     expect_same_walk(2, 3);
     assert_true(leaf_n[2] > leaf_n[0] && leaf_n[0] > 3);
 }
 
-/* A walk gets its memo's tag slot, 0 until the caller stores a word
- * there; the same walk again finds the word; another walk through that
- * memo finds 0 again. */
-static void test_memo_tag(void **state)
+/* A start reached along five paths in turn keeps the four last found: each
+ * of four is known on its second turn; a fifth takes the place of the one
+ * found least recently. */
+static void test_known_ways(void **state)
 {
     (void)state;
-    memo_test_start();
-    uint64_t *slot[4] = { 0 };
-    uint64_t seen[4] = { 0 };
-    for (volatile int k = 0; k < 4; k++) {
-        if (k == 2)
-            path_y(k);
-        else
-            memo_leaf(k);
-        slot[k] = last_tag;
-        seen[k] = last_tag ? *last_tag : 1;
-        if (k == 0 && last_tag)
-            *last_tag = 0x1234;
+    known_start();
+    int (*const via[5])(int) = { via_a, via_b, via_c, via_d, via_e };
+    /* a b c d, then b c d again (a: found least recently), e, a */
+    static const int order[] = { 0, 1, 2, 3, 1, 2, 3, 4, 0 };
+    enum { TURNS = sizeof order / sizeof order[0] };
+    int known[TURNS];
+    for (volatile int i = 0; i < TURNS; i++) {   /* one call site for all */
+        via[order[i]](0);
+        known[i] = leaf_known[0];
     }
+    walk_known = NULL;
+    for (int i = 0; i < TURNS; i++)
+        assert_int_equal(known[i], i >= 4 && i <= 6);
+}
+
+/* A known walk's word is handed over as 0 and taken back only while it is
+ * of the caller's era; a walk whose checks the ring wrote over since, or
+ * of another module generation, is walked again. */
+static void test_known_tag(void **state)
+{
+    (void)state;
+    known_start();
+    uint64_t *slot[6];
+    uint64_t word[6];
+    for (volatile int k = 0; k < 6; k++) {
+        if (k == 2)
+            *slot[1] = (uint64_t)(TEST_ERA + 1) << 32 | 0x1234;   /* another era's */
+        if (k == 4)
+            walk_known->pos += POOL_CHECKS;   /* written over */
+        if (k == 5)
+            vh_module_gen++;
+        memo_leaf(k);
+        slot[k] = last_tag;
+        word[k] = last_known ? *last_tag : 0;
+    }
+    vh_module_gen--;
+    walk_known = NULL;
     assert_non_null(slot[0]);
-    assert_true(seen[0] == 0);
-    assert_true(slot[1] == slot[0] && seen[1] == 0x1234);   /* the same walk */
-    assert_true(slot[2] == slot[0] && seen[2] == 0);        /* another one */
-    assert_true(seen[3] == 0);                              /* and back */
+    assert_false(leaf_known[0]);
+    assert_true(leaf_known[1] && slot[1] == slot[0]);
+    assert_true(word[1] == ((uint64_t)TEST_ERA << 32 | 0x1234));
+    assert_false(leaf_known[2]);   /* walked, and known anew */
+    assert_non_null(slot[2]);
+    assert_true(leaf_known[3] && slot[3] == slot[2]);
+    assert_false(leaf_known[4]);
+    assert_false(leaf_known[5]);
+    assert_int_equal(leaf_n[5], leaf_n[0]);
 }
 
 int main(void)
@@ -829,10 +927,12 @@ int main(void)
         cmocka_unit_test(test_memo_dead_rbp),
         cmocka_unit_test(test_memo_per_path),
         cmocka_unit_test(test_memo_one_when_rare),
-        cmocka_unit_test(test_memo_repeat_checked),
-        cmocka_unit_test(test_memo_repeat_changed),
-        cmocka_unit_test(test_memo_repeat_rbp),
-        cmocka_unit_test(test_memo_tag),
+        cmocka_unit_test(test_known_reuse),
+        cmocka_unit_test(test_known_repeat),
+        cmocka_unit_test(test_known_changed),
+        cmocka_unit_test(test_known_rbp),
+        cmocka_unit_test(test_known_ways),
+        cmocka_unit_test(test_known_tag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

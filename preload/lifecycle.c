@@ -250,9 +250,10 @@ _Static_assert(SYS_vfork == 58, "vfork's system call number");
 #define VH_STR_(x) #x
 #define VH_STR(x) VH_STR_(x)
 
-/* vfork failed in the parent (no child): errno as glibc sets it. */
+/* vfork failed in the parent (no child): errno as glibc sets it. Called
+ * from the assembly below only (`used`: kept under link-time optimization). */
 int vh_vfork_failed(int err);
-int vh_vfork_failed(int err)
+__attribute__((used)) int vh_vfork_failed(int err)
 {
     errno = err;
     return -1;

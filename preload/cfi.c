@@ -984,6 +984,7 @@ static VH_NOINLINE struct mframe *follow(struct mframe *f, const struct mframe *
 #define KNOWN_SETS (1u << KNOWN_SET_BITS)
 #define KNOWN_WAYS 4u
 #define POOL_CHECKS 16384u         /* 256 KiB: 16 checks a known walk */
+#define QUARTER (POOL_CHECKS / 4)
 
 /* A stack word a known walk read, and the value it found. */
 struct check {
@@ -995,9 +996,8 @@ struct known {
     uint64_t ip, sp;               /* the start                            */
     uint64_t rbp, live;            /* rbp there, compared where live (~0)  */
     uint64_t tag;                  /* the caller's word for this walk, 0 none */
-    uint64_t pos;                  /* its checks: pool[pos % POOL_CHECKS..] */
     uint64_t fold;                 /* vh_hash_fold of its frames           */
-    uint32_t nchk;
+    uint32_t at, nchk;             /* its checks: pool[at, at + nchk)      */
     uint16_t frames;
     uint16_t gen;                  /* module generation (16 bits, as keys) */
 };
@@ -1008,14 +1008,18 @@ struct known {
  * says which start each way holds, so a walk reads only its own. */
 struct kset {
     uint64_t key[KNOWN_WAYS];      /* start_key of each way's walk, 0 none */
-    uint32_t used[KNOWN_WAYS];     /* the thread's clock when last found   */
+    uint32_t used[KNOWN_WAYS];     /* `tick` when each was last found      */
+    uint32_t tick;
 } __attribute__((aligned(64)));
 
+/* The checks are written one walk after another into a ring; before the
+ * head enters a quarter of it, every entry with checks there is dropped,
+ * so an entry found is always whole (and a find reads no ring state). */
 struct vh_known {
     struct kset set[KNOWN_SETS];
     struct known e[KNOWN_SETS][KNOWN_WAYS];
-    uint32_t clock;
-    uint64_t pos;                  /* checks ever written: the ring's head */
+    uint64_t pos;                  /* checks ever reserved: the ring's head */
+    uint64_t quarter;              /* the quarter (of all ever) it is in   */
     struct check pool[POOL_CHECKS];
 };
 
@@ -1049,10 +1053,25 @@ VH_ALWAYS_INLINE uint32_t set_of(uint64_t key)
     return (uint32_t)(key >> (64 - KNOWN_SET_BITS));
 }
 
-/* E's checks are still in the ring (not written over since). */
-VH_ALWAYS_INLINE int known_kept(const struct vh_known *K, const struct known *E)
+/* Room for n checks in one piece (n <= QUARTER): its index in the ring;
+ * the entries whose checks were there are dropped. */
+static uint32_t known_reserve(struct vh_known *K, uint32_t n)
 {
-    return K->pos - E->pos <= POOL_CHECKS;
+    uint64_t pos = K->pos;
+    if (pos % POOL_CHECKS + n > POOL_CHECKS)
+        pos += POOL_CHECKS - pos % POOL_CHECKS;
+    K->pos = pos + n;
+    for (uint64_t q = K->quarter + 1; q <= (pos + n - 1) / QUARTER; q++) {
+        uint32_t lo = (uint32_t)(q % 4) * QUARTER, hi = lo + QUARTER;
+        for (uint32_t s = 0; s < KNOWN_SETS; s++)
+            for (unsigned w = 0; w < KNOWN_WAYS; w++) {
+                const struct known *E = &K->e[s][w];
+                if (K->set[s].key[w] && E->at < hi && E->at + E->nchk > lo)
+                    K->set[s].key[w] = 0;
+            }
+        K->quarter = q;
+    }
+    return (uint32_t)(pos % POOL_CHECKS);
 }
 
 /* A walk known from this start that still holds, whose caller's word is
@@ -1068,13 +1087,13 @@ VH_ALWAYS_INLINE uint64_t *known_find(struct vh_known *K, uint64_t ip, uint64_t 
             continue;
         struct known *E = &K->e[s][w];
         if (E->ip != ip || E->sp != sp || E->gen != gen || ((E->rbp ^ rbp) & E->live) ||
-            E->tag >> 32 != era || E->frames >= want || !known_kept(K, E))
+            E->tag >> 32 != era || E->frames >= want)
             continue;
-        const struct check *c = &K->pool[E->pos % POOL_CHECKS], *end = c + E->nchk;
+        const struct check *c = &K->pool[E->at], *end = c + E->nchk;
         while (c < end && *c->at == c->value)
             c++;
         if (c == end) {
-            S->used[w] = ++K->clock;
+            S->used[w] = ++S->tick;
             return &E->tag;
         }
     }
@@ -1100,16 +1119,14 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
             w = i;
     struct known *E = &K->e[s][w];
     S->key[w] = 0;
-    /* Room for the most this walk can list, in one piece. */
-    uint64_t pos = K->pos;
-    if (pos % POOL_CHECKS + 2 * have > POOL_CHECKS)
-        pos += POOL_CHECKS - pos % POOL_CHECKS;
-    struct check *chk = &K->pool[pos % POOL_CHECKS];
+    /* Room for the most this walk can list (given back below). */
+    uint32_t first = known_reserve(K, 2 * have);
+    struct check *chk = &K->pool[first];
     const uint64_t *src = NULL;
     for (uint32_t k = 0; k + 1 < have; k++) {
         uint64_t x = of[k].nsp;
         if ((x & 7) != H_NEXT)
-            return NULL;           /* a frame walked anew every time */
+            goto fail;             /* a frame walked anew every time */
         chk[c++] = (struct check){ (const uint64_t *)(x - H_NEXT) - 1, of[k + 1].ip };
         const uint64_t *at = (const uint64_t *)of[k].at;
         if (of[k + 1].live) {
@@ -1127,15 +1144,18 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
     if (how == H_ZERO)
         chk[c++] = (struct check){ (const uint64_t *)(x & ~(uint64_t)7) - 1, 0 };
     else if (how != H_END && how != H_GARBAGE)
-        return NULL;
-    K->pos = pos + c;
+        goto fail;
+    K->pos -= 2 * have - c;        /* the room not taken */
     *E = (struct known){ .ip = of[0].ip, .sp = of[0].sp, .rbp = of[0].rbp, .live = of[0].live,
-                         .pos = pos, .fold = of[0].fold, .nchk = c,
+                         .fold = of[0].fold, .at = first, .nchk = c,
                          .frames = (uint16_t)have, .gen = (uint16_t)gen };
-    S->used[w] = ++K->clock;
+    S->used[w] = ++S->tick;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     S->key[w] = key;
     return &E->tag;
+fail:
+    K->pos -= 2 * have;
+    return NULL;
 }
 
 #ifdef VH_CFI_VERIFY

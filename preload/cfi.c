@@ -621,9 +621,8 @@ static VH_NOINLINE uint64_t lookup_shared(uint64_t ip, uint64_t key)
  * the rule, and a write is key 0, rule, key (compiler fences suffice). */
 #define LOCAL_BITS 9
 #define LOCAL_SLOTS (1u << LOCAL_BITS)
-static __thread struct entry local[LOCAL_SLOTS] __attribute__((tls_model("initial-exec")));
 
-static inline uint64_t lookup(uint64_t ip, uint64_t gen)
+static inline uint64_t lookup(struct entry *local, uint64_t ip, uint64_t gen)
 {
     uint64_t key = ip | gen << 48;
     volatile struct entry *l = &local[(ip * 0x9e3779b97f4a7c15ull) >> (64 - LOCAL_BITS)];
@@ -692,8 +691,6 @@ struct memo {
     uint32_t folded;               /* f[].fold valid                          */
     struct mframe f[MEMO_CAP] __attribute__((aligned(64)));   /* a line each */
 };
-static __thread struct mframe fresh[MEMO]
-    __attribute__((tls_model("initial-exec"), aligned(64)));
 
 /* A few memos a thread. Walks reach the allocator along a few paths in
  * turn (sqlite3Malloc from the B-tree, from the VDBE, from the parser...):
@@ -714,48 +711,49 @@ static __thread struct mframe fresh[MEMO]
 #define RATE_ONE 32u               /* a match's weight; the average keeps
                                       31/32 of itself a walk: 1024 = all  */
 #define RATE_LRU 512u              /* half of the walks find their start  */
-static __thread struct memo memos[NMEMO] __attribute__((tls_model("initial-exec"), aligned(64)));
 /* The choice reads this one line, not every memo's first frame. A key
  * collision only picks a worse memo: the walk checks every frame anyway. */
-static __thread struct {
+struct memo_index {
     uint64_t key[NMEMO];           /* where each memo's walk started, 0 none  */
     uint64_t seen[NMEMO];          /* the last distinct starts (round robin)  */
     uint32_t used[NMEMO];          /* when each memo was last taken           */
     uint32_t clock, rate, next;
-} memo_index __attribute__((tls_model("initial-exec"), aligned(64)));
+} __attribute__((aligned(64)));
 
-VH_ALWAYS_INLINE struct memo *memo_pick(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t gen)
+VH_ALWAYS_INLINE struct memo *memo_pick(struct vh_tls *t, struct memo *memos,
+                                        struct memo_index *X, uint64_t ip, uint64_t sp,
+                                        uint64_t gen)
 {
     if (vh_likely(!t->memos) && (++t->walks & 7))
         return &memos[0];
     uint64_t key = (ip ^ sp * 0x9e3779b97f4a7c15ull) + gen + 1;
-    uint32_t rate = memo_index.rate - (memo_index.rate >> 5);
+    uint32_t rate = X->rate - (X->rate >> 5);
     unsigned q;
-    for (q = 0; q < NMEMO && memo_index.seen[q] != key; q++)
+    for (q = 0; q < NMEMO && X->seen[q] != key; q++)
         ;
     if (q < NMEMO)
         rate += RATE_ONE;
     else
-        memo_index.seen[memo_index.next++ % NMEMO] = key;
-    memo_index.rate = rate;
+        X->seen[X->next++ % NMEMO] = key;
+    X->rate = rate;
     if (!t->memos && rate >= RATE_LRU)
-        memo_index.used[0] = ++memo_index.clock;   /* holds the latest walk */
+        X->used[0] = ++X->clock;   /* holds the latest walk */
     t->memos = rate >= RATE_LRU;
     if (!t->memos) {
         q = 0;                     /* one memo, as if there were no others */
         goto take;
     }
     for (q = 0; q < NMEMO; q++)
-        if (memo_index.key[q] == key)
+        if (X->key[q] == key)
             goto found;
     q = 0;
     for (unsigned i = 1; i < NMEMO; i++)
-        if (memo_index.used[i] < memo_index.used[q])
+        if (X->used[i] < X->used[q])
             q = i;
 take:
-    memo_index.key[q] = key;
+    X->key[q] = key;
 found:
-    memo_index.used[q] = ++memo_index.clock;
+    X->used[q] = ++X->clock;
     return &memos[q];
 }
 
@@ -794,6 +792,8 @@ static int cross(struct vh_tls *t, struct wstate *w, uint64_t uc)
     return 0;
 }
 
+static struct entry *walker_local(struct vh_tls *t);
+
 /* Walks on from *from into buf[n..want); returns the count, or -1. */
 static VH_NOINLINE int walk_plain(struct vh_tls *t, const struct wstate *from, uint64_t gen,
                                   uint64_t *buf, uint32_t n, uint32_t want)
@@ -807,7 +807,9 @@ static VH_NOINLINE int walk_plain(struct vh_tls *t, const struct wstate *from, u
          * leaf code saved it in the red zone: the kernel put its frame below
          * those 128 bytes. */
         uint64_t floor_at = !w.exact ? w.sp : w.sp - w.lo >= 128 ? w.sp - 128 : w.lo;
-        uint64_t rule = lookup(w.ip - 1 + w.exact, gen);
+        uint64_t key_ip = w.ip - 1 + w.exact;
+        struct entry *local = walker_local(t);
+        uint64_t rule = local ? lookup(local, key_ip, gen) : lookup_shared(key_ip, key_ip | gen << 48);
         unsigned kind = RULE_KIND(rule);
         w.exact = 0;
         uint64_t base;
@@ -875,8 +877,9 @@ static VH_NOINLINE int walk_signal(struct vh_tls *t, uint64_t uc, uint64_t gen, 
 /* The new window: fresh[0..m) in front of the reused run old[tj, tx] left
  * in place (tl = tx - tj + 1 frames, 0 for none); folds computed when the
  * walk of n frames ended by itself. Returns the walk's fold or 0. */
-VH_ALWAYS_INLINE uint64_t memo_update(struct memo *M, uint32_t m, uint32_t tj, uint32_t tl,
-                                      uint32_t n, int ended, uint64_t gen)
+VH_ALWAYS_INLINE uint64_t memo_update(struct memo *M, const struct mframe *fresh, uint32_t m,
+                                      uint32_t tj, uint32_t tl, uint32_t n, int ended,
+                                      uint64_t gen)
 {
     uint32_t at = M->s + tj;       /* the run's first frame in f[] */
     int tail_folded = tl && M->folded;
@@ -959,27 +962,25 @@ static VH_NOINLINE struct mframe *follow(struct mframe *f, const struct mframe *
 }
 
 /* ---- walks known by where they start -----------------------------------------
- * Most walks are, frame for frame, the last walk that started at the same
- * state: the same call site, reached along the same path as the last time
- * it allocated (83% of the walks on the sqlite and Python benches, with 256
- * starts remembered a thread; only 41% and 8% repeat the walk before them,
- * which is what a memo's reuse is best at). Such a walk is known by the
- * stack words it read: each frame's return address slot with the caller's
- * address, the saved rbp slots wherever rbp matters (follow's comparisons),
- * and the zero that ended it. A walk from the same state (ip, sp, rbp where
- * it matters, module generation) is the same walk exactly when those words
- * all still hold, checked in one pass, 4 loads a word, instead of 20
- * instructions a frame in follow() or a rule lookup in the walk; and the
- * caller's word kept with it (the stack id) spares the hash too.
+ * Most walks are, frame for frame, a walk that started at the same state
+ * before: the same call site, reached along the same path (sqlite bench:
+ * one of the last four walks from its start in 99.9% of the walks, Python
+ * 90%; only 41% and 8% repeat the walk just before them, which is what a
+ * memo's reuse is best at). Such a walk is known by the stack words it
+ * read: each frame's return address slot with the caller's address, the
+ * saved rbp slots wherever rbp matters (follow's comparisons), and the zero
+ * that ended it. A walk from the same state (ip, sp, rbp where it matters,
+ * module generation) is the same walk exactly when those words all still
+ * hold, checked in one pass, 4 loads a word, instead of 20 instructions a
+ * frame in follow() or a rule lookup in the walk; and the caller's word
+ * kept with it (the stack id) spares the hash too.
  *
- * A thread's known walks are a direct-mapped table keyed by the start, in
- * a block of its own mapped at its first event (vh_cfi_thread): 144 KiB
- * would crowd the static TLS, which glibc carves out of every thread's
- * stack. Their checks are written one after another into a ring (`pool`),
- * so a walk of any depth takes just the room it needs; a walk whose checks
- * were written over since is simply unknown again. Every listed word lies
- * on the thread's stack above the start's sp (the start's frame is live
- * while the walk runs), so reading it again is safe whatever it holds. */
+ * A thread's known walks are a 4-way set-associative table keyed by the
+ * start, in its walk state (struct vh_walker). Their checks are written
+ * one after another into a ring (`pool`), so a walk of any depth takes just
+ * the room it needs. Every listed word lies on the thread's stack above the
+ * start's sp (the start's frame is live while the walk runs), so reading it
+ * again is safe whatever it holds. */
 #define KNOWN_SET_BITS 8
 #define KNOWN_SETS (1u << KNOWN_SET_BITS)
 #define KNOWN_WAYS 4u
@@ -1023,24 +1024,47 @@ struct vh_known {
     struct check pool[POOL_CHECKS];
 };
 
+/* A thread's walk state: its rule cache, memos and known walks (370 KiB,
+ * the pages it never touches not backed), mapped at its first event, not
+ * in static TLS: glibc carves static TLS out of every thread's stack, and a
+ * program's thread with a 64 KiB stack could not even be created (EINVAL)
+ * while the shim's took 71 KiB of it. Without it (before the first event,
+ * or if it could not be mapped) a walk is libunwind's. */
+struct vh_walker {
+    struct entry local[LOCAL_SLOTS];
+    struct mframe fresh[MEMO] __attribute__((aligned(64)));
+    struct memo memos[NMEMO];
+    struct memo_index index;
+    struct vh_known known;
+};
+
+/* The thread's rule cache, or NULL (no walk state). */
+static struct entry *walker_local(struct vh_tls *t)
+{
+    return t->walker ? t->walker->local : NULL;
+}
+
 void vh_cfi_thread(struct vh_tls *t)
 {
-    if (t->known)
+    if (t->walker)
         return;
-    void *p = mmap(NULL, sizeof(struct vh_known), PROT_READ | PROT_WRITE,
+    void *p = mmap(NULL, sizeof(struct vh_walker), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p != MAP_FAILED)
-        t->known = p;              /* else: every walk is walked */
+    if (p == MAP_FAILED)
+        return;
+    t->walker = p;
+    t->known = &t->walker->known;
 }
 
 void vh_cfi_thread_end(struct vh_tls *t)
 {
-    struct vh_known *K = t->known;
-    if (!K)
+    struct vh_walker *W = t->walker;
+    if (!W)
         return;
+    t->walker = NULL;
     t->known = NULL;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* a handler sees NULL first */
-    munmap(K, sizeof *K);
+    munmap(W, sizeof *W);
 }
 
 VH_ALWAYS_INLINE uint64_t start_key(uint64_t ip, uint64_t sp)
@@ -1183,12 +1207,15 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
     uint32_t n = 0, m = 0, j = 0;
     *fold = 0;
     *tag = NULL;
-    if (sp < lo || sp >= hi)
-        return -1;                 /* another stack: vh_cfi_walk_on's */
+    struct vh_walker *W = t->walker;
+    if (sp < lo || sp >= hi || vh_unlikely(!W))
+        return -1;                 /* another stack (vh_cfi_walk_on's), or no
+                                      walk state: libunwind's */
     struct vh_known *K = t->known;
     if (vh_likely(K != NULL) && (*tag = known_find(K, ip, sp, rbp, gen, want, era)))
         return VH_WALK_KNOWN;
-    struct memo *M = memo_pick(t, ip, sp, gen);
+    struct mframe *fresh = W->fresh;
+    struct memo *M = memo_pick(t, W->memos, &W->index, ip, sp, gen);
     struct mframe *of = &M->f[M->s];
     uint32_t have = M->gen == gen ? M->e - M->s : 0;
     struct mframe scratch;
@@ -1256,7 +1283,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
                 if (!m && !j && (uint32_t)(f - of) + 1 == have && M->folded)
                     *fold = of[0].fold;   /* the memo's walk again, all of it */
                 else
-                    *fold = memo_update(M, m, j, (uint32_t)(f - of) + 1 - j, n, n < want, gen);
+                    *fold = memo_update(M, fresh, m, j, (uint32_t)(f - of) + 1 - j, n, n < want, gen);
                 goto done;
             }
         }
@@ -1269,7 +1296,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         rec->rbp = rbp;
         rec->nsp = H_OPEN;
         rec->at = 0;
-        uint64_t rule = lookup(ip - 1, gen);
+        uint64_t rule = lookup(W->local, ip - 1, gen);
         unsigned kind = RULE_KIND(rule);
         rec->uses = kind == R_RBP || kind == R_SIGNAL ? ~0ull : 0;
         if (kind == R_END) {
@@ -1283,7 +1310,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
              * frame stays H_OPEN, walked anew every time). */
             ret = walk_signal(t, sp, gen, buf, n, want);
             if (ret >= 0)
-                memo_update(M, m, 0, 0, (uint32_t)ret, 0, gen);
+                memo_update(M, fresh, m, 0, 0, (uint32_t)ret, 0, gen);
             return ret;
         }
         uint64_t cfa = (kind == R_RSP ? sp : rbp) + RULE_CFA_OFF(rule);
@@ -1309,7 +1336,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         ip = retaddr;
     }
 ended:
-    *fold = memo_update(M, m, 0, 0, n, n < want, gen);
+    *fold = memo_update(M, fresh, m, 0, 0, n, n < want, gen);
 done:
     /* A walk that ended by itself is the memo's window, all of it. */
     if (*fold && K)

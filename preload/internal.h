@@ -135,8 +135,11 @@ struct vh_tls {
     uint8_t clocked;               /* vh_clock_thread done for this thread */
     uint8_t memos;                 /* cfi.c: walks pick among several memos */
     uint8_t walks;                 /* cfi.c: walks, modulo 256              */
-    struct vh_known *known;        /* cfi.c: walks known by their start, or
-                                      NULL (not mapped: every walk walks)  */
+    struct vh_walker *walker;      /* cfi.c: the walk state, or NULL (not
+                                      mapped: walks are libunwind's)       */
+    struct vh_known *known;        /* cfi.c: walks known by their start (in
+                                      *walker), or NULL: none are kept     */
+    struct vh_ids *ids;            /* stacks.c: recent stack ids, or NULL  */
 };
 
 /* How far below a C++ operator hook's frame the real operator's own malloc
@@ -201,6 +204,10 @@ void vh_stacks_reset(void);
  * 0 when the table is full (counted in header.stack_table_full). */
 uint32_t vh_stack_here(struct vh_tls *t);
 void vh_stacks_fork_prepare(void);
+/* The thread's cache of recent ids: mapped at its first event (else it
+ * has none), unmapped when it exits. */
+void vh_stacks_thread(struct vh_tls *t);
+void vh_stacks_thread_end(struct vh_tls *t);
 void vh_stacks_fork_parent(void);
 
 /* unwind.c */
@@ -274,8 +281,8 @@ int vh_cfi_init(void);
 #define VH_WALK_KNOWN (-2)
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
                 uint32_t want, uint64_t *fold, uint64_t **tag, uint32_t era);
-/* The thread's known walks: mapped at its first event (else none are
- * kept), unmapped when it exits. */
+/* The thread's walk state: mapped at its first event (else its walks are
+ * libunwind's), unmapped when it exits. */
 void vh_cfi_thread(struct vh_tls *t);
 void vh_cfi_thread_end(struct vh_tls *t);
 #ifdef VH_CFI_VERIFY

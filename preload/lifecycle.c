@@ -142,6 +142,17 @@ static void rss_restart(void)
 }
 
 /* ---- threads ----------------------------------------------------------------- */
+/* The thread's first event: its stack's bounds, and the state its events
+ * keep beside the TLS (mapped: glibc takes static TLS from every thread's
+ * stack, so the shim's must stay small). */
+static void thread_setup(struct vh_tls *t)
+{
+    vh_unwind_bounds(t);
+    if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi)
+        vh_cfi_thread(t);
+    vh_stacks_thread(t);
+}
+
 /* Runs as a pthread key destructor when a thread exits: closes its stream
  * and hands the chunk to a later thread. A record made after this (another
  * destructor that frees) claims a chunk and gives it back at once. */
@@ -156,6 +167,7 @@ static void thread_exit(void *arg)
     t->exited = 1;
     vh_chunk_release(t);
     vh_cfi_thread_end(t);
+    vh_stacks_thread_end(t);
     t->guard = g;
 }
 
@@ -354,7 +366,7 @@ static void init(void)
         mode = VH_MODE_DROP;
         goto out;
     }
-    vh_unwind_bounds(t);
+    thread_setup(t);
     t->clocked = 1;                /* the first thread: see vh_enter_slow */
     vh_clock_thread();
     thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
@@ -418,7 +430,7 @@ int vh_enter_slow(struct vh_tls *t)
          * handler's event nested in a real call (guard REAL) never asks:
          * without bounds its walk is libunwind's. */
         if (vh_unlikely(!t->bounds_known) && t->guard == VH_G_OUT)
-            vh_unwind_bounds(t);
+            thread_setup(t);
         /* Every other thread's first event (init counts the first one's):
          * from the second on, times must order threads, before its first. */
         if (vh_unlikely(!t->clocked)) {

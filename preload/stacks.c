@@ -44,15 +44,39 @@ uint32_t vh_module_gen;
  * shared table: most events repeat a stack the thread had a moment ago, and
  * this saves the probe into a table of megabytes. Ids never change while
  * the table lives (the module generation is in the hash); the table is only
- * reset in a fork child, which bumps `epoch` and so empties every cache. */
+ * reset in a fork child, which bumps `epoch` and so empties every cache.
+ * Mapped at the thread's first event, not in static TLS (which glibc takes
+ * from every thread's stack); a thread without one probes the table. */
 #define IDC_SLOTS 2048u
 struct idc {
     uint64_t hash;
     uint32_t id;
     uint32_t epoch;
 };
+struct vh_ids {
+    struct idc c[IDC_SLOTS];
+};
 static uint32_t epoch = 1;         /* atomic */
-static __thread struct idc idc[IDC_SLOTS] __attribute__((tls_model("initial-exec")));
+
+void vh_stacks_thread(struct vh_tls *t)
+{
+    if (t->ids)
+        return;
+    void *p = mmap(NULL, sizeof(struct vh_ids), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED)
+        t->ids = p;
+}
+
+void vh_stacks_thread_end(struct vh_tls *t)
+{
+    struct vh_ids *I = t->ids;
+    if (!I)
+        return;
+    t->ids = NULL;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* a handler sees NULL first */
+    munmap(I, sizeof *I);
+}
 
 /* ---- hashing -----------------------------------------------------------------
  * The hash is internal.h's (a fold from the outermost frame inwards): cfi.c
@@ -255,9 +279,9 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
     const uint64_t *f = buf + skip;
     uint64_t h = hash_frames(f, n, truncated, __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE),
                              fold);
-    struct idc *c = &idc[(h >> 32) & (IDC_SLOTS - 1)];
+    struct idc *c = t->ids ? &t->ids->c[(h >> 32) & (IDC_SLOTS - 1)] : NULL;
     uint32_t id;
-    if (vh_likely(c->hash == h && c->epoch == ep)) {
+    if (vh_likely(c && c->hash == h && c->epoch == ep)) {
         id = c->id;
     } else {
         id = lookup(h);
@@ -270,7 +294,8 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
                 return 0;
             }
         }
-        *c = (struct idc){ .hash = h, .id = id, .epoch = ep };
+        if (c)
+            *c = (struct idc){ .hash = h, .id = id, .epoch = ep };
     }
     if (tag)
         *tag = (uint64_t)ep << 32 | id;

@@ -115,8 +115,6 @@ void vh_unwind_bounds(struct vh_tls *t)
         }
         pthread_attr_destroy(&attr);
     }
-    if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi)
-        vh_cfi_thread(t);
     vh_own_end(t, &saved);
 }
 

@@ -145,6 +145,7 @@ static uint8_t walk_memos, walk_count; /* the thread's memo choice state */
 /* The known walks walk_here's walks use (none when NULL); a walk that
  * gets a tag slot has TEST_ERA's word stored there, as stacks.c would. */
 static struct vh_known *walk_known;
+static struct vh_walker *TW;       /* the walk state of walk_here's walks */
 #define TEST_ERA 7u
 static unsigned known_hits;
 
@@ -163,6 +164,7 @@ static __attribute__((noinline)) int walk_here(uint64_t *buf, uint32_t want)
     const uint64_t *f = (const uint64_t *)(uintptr_t)fp;
     last_fold = 0;
     last_tag = NULL;
+    t.walker = TW;
     t.known = walk_known;
     int n = lo == t.stack_lo
                 ? vh_cfi_walk(&t, f[1], fp + 16, f[0], buf, want, &last_fold, &last_tag, TEST_ERA)
@@ -437,8 +439,8 @@ static void test_rbx_frame_needs_signal(void **state)
 /* Empties every memo and their index. */
 static void memo_clear(void)
 {
-    memset(memos, 0, sizeof memos);
-    memset(&memo_index, 0, sizeof memo_index);
+    memset(TW->memos, 0, sizeof TW->memos);
+    memset(&TW->index, 0, sizeof TW->index);
     walk_memos = walk_count = 0;
 }
 
@@ -452,7 +454,7 @@ static int memo_walks, memo_folded;
 
 /* The memos as the walks left them, while a reference walk runs. */
 static struct memo saved_memos[NMEMO];
-static __typeof__(memo_index) saved_index;
+static struct memo_index saved_index;
 
 /* Three walks through the memos and the known walks (when the test keeps
  * them) as they are: the second, a repeat of the first, is known by then
@@ -471,8 +473,8 @@ static __attribute__((noinline)) int check_walk(uint32_t want)
     /* One call site for every walk (volatile: not unrolled). */
     for (volatile int k = 0; k < CHECK_WALKS; k++) {
         if (k == ref) {
-            memcpy(saved_memos, memos, sizeof memos);
-            saved_index = memo_index;
+            memcpy(saved_memos, TW->memos, sizeof TW->memos);
+            saved_index = TW->index;
             memos_was = walk_memos;
             count_was = walk_count;
             memo_clear();
@@ -483,8 +485,8 @@ static __attribute__((noinline)) int check_walk(uint32_t want)
         known[k] = last_known;
     }
     walk_known = known_was;
-    memcpy(memos, saved_memos, sizeof memos);
-    memo_index = saved_index;
+    memcpy(TW->memos, saved_memos, sizeof TW->memos);
+    TW->index = saved_index;
     walk_memos = memos_was;
     walk_count = count_was;
     assert_true(n[ref] > 3);
@@ -614,7 +616,7 @@ static __attribute__((noinline)) int memo_leaf(int k)
  * rules made unusable): a walk that looks anything up now fails. */
 static void poison_rules(void)
 {
-    memset(local, 0, sizeof local);
+    memset(TW->local, 0, sizeof TW->local);
     for (uint32_t i = 0; i < CACHE_SLOTS; i++)
         if (cache[i].key)
             cache[i].rule = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
@@ -635,7 +637,7 @@ static void memo_test_start(void)
  * emptied for the tests after. */
 static void expect_same_walk(int k, int ref)
 {
-    memset(local, 0, sizeof local);
+    memset(TW->local, 0, sizeof TW->local);
     memset(cache, 0, CACHE_SLOTS * sizeof cache[0]);
     assert_true(leaf_n[ref] > 3);
     assert_int_equal(leaf_n[k], leaf_n[ref]);
@@ -679,7 +681,7 @@ static void test_memo_per_path(void **state)
     memo_test_start();
     for (volatile int i = 0; i < 400; i++)
         path_x(0);                 /* the same start again and again */
-    assert_true(memo_index.rate >= RATE_LRU && walk_memos);
+    assert_true(TW->index.rate >= RATE_LRU && walk_memos);
     for (volatile int k = 0; k < 3; k++) {
         if (k == 2)
             poison_rules();
@@ -705,16 +707,16 @@ static void test_memo_one_when_rare(void **state)
         else
             path_x(k);
     }
-    assert_true(memos[0].e > memos[0].s);
+    assert_true(TW->memos[0].e > TW->memos[0].s);
     for (unsigned q = 1; q < NMEMO; q++)
-        assert_true(memos[q].e == memos[q].s && memo_index.key[q] == 0);
-    memo_index.rate = 1024;        /* every recent walk found its start */
+        assert_true(TW->memos[q].e == TW->memos[q].s && TW->index.key[q] == 0);
+    TW->index.rate = 1024;        /* every recent walk found its start */
     walk_count = 7;                /* and the next walk looks */
     path_x(2);                     /* not y's: a memo of its own */
     assert_true(leaf_n[2] > 3);
     unsigned taken = 0;
     for (unsigned q = 1; q < NMEMO; q++)
-        taken += memos[q].e > memos[q].s;
+        taken += TW->memos[q].e > TW->memos[q].s;
     assert_int_equal(taken, 1);
 }
 
@@ -759,16 +761,28 @@ static __attribute__((noinline)) int fake_thunk(int k)
     return cfi_test_rbp_call(0x5151515151515150ull, memo_leaf, k) + 1;
 }
 
+/* A thread without its walk state (not mapped yet, or the mapping failed)
+ * leaves its walks to libunwind: -1, nothing touched. */
+static void test_walk_without_state(void **state)
+{
+    (void)state;
+    memo_test_start();
+    uint64_t buf[WANT];
+    struct vh_walker *was = TW;
+    TW = NULL;
+    int n = walk_here(buf, WANT);
+    TW = was;
+    assert_int_equal(n, -1);
+    assert_true(walk_here(buf, WANT) > 3);
+}
+
 /* ---- walks known by their start ------------------------------------------- */
 
 /* The known tests' start: the memo tests' and no known walks yet. */
 static void known_start(void)
 {
     memo_test_start();
-    static struct vh_tls owner;
-    vh_cfi_thread(&owner);
-    assert_non_null(owner.known);
-    walk_known = owner.known;
+    walk_known = &TW->known;
     memset(walk_known, 0, sizeof *walk_known);
     known_hits = 0;
 }
@@ -795,13 +809,13 @@ static void test_known_repeat(void **state)
         if (k == 2) {
             poison_rules();
             for (unsigned q = 0; q < NMEMO; q++)
-                for (uint32_t i = memos[q].s; i < memos[q].e; i++)
-                    memos[q].f[i].nsp &= ~(uint64_t)7;   /* H_OPEN */
+                for (uint32_t i = TW->memos[q].s; i < TW->memos[q].e; i++)
+                    TW->memos[q].f[i].nsp &= ~(uint64_t)7;   /* H_OPEN */
         }
         memo_leaf(k);
     }
     walk_known = NULL;
-    memset(local, 0, sizeof local);   /* the rules, for the tests after */
+    memset(TW->local, 0, sizeof TW->local);   /* the rules, for the tests after */
     memset(cache, 0, CACHE_SLOTS * sizeof cache[0]);
     assert_false(leaf_known[0]);
     assert_true(leaf_known[1] && leaf_known[2]);
@@ -820,7 +834,7 @@ static void test_known_changed(void **state)
         if (k == 5) {
             walk_known = NULL;     /* b's walk from nothing: the reference */
             memo_clear();
-            memset(local, 0, sizeof local);
+            memset(TW->local, 0, sizeof TW->local);
         }
         if (k == 0 || k == 1 || k == 3)
             via_a(k);
@@ -847,7 +861,7 @@ static void test_known_rbp(void **state)
         if (k == 3) {
             walk_known = NULL;     /* the real frame's walk from nothing */
             memo_clear();
-            memset(local, 0, sizeof local);
+            memset(TW->local, 0, sizeof TW->local);
         }
         cfi_test_fake_frame(k < 2 ? fake : NULL, fake_thunk, k);
     }
@@ -914,6 +928,11 @@ static void test_known_tag(void **state)
 
 int main(void)
 {
+    static struct vh_tls owner;    /* maps a thread's walk state, as at its first event */
+    vh_cfi_thread(&owner);
+    TW = owner.walker;
+    if (!TW || owner.known != &TW->known)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tramp_bytes),
         cmocka_unit_test(test_sigframe_regs),
@@ -928,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_memo_dead_rbp),
         cmocka_unit_test(test_memo_per_path),
         cmocka_unit_test(test_memo_one_when_rare),
+        cmocka_unit_test(test_walk_without_state),
         cmocka_unit_test(test_known_reuse),
         cmocka_unit_test(test_known_repeat),
         cmocka_unit_test(test_known_changed),

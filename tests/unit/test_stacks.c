@@ -164,6 +164,8 @@ static struct vh_capture_header header;
 static int setup(void **state)
 {
     vh_stacks_reset();
+    vh_stacks_thread(&vh_tls);     /* the thread's id cache (kept between tests) */
+    assert_non_null(vh_tls.ids);
     memset(&chunk, 0, sizeof chunk);
     memset(&header, 0, sizeof header);
     vh_tls.chunk = NULL;
@@ -254,7 +256,7 @@ static void test_fold_from_unwinder(void **state)
 {
     set_frames(0x405000, 7);
     uint32_t a = vh_stack_here(&vh_tls);
-    memset(idc, 0, sizeof idc);
+    memset(vh_tls.ids, 0, sizeof *vh_tls.ids);
     fold_mode = 1;
     assert_int_equal(vh_stack_here(&vh_tls), a);
     fold_mode = 2;
@@ -307,10 +309,30 @@ static void test_tag_from_unwinder(void **state)
     uint32_t b = vh_stack_here(&vh_tls);
     assert_int_not_equal(b, a);
     assert_int_equal((uint32_t)tag_slot, b);
-    memset(idc, 0, sizeof idc);
+    memset(vh_tls.ids, 0, sizeof *vh_tls.ids);
     tag_slot = (uint64_t)(epoch + 1) << 32 | a;      /* another epoch's */
     assert_int_equal(vh_stack_here(&vh_tls), b);
     assert_int_equal(tag_slot, (uint64_t)epoch << 32 | b);
+}
+
+/* A thread without its id cache (not mapped: the mapping failed) finds
+ * ids in the shared table, the same ones. */
+static void test_without_id_cache(void **state)
+{
+    (void)state;
+    set_frames(0x40a000, 6);
+    uint32_t a = vh_stack_here(&vh_tls);
+    assert_int_not_equal(a, 0);
+    struct vh_ids *was = vh_tls.ids;
+    vh_tls.ids = NULL;
+    assert_int_equal(vh_stack_here(&vh_tls), a);
+    set_frames(0x40b000, 6);
+    uint32_t b = vh_stack_here(&vh_tls);
+    assert_true(b != 0 && b != a);
+    assert_int_equal(vh_stack_here(&vh_tls), b);
+    vh_tls.ids = was;
+    assert_int_equal(vh_stack_here(&vh_tls), b);
+    assert_int_equal(count_stacks(), 2);
 }
 
 int main(void)
@@ -323,6 +345,7 @@ int main(void)
         cmocka_unit_test_setup(test_fold_from_unwinder, setup),
         cmocka_unit_test_setup(test_reset_forgets_cached_ids, setup),
         cmocka_unit_test_setup(test_tag_from_unwinder, setup),
+        cmocka_unit_test_setup(test_without_id_cache, setup),
     };
     return cmocka_run_group_tests_name("stacks", tests, NULL, NULL);
 }

@@ -1,0 +1,12 @@
+# small_stacks — threads with 16, 32 and 64 KiB stacks start under the shim
+# (its per-thread state is mapped, not static TLS taken from their stacks)
+# and their allocations are recorded call by call, in order.
+. "$TOP/tests/lib.sh"
+need "$VHEAP_LIB" "$ANALYZE" "$PROGS/small_stacks"
+
+profile cap.vhcap "$PROGS/small_stacks" >out.txt || die "small_stacks exited $?"
+vh_dump cap.vhcap dump.txt
+vh_check out.txt dump.txt
+expect_line out.txt
+expect_eq "dropped events" "$(st loss_dropped)" 0
+echo "small stacks: $(st allocs) allocs, $(st frees) frees of the program's own"

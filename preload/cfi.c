@@ -692,71 +692,6 @@ struct memo {
     struct mframe f[MEMO_CAP] __attribute__((aligned(64)));   /* a line each */
 };
 
-/* A few memos a thread. Walks reach the allocator along a few paths in
- * turn (sqlite3Malloc from the B-tree, from the VDBE, from the parser...):
- * with one memo, each path's inner frames were looked up again whenever
- * the walk before took another path (5.4 new frames of 18 a walk on the
- * sqlite bench; 2.7 with four memos). A walk takes the memo whose walk
- * started where it starts (same return address and sp: the same path, most
- * likely), if any, else the least recently used one, keeping the other
- * paths for their next turn. That pays where most walks start where one of
- * the last few distinct starts did (sqlite: 71% of walks); where fewer do
- * (Python: 35%), it cost 14-17% of the shim's time (more memo lines in the
- * cache, stale memos on misses), so a thread uses one memo, the first,
- * until its walks' starts (`rate`, from `seen`: the last NMEMO distinct
- * starts) say otherwise (t->memos). Meanwhile only every 8th walk looks
- * at the index, whose line is one more to miss in a busy program: with
- * every walk looking, Python still paid 7%. */
-#define NMEMO 4u
-#define RATE_ONE 32u               /* a match's weight; the average keeps
-                                      31/32 of itself a walk: 1024 = all  */
-#define RATE_LRU 512u              /* half of the walks find their start  */
-/* The choice reads this one line, not every memo's first frame. A key
- * collision only picks a worse memo: the walk checks every frame anyway. */
-struct memo_index {
-    uint64_t key[NMEMO];           /* where each memo's walk started, 0 none  */
-    uint64_t seen[NMEMO];          /* the last distinct starts (round robin)  */
-    uint32_t used[NMEMO];          /* when each memo was last taken           */
-    uint32_t clock, rate, next;
-} __attribute__((aligned(64)));
-
-VH_ALWAYS_INLINE struct memo *memo_pick(struct vh_tls *t, struct memo *memos,
-                                        struct memo_index *X, uint64_t ip, uint64_t sp,
-                                        uint64_t gen)
-{
-    if (vh_likely(!t->memos) && (++t->walks & 7))
-        return &memos[0];
-    uint64_t key = (ip ^ sp * 0x9e3779b97f4a7c15ull) + gen + 1;
-    uint32_t rate = X->rate - (X->rate >> 5);
-    unsigned q;
-    for (q = 0; q < NMEMO && X->seen[q] != key; q++)
-        ;
-    if (q < NMEMO)
-        rate += RATE_ONE;
-    else
-        X->seen[X->next++ % NMEMO] = key;
-    X->rate = rate;
-    if (!t->memos && rate >= RATE_LRU)
-        X->used[0] = ++X->clock;   /* holds the latest walk */
-    t->memos = rate >= RATE_LRU;
-    if (!t->memos) {
-        q = 0;                     /* one memo, as if there were no others */
-        goto take;
-    }
-    for (q = 0; q < NMEMO; q++)
-        if (X->key[q] == key)
-            goto found;
-    q = 0;
-    for (unsigned i = 1; i < NMEMO; i++)
-        if (X->used[i] < X->used[q])
-            q = i;
-take:
-    X->key[q] = key;
-found:
-    X->used[q] = ++X->clock;
-    return &memos[q];
-}
-
 /* ---- walks the memo does not cover ------------------------------------------
  * From a signal frame on, and from a start on the signal stack: no memo,
  * but the exact PC of an interrupted frame, rbx (in the ucontext) for
@@ -1024,7 +959,7 @@ struct vh_known {
     struct check pool[POOL_CHECKS];
 };
 
-/* A thread's walk state: its rule cache, memos and known walks (370 KiB,
+/* A thread's walk state: its rule cache, memo and known walks (355 KiB,
  * the pages it never touches not backed), mapped at its first event, not
  * in static TLS: glibc carves static TLS out of every thread's stack, and a
  * program's thread with a 64 KiB stack could not even be created (EINVAL)
@@ -1033,8 +968,7 @@ struct vh_known {
 struct vh_walker {
     struct entry local[LOCAL_SLOTS];
     struct mframe fresh[MEMO] __attribute__((aligned(64)));
-    struct memo memos[NMEMO];
-    struct memo_index index;
+    struct memo memo;
     struct vh_known known;
 };
 
@@ -1215,7 +1149,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
     if (vh_likely(K != NULL) && (*tag = known_find(K, ip, sp, rbp, gen, want, era)))
         return VH_WALK_KNOWN;
     struct mframe *fresh = W->fresh;
-    struct memo *M = memo_pick(t, W->memos, &W->index, ip, sp, gen);
+    struct memo *M = &W->memo;
     struct mframe *of = &M->f[M->s];
     uint32_t have = M->gen == gen ? M->e - M->s : 0;
     struct mframe scratch;

@@ -133,8 +133,6 @@ struct vh_tls {
                                       real call runs (hooks_cxx.c), or 0    */
     int *errno_p;                  /* this thread's errno, or 0: not asked */
     uint8_t clocked;               /* vh_clock_thread done for this thread */
-    uint8_t memos;                 /* cfi.c: walks pick among several memos */
-    uint8_t walks;                 /* cfi.c: walks, modulo 256              */
     struct vh_walker *walker;      /* cfi.c: the walk state, or NULL (not
                                       mapped: walks are libunwind's)       */
     struct vh_known *known;        /* cfi.c: walks known by their start (in

@@ -141,7 +141,6 @@ static struct {
 static uint64_t last_fold;         /* walk_here's vh_cfi_walk fold */
 static uint64_t *last_tag;         /* and its tag slot */
 static int last_known;             /* the walk was a known one (frames unwritten) */
-static uint8_t walk_memos, walk_count; /* the thread's memo choice state */
 /* The known walks walk_here's walks use (none when NULL); a walk that
  * gets a tag slot has TEST_ERA's word stored there, as stacks.c would. */
 static struct vh_known *walk_known;
@@ -155,8 +154,6 @@ static __attribute__((noinline)) int walk_here(uint64_t *buf, uint32_t want)
 {
     struct vh_tls t;
     memset(&t, 0, sizeof t);
-    t.memos = walk_memos;
-    t.walks = walk_count;
     thread_bounds(&t.stack_lo, &t.stack_hi);
     uint64_t fp = (uintptr_t)__builtin_frame_address(0), lo, hi;
     if (vh_stack_span(t.stack_lo, t.stack_hi, fp, &lo, &hi) < 0)
@@ -169,8 +166,6 @@ static __attribute__((noinline)) int walk_here(uint64_t *buf, uint32_t want)
     int n = lo == t.stack_lo
                 ? vh_cfi_walk(&t, f[1], fp + 16, f[0], buf, want, &last_fold, &last_tag, TEST_ERA)
                 : vh_cfi_walk_on(&t, f[1], fp + 16, f[0], fp, hi, buf, want);
-    walk_memos = t.memos;
-    walk_count = t.walks;
     last_known = n == VH_WALK_KNOWN;
     if (last_known) {
         /* What the walk was: the count and fold it was known with. */
@@ -439,9 +434,7 @@ static void test_rbx_frame_needs_signal(void **state)
 /* Empties every memo and their index. */
 static void memo_clear(void)
 {
-    memset(TW->memos, 0, sizeof TW->memos);
-    memset(&TW->index, 0, sizeof TW->index);
-    walk_memos = walk_count = 0;
+    memset(&TW->memo, 0, sizeof TW->memo);
 }
 
 /* ---- the memo of the previous walk ------------------------------------------
@@ -452,31 +445,27 @@ static void memo_clear(void)
 #define MEMO_WANT 100
 static int memo_walks, memo_folded;
 
-/* The memos as the walks left them, while a reference walk runs. */
-static struct memo saved_memos[NMEMO];
-static struct memo_index saved_index;
+/* The memo as the walks left it, while a reference walk runs. */
+static struct memo saved_memo;
 
-/* Three walks through the memos and the known walks (when the test keeps
+/* Three walks through the memo and the known walks (when the test keeps
  * them) as they are: the second, a repeat of the first, is known by then
- * (or, without known walks, the memo's all through); then one from empty
- * memos and no known walks, the reference, after which the memos are put
- * back: the next call's first walk meets this walk's memo. A known walk's
- * frames are not written: its count and fold must be the reference's. */
+ * (or, without known walks, the memo's all through); then one from an
+ * empty memo and no known walks, the reference, after which the memo is
+ * put back: the next call's first walk meets this walk's memo. A known
+ * walk's frames are not written: its count and fold must be the
+ * reference's. */
 #define CHECK_WALKS 4
 static __attribute__((noinline)) int check_walk(uint32_t want)
 {
     const int ref = CHECK_WALKS - 1;
     uint64_t buf[CHECK_WALKS][MEMO_WANT], fold[CHECK_WALKS];
     int n[CHECK_WALKS], known[CHECK_WALKS];
-    uint8_t memos_was = 0, count_was = 0;
     struct vh_known *known_was = walk_known;
     /* One call site for every walk (volatile: not unrolled). */
     for (volatile int k = 0; k < CHECK_WALKS; k++) {
         if (k == ref) {
-            memcpy(saved_memos, TW->memos, sizeof TW->memos);
-            saved_index = TW->index;
-            memos_was = walk_memos;
-            count_was = walk_count;
+            saved_memo = TW->memo;
             memo_clear();
             walk_known = NULL;
         }
@@ -485,10 +474,7 @@ static __attribute__((noinline)) int check_walk(uint32_t want)
         known[k] = last_known;
     }
     walk_known = known_was;
-    memcpy(TW->memos, saved_memos, sizeof TW->memos);
-    TW->index = saved_index;
-    walk_memos = memos_was;
-    walk_count = count_was;
+    TW->memo = saved_memo;
     assert_true(n[ref] > 3);
     for (int k = 0; k < ref; k++) {
         assert_int_equal(n[k], n[ref]);
@@ -668,57 +654,8 @@ static void test_memo_dead_rbp(void **state)
         return callee(k) + pad[0] + (extra);                                   \
     }
 
-/* Two call paths, their walks starting at different depths. */
+/* A call path of a few frames to memo_leaf. */
 PADDED_CALLER(path_x, 48, memo_leaf, 0)
-PADDED_CALLER(path_y, 240, memo_leaf, 0)
-
-/* Walks that often find their start keep a memo per path: after x, y, a
- * walk down x again reuses all of x's frames (with every cached rule made
- * unusable, a lookup would fail it). */
-static void test_memo_per_path(void **state)
-{
-    (void)state;
-    memo_test_start();
-    for (volatile int i = 0; i < 400; i++)
-        path_x(0);                 /* the same start again and again */
-    assert_true(TW->index.rate >= RATE_LRU && walk_memos);
-    for (volatile int k = 0; k < 3; k++) {
-        if (k == 2)
-            poison_rules();
-        if (k == 1)
-            path_y(k);
-        else
-            path_x(k);
-    }
-    expect_same_walk(2, 0);
-    assert_true(leaf_n[1] > 3);
-}
-
-/* Walks that rarely find their start keep to one memo, the others left
- * alone; once they often do, a walk that finds none takes the least
- * recently used memo (not the first, which holds the latest walk). */
-static void test_memo_one_when_rare(void **state)
-{
-    (void)state;
-    memo_test_start();
-    for (volatile int k = 0; k < 2; k++) {
-        if (k == 1)
-            path_y(k);
-        else
-            path_x(k);
-    }
-    assert_true(TW->memos[0].e > TW->memos[0].s);
-    for (unsigned q = 1; q < NMEMO; q++)
-        assert_true(TW->memos[q].e == TW->memos[q].s && TW->index.key[q] == 0);
-    TW->index.rate = 1024;        /* every recent walk found its start */
-    walk_count = 7;                /* and the next walk looks */
-    path_x(2);                     /* not y's: a memo of its own */
-    assert_true(leaf_n[2] > 3);
-    unsigned taken = 0;
-    for (unsigned q = 1; q < NMEMO; q++)
-        taken += TW->memos[q].e > TW->memos[q].s;
-    assert_int_equal(taken, 1);
-}
 
 /* Two callers whose frames are alike, so that walks through them start at
  * the same state and differ only in a return address further out. */
@@ -808,9 +745,8 @@ static void test_known_repeat(void **state)
     for (volatile int k = 0; k < 3; k++) {
         if (k == 2) {
             poison_rules();
-            for (unsigned q = 0; q < NMEMO; q++)
-                for (uint32_t i = TW->memos[q].s; i < TW->memos[q].e; i++)
-                    TW->memos[q].f[i].nsp &= ~(uint64_t)7;   /* H_OPEN */
+            for (uint32_t i = TW->memo.s; i < TW->memo.e; i++)
+                TW->memo.f[i].nsp &= ~(uint64_t)7;   /* H_OPEN */
         }
         memo_leaf(k);
     }
@@ -945,8 +881,6 @@ int main(void)
         cmocka_unit_test(test_rbx_frame_needs_signal),
         cmocka_unit_test(test_memo_reuse),
         cmocka_unit_test(test_memo_dead_rbp),
-        cmocka_unit_test(test_memo_per_path),
-        cmocka_unit_test(test_memo_one_when_rare),
         cmocka_unit_test(test_walk_without_state),
         cmocka_unit_test(test_known_reuse),
         cmocka_unit_test(test_known_repeat),

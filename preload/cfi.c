@@ -936,6 +936,9 @@ struct known {
     uint32_t at, nchk;             /* its checks: pool[at, at + nchk)      */
     uint16_t frames;
     uint16_t gen;                  /* module generation (16 bits, as keys) */
+    uint8_t cut;                   /* the walk stopped at `frames`, the
+                                      count it was asked for: it is the
+                                      same walk only when asked as much   */
 };
 
 /* The walks known from starts that hash alike: mostly one start's, a call
@@ -1045,7 +1048,7 @@ VH_ALWAYS_INLINE uint64_t *known_find(struct vh_known *K, uint64_t ip, uint64_t 
             continue;
         struct known *E = &K->e[s][w];
         if (E->ip != ip || E->sp != sp || E->gen != gen || ((E->rbp ^ rbp) & E->live) ||
-            E->tag >> 32 != era || E->frames >= want)
+            E->tag >> 32 != era || (E->cut ? E->frames != want : E->frames >= want))
             continue;
         const struct check *c = &K->pool[E->at], *end = c + E->nchk;
         while (c < end && *c->at == c->value)
@@ -1058,11 +1061,13 @@ VH_ALWAYS_INLINE uint64_t *known_find(struct vh_known *K, uint64_t ip, uint64_t 
     return NULL;
 }
 
-/* Lists the words of the walk the window holds, which ended by itself
- * within it, from of[0] on, as a walk known from of[0]'s state, in place
- * of the set's least recently found one; its word (0 until the caller
- * stores one), or NULL when the walk cannot be checked so. */
-static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t gen)
+/* Lists the words of the walk the window holds, all of it, from of[0] on,
+ * as a walk known from of[0]'s state, in place of the set's least
+ * recently found one; its word (0 until the caller stores one), or NULL
+ * when the walk cannot be checked so. The walk ended by itself, or was
+ * `cut` at the count it was asked for (deep recursion: most of Vere's
+ * walks), where what comes after its last frame does not matter. */
+static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t gen, int cut)
 {
     const struct mframe *of = &M->f[M->s];
     uint32_t have = M->e - M->s, c = 0;
@@ -1097,16 +1102,21 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
             src = at;
         }
     }
-    uint64_t x = of[have - 1].nsp;
+    uint64_t x = of[have - 1].nsp, fold = of[0].fold;
     unsigned how = (unsigned)x & 7;
-    if (how == H_ZERO)
+    if (cut) {
+        fold = VH_HASH_SEED;       /* a cut window's folds were not kept */
+        for (uint32_t k = have; k > 0; k--)
+            fold = vh_hash_step(fold, of[k - 1].ip);
+    } else if (how == H_ZERO) {
         chk[c++] = (struct check){ (const uint64_t *)(x & ~(uint64_t)7) - 1, 0 };
-    else if (how != H_END && how != H_GARBAGE)
+    } else if (how != H_END && how != H_GARBAGE) {
         goto fail;
+    }
     K->pos -= 2 * have - c;        /* the room not taken */
     *E = (struct known){ .ip = of[0].ip, .sp = of[0].sp, .rbp = of[0].rbp, .live = of[0].live,
-                         .fold = of[0].fold, .at = first, .nchk = c,
-                         .frames = (uint16_t)have, .gen = (uint16_t)gen };
+                         .fold = fold, .at = first, .nchk = c,
+                         .frames = (uint16_t)have, .gen = (uint16_t)gen, .cut = (uint8_t)cut };
     S->used[w] = ++S->tick;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     S->key[w] = key;
@@ -1272,8 +1282,9 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
 ended:
     *fold = memo_update(M, fresh, m, 0, 0, n, n < want, gen);
 done:
-    /* A walk that ended by itself is the memo's window, all of it. */
-    if (*fold && K)
-        *tag = known_make(K, M, gen);
+    /* A walk that ended by itself is the memo's window, all of it; a cut
+     * one is when the window is as long. */
+    if (K && (*fold || (n == want && M->e - M->s == n)))
+        *tag = known_make(K, M, gen, n == want);
     return (int)n;
 }

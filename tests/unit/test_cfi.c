@@ -444,6 +444,7 @@ static void memo_clear(void)
  * the one stacks.c computes from the frames alone (vh_hash_fold). */
 #define MEMO_WANT 100
 static int memo_walks, memo_folded;
+static unsigned known_cut;         /* known walks cut at the count asked */
 
 /* The memo as the walks left it, while a reference walk runs. */
 static struct memo saved_memo;
@@ -476,11 +477,16 @@ static __attribute__((noinline)) int check_walk(uint32_t want)
     walk_known = known_was;
     TW->memo = saved_memo;
     assert_true(n[ref] > 3);
+    uint64_t frames_fold = vh_hash_fold(buf[ref], (uint32_t)n[ref]);
     for (int k = 0; k < ref; k++) {
         assert_int_equal(n[k], n[ref]);
-        assert_true(fold[k] == fold[ref]);
-        if (!known[k])
+        if (known[k]) {
+            assert_true(fold[k] == frames_fold);   /* a cut walk's too */
+            known_cut += (uint32_t)n[ref] == want;
+        } else {
+            assert_true(fold[k] == fold[ref]);
             assert_memory_equal(buf[k], buf[ref], (size_t)n[ref] * sizeof buf[0][0]);
+        }
     }
     if ((uint32_t)n[ref] < want && n[ref] <= (int)MEMO) {
         assert_true(fold[ref] != 0);
@@ -488,7 +494,6 @@ static __attribute__((noinline)) int check_walk(uint32_t want)
         memo_folded++;
     } else if ((uint32_t)n[ref] == want) {
         assert_true(fold[ref] == 0);   /* truncated: stacks.c folds */
-        assert_true(!known[0] && !known[1] && !known[2]);
     }
     memo_walks++;
     return n[ref];
@@ -730,9 +735,11 @@ static void test_known_reuse(void **state)
 {
     (void)state;
     known_start();
+    known_cut = 0;
     reuse_patterns();
     walk_known = NULL;
     assert_true(known_hits > 100);
+    assert_true(known_cut > 10);   /* deeper than 20 and 65 frames */
 }
 
 /* A walk taken again from the same start is known: with every cached rule
@@ -827,6 +834,32 @@ static void test_known_ways(void **state)
         assert_int_equal(known[i], i >= 4 && i <= 6);
 }
 
+/* A walk cut at the count it was asked for is known when asked for as
+ * many again, and walked when asked for more (its frames further out were
+ * never checked): 4, 4, 5, 5 frames, from one call site. */
+static __attribute__((noinline)) int cut_leaf(int k)
+{
+    leaf_n[k] = walk_here(leaf_frames[k], k < 2 ? 4 : 5);
+    leaf_known[k] = last_known;
+    leaf_fold[k] = last_fold;
+    __asm__ volatile("" ::: "memory");
+    return 0;
+}
+
+static void test_known_cut(void **state)
+{
+    (void)state;
+    known_start();
+    for (volatile int k = 0; k < 4; k++)
+        cut_leaf(k);
+    walk_known = NULL;
+    assert_false(leaf_known[0] || leaf_known[2]);
+    assert_true(leaf_known[1] && leaf_known[3]);
+    assert_true(leaf_n[0] == 4 && leaf_n[1] == 4 && leaf_n[2] == 5 && leaf_n[3] == 5);
+    assert_true(leaf_fold[1] == vh_hash_fold(leaf_frames[0], 4));
+    assert_true(leaf_fold[3] == vh_hash_fold(leaf_frames[2], 5));
+}
+
 /* A known walk's word is handed over as 0 and taken back only while it is
  * of the caller's era; a walk whose checks the ring wrote over since, or
  * of another module generation, is walked again. */
@@ -887,6 +920,7 @@ int main(void)
         cmocka_unit_test(test_known_changed),
         cmocka_unit_test(test_known_rbp),
         cmocka_unit_test(test_known_ways),
+        cmocka_unit_test(test_known_cut),
         cmocka_unit_test(test_known_tag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

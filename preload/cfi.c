@@ -932,7 +932,8 @@ struct known {
     uint64_t ip, sp;               /* the start                            */
     uint64_t rbp, live;            /* rbp there, compared where live (~0)  */
     uint64_t tag;                  /* the caller's word for this walk, 0 none */
-    uint64_t fold;                 /* vh_hash_fold of its frames           */
+    uint64_t fold;                 /* vh_hash_fold of its frames (what
+                                      VH_CFI_VERIFY builds and tests check) */
     uint32_t at, nchk;             /* its checks: pool[at, at + nchk)      */
     uint16_t frames;
     uint16_t gen;                  /* module generation (16 bits, as keys) */

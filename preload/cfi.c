@@ -11,7 +11,11 @@
  * the interrupted registers the kernel saved (sigframe.h). Anything else
  * (DWARF expressions, missing tables, a stack we do not know) makes the walk
  * return -1 and the caller uses libunwind for that stack. Every read of the
- * stack is checked against the bounds of the stack being walked. */
+ * stack is checked against the bounds of the stack being walked.
+ *
+ * Most walks never get that far: a walk is known by where it starts and the
+ * stack words it read (below: known walks), and a walk that is not known
+ * reuses what it shares with the thread's previous one (the memo). */
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>

@@ -731,11 +731,10 @@ static int cross(struct vh_tls *t, struct wstate *w, uint64_t uc)
     return 0;
 }
 
-static struct entry *walker_local(struct vh_tls *t);
-
-/* Walks on from *from into buf[n..want); returns the count, or -1. */
-static VH_NOINLINE int walk_plain(struct vh_tls *t, const struct wstate *from, uint64_t gen,
-                                  uint64_t *buf, uint32_t n, uint32_t want)
+/* Walks on from *from into buf[n..want), rules through the thread's
+ * cache `local`; returns the count, or -1. */
+static VH_NOINLINE int walk_plain(struct vh_tls *t, struct entry *local, const struct wstate *from,
+                                  uint64_t gen, uint64_t *buf, uint32_t n, uint32_t want)
 {
     struct wstate w = *from;
     while (n < want && w.ip) {
@@ -746,9 +745,7 @@ static VH_NOINLINE int walk_plain(struct vh_tls *t, const struct wstate *from, u
          * leaf code saved it in the red zone: the kernel put its frame below
          * those 128 bytes. */
         uint64_t floor_at = !w.exact ? w.sp : w.sp - w.lo >= 128 ? w.sp - 128 : w.lo;
-        uint64_t key_ip = w.ip - 1 + w.exact;
-        struct entry *local = walker_local(t);
-        uint64_t rule = local ? lookup(local, key_ip, gen) : lookup_shared(key_ip, key_ip | gen << 48);
+        uint64_t rule = lookup(local, w.ip - 1 + w.exact, gen);
         unsigned kind = RULE_KIND(rule);
         w.exact = 0;
         uint64_t base;
@@ -793,30 +790,22 @@ static VH_NOINLINE int walk_plain(struct vh_tls *t, const struct wstate *from, u
     return (int)n;
 }
 
-int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t lo,
-                   uint64_t hi, uint64_t *buf, uint32_t want)
-{
-    if (sp < lo || sp >= hi)
-        return -1;
-    struct wstate w = { .ip = ip, .sp = sp, .rbp = rbp, .lo = lo, .hi = hi };
-    return walk_plain(t, &w, __atomic_load_n(&vh_module_gen, __ATOMIC_RELAXED) & 0xffff, buf, 0,
-                      want);
-}
-
 /* vh_cfi_walk met a signal handler's frame (the trampoline is buf[n-1]),
  * its ucontext at uc on the thread's stack. */
-static VH_NOINLINE int walk_signal(struct vh_tls *t, uint64_t uc, uint64_t gen, uint64_t *buf,
-                                   uint32_t n, uint32_t want)
+static VH_NOINLINE int walk_signal(struct vh_tls *t, struct entry *local, uint64_t uc,
+                                   uint64_t gen, uint64_t *buf, uint32_t n, uint32_t want)
 {
     struct wstate w = { .lo = t->stack_lo, .hi = t->stack_hi };
     int c = cross(t, &w, uc);
-    return c == 0 ? walk_plain(t, &w, gen, buf, n, want) : c < 0 ? -1 : (int)n;
+    return c == 0 ? walk_plain(t, local, &w, gen, buf, n, want) : c < 0 ? -1 : (int)n;
 }
 
 /* The new window: fresh[0..m) in front of the reused run old[tj, tx] left
  * in place (tl = tx - tj + 1 frames, 0 for none); folds computed when the
- * walk of n frames ended by itself. Returns the walk's fold or 0. */
-VH_ALWAYS_INLINE uint64_t memo_update(struct memo *M, const struct mframe *fresh, uint32_t m,
+ * walk of n frames ended by itself. Returns the walk's fold or 0. Out of
+ * line: only walks that are not known come here, and inlined at its three
+ * calls it crowded the known walks' path (+1.4% instructions, sqlite). */
+static VH_NOINLINE uint64_t memo_update(struct memo *M, const struct mframe *fresh, uint32_t m,
                                       uint32_t tj, uint32_t tl, uint32_t n, int ended,
                                       uint64_t gen)
 {
@@ -980,10 +969,15 @@ struct vh_walker {
     struct vh_known known;
 };
 
-/* The thread's rule cache, or NULL (no walk state). */
-static struct entry *walker_local(struct vh_tls *t)
+/* Without walk state (-1), the walk is libunwind's, as in vh_cfi_walk. */
+int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t lo,
+                   uint64_t hi, uint64_t *buf, uint32_t want)
 {
-    return t->walker ? t->walker->local : NULL;
+    if (sp < lo || sp >= hi || !t->walker)
+        return -1;
+    struct wstate w = { .ip = ip, .sp = sp, .rbp = rbp, .lo = lo, .hi = hi };
+    return walk_plain(t, t->walker->local, &w,
+                      __atomic_load_n(&vh_module_gen, __ATOMIC_RELAXED) & 0xffff, buf, 0, want);
 }
 
 void vh_cfi_thread(struct vh_tls *t)
@@ -995,7 +989,6 @@ void vh_cfi_thread(struct vh_tls *t)
     if (p == MAP_FAILED)
         return;
     t->walker = p;
-    t->known = &t->walker->known;
 }
 
 void vh_cfi_thread_end(struct vh_tls *t)
@@ -1004,7 +997,6 @@ void vh_cfi_thread_end(struct vh_tls *t)
     if (!W)
         return;
     t->walker = NULL;
-    t->known = NULL;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* a handler sees NULL first */
     munmap(W, sizeof *W);
 }
@@ -1160,8 +1152,8 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
     if (sp < lo || sp >= hi || vh_unlikely(!W))
         return -1;                 /* another stack (vh_cfi_walk_on's), or no
                                       walk state: libunwind's */
-    struct vh_known *K = t->known;
-    if (vh_likely(K != NULL) && (*tag = known_find(K, ip, sp, rbp, gen, want, era)))
+    struct vh_known *K = &W->known;
+    if ((*tag = known_find(K, ip, sp, rbp, gen, want, era)))
         return VH_WALK_KNOWN;
     struct mframe *fresh = W->fresh;
     struct memo *M = &W->memo;
@@ -1229,10 +1221,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
                 jsp = j < have ? of[j].sp : UINT64_MAX;
                 continue;
             in_run:
-                if (!m && !j && (uint32_t)(f - of) + 1 == have && M->folded)
-                    *fold = of[0].fold;   /* the memo's walk again, all of it */
-                else
-                    *fold = memo_update(M, fresh, m, j, (uint32_t)(f - of) + 1 - j, n, n < want, gen);
+                *fold = memo_update(M, fresh, m, j, (uint32_t)(f - of) + 1 - j, n, n < want, gen);
                 goto done;
             }
         }
@@ -1257,7 +1246,7 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
                 return -1;
             /* A signal handler's frame: the rest is walk_plain's (and this
              * frame stays H_OPEN, walked anew every time). */
-            ret = walk_signal(t, sp, gen, buf, n, want);
+            ret = walk_signal(t, W->local, sp, gen, buf, n, want);
             if (ret >= 0)
                 memo_update(M, fresh, m, 0, 0, (uint32_t)ret, 0, gen);
             return ret;
@@ -1289,7 +1278,7 @@ ended:
 done:
     /* A walk that ended by itself is the memo's window, all of it; a cut
      * one is when the window is as long. */
-    if (K && (*fold || (n == want && M->e - M->s == n)))
+    if (*fold || (n == want && M->e - M->s == n))
         *tag = known_make(K, M, gen, n == want);
     return (int)n;
 }

@@ -135,8 +135,6 @@ struct vh_tls {
     uint8_t clocked;               /* vh_clock_thread done for this thread */
     struct vh_walker *walker;      /* cfi.c: the walk state, or NULL (not
                                       mapped: walks are libunwind's)       */
-    struct vh_known *known;        /* cfi.c: walks known by their start (in
-                                      *walker), or NULL: none are kept     */
     struct vh_ids *ids;            /* stacks.c: recent stack ids, or NULL  */
 };
 

@@ -982,23 +982,15 @@ int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uin
 
 void vh_cfi_thread(struct vh_tls *t)
 {
-    if (t->walker)
-        return;
-    void *p = mmap(NULL, sizeof(struct vh_walker), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-        return;
-    t->walker = p;
+    if (!t->walker)
+        t->walker = vh_thread_map(sizeof(struct vh_walker));
 }
 
 void vh_cfi_thread_end(struct vh_tls *t)
 {
     struct vh_walker *W = t->walker;
-    if (!W)
-        return;
     t->walker = NULL;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* a handler sees NULL first */
-    munmap(W, sizeof *W);
+    vh_thread_unmap(W, sizeof *W);
 }
 
 VH_ALWAYS_INLINE uint64_t start_key(uint64_t ip, uint64_t sp)

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -144,6 +145,26 @@ struct vh_tls {
  * stack, is a signal handler's: an event, not the operator's inside. */
 #define VH_CXX_INNER_MAX 1024u
 extern __thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
+
+/* Memory a thread's events keep beside its TLS (cfi.c's walk state,
+ * stacks.c's id cache): glibc takes static TLS out of every thread's
+ * stack, so the shim maps it at the thread's first event instead. Pages
+ * never touched are never backed. NULL when it cannot be mapped. */
+static inline void *vh_thread_map(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Unmaps it at the thread's exit. The caller cleared its pointer first, so
+ * that a signal handler's event after that point sees none. */
+static inline void vh_thread_unmap(void *p, size_t size)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (p)
+        munmap(p, size);
+}
 
 /* ---- process state (lifecycle.c, capture.c) ----------------------------- */
 enum vh_mode {

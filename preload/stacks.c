@@ -60,22 +60,15 @@ static uint32_t epoch = 1;         /* atomic */
 
 void vh_stacks_thread(struct vh_tls *t)
 {
-    if (t->ids)
-        return;
-    void *p = mmap(NULL, sizeof(struct vh_ids), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p != MAP_FAILED)
-        t->ids = p;
+    if (!t->ids)
+        t->ids = vh_thread_map(sizeof(struct vh_ids));
 }
 
 void vh_stacks_thread_end(struct vh_tls *t)
 {
     struct vh_ids *I = t->ids;
-    if (!I)
-        return;
     t->ids = NULL;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* a handler sees NULL first */
-    munmap(I, sizeof *I);
+    vh_thread_unmap(I, sizeof *I);
 }
 
 /* ---- hashing -----------------------------------------------------------------

@@ -23,9 +23,14 @@ struct vh_command {
 
 enum { VH_EXIT_OK = 0, VH_EXIT_DATA = 1, VH_EXIT_USAGE = 2 };
 
-/* Prints "vheap-analyze: <cmd>: <message>" to stderr. */
+/* Prints "vheap-analyze: <cmd>: <message>" to stderr, control bytes in it
+ * shown as \xNN. */
 void vh_errorf(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* A line to stderr without the prefix ("loaded ... into ..."); control
+ * bytes escaped as in vh_errorf. */
+void vh_notef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* True if argv[i] is -h or --help; prints the usage to stdout. */
 int vh_wants_help(const struct vh_command *cmd, int argc, char **argv);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/cli.h"
 #include "analyze/series.h"
 #include "analyze/svg.h"
 
@@ -417,8 +418,8 @@ int vh_series_draw(const struct vh_command *cmd, const struct vh_series *s, cons
         vh_errorf(cmd->name, "writing %s: %s", path2, strerror(-rc));
         goto out;
     }
-    fprintf(stderr, "vheap-analyze: %s: wrote %s (memory by stack) and %s (allocator calls); "
-                    "open them in a web browser\n", cmd->name, path, path2);
+    vh_errorf(cmd->name, "wrote %s (memory by stack) and %s (allocator calls); "
+                         "open them in a web browser", path, path2);
 out:
     if (path2)
         pts_free(&p, s->ntop);

@@ -146,6 +146,7 @@ static void header_lines(const struct capture *c)
     static const struct { uint32_t bit; const char *name; } flags[] = {
         { VH_HDR_ENDED, "ended" },
         { VH_HDR_DISABLED, "disabled" },
+        { VH_HDR_EXITED, "exited" },
         { VH_HDR_FORKED, "forked" },
         { VH_HDR_ARGV_TRUNC, "argv_truncated" },
     };
@@ -203,6 +204,10 @@ static void header_lines(const struct capture *c)
     kv_u("loss dropped=", __atomic_load_n(&h->dropped_events, __ATOMIC_RELAXED));
     kv_u(" nested=", __atomic_load_n(&h->nested_events, __ATOMIC_RELAXED));
     kv_u(" stack_table_full=", __atomic_load_n(&h->stack_table_full, __ATOMIC_RELAXED));
+    /* Not losses: how often the shim held a signal back, and cleared a
+     * guard a handler had left stale (preload/signals.c). */
+    kv_u(" deferred_signals=", __atomic_load_n(&h->deferred_signals, __ATOMIC_RELAXED));
+    kv_u(" guard_resets=", __atomic_load_n(&h->guard_resets, __ATOMIC_RELAXED));
     put_c('\n');
 }
 

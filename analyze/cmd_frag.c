@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/cli.h"
 #include "analyze/db.h"
 #include "analyze/events.h"
 #include "analyze/frag.h"
@@ -1063,8 +1064,8 @@ static int write_map(struct ctx *c, const struct liveset *ls, const struct frag_
         }
     }
     if (others)
-        fprintf(stderr, "vheap-analyze: frag: the map shows heap %s only (choose another with "
-                        "--heap)\n", heap_name(c, heap));
+        vh_errorf("frag", "the map shows heap %s only (choose another with --heap)",
+                  heap_name(c, heap));
     while (first < ls->n && ls->blocks[first].heap_id != heap)
         first++;
     while (first + n < ls->n && ls->blocks[first + n].heap_id == heap)
@@ -1172,7 +1173,7 @@ static int write_map(struct ctx *c, const struct liveset *ls, const struct frag_
         vh_errorf(c->cmd->name, "writing %s: %s", c->o.map, strerror(-rc));
         goto out;
     }
-    fprintf(stderr, "vheap-analyze: frag: wrote %s\n", c->o.map);
+    vh_errorf("frag", "wrote %s", c->o.map);
     rc = 0;
 out:
     if (rc == -ENOMEM)
@@ -1432,7 +1433,7 @@ static int draw_series(struct ctx *c, const struct point *p, size_t n)
         vh_errorf(c->cmd->name, "writing %s: %s", c->o.svg, strerror(-rc));
         goto out;
     }
-    fprintf(stderr, "vheap-analyze: frag: wrote %s\n", c->o.svg);
+    vh_errorf("frag", "wrote %s", c->o.svg);
 out:
     if (rc == -ENOMEM)
         vh_errorf(c->cmd->name, "out of memory");

@@ -97,9 +97,8 @@ static int run_load(int argc, char **argv)
     if (st.symbols[0] && !opts.no_symbols)
         vh_errorf("load", "warning: symbols: %s", st.symbols);
     if (!quiet)
-        fprintf(stderr,
-                "loaded %llu records into %s: %llu stacks, %llu frames, %llu blocks live at "
-                "the end (%.2f s, %.1fM records/s)\n",
+        vh_notef("loaded %llu records into %s: %llu stacks, %llu frames, %llu blocks live at "
+                "the end (%.2f s, %.1fM records/s)",
                 (unsigned long long)st.records, db, (unsigned long long)st.stacks,
                 (unsigned long long)st.frames, (unsigned long long)st.leaks, st.seconds,
                 st.stream_seconds > 0 ? st.records / st.stream_seconds / 1e6 : 0.0);

@@ -263,9 +263,18 @@ static int process_section(struct ctx *c)
                   "live then count as leaked",
                   (long long)sqlite3_column_int64(st, 0));
     if (c->dropped > 0)
-        vh_errorf(c->cmd->name, "warning: %lld events were not recorded (recording was "
-                                "disabled, e.g. the disk was full)",
+        vh_errorf(c->cmd->name, "warning: %lld events were not recorded: recording stopped "
+                                "early (the disk or a limit was full; the program said why "
+                                "on stderr); blocks live at the last record may have been "
+                                "freed later, so they are not known leaks",
                   (long long)c->dropped);
+    long long nested = sqlite3_column_int64(st, 12);
+    if (nested > 0)
+        vh_errorf(c->cmd->name, "warning: %lld allocator calls were not recorded: a signal "
+                                "handler the shim could not hold back (installed by a raw "
+                                "rt_sigaction system call) made them while its thread was "
+                                "inside the shim",
+                  nested);
     if (damage)
         vh_errorf(c->cmd->name, "warning: the capture is damaged (%s); what came before "
                                 "the damage is loaded",

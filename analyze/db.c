@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyze/cli.h"
 #include "analyze/db.h"
 #include "analyze/load.h"
 #include "common/capture_format.h"
@@ -342,9 +343,9 @@ int db__ensure(const char *arg, char *db_path_out, size_t outlen, char *err, siz
     }
     if (rc)
         return rc;
-    fprintf(stderr, "vheap-analyze: loaded %s into %s\n", arg, db_path_out);
+    vh_errorf(NULL, "loaded %s into %s", arg, db_path_out);
     if (st.damage_count)
-        fprintf(stderr, "vheap-analyze: warning: %s: %s (%u damaged region%s); loaded what is valid\n",
+        vh_errorf(NULL, "warning: %s: %s (%u damaged region%s); loaded what is valid",
                 arg, st.damage, st.damage_count, st.damage_count == 1 ? "" : "s");
     return 0;
 }

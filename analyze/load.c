@@ -2059,7 +2059,7 @@ static void write_process(struct loader *L)
     sqlite3_bind_text(st, 4, argv, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 5, (sqlite3_int64)hd->start_realtime_ns);
     sqlite3_bind_int64(st, 6, (sqlite3_int64)L->last_time);
-    sqlite3_bind_int64(st, 7, L->ended || (hd->flags & VH_HDR_ENDED));
+    sqlite3_bind_int64(st, 7, L->ended || (hd->flags & (VH_HDR_ENDED | VH_HDR_EXITED)));
     sqlite3_bind_int64(st, 8, !!(hd->flags & VH_HDR_FORKED));
     sqlite3_bind_int64(st, 9, hd->exec_generation);
     sqlite3_bind_int64(st, 10, hd->page_size);

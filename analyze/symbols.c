@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyze/cli.h"
 #include "analyze/demangle.h"
 #include "analyze/symbols.h"
 
@@ -1161,7 +1162,7 @@ static void warn_untrusted(struct resolver *r)
             continue;
         }
         shown++;
-        fprintf(stderr, "vheap-analyze: symbols: %s: %s; its %zu frame%s keep%s module+offset\n",
+        vh_errorf("symbols", "%s: %s; its %zu frame%s keep%s module+offset",
                 f->path,
                 f->state == F_REBUILT ? "rebuilt since the run (build-id differs)"
                                       : (f->why ? f->why : "cannot open"),

@@ -40,6 +40,8 @@ enum vh_header_flags {
     VH_HDR_DISABLED = 1u << 1,     /* recording stopped (disk full, ...)      */
     VH_HDR_FORKED = 1u << 2,       /* this process is a fork child            */
     VH_HDR_ARGV_TRUNC = 1u << 3,   /* argv did not fit VH_ARGV_MAX            */
+    VH_HDR_EXITED = 1u << 4,       /* a clean exit after recording stopped
+                                      (DISABLED): no END record, end_time set */
 };
 
 enum vh_unwind_kind { VH_UNWIND_LIBUNWIND = 0, VH_UNWIND_FP = 1 };
@@ -81,7 +83,13 @@ struct vh_capture_header {
     uint64_t precise_from;         /* atomic: UINT64_MAX while still coarse  */
     uint32_t coarse_res_ns;
     uint32_t reserved32;
-    uint8_t reserved[VH_HEADER_SIZE - 160 - VH_EXE_MAX - VH_ARGV_MAX];
+    /* Signals (preload/signals.c): handler calls held back until the
+     * thread left the shim's bookkeeping; and guards found stale and
+     * cleared (a handler installed behind the shim's back left it by
+     * longjmp). Neither loses an event; 0 in older captures. */
+    uint64_t deferred_signals;     /* atomic                                 */
+    uint64_t guard_resets;         /* atomic                                 */
+    uint8_t reserved[VH_HEADER_SIZE - 176 - VH_EXE_MAX - VH_ARGV_MAX];
 };
 
 struct vh_chunk_header {

@@ -163,8 +163,7 @@ VH_ALWAYS_INLINE int api_enter(struct vh_tls *t, uint8_t *g)
 {
     if (vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t))
         return 0;
-    *g = t->guard;
-    t->guard = VH_G_BUSY;
+    *g = vh_busy(t);
     return 1;
 }
 
@@ -172,7 +171,7 @@ VH_ALWAYS_INLINE void api_leave(struct vh_tls *t, uint8_t g, uint64_t now)
 {
     if (vh_unlikely(now >= __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED)))
         vh_rss_tick(t, now);
-    t->guard = g;
+    vh_unbusy(t, g);
 }
 
 static int heap_live(int heap)
@@ -488,7 +487,7 @@ static void api_tag_push(const char *label)
     if (api_enter(t, &g)) {
         if (tables_map() == 0)
             id = tag_intern(t, label);
-        t->guard = g;
+        vh_unbusy(t, g);
     } else if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) > 0) {
         /* nested or not recording: an interned label still gets its id */
         size_t len = text_len(label);
@@ -555,7 +554,7 @@ static int ht_heap_id(void)
         }
         vh_unlock(&api_lock);
     }
-    t->guard = g;
+    vh_unbusy(t, g);
     return id;
 }
 
@@ -595,8 +594,7 @@ void vh_api_fork_child(struct vh_tls *t)
     api_lock = 0;
     if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0 || !vh_cap.hdr)
         return;
-    uint8_t g = t->guard;
-    t->guard = VH_G_BUSY;
+    uint8_t g = vh_busy(t);
     uint64_t now = vh_now();
     uint32_t top = next_heap <= HEAP_MAX ? next_heap : HEAP_MAX + 1;
     /* parents first: a parent's id is not always below its children's once
@@ -622,5 +620,5 @@ void vh_api_fork_child(struct vh_tls *t)
         const char *l = labels + tag_off[id];
         put_label(t, VH_REC_TAG, id, l, strlen(l), now);
     }
-    t->guard = g;
+    vh_unbusy(t, g);
 }

@@ -80,6 +80,7 @@ void vh_resolve_real(void)
     RESOLVE(pvalloc, "pvalloc");
     RESOLVE(usable, "malloc_usable_size");
     RESOLVE(dlclose, "dlclose");
+    RESOLVE(sigaction, "sigaction");
     /* jemalloc's API: only from a jemalloc the program is linked with. All
      * or nothing, so a partial set never mixes two allocators. */
     void *mx = next_sym("mallocx"), *rx = next_sym("rallocx"), *xx = next_sym("xallocx");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "preload/internal.h"
+#include "preload/sys.h"
 
 struct vh_capture vh_cap = { .fd = -1 };
 
@@ -129,19 +130,26 @@ static int check_dir(const char *path)
     return 0;
 }
 
-/* Moves fd out of the way of the program's own descriptors: high, CLOEXEC. */
+/* Descriptors. The shim keeps one only where the program will not look:
+ * near the top of RLIMIT_NOFILE (F_DUPFD_CLOEXEC picks a free number, it
+ * never replaces one). Under a limit too small for that it keeps none and
+ * opens the file for the moment it needs it. A number it kept is trusted
+ * only while fstat says it is still the same file; otherwise the program
+ * closed it and may own the number now: the shim forgets it, never closes
+ * it. Returns the descriptor moved high (the old number closed), or -1
+ * (fd untouched) when the limit leaves no room. */
 int vh_fd_high(int fd, int below)
 {
     struct rlimit rl;
-    int target = 0;
+    int target = -1;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 256) {
         rlim_t top = rl.rlim_cur > 65536 ? 65536 : rl.rlim_cur;
         target = (int)top - 16 - below;
     }
     int nfd = target > fd ? fcntl(fd, F_DUPFD_CLOEXEC, target) : -1;
     if (nfd < 0)
-        return fd;
-    close(fd);
+        return -1;
+    vh_sys_close(fd);
     return nfd;
 }
 
@@ -158,7 +166,7 @@ static int open_exclusive(const char *abs, const char *disp, int *gen)
             vh_format(try_abs, sizeof try_abs, "%s.%d", abs, n);
             vh_format(try_disp, sizeof try_disp, "%s.%d", disp, n);
         }
-        int fd = open(try_abs, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int fd = vh_sys_open(try_abs, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
             *gen = n;
             memcpy(vh_cap.path, try_abs, strlen(try_abs) + 1);
@@ -179,31 +187,58 @@ static int open_exclusive(const char *abs, const char *disp, int *gen)
 static int fd_is_ours(void)
 {
     struct stat st;
-    return fstat(vh_cap.fd, &st) == 0 && st.st_dev == vh_cap.dev && st.st_ino == vh_cap.ino;
+    return vh_cap.fd >= 0 && fstat(vh_cap.fd, &st) == 0 && st.st_dev == vh_cap.dev &&
+           st.st_ino == vh_cap.ino;
 }
 
-/* The program closed our descriptor (daemons close everything): open the
- * file again by name, and trust it only if it is the same inode. The old
- * number is left alone: it may be the program's now. */
-static int reopen(void)
+/* The capture's descriptor for one step of growth or the end's truncation:
+ * the one kept (still ours), else the file opened again by name and
+ * trusted only if it is the same inode: kept when it can go high, else
+ * *transient is set and the caller closes it. -1 when the file is gone. */
+static int capture_fd(int *transient)
 {
-    int fd = open(vh_cap.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    *transient = 0;
+    if (fd_is_ours())
+        return vh_cap.fd;
+    vh_cap.fd = -1;                /* the program's number now, or closed */
+    int fd = vh_sys_open(vh_cap.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
-        return -EBADF;
+        return -1;
     struct stat st;
     if (fstat(fd, &st) < 0 || st.st_dev != vh_cap.dev || st.st_ino != vh_cap.ino) {
-        close(fd);
-        return -EBADF;
+        vh_sys_close(fd);
+        return -1;
     }
-    vh_cap.fd = vh_fd_high(fd, 0);
-    return 0;
+    int high = vh_fd_high(fd, 0);
+    if (high >= 0)
+        return vh_cap.fd = high;
+    *transient = 1;
+    return fd;
+}
+
+static void capture_fd_done(int fd, int transient)
+{
+    if (transient)
+        vh_sys_close(fd);
+}
+
+/* RLIMIT_FSIZE: the kernel answers a write past it with SIGXFSZ, which
+ * kills the program. The capture never asks for space past it: recording
+ * stops there instead (said once, later events counted as dropped). */
+static int within_fsize(uint64_t end)
+{
+    struct rlimit rl;
+    return getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+           end <= (uint64_t)rl.rlim_cur;
 }
 
 /* Gives [off, off+len) of the file real blocks. */
-static int take_space(uint64_t off, uint64_t len)
+static int take_space(int fd, uint64_t off, uint64_t len)
 {
+    if (!within_fsize(off + len))
+        return -EFBIG;
     for (;;) {
-        if (fallocate(vh_cap.fd, 0, (off_t)off, (off_t)len) == 0)
+        if (vh_sys_fallocate(fd, 0, (off_t)off, (off_t)len) == 0)
             return 0;
         if (errno == EINTR)
             continue;
@@ -216,7 +251,7 @@ static int take_space(uint64_t off, uint64_t len)
     static const char zeros[16384];
     while (len) {
         size_t n = len < sizeof zeros ? (size_t)len : sizeof zeros;
-        ssize_t w = pwrite(vh_cap.fd, zeros, n, (off_t)off);
+        ssize_t w = vh_sys_pwrite(fd, zeros, n, (off_t)off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -227,33 +262,41 @@ static int take_space(uint64_t off, uint64_t len)
     return 0;
 }
 
-/* Extends the file and the mapping to at least `need` bytes. Chunk lock. */
+/* Extends the file and the mapping to at least `need` bytes. Chunk lock.
+ * Under an address-space limit the file grows two chunks at a time, so
+ * that what is mapped stays close to what is written. */
 static int grow(uint64_t need)
 {
     while (vh_cap.mapped < need) {
         uint64_t body = vh_cap.mapped - VH_HEADER_SIZE;
-        uint64_t step = body < MAX_EXTENT ? body : MAX_EXTENT;
-        if (step < 2ull * vh_cap.chunk_size)
+        uint64_t step = body < MAX_EXTENT && !vh_cap.as_limited ? body : MAX_EXTENT;
+        if (step < 2ull * vh_cap.chunk_size || vh_cap.as_limited)
             step = 2ull * vh_cap.chunk_size;
         step = (step + vh_cap.chunk_size - 1) / vh_cap.chunk_size * vh_cap.chunk_size;
         if (vh_cap.mapped + step > vh_cap.reserved) {
             step = (vh_cap.reserved - vh_cap.mapped) / vh_cap.chunk_size * vh_cap.chunk_size;
             if (vh_cap.mapped + step < need)
-                return -EFBIG;
+                return -ENOMEM;
         }
-        if (!fd_is_ours() && reopen() < 0)
+        int transient, fd = capture_fd(&transient);
+        if (fd < 0)
             return -EBADF;         /* closed, and the file is gone */
-        int rc = take_space(vh_cap.mapped, step);
-        if (rc == -ENOSPC && step > vh_cap.chunk_size && vh_cap.mapped + vh_cap.chunk_size >= need) {
+        int rc = take_space(fd, vh_cap.mapped, step);
+        if ((rc == -ENOSPC || rc == -EFBIG) && step > vh_cap.chunk_size &&
+            vh_cap.mapped + vh_cap.chunk_size >= need) {
             step = vh_cap.chunk_size;   /* nearly full: take what is needed */
-            rc = take_space(vh_cap.mapped, step);
+            rc = take_space(fd, vh_cap.mapped, step);
         }
+        void *at = MAP_FAILED;
+        if (rc == 0) {
+            at = mmap(vh_cap.base + vh_cap.mapped, step, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_FIXED, fd, (off_t)vh_cap.mapped);
+            if (at == MAP_FAILED)
+                rc = -errno;
+        }
+        capture_fd_done(fd, transient);
         if (rc < 0)
             return rc;
-        void *at = mmap(vh_cap.base + vh_cap.mapped, step, PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_FIXED, vh_cap.fd, (off_t)vh_cap.mapped);
-        if (at == MAP_FAILED)
-            return -errno;
         vh_cap.mapped += step;
     }
     return 0;
@@ -262,13 +305,13 @@ static int grow(uint64_t need)
 /* ---- creation -------------------------------------------------------------- */
 static void read_cmdline(struct vh_capture_header *h)
 {
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    int fd = vh_sys_open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return;
     size_t len = 0;
     char extra;
     for (;;) {
-        ssize_t r = read(fd, h->argv + len, VH_ARGV_MAX - len);
+        ssize_t r = vh_sys_read(fd, h->argv + len, VH_ARGV_MAX - len);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -277,7 +320,7 @@ static void read_cmdline(struct vh_capture_header *h)
         if (len == VH_ARGV_MAX)
             break;
     }
-    if (len == VH_ARGV_MAX && read(fd, &extra, 1) == 1) {
+    if (len == VH_ARGV_MAX && vh_sys_read(fd, &extra, 1) == 1) {
         h->flags |= VH_HDR_ARGV_TRUNC;
     }
     if (len == VH_ARGV_MAX) {
@@ -286,23 +329,50 @@ static void read_cmdline(struct vh_capture_header *h)
         h->argv[len++] = '\0';
     }
     h->argv_len = (uint32_t)len;
-    close(fd);
+    vh_sys_close(fd);
 }
 
+/* The capture's virtual range. Without an address-space limit, 64 GiB
+ * (never backed: PROT_NONE, MAP_NORESERVE). Under RLIMIT_AS every byte of
+ * it would count against the program's own allocations, so it is a
+ * quarter of the limit, and when the program's allocator runs out of
+ * address space the part not yet mapped is given back at once
+ * (vh_capture_give_back, silently: if the capture then runs out of room,
+ * that is said): the program's allocations fail no earlier than without
+ * the shim but for what the capture has mapped so far. */
 static int reserve_range(void)
 {
-    static const uint64_t sizes[] = { 64ull << 30, 16ull << 30, 4ull << 30, 1ull << 30,
-                                      256ull << 20 };
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        void *p = mmap(NULL, sizes[i], PROT_NONE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    uint64_t cap = 64ull << 30;
+    struct rlimit rl;
+    vh_cap.as_limited = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+    if (vh_cap.as_limited && (uint64_t)rl.rlim_cur / 4 < cap)
+        cap = (uint64_t)rl.rlim_cur / 4;
+    uint64_t floor = VH_HEADER_SIZE + 2ull * vh_opt.chunk_size;
+    for (uint64_t size = cap; size >= floor; size /= 2) {
+        size = (size + 4095) & ~4095ull;
+        void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
         if (p != MAP_FAILED) {
             vh_cap.base = p;
-            vh_cap.reserved = sizes[i];
+            vh_cap.reserved = size;
             return 0;
         }
     }
     return -ENOMEM;
+}
+
+int vh_capture_give_back(void)
+{
+    if (!vh_cap.as_limited || !vh_cap.base)
+        return 0;
+    vh_lock(&chunk_lock);
+    uint64_t tail = vh_cap.reserved - vh_cap.mapped;
+    if (tail) {
+        munmap(vh_cap.base + vh_cap.mapped, tail);
+        vh_cap.reserved = vh_cap.mapped;
+    }
+    vh_unlock(&chunk_lock);
+    return tail != 0;
 }
 
 int vh_capture_create(int forked, const struct vh_capture_header *parent)
@@ -348,11 +418,13 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
         vh_log("cannot create %s: %s; recording nothing", disp, vh_errname(-fd));
         return fd;
     }
-    fd = vh_fd_high(fd, 0);
+    int high = vh_fd_high(fd, 0);
+    if (high >= 0)
+        fd = high;
     struct stat st;
     if (fstat(fd, &st) < 0) {
         rc = -errno;
-        close(fd);
+        vh_sys_close(fd);
         return rc;
     }
     vh_cap.fd = fd;
@@ -367,8 +439,13 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     }
     vh_cap.mapped = VH_HEADER_SIZE;
     uint64_t first = VH_HEADER_SIZE + 2ull * vh_cap.chunk_size;
-    if ((rc = take_space(0, first)) < 0) {
-        vh_log("cannot allocate space for %s: %s; recording nothing", disp, vh_errname(-rc));
+    if ((rc = take_space(fd, 0, first)) < 0) {
+        if (rc == -EFBIG)
+            vh_log("the file size limit (ulimit -f) leaves no room for %s; recording nothing",
+                   disp);
+        else
+            vh_log("cannot allocate space for %s: %s; recording nothing", disp,
+                   vh_errname(-rc));
         goto out;
     }
     if (mmap(vh_cap.base, first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
@@ -413,9 +490,13 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     __atomic_thread_fence(__ATOMIC_RELEASE);
     memcpy(h->magic, VH_CAPTURE_MAGIC, 8);
     nfree = 0;
+    if (high < 0) {                /* no room up high: hold no descriptor */
+        vh_sys_close(fd);
+        vh_cap.fd = -1;
+    }
     return 0;
 out:
-    close(fd);
+    vh_sys_close(fd);
     vh_cap.fd = -1;
     vh_cap.hdr = NULL;
     unlink(vh_cap.path);
@@ -466,7 +547,7 @@ static struct vh_chunk_header *claim(uint64_t time)
         idx = h->chunks_claimed;
         uint64_t need = VH_HEADER_SIZE + (idx + 1) * vh_cap.chunk_size;
         if (idx >= UINT32_MAX)
-            rc = -EFBIG;
+            rc = -E2BIG;
         else if (need > vh_cap.mapped)
             rc = grow(need);
         if (rc == 0) {
@@ -482,8 +563,11 @@ static struct vh_chunk_header *claim(uint64_t time)
     }
     vh_unlock(&chunk_lock);
     if (rc < 0)
-        vh_capture_disable(rc == -EFBIG ? "the capture reached its size limit"
-                           : rc == -EBADF ? "the program closed the capture's descriptor"
+        vh_capture_disable(rc == -EFBIG ? "the file size limit (ulimit -f) was reached"
+                           : rc == -ENOMEM && vh_cap.as_limited
+                               ? "the address-space limit (ulimit -v) leaves the capture no room"
+                           : rc == -ENOMEM || rc == -E2BIG ? "the capture reached its size limit"
+                           : rc == -EBADF ? "the capture file was removed"
                                           : "cannot grow the capture", -rc);
     return c;
 }
@@ -622,13 +706,19 @@ void vh_capture_end(void)
     __atomic_store_n(&h->last_time, now, __ATOMIC_RELEASE);
     if (!(__atomic_load_n(&h->flags, __ATOMIC_RELAXED) & VH_HDR_DISABLED))
         __atomic_fetch_or(&h->flags, VH_HDR_ENDED, __ATOMIC_RELEASE);
+    else
+        __atomic_fetch_or(&h->flags, VH_HDR_EXITED, __ATOMIC_RELEASE);
     /* Give back the space taken ahead of need. Claimed chunks stay; a claim
      * after this (allocations after exit started) grows the file again. */
     vh_lock(&chunk_lock);
     uint64_t keep = VH_HEADER_SIZE + h->chunks_claimed * (uint64_t)vh_cap.chunk_size;
-    if (keep < vh_cap.mapped && (fd_is_ours() || reopen() == 0) &&
-        ftruncate(vh_cap.fd, (off_t)keep) == 0)
-        vh_cap.mapped = keep;
+    if (keep < vh_cap.mapped) {
+        int transient, fd = capture_fd(&transient);
+        if (fd >= 0 && ftruncate(fd, (off_t)keep) == 0)
+            vh_cap.mapped = keep;
+        if (fd >= 0)
+            capture_fd_done(fd, transient);
+    }
     vh_unlock(&chunk_lock);
     if (!vh_opt.quiet) {
         uint64_t lost = __atomic_load_n(&h->dropped_events, __ATOMIC_RELAXED);
@@ -665,10 +755,42 @@ void vh_capture_fork_child(void)
     if (vh_cap.base)
         mmap(vh_cap.base, vh_cap.reserved, PROT_NONE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    if (vh_cap.fd >= 0)
-        close(vh_cap.fd);
+    if (fd_is_ours())              /* never a number the program reused */
+        vh_sys_close(vh_cap.fd);
     vh_cap.fd = -1;
     vh_cap.hdr = NULL;
     vh_cap.mapped = 0;
     vh_capture_create(1, &parent);
+}
+
+/* ---- libunwind's pipe ---------------------------------------------------------
+ * libunwind keeps a pipe (it checks that an address is readable by writing
+ * a byte from it), opened at its initialization, which the shim triggers:
+ * left alone it takes the program's lowest free numbers (3 and 4), and a
+ * daemon that closes everything and opens its own files there would get
+ * libunwind reading and writing them. pipe2 is interposed for that one
+ * caller: a pipe made while the thread is inside the shim goes high too,
+ * or, where RLIMIT_NOFILE leaves no room up high, is refused (libunwind
+ * then checks addresses with mincore alone). The program's own pipes pass
+ * straight to the kernel. */
+VH_EXPORT int pipe2(int fds[2], int flags)
+{
+    int rc = (int)syscall(SYS_pipe2, fds, flags);
+    struct vh_tls *t = &vh_tls;
+    if (rc != 0 || !(t->own || t->guard == VH_G_BUSY))
+        return rc;
+    for (int i = 0; i < 2; i++) {
+        int high = vh_fd_high(fds[i], 2 + i);
+        if (high < 0) {
+            vh_sys_close(fds[i]);
+            if (i)
+                vh_sys_close(fds[0]);
+            errno = EMFILE;
+            return -1;
+        }
+        /* F_DUPFD_CLOEXEC: CLOEXEC whatever was asked; O_NONBLOCK is the
+         * open file's and carries over. */
+        fds[i] = high;
+    }
+    return 0;
 }

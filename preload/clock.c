@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "preload/internal.h"
+#include "preload/sys.h"
 
 struct vh_clock vh_clk;
 
@@ -44,12 +45,12 @@ struct vh_clock vh_clk;
 static int clocksource_is_tsc(void)
 {
     char buf[16] = { 0 };
-    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-                  O_RDONLY | O_CLOEXEC);
+    int fd = vh_sys_open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                  O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
+    ssize_t n = vh_sys_read(fd, buf, sizeof buf - 1);
+    vh_sys_close(fd);
     return n >= 3 && memcmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
 }
 
@@ -112,7 +113,7 @@ static int perf_scale(uint32_t *mult, uint32_t *shift)
         return 0;
     long page = sysconf(_SC_PAGESIZE);
     void *map = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);                     /* the mapping keeps the event alive */
+    vh_sys_close(fd);                     /* the mapping keeps the event alive */
     if (map == MAP_FAILED)
         return 0;
     volatile struct perf_event_mmap_page *pc = map;

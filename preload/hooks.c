@@ -67,10 +67,17 @@ VH_ALWAYS_INLINE void note_alloc(struct vh_tls *t, unsigned func, void *p, uint6
     vh_rss_due(t, now);
 }
 
+/* Unrecorded calls (the C++ operators' own mallocs among them) get the
+ * address space back too when they run out of it. */
 static void *pass_malloc(size_t n)
 {
     void *(*f)(size_t) = __atomic_load_n(&vh_real.malloc, __ATOMIC_ACQUIRE);
-    return f ? f(n) : vh_boot_alloc(n, 16);
+    if (!f)
+        return vh_boot_alloc(n, 16);
+    void *p = f(n);
+    if (vh_unlikely(!p) && vh_oom_retry())
+        p = f(n);
+    return p;
 }
 
 static void *pass_calloc(size_t a, size_t b)
@@ -122,10 +129,12 @@ VH_EXPORT void *malloc(size_t size)
     uint8_t g = t->guard;
     t->guard = VH_G_REAL;
     void *p = vh_real.malloc(size);
+    if (vh_unlikely(!p) && vh_oom_retry())
+        p = vh_real.malloc(size);
     int e = *vh_errno_loc(t);
-    t->guard = VH_G_BUSY;
+    (void)vh_busy(t);
     note_alloc(t, VH_FN_MALLOC, p, size, vh_stack_here(t));
-    t->guard = g;
+    vh_unbusy(t, g);
     *vh_errno_loc(t) = e;
     return p;
 }
@@ -143,14 +152,14 @@ VH_EXPORT void free(void *p)
     }
     uint8_t g = t->guard;
     int e = *vh_errno_loc(t);
-    t->guard = VH_G_BUSY;
+    (void)vh_busy(t);
     uint64_t now = vh_now();
     put_free(t, VH_HEAP_SYSTEM, VH_FN_FREE, 0, (uintptr_t)p, now);
     vh_rss_due(t, now);
     *vh_errno_loc(t) = e;
-    t->guard = VH_G_REAL;
+    vh_unbusy(t, VH_G_REAL);
     vh_real.free(p);
-    t->guard = g;
+    vh_unbusy(t, g);
 }
 
 VH_EXPORT void *calloc(size_t n, size_t each)
@@ -163,10 +172,12 @@ VH_EXPORT void *calloc(size_t n, size_t each)
     uint8_t g = t->guard;
     t->guard = VH_G_REAL;
     void *p = vh_real.calloc(n, each);
+    if (vh_unlikely(!p) && vh_oom_retry())
+        p = vh_real.calloc(n, each);
     int e = *vh_errno_loc(t);
-    t->guard = VH_G_BUSY;
+    (void)vh_busy(t);
     note_alloc(t, VH_FN_CALLOC, p, size, vh_stack_here(t));
-    t->guard = g;
+    vh_unbusy(t, g);
     *vh_errno_loc(t) = e;
     return p;
 }
@@ -209,10 +220,10 @@ VH_ALWAYS_INLINE void *realloc_recorded(struct vh_tls *t, unsigned func, void *p
 {
     void *q;
     if (!p) {
-        t->guard = VH_G_REAL;
+        vh_unbusy(t, VH_G_REAL);
         q = vh_real.realloc(NULL, size);
         *err = *vh_errno_loc(t);
-        t->guard = VH_G_BUSY;
+        (void)vh_busy(t);
         note_alloc(t, func, q, size, vh_stack_here(t));
         return q;
     }
@@ -221,6 +232,8 @@ VH_ALWAYS_INLINE void *realloc_recorded(struct vh_tls *t, unsigned func, void *p
     uint64_t t_free = vh_now();
     *vh_errno_loc(t) = e;
     q = vh_real.realloc(p, size);
+    if (vh_unlikely(!q && size) && vh_oom_retry())
+        q = vh_real.realloc(p, size);
     *err = *vh_errno_loc(t);
     note_resize(t, func, p, q, size, stack, t_free, 1);
     return q;
@@ -233,11 +246,10 @@ VH_EXPORT void *realloc(void *p, size_t size)
     struct vh_tls *t = &vh_tls;
     void *(*real)(void *, size_t) = vh_real.realloc;
     ENTER_OR(t, real ? real(p, size) : boot_realloc(p, size));
-    uint8_t g = t->guard;
-    t->guard = VH_G_BUSY;
+    uint8_t g = vh_busy(t);
     int e;
     void *q = realloc_recorded(t, VH_FN_REALLOC, p, size, &e);
-    t->guard = g;
+    vh_unbusy(t, g);
     *vh_errno_loc(t) = e;
     return q;
 }
@@ -254,8 +266,7 @@ VH_EXPORT void *reallocarray(void *p, size_t n, size_t each)
                          : real ? real(p, size) : boot_realloc(p, size));
     /* Never glibc's reallocarray: it calls realloc through the PLT, which
      * would be this shim again. */
-    uint8_t g = t->guard;
-    t->guard = VH_G_BUSY;
+    uint8_t g = vh_busy(t);
     void *q;
     int e;
     if (overflow) {
@@ -265,7 +276,7 @@ VH_EXPORT void *reallocarray(void *p, size_t n, size_t each)
     } else {
         q = realloc_recorded(t, VH_FN_REALLOCARRAY, p, size, &e);
     }
-    t->guard = g;
+    vh_unbusy(t, g);
     *vh_errno_loc(t) = e;
     return q;
 }
@@ -287,9 +298,11 @@ VH_EXPORT int posix_memalign(void **out, size_t align, size_t size)
     int e = *vh_errno_loc(t);
     t->guard = VH_G_REAL;
     int rc = real(out, align, size);
-    t->guard = VH_G_BUSY;
+    if (vh_unlikely(rc == ENOMEM) && vh_oom_retry())
+        rc = real(out, align, size);
+    (void)vh_busy(t);
     note_alloc(t, VH_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size, vh_stack_here(t));
-    t->guard = g;
+    vh_unbusy(t, g);
     *vh_errno_loc(t) = e;
     return rc;
 }
@@ -302,10 +315,12 @@ VH_EXPORT int posix_memalign(void **out, size_t align, size_t size)
         uint8_t g = t->guard;                                                 \
         t->guard = VH_G_REAL;                                                 \
         void *p = call;                                                       \
+        if (vh_unlikely(!p) && vh_oom_retry())                                \
+            p = call;                                                         \
         int e = *vh_errno_loc(t);                                                        \
-        t->guard = VH_G_BUSY;                                                 \
+        (void)vh_busy(t);                                                     \
         note_alloc(t, FN, p, sizeexpr, vh_stack_here(t));                     \
-        t->guard = g;                                                         \
+        vh_unbusy(t, g);                                                      \
         *vh_errno_loc(t) = e;                                                            \
         return p;                                                             \
     }
@@ -406,9 +421,9 @@ VH_EXPORT void *mallocx(size_t size, int flags)
     t->guard = VH_G_REAL;
     void *p = call_mallocx(size, flags);
     int e = *vh_errno_loc(t);
-    t->guard = VH_G_BUSY;
+    (void)vh_busy(t);
     note_alloc(t, VH_FN_MALLOCX, p, size, vh_stack_here(t));
-    t->guard = g;
+    vh_unbusy(t, g);
     *vh_errno_loc(t) = e;
     return p;
 }
@@ -421,8 +436,7 @@ VH_EXPORT void *rallocx(void *p, size_t size, int flags)
     if (vh_unlikely(vh_boot_owns(p)))
         return boot_realloc(p, size);
     ENTER_OR(t, call_rallocx(p, size, flags));
-    uint8_t g = t->guard;
-    t->guard = VH_G_BUSY;
+    uint8_t g = vh_busy(t);
     int e = *vh_errno_loc(t);
     uint32_t stack = vh_stack_here(t);
     uint64_t t_free = vh_now();
@@ -430,7 +444,7 @@ VH_EXPORT void *rallocx(void *p, size_t size, int flags)
     void *q = call_rallocx(p, size, flags);
     e = *vh_errno_loc(t);
     note_resize(t, VH_FN_RALLOCX, p, q, size, stack, t_free, 0);
-    t->guard = g;
+    vh_unbusy(t, g);
     *vh_errno_loc(t) = e;
     return q;
 }
@@ -447,7 +461,7 @@ VH_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
     int e = *vh_errno_loc(t);
     t->guard = VH_G_REAL;
     size_t got = call_xallocx(p, size, extra, flags);
-    t->guard = VH_G_BUSY;
+    (void)vh_busy(t);
     /* In place by definition; a result below `size` means it could not grow
      * and the block is as it was. */
     if (got >= size) {
@@ -457,7 +471,7 @@ VH_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
                   got, stack, t->tag, now);
         vh_rss_due(t, now);
     }
-    t->guard = g;
+    vh_unbusy(t, g);
     *vh_errno_loc(t) = e;
     return got;
 }
@@ -475,14 +489,14 @@ VH_ALWAYS_INLINE void free_x(void *p, size_t size, int flags, int sized)
     }
     uint8_t g = t->guard;
     int e = *vh_errno_loc(t);
-    t->guard = VH_G_BUSY;
+    (void)vh_busy(t);
     uint64_t now = vh_now();
     put_free(t, VH_HEAP_SYSTEM, sized ? VH_FN_SDALLOCX : VH_FN_DALLOCX, 0, (uintptr_t)p, now);
     vh_rss_due(t, now);
     *vh_errno_loc(t) = e;
-    t->guard = VH_G_REAL;
+    vh_unbusy(t, VH_G_REAL);
     call_dallocx(p, size, flags, sized);
-    t->guard = g;
+    vh_unbusy(t, g);
 }
 
 VH_EXPORT void sdallocx(void *p, size_t size, int flags)

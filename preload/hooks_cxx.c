@@ -72,13 +72,38 @@ struct pin_scan {
     void *const *fn;
     const char *name[OP_COUNT];
     int n;
+    unsigned seen;                 /* objects visited so far               */
 };
+
+/* How many objects the process started with: they come first in the
+ * loader's list and are never unloaded, so they need no pin. Pinning one
+ * (dlopen) while startup is still running its constructors would run its
+ * constructor early, from inside an allocator call: tcmalloc's, run from
+ * its own malloc_usable_size, registered itself and was then overwritten
+ * by the default it was being asked to create (every usable size read 0). */
+static unsigned startup_objects;
+
+static int count_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)info;
+    (void)size;
+    ++*(unsigned *)arg;
+    return 0;
+}
+
+void vh_cxx_startup(void)
+{
+    unsigned n = 0;
+    dl_iterate_phdr(count_one, &n);
+    __atomic_store_n(&startup_objects, n, __ATOMIC_RELEASE);
+}
 
 static int pin_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct pin_scan *ps = arg;
-    if (!info->dlpi_name || !info->dlpi_name[0] || ps->n == OP_COUNT)
-        return 0;                  /* the main program is never unloaded */
+    if (ps->seen++ < __atomic_load_n(&startup_objects, __ATOMIC_ACQUIRE) || !info->dlpi_name ||
+        !info->dlpi_name[0] || ps->n == OP_COUNT)
+        return 0;                  /* loaded at startup: never unloaded */
     for (int i = 0; i < OP_COUNT; i++) {
         uintptr_t a = (uintptr_t)ps->fn[i];
         for (int k = 0; a && k < info->dlpi_phnum; k++) {
@@ -232,14 +257,14 @@ VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_
 {
     uint8_t g = t->guard;
     int e = *vh_errno_loc(t);
-    t->guard = VH_G_BUSY;
+    (void)vh_busy(t);
     uint32_t stack = vh_stack_here(t);
     uint64_t usable = vh_usable_of(p);
     uint64_t now = vh_now();
     vh_record_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, p ? 0 : VH_RF_FAILED,
                     (uintptr_t)p, size, usable, stack, t->tag, now);
     vh_rss_due(t, now);
-    t->guard = g;
+    vh_unbusy(t, g);
     *vh_errno_loc(t) = e;
 }
 
@@ -304,11 +329,11 @@ VH_ALWAYS_INLINE void delete_hook(enum cxx_op op, void *p, size_t size, size_t a
          * thread's the moment it returns. */
         uint8_t g = t->guard;
         int e = *vh_errno_loc(t);
-        t->guard = VH_G_BUSY;
+        (void)vh_busy(t);
         uint64_t now = vh_now();
         vh_record_free(t, VH_HEAP_SYSTEM, VH_FN_OPERATOR_NEW + op, 0, (uintptr_t)p, now);
         vh_rss_due(t, now);
-        t->guard = g;
+        vh_unbusy(t, g);
         *vh_errno_loc(t) = e;
     }
     uintptr_t outer_sp = t->cxx_sp;

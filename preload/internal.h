@@ -43,6 +43,9 @@ void vh_options_load(void);
 /* "vheap: <message>\n" to fd 2 through a stack buffer; never allocates.
  * Understands %s %c %d %u %ld %lu %zu %llu %x %lx %p %%. */
 void vh_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Notes what fd 2 is now: later lines go out only while it is the same
+ * file (a daemon may put its own file at number 2). */
+void vh_log_init(void);
 /* Same, not rate-limited: for the one closing line. */
 void vh_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Formats into buf (always NUL-terminated); returns the length. */
@@ -73,6 +76,7 @@ struct vh_real {
     void (*sdallocx)(void *, size_t, int);
     void (*dallocx)(void *, int);
     int (*dlclose)(void *);
+    int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 };
 extern struct vh_real vh_real;
 /* Resolves vh_real through dlsym(RTLD_NEXT); safe to call more than once
@@ -91,8 +95,7 @@ size_t vh_boot_usable(const void *p);
 /* ---- per-thread state ---------------------------------------------------- */
 /* Reentrancy: `guard` is 0 outside the shim, 1 while the real allocator runs
  * (a signal handler arriving then is recorded normally), 2 while the shim does
- * its own bookkeeping (a call arriving then is passed through and counted in
- * nested_events). `own` > 0 marks calls the shim itself makes (dlsym,
+ * its own bookkeeping. `own` > 0 marks calls the shim itself makes (dlsym,
  * libunwind, pthread_getattr_np): passed through and not counted, except
  * while `unwinding` (inside libunwind's unw_backtrace, which never calls
  * the allocator: its caches are mmap'd), when a call can only be a signal
@@ -102,7 +105,22 @@ size_t vh_boot_usable(const void *p);
  * runs after the window, and its calls are recorded or counted like any
  * other. A vfork child (lifecycle.c) runs with `own` raised and `vforked`
  * set in the parent's thread state it shares: it passes through, uncounted,
- * and never ends the parent's capture. */
+ * and never ends the parent's capture.
+ *
+ * The invariant that keeps the program's fate its own (signals.c): no
+ * signal handler of the program runs while its thread is at guard BUSY.
+ * Handlers the program installs (sigaction, signal, ...) are entered
+ * through the shim's trampoline, which holds a signal that lands at BUSY
+ * back (blocked, queued again with its siginfo) until vh_unbusy lowers the
+ * guard. So a handler that never returns (siglongjmp, exit, _exit, abort)
+ * never leaves a record half written, a lock held or the guard stuck, and
+ * one that returns never writes into a chunk whose record is half done;
+ * and while a handler runs the thread counts as outside the shim (guard,
+ * own and cxx_sp lowered, restored if it returns). Every shim lock is
+ * taken at BUSY only. A handler installed behind the shim's back (a raw
+ * rt_sigaction system call) is not held back: its calls at BUSY are
+ * counted as nested, and if it leaves by longjmp the next event from a
+ * frame above the abandoned one finds the guard stale and clears it. */
 enum { VH_G_OUT = 0, VH_G_REAL = 1, VH_G_BUSY = 2 };
 /* Layout: vh_fast_ok() tests own, in_fork and bounds_known together, which
  * the compiler does with one 4-byte load; `guard`, stored a byte at a time
@@ -122,6 +140,9 @@ struct vh_tls {
     uint8_t guard;
     uint16_t tag;                  /* innermost tag id (api.c), 0 = none   */
     uint32_t tid;
+    uint64_t deferred;             /* signals (bit sig-1) held back while
+                                      guard was BUSY (signals.c)            */
+    uintptr_t busy_sp;             /* frame that last raised guard to BUSY */
     struct vh_chunk_header *chunk; /* chunk this thread appends to         */
     char *pos, *end;               /* next record / end of that chunk      */
     uintptr_t stack_lo, stack_hi;
@@ -174,7 +195,13 @@ enum vh_mode {
     VH_MODE_DROP,                  /* capture disabled: count, don't record  */
     VH_MODE_OFF,                   /* no capture at all: pass through        */
 };
-extern int vh_mode;                /* atomic                                 */
+/* The mode lives in a page the kernel zeroes in every child (MADV_WIPEONFORK):
+ * a child made by any fork, glibc's or a raw fork/clone system call that
+ * runs no atfork handler, reads VH_MODE_UNINIT and takes the slow path,
+ * which sees the new pid (lifecycle.c). vh_mode_word points at a static
+ * word until init maps that page. */
+extern int *vh_mode_word;
+#define vh_mode (*vh_mode_word)
 
 struct vh_capture {
     struct vh_capture_header *hdr; /* == base                                */
@@ -184,7 +211,9 @@ struct vh_capture {
     uint64_t start_mono;           /* CLOCK_MONOTONIC ns of start            */
     uint32_t chunk_size;
     pid_t pid;                     /* pid the capture belongs to             */
-    int fd;                        /* capture file, high, CLOEXEC            */
+    int fd;                        /* capture file, high, CLOEXEC; -1: none
+                                      kept (capture.c's vh_fd_high)          */
+    int as_limited;                /* RLIMIT_AS is finite (reserve_range)    */
     dev_t dev;
     ino_t ino;
     char path[4096];
@@ -211,8 +240,17 @@ const char *vh_capture_display_path(void);
 /* Bytes of capture pages mapped in this process now (they count in its
  * RSS; the RSS records leave them out). */
 uint64_t vh_capture_resident(void);
-/* Moves fd high (out of the program's way) and CLOEXEC; returns the new fd. */
+/* Moves fd high (out of the program's way) and CLOEXEC: the new fd, the old
+ * one closed; -1 (fd untouched) when RLIMIT_NOFILE leaves no room up high. */
 int vh_fd_high(int fd, int below);
+/* The program's allocator failed under RLIMIT_AS: gives back the part of
+ * the capture's range not mapped yet. 1 if that freed anything (the
+ * caller tries the allocation again). */
+int vh_capture_give_back(void);
+VH_ALWAYS_INLINE int vh_oom_retry(void)
+{
+    return vh_unlikely(vh_cap.as_limited) && vh_capture_give_back();
+}
 
 /* stacks.c */
 int vh_stacks_init(void);
@@ -229,6 +267,7 @@ void vh_stacks_fork_parent(void);
 
 /* unwind.c */
 int vh_unwind_init(void);
+extern uintptr_t vh_self_lo, vh_self_hi;   /* libvheap.so's code */
 /* Caches this thread's stack bounds (pthread_getattr_np: for the main thread
  * it reads /proc/self/maps, so init does it before the program runs). */
 void vh_unwind_bounds(struct vh_tls *t);
@@ -466,6 +505,32 @@ VH_ALWAYS_INLINE void vh_count(uint64_t *counter)
     __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 }
 
+/* signals.c: delivers the signals held back while the guard was BUSY. */
+void vh_signals_release(struct vh_tls *t);
+
+/* Into the shim's bookkeeping: returns the guard to restore. */
+VH_ALWAYS_INLINE uint8_t vh_busy(struct vh_tls *t)
+{
+    uint8_t g = t->guard;
+    t->busy_sp = (uintptr_t)__builtin_frame_address(0);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->guard = VH_G_BUSY;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return g;
+}
+
+/* Out of it, to guard g (the caller's, or REAL before a real call): a
+ * signal held back meanwhile is delivered now. The guard is lowered
+ * before `deferred` is read, so a signal landing in between is not held. */
+VH_ALWAYS_INLINE void vh_unbusy(struct vh_tls *t, uint8_t g)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->guard = g;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (vh_unlikely(t->deferred))
+        vh_signals_release(t);
+}
+
 /* Room for `size` bytes at t->pos in this thread's chunk (claiming one if
  * needed, a THREAD record with `time` first); NULL when recording is
  * disabled (the event is then counted as dropped by the caller). */
@@ -556,6 +621,10 @@ void vh_record_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned fla
                     uint64_t addr, uint64_t time);
 void vh_record_time(struct vh_tls *t, uint8_t type, uint16_t a, uint32_t b, uint64_t time);
 void vh_record_value(struct vh_tls *t, uint8_t type, uint64_t value, uint64_t time);
+
+/* hooks_cxx.c: counts the objects loaded at startup (init, before the
+ * program's code runs): only those loaded later need pinning. */
+void vh_cxx_startup(void);
 
 /* api.c: the custom-heap and tag tables around fork (lifecycle.c calls
  * these); the child re-describes live heaps and tags in its new capture. */

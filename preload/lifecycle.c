@@ -19,11 +19,13 @@
 #include <unistd.h>
 
 #include "preload/internal.h"
+#include "preload/sys.h"
 
 extern char **environ;
 
 __thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
-int vh_mode = VH_MODE_UNINIT;
+static int boot_mode = VH_MODE_UNINIT;
+int *vh_mode_word = &boot_mode;
 uint64_t vh_next_rss = UINT64_MAX;
 
 static pthread_key_t thread_key;
@@ -62,36 +64,54 @@ void vh_own_end(struct vh_tls *t, const sigset_t *saved)
 }
 
 /* ---- RSS --------------------------------------------------------------------- */
-static void statm_open(void)
+/* /proc/self/statm: kept open up high when RLIMIT_NOFILE leaves room
+ * (capture.c's vh_fd_high), else opened for each sample. A kept number is
+ * used only while it is still that file: a program that closed it may own
+ * the number now, so it is forgotten, never closed. */
+static int statm_fd_get(int *transient)
 {
-    if (statm_fd >= 0)
-        close(statm_fd);
-    statm_fd = -1;
-    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    fd = vh_fd_high(fd, 1);
     struct stat st;
-    if (fstat(fd, &st) < 0) {
-        close(fd);
-        return;
+    *transient = 0;
+    if (statm_fd >= 0 && fstat(statm_fd, &st) == 0 && st.st_dev == statm_dev &&
+        st.st_ino == statm_ino)
+        return statm_fd;
+    statm_fd = -1;
+    int fd = vh_sys_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int high = vh_fd_high(fd, 1);
+    if (high < 0) {
+        *transient = 1;
+        return fd;
     }
-    statm_fd = fd;
+    if (fstat(high, &st) < 0) {
+        vh_sys_close(high);
+        return -1;
+    }
     statm_dev = st.st_dev;
     statm_ino = st.st_ino;
+    return statm_fd = high;
+}
+
+/* A fork child: the kept descriptor reads the parent's statm. Closed if
+ * still that file, forgotten either way. */
+static void statm_forget(void)
+{
+    int transient, fd = statm_fd >= 0 ? statm_fd_get(&transient) : -1;
+    if (fd >= 0)
+        vh_sys_close(fd);
+    statm_fd = -1;
 }
 
 static int read_rss(uint64_t *bytes)
 {
-    struct stat st;
-    /* The program may have closed our descriptor and reused the number. */
-    if (statm_fd < 0 || fstat(statm_fd, &st) < 0 || st.st_dev != statm_dev ||
-        st.st_ino != statm_ino)
-        statm_open();
-    if (statm_fd < 0)
+    int transient, fd = statm_fd_get(&transient);
+    if (fd < 0)
         return -1;
     char buf[128];
-    ssize_t n = pread(statm_fd, buf, sizeof buf - 1, 0);
+    ssize_t n = vh_sys_pread(fd, buf, sizeof buf - 1, 0);
+    if (transient)
+        vh_sys_close(fd);
     if (n <= 0)
         return -1;
     buf[n] = '\0';
@@ -159,8 +179,7 @@ static void thread_setup(struct vh_tls *t)
 static void thread_exit(void *arg)
 {
     struct vh_tls *t = &vh_tls;
-    uint8_t g = t->guard;
-    t->guard = VH_G_BUSY;
+    uint8_t g = vh_busy(t);
     t->registered = 0;
     if (t->chunk && __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON)
         vh_record_time(t, VH_REC_THREAD_EXIT, 0, t->tid, vh_now());
@@ -168,7 +187,7 @@ static void thread_exit(void *arg)
     vh_chunk_release(t);
     vh_cfi_thread_end(t);
     vh_stacks_thread_end(t);
-    t->guard = g;
+    vh_unbusy(t, g);
 }
 
 void vh_thread_register(struct vh_tls *t)
@@ -210,14 +229,18 @@ static void fork_child_work(void)
     t->tid = 0;
     t->exited = 0;
     t->in_fork = 0;
-    int mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);
+    t->guard = VH_G_OUT;
+    t->deferred = 0;
+    /* Whether the parent recorded: it had a capture (the mode word itself
+     * reads UNINIT here, internal.h). */
+    int recorded = vh_cap.hdr != NULL;
     vh_modules_fork_child();
-    if (mode == VH_MODE_ON || mode == VH_MODE_DROP) {
+    if (recorded) {
         vh_stacks_reset();
         vh_capture_fork_child();
         if (vh_cap.hdr) {
             __atomic_store_n(&vh_mode, VH_MODE_ON, __ATOMIC_RELEASE);
-            statm_open();
+            statm_forget();        /* the parent's statm */
             vh_modules_emit_all(t);
             vh_rss_sample(t);
             rss_restart();
@@ -227,6 +250,7 @@ static void fork_child_work(void)
     } else {
         vh_capture_fork_parent(); /* only the locks prepare took */
         vh_stacks_fork_parent();
+        __atomic_store_n(&vh_mode, VH_MODE_OFF, __ATOMIC_RELEASE);
     }
     vh_api_fork_child(t);          /* after the capture exists */
     vh_own_end(t, &saved);
@@ -322,10 +346,25 @@ static void finish(void)
     if (__atomic_exchange_n(&finished_pid, me, __ATOMIC_ACQ_REL) == me)
         return;
     struct vh_tls *t = &vh_tls;
-    uint8_t g = t->guard;
-    t->guard = VH_G_BUSY;
+    uint8_t g = vh_busy(t);
     vh_capture_end();
-    t->guard = g;
+    vh_unbusy(t, g);
+}
+
+/* The mode word's own page, zeroed in any child by the kernel (internal.h).
+ * Without MADV_WIPEONFORK (Linux < 4.14) the static word stays in use and
+ * only glibc's fork is told apart. Called with the mode at INIT. */
+static void mode_page(void)
+{
+    int *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return;
+    if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+        munmap(p, 4096);
+        return;
+    }
+    *p = VH_MODE_INIT;
+    __atomic_store_n(&vh_mode_word, p, __ATOMIC_RELEASE);
 }
 
 static void init(void)
@@ -346,6 +385,9 @@ static void init(void)
     sigset_t saved;
     vh_own_begin(t, &saved);
     int mode = VH_MODE_OFF;
+    if (vh_mode_word == &boot_mode)
+        mode_page();
+    vh_log_init();
     vh_resolve_real();
     vh_options_load();
     page_size = sysconf(_SC_PAGESIZE);
@@ -366,18 +408,17 @@ static void init(void)
         mode = VH_MODE_DROP;
         goto out;
     }
+    vh_cxx_startup();
     thread_setup(t);
     t->clocked = 1;                /* the first thread: see vh_enter_slow */
     vh_clock_thread();
     thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     atexit(finish);
-    statm_open();
-    uint8_t g = t->guard;
-    t->guard = VH_G_BUSY;
+    uint8_t g = vh_busy(t);
     vh_modules_emit_all(t);
     vh_rss_sample(t);
-    t->guard = g;
+    vh_unbusy(t, g);
     rss_restart();
     __atomic_fetch_add(&vh_cap.hdr->dropped_events,
                        __atomic_exchange_n(&preinit_dropped, 0, __ATOMIC_RELAXED),
@@ -399,8 +440,33 @@ static int cxx_handler_call(const struct vh_tls *t)
            (sp > t->cxx_sp || t->cxx_sp - sp > VH_CXX_INNER_MAX);
 }
 
+/* The guard is BUSY, yet this call comes from a frame above the one that
+ * raised it, on the same stack: that frame is gone. Only a handler the
+ * shim did not install through its trampoline (a raw rt_sigaction) can
+ * have left the shim that way, by longjmp; its state is cleared so that
+ * recording goes on. (A call from further down cannot be told from a
+ * handler nested in the bookkeeping: counted as nested until a call
+ * comes from above.) */
+static void guard_stale(struct vh_tls *t)
+{
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    if (!t->bounds_known || sp <= t->busy_sp || sp < t->stack_lo || sp >= t->stack_hi ||
+        t->busy_sp < t->stack_lo)
+        return;
+    if (t->unwinding) {
+        t->unwinding = 0;
+        if (t->own)
+            t->own--;
+    }
+    t->guard = VH_G_OUT;
+    if (vh_cap.hdr)
+        vh_count(&vh_cap.hdr->guard_resets);
+}
+
 int vh_enter_slow(struct vh_tls *t)
 {
+    if (vh_unlikely(t->guard == VH_G_BUSY))
+        guard_stale(t);            /* cleared, if so: decided below */
     if (t->own && !cxx_handler_call(t)) {
         /* The shim's own call: not an event. But nothing inside libunwind
          * allocates, so a call arriving there is a signal handler's. */
@@ -413,13 +479,20 @@ int vh_enter_slow(struct vh_tls *t)
         fork_child_work();         /* a child allocating before our handler */
     int mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);
     if (mode == VH_MODE_UNINIT) {
-        init();
+        /* The mode word reads UNINIT in every child (internal.h): one made
+         * by a raw fork or clone system call ran no atfork handler and
+         * still holds the parent's capture, which it must never write. */
+        if (vh_cap.pid && (pid_t)syscall(SYS_getpid) != vh_cap.pid)
+            fork_child_work();
+        else
+            init();
         mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);
     }
     switch (mode) {
     case VH_MODE_ON:
         if (t->guard == VH_G_BUSY) {
-            /* A signal handler interrupted our bookkeeping. */
+            /* A signal handler interrupted our bookkeeping (one installed
+             * behind the trampoline's back, or a fault's). */
             vh_count(&vh_cap.hdr->nested_events);
             return 0;
         }
@@ -432,10 +505,13 @@ int vh_enter_slow(struct vh_tls *t)
         if (vh_unlikely(!t->bounds_known) && t->guard == VH_G_OUT)
             thread_setup(t);
         /* Every other thread's first event (init counts the first one's):
-         * from the second on, times must order threads, before its first. */
+         * from the second on, times must order threads, before its first.
+         * At BUSY: it may take the clock's lock. */
         if (vh_unlikely(!t->clocked)) {
+            uint8_t g = vh_busy(t);
             t->clocked = 1;
             vh_clock_thread();
+            vh_unbusy(t, g);
         }
         return 1;
     case VH_MODE_DROP:

@@ -8,9 +8,11 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "preload/internal.h"
+#include "preload/sys.h"
 
 #define VH_LOG_MAX_LINES 32
 
@@ -19,6 +21,7 @@ static unsigned log_lines;         /* atomic */
 struct out {
     char *buf;
     size_t size, len;
+    int escape;                    /* a line for stderr: escape %s controls */
 };
 
 static void put_char(struct out *o, char c)
@@ -28,12 +31,23 @@ static void put_char(struct out *o, char c)
     o->len++;
 }
 
+/* Strings are names the program or the user chose (paths, labels):
+ * control bytes are written as \xNN, so none reaches a terminal raw. */
 static void put_str(struct out *o, const char *s)
 {
     if (!s)
         s = "(null)";
-    while (*s)
-        put_char(o, *s++);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (o->escape && (c < 0x20 || c == 0x7f)) {
+            put_char(o, '\\');
+            put_char(o, 'x');
+            put_char(o, "0123456789abcdef"[c >> 4]);
+            put_char(o, "0123456789abcdef"[c & 15]);
+        } else {
+            put_char(o, (char)c);
+        }
+    }
 }
 
 static void put_unsigned(struct out *o, unsigned long long v, unsigned base)
@@ -49,9 +63,9 @@ static void put_unsigned(struct out *o, unsigned long long v, unsigned base)
         put_char(o, tmp[--n]);
 }
 
-size_t vh_vformat(char *buf, size_t size, const char *fmt, va_list ap)
+static size_t format(char *buf, size_t size, int escape, const char *fmt, va_list ap)
 {
-    struct out o = { buf, size, 0 };
+    struct out o = { buf, size, 0, escape };
     for (const char *p = fmt; *p; p++) {
         if (*p != '%') {
             put_char(&o, *p);
@@ -103,6 +117,11 @@ size_t vh_vformat(char *buf, size_t size, const char *fmt, va_list ap)
     return o.len < size ? o.len : (size ? size - 1 : 0);
 }
 
+size_t vh_vformat(char *buf, size_t size, const char *fmt, va_list ap)
+{
+    return format(buf, size, 0, fmt, ap);
+}
+
 const char *vh_errname(int err)
 {
     const char *n = strerrorname_np(err);
@@ -118,15 +137,47 @@ size_t vh_format(char *buf, size_t size, const char *fmt, ...)
     return n;
 }
 
+/* What fd 2 was when the shim started. A daemon that closes it and opens
+ * its data file at number 2 must not get our lines appended to it: a
+ * line is written only while fd 2 is still that file. */
+static int stderr_state;           /* 0: not looked at, 1: known, -1: closed */
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+
+void vh_log_init(void)
+{
+    struct stat st;
+    if (fstat(2, &st) == 0) {
+        stderr_dev = st.st_dev;
+        stderr_ino = st.st_ino;
+        stderr_state = 1;
+    } else {
+        stderr_state = -1;
+    }
+}
+
+static int stderr_same(void)
+{
+    struct stat st;
+    if (stderr_state == 0)
+        return 1;                  /* before init: nothing to compare with */
+    return stderr_state > 0 && fstat(2, &st) == 0 && st.st_dev == stderr_dev &&
+           st.st_ino == stderr_ino;
+}
+
 static void emit(const char *fmt, va_list ap)
 {
     int saved = errno;             /* the program may be looking at errno */
+    if (!stderr_same()) {
+        errno = saved;
+        return;
+    }
     char buf[512];
     memcpy(buf, "vheap: ", 7);
-    size_t n = 7 + vh_vformat(buf + 7, sizeof buf - 8, fmt, ap);
+    size_t n = 7 + format(buf + 7, sizeof buf - 8, 1, fmt, ap);
     buf[n++] = '\n';
     for (size_t off = 0; off < n;) {
-        ssize_t w = write(2, buf + off, n - off);
+        ssize_t w = vh_sys_write(2, buf + off, n - off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)

@@ -347,10 +347,9 @@ VH_EXPORT int dlclose(void *handle)
     int rc = vh_real.dlclose(handle);
     if (track) {
         int e = errno;
-        uint8_t g = t->guard;
-        t->guard = VH_G_BUSY;
+        uint8_t g = vh_busy(t);
         poll_modules(t);
-        t->guard = g;
+        vh_unbusy(t, g);
         closing_done();
         errno = e;
     }

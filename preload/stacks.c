@@ -251,6 +251,21 @@ static uint32_t insert(struct vh_tls *t, uint64_t h, const uint64_t *f, uint32_t
     }
 }
 
+/* A signal handler returns into the shim's trampoline (signals.c), which
+ * is not the program's and would not be there without the shim: its frame
+ * is dropped (the leading frames of the shim the walk skipped already).
+ * Walks known from before never get here twice. */
+static uint32_t drop_trampoline(uint64_t *f, uint32_t n, uint64_t *fold)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!(f[i] >= vh_self_lo && f[i] < vh_self_hi))
+            f[k++] = f[i];
+    if (k != n)
+        *fold = 0;                 /* the walk's fold covered the frame */
+    return k;
+}
+
 VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
 {
     /* A dlclose is running: its library may already be gone and another
@@ -269,7 +284,8 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
     /* A walk known from before (cfi.c): its id is kept with it. */
     if (tag && *tag >> 32 == ep)
         return (uint32_t)*tag;
-    const uint64_t *f = buf + skip;
+    uint64_t *f = buf + skip;
+    n = drop_trampoline(f, n, &fold);
     uint64_t h = hash_frames(f, n, truncated, __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE),
                              fold);
     struct idc *c = t->ids ? &t->ids->c[(h >> 32) & (IDC_SLOTS - 1)] : NULL;

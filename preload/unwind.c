@@ -24,7 +24,9 @@
 /* Frames the shim itself may put on the stack above the caller's. */
 #define SKIP_SLACK 8u
 
-static uintptr_t self_lo, self_hi;    /* libvheap.so */
+uintptr_t vh_self_lo, vh_self_hi;     /* libvheap.so's code */
+#define self_lo vh_self_lo
+#define self_hi vh_self_hi
 static uintptr_t unw_lo, unw_hi;      /* libunwind.so */
 
 struct range_query {

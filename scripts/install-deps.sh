@@ -10,7 +10,8 @@ set -eu
 # check that libc frames get file:line through /usr/lib/debug/.build-id.
 PACKAGES="build-essential pkg-config libunwind-dev libsqlite3-dev sqlite3 \
 libdw-dev libelf-dev zlib1g-dev libzstd-dev libjemalloc-dev libcmocka-dev \
-heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg"
+heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg \
+libtcmalloc-minimal4"
 
 missing=""
 for p in $PACKAGES; do

@@ -2,8 +2,11 @@
  * for an allocation a signal handler makes. The main thread and a worker
  * thread each spin in victim(), called from outer(), until a helper thread
  * sends them SIGUSR1; the handler (on the thread's stack, or on a
- * sigaltstack with `alt`) notes the address it returns to (the trampoline)
- * and the interrupted PC (from its ucontext), and mallocs a block of a size
+ * sigaltstack with `alt`) notes the kernel's signal trampoline (the
+ * restorer sigaction reports; bare, the handler returns straight into it,
+ * under the shim through the shim's own trampoline first, whose frame the
+ * recorded stack leaves out) and the interrupted PC (from its ucontext),
+ * and mallocs a block of a size
  * unique to that round through handler_alloc(). ROUNDS (default 20) per
  * target thread. Built with frame pointers, so VHEAP_UNWIND=fp applies.
  * stdout: "range handler|victim|outer LO HI" (each a code section) and one
@@ -50,6 +53,8 @@ HANDLER static void *handler_alloc(size_t size)
     return p;
 }
 
+static uintptr_t restorer;
+
 HANDLER static void on_usr1(int sig, siginfo_t *si, void *ctx)
 {
     (void)sig;
@@ -58,7 +63,7 @@ HANDLER static void on_usr1(int sig, siginfo_t *si, void *ctx)
     if (me < 0)
         return;
     struct hit *h = &hits[me][my_round];
-    h->tramp = (uintptr_t)__builtin_return_address(0);
+    h->tramp = restorer;
     h->pc = (uintptr_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
     h->size = 3000 + (size_t)me * 1000 + my_round;
     h->block = handler_alloc(h->size);
@@ -143,6 +148,9 @@ int main(int argc, char **argv)
         return 2;
     }
     tp_handle_info(SIGUSR1, on_usr1, SA_RESTART | (use_alt ? SA_ONSTACK : 0));
+    struct sigaction cur;
+    TP_CHECK(sigaction(SIGUSR1, NULL, &cur) == 0);
+    restorer = (uintptr_t)cur.sa_restorer;
     target_thread[0] = pthread_self();
     pthread_t w, s;
     /* The worker goes second: it waits for the main thread's rounds. */

@@ -1485,7 +1485,7 @@ static void test_dump_text(void **state)
              "argv 0 ./prog\n"
              "argv 1 --flag\n"
              "argv 2 tab\\x09here\n"
-             "loss dropped=5 nested=0 stack_table_full=0\n"
+             "loss dropped=5 nested=0 stack_table_full=0 deferred_signals=0 guard_resets=0\n"
              "100 7 thread chunk=0\n"
              "101 8 thread chunk=1\n"
              "102 7 module bias=0x0 lo=0x400000 hi=0x405000 build_id=abcdef0123 "

@@ -1,0 +1,41 @@
+# fate_longjmp — Vere's timer: a 1 ms interval timer whose handler
+# siglongjmps out to a sigsetjmp in the main loop, 2000 times, while the
+# loop allocates in its own arena (vheap.h) — most of its time inside the
+# shim. Every allocation that returned to the program is recorded (a jump
+# may also land after an allocation was recorded but before it returned:
+# at most one per jump), every free too, and nothing is nested or dropped:
+# the handler ran after the shim's bookkeeping (preload/signals.c), never
+# inside it. Before that design, the first jump that landed in the shim
+# left its guard busy and every later event was dropped as nested.
+. "$TOP/tests/lib.sh"
+need "$VHEAP_LIB" "$ANALYZE" "$PROGS/fate"
+
+run_one() { # UNWIND
+    rm -f cap.vhcap
+    VHEAP_UNWIND=$1 VHEAP_OUT=cap.vhcap VHEAP_QUIET=1 \
+        timeout 120 env LD_PRELOAD="$VHEAP_LIB" "$PROGS/fate" longjmp 2000 >out.txt \
+        || die "fate longjmp ($1) exited $? (124: hung)"
+    eval "$(tr ' ' '\n' <out.txt | grep -E '^(returned|freed|jumps)=')"
+    [ "$jumps" -eq 2000 ] || die "only $jumps jumps"
+    vh_dump cap.vhcap dump.txt
+    awk '$1 == "loss" { print; next }
+         $3 == "alloc" && / heap=1 / { a++ }
+         $3 == "free" && / heap=1 / { f++ }
+         $3 == "alloc" && / size=6500 / { after++ }
+         END { print "counts", a + 0, f + 0, after + 0 }' dump.txt >counts.txt
+    read -r _ alloc_rec free_rec after <<EOF2
+$(grep '^counts' counts.txt)
+EOF2
+    loss=$(grep '^loss' counts.txt)
+    case $loss in *" nested=0 "*) ;; *) die "events lost ($1): $loss" ;; esac
+    case $loss in *"dropped=0 "*) ;; *) die "events dropped ($1): $loss" ;; esac
+    [ "$alloc_rec" -ge "$returned" ] ||
+        die "$1: $alloc_rec arena allocations recorded, $returned returned to the program"
+    [ "$alloc_rec" -le $((returned + jumps)) ] ||
+        die "$1: $alloc_rec recorded, more than $returned returned + $jumps jumps"
+    [ "$free_rec" -ge "$freed" ] || die "$1: $free_rec frees recorded, $freed done"
+    expect_eq "allocations after the last jump ($1)" "$after" 100
+    echo "longjmp ($1): $jumps jumps, $returned allocations returned, $alloc_rec recorded; $loss"
+}
+run_one libunwind
+run_one fp

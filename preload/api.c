@@ -39,7 +39,7 @@ struct tag_slot {
 };
 
 /* ---- tables: one mmap'd region, created on first need ------------------- */
-static int api_lock;
+static vh_lock_t api_lock;
 static int tables_state;           /* atomic: 0 none, 1 mapped, -1 failed   */
 static struct heap_slot *heaps;    /* [HEAP_MAX + 1], index = id             */
 static struct tag_slot *tag_slots; /* [TAG_SLOTS]                            */

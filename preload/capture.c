@@ -26,7 +26,7 @@ struct vh_capture vh_cap = { .fd = -1 };
 #define MAX_EXTENT (64ull << 20)
 #define FREE_MAX 4096u
 
-static int chunk_lock;             /* claims, growth, the free list         */
+static vh_lock_t chunk_lock;             /* claims, growth, the free list         */
 /* Chunks of exited threads, with the time of their last record: a chunk is
  * only handed to a thread whose next record is not earlier (a reader finds
  * time going backwards inside a chunk a sign of damage). */
@@ -41,23 +41,31 @@ static char start_cwd[4096];       /* relative patterns resolve against it  */
 static char exe_path[VH_EXE_MAX];
 
 /* ---- small locks for the slow paths --------------------------------------- */
-void vh_lock(int *l)
+void vh_lock(vh_lock_t *l)
 {
     /* The thread that ran the fork prepare handler holds every lock until
      * the parent/child handler: it must not wait for itself. */
     if (vh_tls.in_fork)
         return;
-    for (unsigned spins = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); spins++) {
-        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
-            if (++spins < 100)
-                __builtin_ia32_pause();
-            else
-                sched_yield();
+    uintptr_t me = (uintptr_t)&vh_tls;
+    for (unsigned spins = 0;; spins++) {
+        uintptr_t cur = 0;
+        if (__atomic_compare_exchange_n(l, &cur, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return;
+        if (cur == me) {           /* left held by a longjmp: see internal.h */
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (vh_cap.hdr)
+                vh_count(&vh_cap.hdr->guard_resets);
+            return;
         }
+        if (spins < 100)
+            __builtin_ia32_pause();
+        else
+            sched_yield();
     }
 }
 
-void vh_unlock(int *l)
+void vh_unlock(vh_lock_t *l)
 {
     if (vh_tls.in_fork)
         return;
@@ -658,6 +666,13 @@ void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time)
         __atomic_store_n(&c->used, (uint64_t)(t->pos - (char *)c), __ATOMIC_RELEASE);
         return t->pos;
     }
+}
+
+void vh_chunk_abandon(struct vh_tls *t)
+{
+    retire(t);
+    t->chunk = NULL;
+    t->pos = t->end = NULL;
 }
 
 void vh_chunk_release(struct vh_tls *t)

@@ -159,7 +159,7 @@ static void pair(uint64_t *tsc, uint64_t *mono)
 static int usable;                 /* the clocksource is the TSC             */
 static uint32_t coarse_res;        /* CLOCK_MONOTONIC_COARSE's step, or 0    */
 static int threads;                /* atomic: threads that have recorded     */
-static int switch_lock;
+static vh_lock_t switch_lock;
 static uint64_t slow_off;          /* added to CLOCK_MONOTONIC's times: the
                                       coarse clock's lead, once it gave way */
 static int scale_known;            /* mult/shift valid                       */

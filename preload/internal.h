@@ -118,9 +118,10 @@ size_t vh_boot_usable(const void *p);
  * and while a handler runs the thread counts as outside the shim (guard,
  * own and cxx_sp lowered, restored if it returns). Every shim lock is
  * taken at BUSY only. A handler installed behind the shim's back (a raw
- * rt_sigaction system call) is not held back: its calls at BUSY are
- * counted as nested, and if it leaves by longjmp the next event from a
- * frame above the abandoned one finds the guard stale and clears it. */
+ * rt_sigaction system call), or a fault's, is not held back: its calls
+ * at BUSY are counted as nested, and if it leaves by longjmp the next
+ * event from the abandoned frame's depth or above finds the guard stale
+ * and repairs the thread (lifecycle.c's guard_stale; vh_lock). */
 enum { VH_G_OUT = 0, VH_G_REAL = 1, VH_G_BUSY = 2 };
 /* Layout: vh_fast_ok() tests own, in_fork and bounds_known together, which
  * the compiler does with one 4-byte load; `guard`, stored a byte at a time
@@ -229,13 +230,24 @@ extern uint32_t vh_modules_closing;
 int vh_capture_create(int forked, const struct vh_capture_header *parent);
 void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time);
 void vh_chunk_release(struct vh_tls *t);
+/* Leaves the thread's chunk as published (its `used`), never to write
+ * into it again: after a writer was stopped mid-record (lifecycle.c's
+ * guard_stale). The next record claims a chunk. */
+void vh_chunk_abandon(struct vh_tls *t);
 void vh_capture_disable(const char *why, int err);
 void vh_capture_end(void);
 void vh_capture_fork_prepare(void);
 void vh_capture_fork_parent(void);
 void vh_capture_fork_child(void);
-void vh_lock(int *l);
-void vh_unlock(int *l);
+/* The shim's spinlocks for its slow paths, taken at guard BUSY only
+ * (so a handler the trampoline holds back never waits on one). A lock
+ * word holds its owner's thread state address: a thread that finds a
+ * lock held by itself had its holder left by a longjmp from a handler the
+ * shim could not hold back (nested calls never get this far: the guard
+ * turns them away), and takes the lock over. */
+typedef uintptr_t vh_lock_t;
+void vh_lock(vh_lock_t *l);
+void vh_unlock(vh_lock_t *l);
 const char *vh_capture_display_path(void);
 /* Bytes of capture pages mapped in this process now (they count in its
  * RSS; the RSS records leave them out). */
@@ -362,7 +374,7 @@ void vh_modules_fork_child(void);
 /* Called when the fast-path test failed: initializes if needed and decides.
  * Returns 1 if the event is to be recorded (guard is then usable), 0 if the
  * caller passes it straight through (already counted where it must be). */
-int vh_enter_slow(struct vh_tls *t);
+VH_NOINLINE int vh_enter_slow(struct vh_tls *t);
 /* RSS sampling: tick is the hot path's "now >= vh_next_rss" branch (one
  * thread wins the sample); sample writes one RSS record now. */
 void vh_rss_tick(struct vh_tls *t, uint64_t now);
@@ -541,10 +553,16 @@ VH_ALWAYS_INLINE char *vh_rec_reserve(struct vh_tls *t, size_t size, uint64_t ti
     return vh_rec_begin_slow(t, size, time);
 }
 
-/* Publishes the bytes up to `end`: a reader trusts only bytes below `used`. */
-VH_ALWAYS_INLINE void vh_rec_publish(struct vh_tls *t, char *end)
+/* Publishes the bytes up to `end`, which are complete, with the cursor
+ * that follows them: a reader trusts only bytes below `used`. (A writer
+ * stopped between these stores by a handler that longjmps leaves the
+ * chunk: lifecycle.c's guard_stale.) */
+VH_ALWAYS_INLINE void vh_rec_publish(struct vh_tls *t, char *end, const struct vh_cursor *cur)
 {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->cur = *cur;
     t->pos = end;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&t->chunk->used, (uint64_t)(t->pos - (char *)t->chunk),
                      __ATOMIC_RELEASE);
     if (vh_unlikely(t->exited))
@@ -569,8 +587,9 @@ VH_ALWAYS_INLINE void *vh_rec_begin(struct vh_tls *t, size_t size, uint64_t time
 VH_ALWAYS_INLINE void vh_rec_commit(struct vh_tls *t, size_t size)
 {
     char *r = (char *)(((uintptr_t)t->pos + 7) & ~(uintptr_t)7);
-    t->cur.time = ((const struct vh_rec_time *)(const void *)r)->time;
-    vh_rec_publish(t, r + size);
+    struct vh_cursor c = { .time = ((const struct vh_rec_time *)(const void *)r)->time,
+                           .addr = t->cur.addr };
+    vh_rec_publish(t, r + size, &c);
 }
 
 VH_ALWAYS_INLINE void vh_dropped(void)
@@ -595,9 +614,10 @@ VH_ALWAYS_INLINE void vh_put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap
         slack = UINT32_MAX;
         flags |= VH_RF_SLACK_CLAMPED;
     }
-    p = vh_enc_alloc(p, &t->cur, type, (uint8_t)flags, heap, func, time, addr, size,
+    struct vh_cursor c = t->cur;
+    p = vh_enc_alloc(p, &c, type, (uint8_t)flags, heap, func, time, addr, size,
                      (uint32_t)slack, stack, tag);
-    vh_rec_publish(t, (char *)p);
+    vh_rec_publish(t, (char *)p, &c);
 }
 
 VH_ALWAYS_INLINE void vh_put_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
@@ -608,8 +628,9 @@ VH_ALWAYS_INLINE void vh_put_free(struct vh_tls *t, uint16_t heap, unsigned func
         vh_dropped();
         return;
     }
-    p = vh_enc_free(p, &t->cur, (uint8_t)flags, heap, func, time, addr);
-    vh_rec_publish(t, (char *)p);
+    struct vh_cursor c = t->cur;
+    p = vh_enc_free(p, &c, (uint8_t)flags, heap, func, time, addr);
+    vh_rec_publish(t, (char *)p, &c);
 }
 
 /* Internal entries the hooks use and the public custom-allocator API

@@ -442,15 +442,18 @@ static int cxx_handler_call(const struct vh_tls *t)
 
 /* The guard is BUSY, yet this call comes from a frame above the one that
  * raised it, on the same stack: that frame is gone. Only a handler the
- * shim did not install through its trampoline (a raw rt_sigaction) can
- * have left the shim that way, by longjmp; its state is cleared so that
- * recording goes on. (A call from further down cannot be told from a
- * handler nested in the bookkeeping: counted as nested until a call
- * comes from above.) */
-static void guard_stale(struct vh_tls *t)
+ * shim did not install through its trampoline (a raw rt_sigaction), or a
+ * fault's, can have left the shim that way, by longjmp; its state is
+ * cleared so that recording goes on. `sp` is the frame of the hook that
+ * asks (vh_enter_slow's caller): one at the same depth as the frame that
+ * raised the guard replaced it, so that one is gone too (two live frames
+ * never share an address; a nested handler's hook is deeper by a signal
+ * frame). A call from further down cannot be told from a handler nested
+ * in the bookkeeping: counted as nested until a call comes from there or
+ * above. */
+static void guard_stale(struct vh_tls *t, uintptr_t sp)
 {
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-    if (!t->bounds_known || sp <= t->busy_sp || sp < t->stack_lo || sp >= t->stack_hi ||
+    if (!t->bounds_known || sp < t->busy_sp || sp < t->stack_lo || sp >= t->stack_hi ||
         t->busy_sp < t->stack_lo)
         return;
     if (t->unwinding) {
@@ -459,14 +462,30 @@ static void guard_stale(struct vh_tls *t)
             t->own--;
     }
     t->guard = VH_G_OUT;
+    /* What the abandoned frame was doing is dropped: the rest of its chunk
+     * (a record it had encoded but not published would have moved the
+     * chunk's cursor; a new chunk starts a new run), and the thread's walk
+     * state and id cache, which it may have left half updated. */
+    vh_chunk_abandon(t);
+    if (t->walker) {
+        vh_cfi_thread_end(t);
+        vh_cfi_thread(t);
+    }
+    if (t->ids) {
+        vh_stacks_thread_end(t);
+        vh_stacks_thread(t);
+    }
     if (vh_cap.hdr)
         vh_count(&vh_cap.hdr->guard_resets);
 }
 
-int vh_enter_slow(struct vh_tls *t)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wframe-address"
+VH_NOINLINE int vh_enter_slow(struct vh_tls *t)
 {
+    /* The shim keeps frame pointers: frame 1 is the hook's. */
     if (vh_unlikely(t->guard == VH_G_BUSY))
-        guard_stale(t);            /* cleared, if so: decided below */
+        guard_stale(t, (uintptr_t)__builtin_frame_address(1));
     if (t->own && !cxx_handler_call(t)) {
         /* The shim's own call: not an event. But nothing inside libunwind
          * allocates, so a call arriving there is a signal handler's. */
@@ -525,6 +544,7 @@ int vh_enter_slow(struct vh_tls *t)
         return 0;
     }
 }
+#pragma GCC diagnostic pop
 
 __attribute__((constructor)) static void vh_constructor(void)
 {

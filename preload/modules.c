@@ -49,7 +49,7 @@ struct modlist {
 
 static struct modlist lists[2];
 static int cur;                    /* lists[cur] is what the capture knows */
-static int mod_lock;
+static vh_lock_t mod_lock;
 static int mods_ready;
 /* ld.so's adds + subs as of the last completed diff (atomic). Both only
  * grow, so an equal sum means neither moved. */

@@ -36,7 +36,7 @@ struct gen {
 static struct gen gens[GENS];
 static int ngens;                  /* atomic */
 static uint32_t next_id = 1;       /* atomic */
-static int grow_lock;
+static vh_lock_t grow_lock;
 
 uint32_t vh_module_gen;
 

@@ -9,6 +9,8 @@
  *                 heap, vheap.h); runs until N jumps. Prints "returned=R
  *                 freed=F jumps=J" (R: arena allocations whose report
  *                 returned to the program, sizes 7000..7099).
+ *   longjmp-raw N the same with the handler installed by a raw rt_sigaction
+ *                 system call, which the shim cannot hold back.
  *   exitsig T     a SIGTERM handler that calls exit(0) while T threads
  *                 allocate (the caller sends SIGTERM).
  *   cancel        pthread_cancel of a worker that only calls malloc/free:
@@ -31,6 +33,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +68,39 @@ static void on_timer(int sig)
 #define SLOT_SIZE 8192
 static char arena[SLOTS][SLOT_SIZE] __attribute__((aligned(16)));
 
-static int mode_longjmp(long want)
+/* The handler installed behind the shim's back: a raw rt_sigaction, with
+ * the restorer glibc gives its own (read back from another signal). */
+struct kernel_act {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    uint64_t mask;
+};
+#define K_SA_RESTORER 0x04000000ul
+
+static void dummy(int sig)
+{
+    (void)sig;
+}
+
+static void install_raw(int sig, void (*fn)(int))
+{
+    struct sigaction d;
+    memset(&d, 0, sizeof d);
+    d.sa_handler = dummy;
+    sigaction(SIGUSR2, &d, NULL);
+    struct kernel_act k, a;
+    if (syscall(SYS_rt_sigaction, SIGUSR2, NULL, &k, 8) != 0 || !k.restorer)
+        FAIL("rt_sigaction query");
+    memset(&a, 0, sizeof a);
+    a.handler = fn;
+    a.flags = K_SA_RESTORER;
+    a.restorer = k.restorer;
+    if (syscall(SYS_rt_sigaction, sig, &a, NULL, 8) != 0)
+        FAIL("rt_sigaction");
+}
+
+static int mode_longjmp(long want, int raw)
 {
     static volatile size_t slot_size[SLOTS];
     volatile long returned = 0, freed = 0;
@@ -77,7 +112,9 @@ static int mode_longjmp(long want)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_timer;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGALRM, &sa, NULL) != 0)
+    if (raw)
+        install_raw(SIGALRM, on_timer);
+    else if (sigaction(SIGALRM, &sa, NULL) != 0)
         FAIL("sigaction");
     struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
     if (setitimer(ITIMER_REAL, &it, NULL) != 0)
@@ -344,7 +381,9 @@ int main(int argc, char **argv)
     long n = argc > 2 ? atol(argv[2]) : 0;
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (!strcmp(m, "longjmp"))
-        return mode_longjmp(n ? n : 2000);
+        return mode_longjmp(n ? n : 2000, 0);
+    if (!strcmp(m, "longjmp-raw"))
+        return mode_longjmp(n ? n : 2000, 1);
     if (!strcmp(m, "exitsig"))
         return mode_exitsig(n ? (int)n : 1);
     if (!strcmp(m, "cancel"))

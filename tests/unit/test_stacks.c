@@ -28,12 +28,12 @@ uint64_t vh_now_slow(void)
     return ++clock_ns;
 }
 
-void vh_lock(int *l)
+void vh_lock(vh_lock_t *l)
 {
     *l = 1;
 }
 
-void vh_unlock(int *l)
+void vh_unlock(vh_lock_t *l)
 {
     *l = 0;
 }

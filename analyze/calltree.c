@@ -120,6 +120,19 @@ uint64_t *vh_ctree__vals(struct vh_ctree *t, int64_t row)
     return t->vals + (size_t)row * t->ncols;
 }
 
+size_t vh_ctree__count(const struct vh_ctree *t)
+{
+    return t->nrows;
+}
+
+void vh_ctree__key(const struct vh_ctree *t, int64_t row, uint32_t *leaf, uint32_t *heap,
+                   uint32_t *tag)
+{
+    *leaf = t->row_key[row * 3];
+    *heap = t->row_key[row * 3 + 1];
+    *tag = t->row_key[row * 3 + 2];
+}
+
 /* keep[i] = 1 for the nodes holding at least frac of some column's total. */
 static size_t mark(const struct vh_ctree *t, double frac, uint64_t *sum, uint8_t *keep)
 {

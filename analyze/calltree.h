@@ -27,6 +27,11 @@ int64_t vh_ctree__row(struct vh_ctree *t, const struct vh_sname *path, size_t n,
 /* Its ncols values, for the caller to add to (valid until the next row). */
 uint64_t *vh_ctree__vals(struct vh_ctree *t, int64_t row);
 
+/* Rows so far, and the leaf, heap and tag of one. */
+size_t vh_ctree__count(const struct vh_ctree *t);
+void vh_ctree__key(const struct vh_ctree *t, int64_t row, uint32_t *leaf, uint32_t *heap,
+                   uint32_t *tag);
+
 struct vh_ctree_stats {
     size_t nodes, kept;            /* before pruning, and kept               */
     size_t rows, pruned_rows;      /* rows, and those merged into a pruned node */

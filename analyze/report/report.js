@@ -343,11 +343,14 @@
     }
     var span = TL.by_event ? TL.events : TL.runtime;
     for (k = 0; k <= 6; k++)                      /* x axis */
-      mk('text', { x: X(P * k / 6), y: H - 10, 'text-anchor': 'middle', 'font-size': '11' }, xLabel(span * k / 6));
-    TL.marks.forEach(function (m, j) {
+      mk('text', { x: X(P * k / 6), y: H - 10, 'text-anchor': k ? (k < 6 ? 'middle' : 'end') : 'start', 'font-size': '11' },
+         xLabel(span * k / 6));
+    var lastLabel = -1e9;
+    TL.marks.forEach(function (m) {
       var x = X(m[2] + 0.5);
-      mk('line', { x1: x, x2: x, y1: Tp, y2: H - Bm, stroke: '#4a4', 'stroke-dasharray': '2 2' });
-      if (j < 40) mk('text', { x: x + 2, y: Tp - 4 + (j % 2) * 10, 'font-size': '10', fill: '#272' }, m[1]);
+      var line = mk('line', { x1: x, x2: x, y1: Tp, y2: H - Bm, stroke: '#4a4', 'stroke-dasharray': '2 2' });
+      line.appendChild(document.createElementNS(NS, 'title')).textContent = m[1] + ' at ' + hs(m[0]);
+      if (x - lastLabel > 70) { mk('text', { x: x + 2, y: Tp - 4, 'font-size': '10', fill: '#272' }, m[1]); lastLabel = x; }
     });
     TL.snapshots.forEach(function (p, j) {        /* the instants a click can show */
       mk('line', { x1: X(p + 1), x2: X(p + 1), y1: H - Bm, y2: H - Bm + 5, stroke: j === st.snap ? '#c00' : '#888' });
@@ -373,7 +376,7 @@
       (TL.by_event ? 'The x axis counts events: the run is only ' + hs(TL.runtime) +
         ' long and its times come from the coarse clock, whose ticks cannot place the events in time (VHEAP_CLOCK=precise gives exact times). '
         : '') +
-      P + ' points of ' + (TL.by_event ? hn(TL.width) + ' events' : hs(TL.width)) +
+      P + ' points of ' + (TL.by_event ? hn(TL.width) + (TL.width > 1 ? ' events' : ' event') : hs(TL.width)) +
       ' each: the band is the highest live bytes within a point, the line the live bytes at its end. ' +
       (TL.snapshots.length ? 'Click a time: the flame graph shows what was live then, at the nearest of ' +
         TL.snapshots.length + ' precomputed instants (the ticks under the axis).' : 'No snapshots were precomputed (--snapshots 0).') +

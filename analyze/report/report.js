@@ -549,4 +549,6 @@
   drawFrag();
   window.addEventListener('resize', function () { drawFlame(); });
   document.documentElement.setAttribute('data-ready', '1');
+  /* how long the page took to draw, since navigation began (for bench/run.sh) */
+  document.documentElement.setAttribute('data-render-ms', String(Math.round(performance.now())));
 })();

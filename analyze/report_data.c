@@ -66,7 +66,7 @@ int vh_report_add_stats(struct vh_ctree *t, sqlite3 *db, const struct vh_snames 
                            -1, &st, NULL) != SQLITE_OK)
         return dbfail(db, "reading stack_stats", err, errlen);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int n = vh_snames__stack(sn, sqlite3_column_int64(st, 2), &path, &cap);
+        int n = vh_snames__stack(sn, sqlite3_column_int64(st, 2), 0, &path, &cap);
         int64_t r = n < 0 ? n
                           : vh_ctree__row(t, path, (size_t)n, sn,
                                           vh_rkey_heap(k, sqlite3_column_int64(st, 0),
@@ -206,7 +206,7 @@ static int64_t row_of(struct stackrow *s, uint32_t heap, uint32_t stack, uint32_
     size_t cap = 0;
     if (e)
         return (int64_t)e->v1;
-    int n = vh_snames__stack(s->sn, stack, &path, &cap);
+    int n = vh_snames__stack(s->sn, stack, 0, &path, &cap);
     int64_t r = n < 0 ? -ENOMEM
                       : vh_ctree__row(s->t, path, (size_t)n, s->sn,
                                       vh_rkey_heap(s->k, heap, NULL), vh_rkey_tag(s->k, tag, NULL));
@@ -709,7 +709,7 @@ static int top_json(sqlite3 *db, const struct vh_snames *sn, unsigned limit, str
         first = 0;
         for (int c = 0; c < 10; c++)
             vh_xout__printf(o, "%s%" PRId64, c ? "," : "", (int64_t)sqlite3_column_int64(st, c));
-        int k = vh_snames__stack(sn, sqlite3_column_int64(st, 1), &path, &cap);
+        int k = vh_snames__stack(sn, sqlite3_column_int64(st, 1), 0, &path, &cap);
         vh_xout__puts(o, ",[");
         for (int i = k; i-- > 0;) {    /* innermost first, as the tables show */
             vh_xout__puts(o, i + 1 < k ? ",[" : "[");

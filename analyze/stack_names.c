@@ -236,15 +236,21 @@ static int put(struct vh_sname **buf, size_t *cap, size_t n, struct vh_sname v)
     return 0;
 }
 
-int vh_snames__stack(const struct vh_snames *s, int64_t id, struct vh_sname **buf, size_t *cap)
+int vh_snames__stack(const struct vh_snames *s, int64_t id, int64_t depth, struct vh_sname **buf,
+                     size_t *cap)
 {
     size_t n = 0;
     int known = id >= 0 && id <= s->max_stack;
-    if (known && s->truncated[id] && put(buf, cap, n++, (struct vh_sname){ s->s_truncated, 0, 0 }))
+    uint32_t nf = known ? s->stack_n[id] : 0;
+    int cut = depth > 0 && nf > depth;
+    if (cut)
+        nf = (uint32_t)depth;
+    if (known && (s->truncated[id] || cut) &&
+        put(buf, cap, n++, (struct vh_sname){ s->s_truncated, 0, 0 }))
         return -ENOMEM;
-    if (!known || !s->stack_n[id])
+    if (!nf)
         return put(buf, cap, n, (struct vh_sname){ s->s_nostack, 0, 0 }) ? -ENOMEM : (int)n + 1;
-    for (uint32_t i = s->stack_n[id]; i-- > 0;) {
+    for (uint32_t i = nf; i-- > 0;) {
         uint32_t f = s->stack_frames[s->stack_off[id] + i];
         if ((int64_t)f > s->max_frame)
             continue;

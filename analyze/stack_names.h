@@ -27,9 +27,11 @@ int vh_snames__load(sqlite3 *db, struct vh_snames **out, char *err, size_t errle
 void vh_snames__free(struct vh_snames *s);
 
 /* The names of stack `id` into *buf (grown as needed, *cap its room),
- * outermost first; a stack deeper than the recording depth starts with
- * "[truncated]", one without frames is "[no stack]". The count, or -ENOMEM. */
-int vh_snames__stack(const struct vh_snames *s, int64_t id, struct vh_sname **buf, size_t *cap);
+ * outermost first, of its innermost `depth` frames (0: all); a stack deeper
+ * than the recording depth or than `depth` starts with "[truncated]", one
+ * without frames is "[no stack]". The count, or -ENOMEM. */
+int vh_snames__stack(const struct vh_snames *s, int64_t id, int64_t depth, struct vh_sname **buf,
+                     size_t *cap);
 
 const char *vh_snames__str(const struct vh_snames *s, uint32_t id);
 

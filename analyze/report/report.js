@@ -68,9 +68,12 @@
     return out;
   }
   function tagChoices() {
-    var out = [['0', '(none)']];
-    if (B) { for (var i = 1; i < D.keys.length; i++) out.push([String(i), D.keys[i]]); return out; }
-    R.tags.forEach(function (t) { out.push([String(t[0]), t[1]]); });
+    var out = [['0', '(none)']], seen = {};
+    (B ? R.tags.concat(B.tags) : R.tags).forEach(function (t) {
+      /* a diff keys tags by label (D.keys), one run by id */
+      var k = B ? String(D.keys.indexOf(t[1])) : String(t[0]);
+      if (k !== '-1' && !seen[k]) { seen[k] = 1; out.push([k, t[1]]); }
+    });
     return out;
   }
 

@@ -107,4 +107,23 @@ expect_eq "tag $tag: calls" "$(q tag.dom id:fg-total)" \
     "$(sql "SELECT sum(allocations) FROM stack_stats s JOIN tags t ON t.id = s.tag_id WHERE t.label = '$tag'")"
 render loom.html "#cost=leaked" loomleak.dom
 expect_eq "every heap: leaked" "$(q loomleak.dom id:fg-total)" "$(sql 'SELECT sum(leaked_bytes) FROM heaps')"
+echo "== bad input"
+# refused WANT_RC NAME ARGS...: that exit and one line on stderr
+refused() {
+    _want=$1; shift
+    "$ANALYZE" "$@" >bad.out 2>bad.err
+    _rc=$?
+    [ $_rc -eq "$_want" ] || die "$*: exit $_rc, want $_want: $(cat bad.err)"
+    expect_eq "stderr lines of: $*" "$(wc -l <bad.err)" 1
+}
+refused 2 report loom.sqlite
+refused 2 report loom.sqlite -o x.html --snapshots 500
+refused 2 report loom.sqlite -o x.html --prune abc
+refused 2 report loom.sqlite -o x.html --heap malloc
+refused 1 report nothere.sqlite -o x.html
+printf 'not a database at all' >junk.sqlite
+refused 1 report junk.sqlite -o x.html
+refused 1 report loom.sqlite --diff junk.sqlite -o x.html
+refused 1 report loom.sqlite -o "$PWD/no/such/dir/x.html"
+[ ! -e x.html ] || die "a failed report left x.html behind"
 echo "report: totals, search, snapshot, filters and tables agree with the database"

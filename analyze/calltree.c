@@ -24,6 +24,11 @@ struct vh_ctree {
     uint32_t *row_key;             /* per row: leaf, heap, tag               */
     uint64_t *vals;                /* per row: ncols values                  */
     size_t nrows, rcap, vcap;
+    struct xlate {                 /* a source's string ids -> the tree's    */
+        const struct vh_snames *src;
+        uint32_t *id;              /* 0: not yet seen                        */
+        size_t n;
+    } xl[2];
 };
 
 struct vh_ctree *vh_ctree__new(size_t ncols)
@@ -48,6 +53,8 @@ void vh_ctree__free(struct vh_ctree *t)
     vh_strtab__free(t->str);
     vh_map__free(t->children);
     vh_map__free(t->rowmap);
+    free(t->xl[0].id);
+    free(t->xl[1].id);
     free(t->nodes);
     free(t->row_key);
     free(t->vals);
@@ -60,12 +67,39 @@ static uint32_t intern(struct vh_ctree *t, const char *s)
     return s ? vh_strtab__intern(t->str, s, strlen(s), &added) : 0;
 }
 
+/* The tree's id of string `id` of `names`: interned once per source (a
+ * stack's frames repeat the same few names millions of times). */
+static uint32_t xlate(struct vh_ctree *t, const struct vh_snames *names, uint32_t id)
+{
+    if (!id)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        struct xlate *x = &t->xl[i];
+        if (x->src && x->src != names)
+            continue;
+        x->src = names;
+        if (id >= x->n) {
+            size_t n = (size_t)id * 2 + 1024;
+            uint32_t *p = realloc(x->id, n * sizeof *p);
+            if (!p)
+                return 0;
+            memset(p + x->n, 0, (n - x->n) * sizeof *p);
+            x->id = p;
+            x->n = n;
+        }
+        if (!x->id[id])
+            x->id[id] = intern(t, vh_snames__str(names, id));
+        return x->id[id];
+    }
+    return intern(t, vh_snames__str(names, id));
+}
+
 static int64_t child(struct vh_ctree *t, uint32_t parent, const struct vh_sname *f,
                      const struct vh_snames *names)
 {
     int existed;
-    uint32_t name = intern(t, vh_snames__str(names, f->name));
-    uint32_t module = intern(t, vh_snames__str(names, f->module));
+    uint32_t name = xlate(t, names, f->name);
+    uint32_t module = xlate(t, names, f->module);
     if (!name)
         return -ENOMEM;
     struct vh_map_ent *e = vh_map__insert(t->children, (uint64_t)parent << 32 | name, module,
@@ -80,8 +114,7 @@ static int64_t child(struct vh_ctree *t, uint32_t parent, const struct vh_sname 
         return -ENOMEM;
     }
     e->v1 = t->nnodes;
-    t->nodes[t->nnodes] = (struct node){ parent, name, module,
-                                         intern(t, vh_snames__str(names, f->where)) };
+    t->nodes[t->nnodes] = (struct node){ parent, name, module, xlate(t, names, f->where) };
     return (int64_t)t->nnodes++;
 }
 

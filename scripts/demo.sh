@@ -78,6 +78,8 @@ fi
 
 cat <<MSG
 
-Files are in $out. Ask more with \`$A --help\`, or query the database
+Files are in $out. Open the HTML report in a browser:
+  xdg-open $out/report.html
+Ask more with \`$A --help\`, or query the database
 directly: sqlite3 $db 'SELECT * FROM summary'
 MSG

@@ -332,12 +332,18 @@
     for (i = 0; i < P; i++) dl += (i ? 'L' : 'M') + X(i + 1) + ',' + Y(s.live[i]);
     mk('path', { d: dl, fill: 'none', stroke: '#c0590a', 'stroke-width': '1.2' });
     if (rssMax > 0) {
+      /* RSS far above the heap gets a scale of its own, on the right */
+      var YR = rssScaled ? Y : function (v) { return H - Bm - (H - Bm - Tp) * v / rssMax; };
       var dr = '', on = false;
       for (i = 0; i < P; i++) {
         if (TL.rss[i] < 0) { on = false; continue; }
-        dr += (on ? 'L' : 'M') + X(i + 1) + ',' + Y(TL.rss[i]); on = true;
+        dr += (on ? 'L' : 'M') + X(i + 1) + ',' + YR(TL.rss[i]); on = true;
       }
       mk('path', { d: dr, fill: 'none', stroke: '#000', 'stroke-width': '1.2', 'stroke-dasharray': '4 3' });
+      if (!rssScaled)
+        for (var kr = 1; kr <= 4; kr++)
+          mk('text', { x: W - Rm - 2, y: YR(rssMax * kr / 4) + 12, 'text-anchor': 'end', 'font-size': '10', fill: '#555' },
+             'RSS ' + hb(Math.round(rssMax * kr / 4)));
     }
     for (var k = 0; k <= 4; k++) {               /* y axis */
       var yv = ymax * k / 4;
@@ -365,7 +371,7 @@
     var peak = 0, peakAt = 0;
     for (i = 0; i < P; i++) if (s.max[i] > peak) { peak = s.max[i]; peakAt = i; }
     mk('text', { x: L + 4, y: 14, 'font-size': '12', 'font-weight': 'bold' },
-       'live bytes, ' + sv[1] + (rssMax > 0 ? (rssScaled ? '; RSS dashed' : '; RSS (peak ' + hb(rssMax) + ') above the scale') : '; no RSS samples'));
+       'live bytes, ' + sv[1] + (rssMax > 0 ? (rssScaled ? '; RSS dashed' : '; RSS dashed, on its own scale (right, peak ' + hb(rssMax) + ')') : '; no RSS samples'));
     svg.addEventListener('click', function (e) {
       var r = svg.getBoundingClientRect(), x = (e.clientX - r.left) * W / r.width;
       var p = Math.max(0, Math.min(P - 1, Math.floor((x - L) / (W - L - Rm) * P)));

@@ -371,7 +371,7 @@
     var peak = 0, peakAt = 0;
     for (i = 0; i < P; i++) if (s.max[i] > peak) { peak = s.max[i]; peakAt = i; }
     mk('text', { x: L + 4, y: 14, 'font-size': '12', 'font-weight': 'bold' },
-       'live bytes, ' + sv[1] + (rssMax > 0 ? (rssScaled ? '; RSS dashed' : '; RSS dashed, on its own scale (right, peak ' + hb(rssMax) + ')') : '; no RSS samples'));
+       'live bytes, ' + sv[1] + (B ? ' (this run)' : '') + (rssMax > 0 ? (rssScaled ? '; RSS dashed' : '; RSS dashed, on its own scale (right, peak ' + hb(rssMax) + ')') : '; no RSS samples'));
     svg.addEventListener('click', function (e) {
       var r = svg.getBoundingClientRect(), x = (e.clientX - r.left) * W / r.width;
       var p = Math.max(0, Math.min(P - 1, Math.floor((x - L) / (W - L - Rm) * P)));

@@ -174,7 +174,8 @@
     var what = st.snap >= 0 ? 'bytes live at ' + snapLabel(st.snap) : c.what;
     var info = $('fg-info');
     info.textContent = '';
-    var tot = el('span', { id: 'fg-total', 'data-value': Math.round(total) },
+    var tot = el('span', { id: 'fg-total', 'data-value': Math.round(total),
+                           'data-snap': st.snap >= 0 ? TL.snapshot_times[st.snap] : '' },
                  'Total: ' + fmt(total, bytes) + ' ' + what);
     info.appendChild(tot);
     var more = ' — heap: ' + ($('heap').selectedOptions[0] || {}).textContent +
@@ -262,6 +263,7 @@
         var th = tagChoices().filter(function (c) { return c[1] === v || c[0] === v; });
         if (th.length) st.tag = String(th[0][0]);
       } else if (k === 't') st.snap = snapAt(v === 'end' ? Infinity : parseFloat(v) * (TL.by_event ? 1 : 1e9));
+      else if (k === 'snap') st.snap = Math.min(TL.snapshots.length - 1, Math.max(-1, parseInt(v, 10) || 0));
       else if (k === 'zoom') {
         var best = 0, bv = -1, va = values(0);
         for (var n = 1; n < N; n++) if (nodeName(n) === v && va[n] > bv) { bv = va[n]; best = n; }
@@ -380,7 +382,7 @@
     });
     box.appendChild(svg);
     var info = $('tl-info'); info.textContent = '';
-    info.appendChild(el('span', { id: 'tl-peak', 'data-value': peak }, 'Highest live: ' + hb(peak) + ' near ' + xLabel((peakAt + 1) * TL.width) + '. '));
+    info.appendChild(el('span', { id: 'tl-peak', 'data-value': peak, 'data-axis': TL.by_event ? 'events' : 'time' }, 'Highest live: ' + hb(peak) + ' near ' + xLabel((peakAt + 1) * TL.width) + '. '));
     info.appendChild(document.createTextNode(
       (TL.by_event ? 'The x axis counts events: the run is only ' + hs(TL.runtime) +
         ' long and its times come from the coarse clock, whose ticks cannot place the events in time (VHEAP_CLOCK=precise gives exact times). '

@@ -75,6 +75,24 @@ render demo.html "#t=end" end.dom
 ok_page end.dom
 expect_eq "live at the end (last snapshot)" "$(q end.dom id:fg-total)" "$leak_bytes"
 
+# a snapshot in the middle of the run: the live bytes then, as `series`
+# (per event, on an axis of events) or `frag --at` (on a time axis: the
+# snapshot at T holds every event before T) count them
+snap_check() {                     # PAGE DOM LABEL
+    render "$1" "#snap=10" "$2"
+    ok_page "$2"
+    _x=$(q "$2" snap) _got=$(q "$2" id:fg-total)
+    if [ "$(q "$2" axis)" = events ]; then
+        _want=$("$ANALYZE" series $db --interval event --top 0 --limit 0 --format csv |
+                awk -F, -v n="$_x" 'NR == n + 1 { print $5 }')
+    else
+        _want=$("$ANALYZE" frag $db --at "$((_x - 1))ns" --format json |
+                python3 -c 'import json, sys; print(json.load(sys.stdin)["frag"]["requested"])')
+    fi
+    expect_eq "$3: live at the 11th snapshot ($(q "$2" axis) $_x)" "$_got" "$_want"
+}
+snap_check demo.html mid.dom demo
+
 # the screenshot a person looks at
 timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
     --user-data-dir="$PWD/chrome" --virtual-time-budget=5000 --window-size=1400,1800 \
@@ -105,6 +123,7 @@ render loom.html "#cost=calls&tag=$tag" tag.dom
 ok_page tag.dom
 expect_eq "tag $tag: calls" "$(q tag.dom id:fg-total)" \
     "$(sql "SELECT sum(allocations) FROM stack_stats s JOIN tags t ON t.id = s.tag_id WHERE t.label = '$tag'")"
+snap_check loom.html loommid.dom loomsim
 render loom.html "#cost=leaked" loomleak.dom
 expect_eq "every heap: leaked" "$(q loomleak.dom id:fg-total)" "$(sql 'SELECT sum(leaked_bytes) FROM heaps')"
 echo "== bad input"

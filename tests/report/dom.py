@@ -4,6 +4,8 @@
 #   ready              1 when the script finished, else 0
 #   error              the JS error marker's text, or "none"
 #   id:ID              data-value of the element with that id
+#   snap               the instant of the live set shown (data-snap of fg-total)
+#   axis               the timeline's x axis: time or events
 #   node:NAME          sum of data-value of the flame graph frames named NAME
 #                      (zoomed-out ancestors left out)
 #   nodes              how many frames are drawn
@@ -62,6 +64,12 @@ for q in sys.argv[2:]:
     elif k == "id":
         e = byid.get(v)
         print(e["a"].get("data-value", "missing") if e else "missing")
+    elif k == "snap":
+        e = byid.get("fg-total")
+        print(e["a"].get("data-snap", "missing") if e else "missing")
+    elif k == "axis":
+        e = byid.get("tl-peak")
+        print(e["a"].get("data-axis", "missing") if e else "missing")
     elif k == "node":
         # frames drawn for the zoomed-in view: a name may occur at several depths
         total = sum(int(f["a"]["data-value"]) for f in frames

@@ -332,6 +332,43 @@ static void xout_free(struct vh_xout *o)
     free(o);
 }
 
+/* A JSON string: quotes, backslashes and control characters escaped,
+ * bytes that are not UTF-8 replaced by U+FFFD (JSON must be UTF-8), and '<'
+ * written as \u003c so that the JSON can sit inside an HTML <script>. */
+void vh_xout__json_str(struct vh_xout *o, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    vh_xout__write(o, "\"", 1);
+    while (*p) {
+        unsigned char c = *p;
+        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+                                : (c & 0xf8) == 0xf0 ? 4 : 0;
+        int ok = n > 0;
+        for (size_t i = 1; ok && i < n; i++)
+            ok = (p[i] & 0xc0) == 0x80;
+        if (ok && n == 2 && c < 0xc2)
+            ok = 0;                /* overlong */
+        if (ok && n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0)))
+            ok = 0;                /* overlong, or a surrogate */
+        if (ok && n == 4 && ((c == 0xf0 && p[1] < 0x90) || c > 0xf4 || (c == 0xf4 && p[1] >= 0x90)))
+            ok = 0;
+        if (!ok) {
+            vh_xout__puts(o, "\\ufffd");
+            p++;
+        } else if (c == '"' || c == '\\') {
+            vh_xout__write(o, "\\", 1);
+            vh_xout__write(o, p++, 1);
+        } else if (c < 0x20 || c == '<') {
+            vh_xout__printf(o, "\\u%04x", c);
+            p++;
+        } else {
+            vh_xout__write(o, p, n);
+            p += n;
+        }
+    }
+    vh_xout__write(o, "\"", 1);
+}
+
 int vh_xout__commit(struct vh_xout *o, char *err, size_t errlen)
 {
     int rc;

@@ -30,6 +30,10 @@ void vh_xout__write(struct vh_xout *o, const void *p, size_t n);
 void vh_xout__puts(struct vh_xout *o, const char *s);
 void vh_xout__printf(struct vh_xout *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A JSON string: quotes, backslashes and control characters escaped, bytes
+ * that are not UTF-8 replaced by U+FFFD (JSON must be UTF-8), '<' as \u003c
+ * (safe inside an HTML <script>). NULL is "". */
+void vh_xout__json_str(struct vh_xout *o, const char *s);
 /* Bytes handed to write so far (before compression). */
 uint64_t vh_xout__bytes(const struct vh_xout *o);
 /* Finishes the stream and renames the file into place; frees o. 0 or -errno

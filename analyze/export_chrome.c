@@ -21,42 +21,6 @@ struct ch {
     uint64_t nevents;
 };
 
-/* A JSON string: quotes, backslashes and control characters escaped,
- * bytes that are not UTF-8 replaced by U+FFFD (JSON must be UTF-8). */
-static void json_str(struct vh_xout *o, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    vh_xout__write(o, "\"", 1);
-    while (*p) {
-        unsigned char c = *p;
-        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-                                : (c & 0xf8) == 0xf0 ? 4 : 0;
-        int ok = n > 0;
-        for (size_t i = 1; ok && i < n; i++)
-            ok = (p[i] & 0xc0) == 0x80;
-        if (ok && n == 2 && c < 0xc2)
-            ok = 0;                /* overlong */
-        if (ok && n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0)))
-            ok = 0;                /* overlong, or a surrogate */
-        if (ok && n == 4 && ((c == 0xf0 && p[1] < 0x90) || c > 0xf4 || (c == 0xf4 && p[1] >= 0x90)))
-            ok = 0;
-        if (!ok) {
-            vh_xout__puts(o, "\\ufffd");
-            p++;
-        } else if (c == '"' || c == '\\') {
-            vh_xout__write(o, "\\", 1);
-            vh_xout__write(o, p++, 1);
-        } else if (c < 0x20) {
-            vh_xout__printf(o, "\\u%04x", c);
-            p++;
-        } else {
-            vh_xout__write(o, p, n);
-            p += n;
-        }
-    }
-    vh_xout__write(o, "\"", 1);
-}
-
 /* Wall-clock times are whole microseconds, as in `urbit -j` traces (a
  * double holds no more of an epoch time); times since the start keep ns. */
 static void ts(struct ch *c, uint64_t time_ns)
@@ -80,7 +44,7 @@ static void counter(struct ch *c, const char *name, const char *key, uint64_t ti
 {
     begin(c);
     vh_xout__puts(c->o, "{\"ph\":\"C\",\"cat\":\"vheap\",\"name\":");
-    json_str(c->o, name);
+    vh_xout__json_str(c->o, name);
     vh_xout__printf(c->o, ",\"pid\":%" PRId64 ",", c->x->pid);
     ts(c, time_ns);
     vh_xout__printf(c->o, ",\"args\":{\"%s\":%" PRIu64 "}}", key, value);
@@ -274,7 +238,7 @@ static void mark_row(struct ch *c, sqlite3_stmt *st)
     int64_t t = sqlite3_column_int64(st, 0);
     begin(c);
     vh_xout__puts(c->o, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"vheap.mark\",\"name\":");
-    json_str(c->o, (const char *)sqlite3_column_text(st, 2));
+    vh_xout__json_str(c->o, (const char *)sqlite3_column_text(st, 2));
     vh_xout__printf(c->o, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",", c->x->pid,
                     (int64_t)sqlite3_column_int64(st, 1));
     ts(c, t > 0 ? (uint64_t)t : 0);
@@ -406,7 +370,7 @@ int vh_export_chrome(struct vh_export *x)
     begin(&c);
     vh_xout__printf(c.o, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
                          ",\"args\":{\"name\":", x->pid);
-    json_str(c.o, x->exe ? vh_export_basename(x->exe) : "vheap");
+    vh_xout__json_str(c.o, x->exe ? vh_export_basename(x->exe) : "vheap");
     vh_xout__puts(c.o, "}}");
     uint64_t merged = 0;
     if ((rc = heap_tracks(&c, &nheap, &ntracks, &quantum)) || (rc = rss_track(&c, &nrss)) ||
@@ -414,10 +378,10 @@ int vh_export_chrome(struct vh_export *x)
         return rc;
     vh_xout__puts(c.o, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":"
                        "\"vheap-analyze export\",\"clock\":");
-    json_str(c.o, x->clock == VH_CLOCK_WALL ? "wall: us since the Unix epoch"
+    vh_xout__json_str(c.o, x->clock == VH_CLOCK_WALL ? "wall: us since the Unix epoch"
                                             : "start: us since the process started");
     vh_xout__puts(c.o, ",\"heaps\":");
-    json_str(c.o, x->heap_desc);
+    vh_xout__json_str(c.o, x->heap_desc);
     vh_xout__printf(c.o, ",\"start_realtime_ns\":%" PRId64 ",\"runtime_ns\":%" PRIu64
                          ",\"quantum_ns\":%" PRIu64 "}}\n",
                     x->start_realtime_ns, x->runtime_ns, quantum);

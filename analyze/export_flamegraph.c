@@ -2,7 +2,8 @@
  * and speedscope: one "outer;...;inner VALUE" line per distinct stack, the
  * value a stack_stats measure chosen by --cost and summed over tags. Inlined
  * functions become frames of their own (the out-of-line function, then what
- * was inlined into it); an unresolved frame is "module+0xOFFSET". */
+ * was inlined into it); an unresolved frame is "module+0xOFFSET": the
+ * names of stack_names.h, as the report's flame graph and diff use them. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "analyze/export.h"
 #include "analyze/query_opts.h"
+#include "analyze/stack_names.h"
 
 /* Column sums per cost: fixed text, never built from user input. */
 static const char *const cost_sql[] = {
@@ -49,24 +51,6 @@ static void add_frame(struct out_buf *l, const char *name)
             l->p[i] = ':';
         else if (l->p[i] == '\n' || l->p[i] == '\r')
             l->p[i] = ' ';
-}
-
-static void add_physical(struct out_buf *l, const struct out_frame *f)
-{
-    char buf[600];
-    /* outermost first: the out-of-line function is the last inline entry */
-    for (size_t j = f->ninlined; j-- > 0;)
-        add_frame(l, f->inlined[j].function ? f->inlined[j].function : "??");
-    if (f->function) {
-        add_frame(l, f->function);
-        return;
-    }
-    if (f->module && f->has_offset)
-        snprintf(buf, sizeof buf, "%s+0x%" PRIx64, vh_export_basename(f->module),
-                 (uint64_t)f->offset);
-    else
-        snprintf(buf, sizeof buf, "0x%" PRIx64, (uint64_t)f->address);
-    add_frame(l, buf);
 }
 
 static const struct vh_strtab *sort_tab;      /* qsort has no context pointer */
@@ -143,20 +127,25 @@ int vh_export_flamegraph(struct vh_export *x)
     struct row *rows = NULL;
     size_t nrows = 0, nheaps_seen = 0;
     struct vh_strtab *lines = vh_strtab__new(), *roots = vh_strtab__new();
-    struct vh_map *names = vh_map__new(), *seen = vh_map__new();
-    struct vh_stacks *stacks = NULL;
+    struct vh_map *heaps = vh_map__new(), *seen = vh_map__new();
+    struct vh_snames *names = NULL;
+    struct vh_sname *path = NULL;
+    size_t pcap = 0;
+    char err[512];
     struct out_buf l = { 0 };
     uint64_t *values = NULL, total = 0;
     uint32_t *order = NULL;
     size_t vcap = 0;
     int rc = -ENOMEM, added, existed;
 
-    if (!lines || !roots || !names || !seen)
+    if (!lines || !roots || !heaps || !seen)
         goto out;
-    if ((rc = read_rows(x, &rows, &nrows)) || (rc = heap_names(x, names, roots)))
+    if ((rc = read_rows(x, &rows, &nrows)) || (rc = heap_names(x, heaps, roots)))
         goto out;
-    if ((rc = vh_stacks__open(x->cmd, x->db, x->depth, &stacks)))
+    if ((rc = vh_snames__load(x->db, &names, err, sizeof err))) {
+        vh_errorf(x->cmd->name, "reading stacks: %s", err);
         goto out;
+    }
     for (size_t i = 0; i < nrows; i++) {
         if (!vh_map__insert(seen, rows[i].heap, 0, &existed)) {
             rc = -ENOMEM;
@@ -165,26 +154,16 @@ int vh_export_flamegraph(struct vh_export *x)
         nheaps_seen += !existed;
     }
     for (size_t i = 0; i < nrows; i++) {
-        int err = 0;
-        struct out_stack *st = vh_stacks__get(stacks, rows[i].stack, &err);
-        if (!st) {
-            vh_errorf(x->cmd->name, "reading stack %" PRIu32 ": %s", rows[i].stack,
-                      err == -ENOMEM ? "out of memory" : sqlite3_errmsg(x->db));
-            rc = err ? err : -EIO;
-            goto out;
-        }
+        int n = vh_snames__stack(names, rows[i].stack, x->depth, &path, &pcap);
+        if (n < 0)
+            goto nomem;
         l.len = 0;
         if (nheaps_seen > 1) {
-            struct vh_map_ent *e = vh_map__find(names, rows[i].heap, 0);
+            struct vh_map_ent *e = vh_map__find(heaps, rows[i].heap, 0);
             add_frame(&l, e ? vh_strtab__get(roots, (uint32_t)e->v1) : "[heap ?]");
         }
-        if (st->truncated || st->omitted)
-            add_frame(&l, "[truncated]");
-        if (!st->n)
-            add_frame(&l, "[no stack]");
-        for (size_t f = st->n; f-- > 0;)
-            add_physical(&l, &st->frames[f]);
-        out_stack__free(st);
+        for (int f = 0; f < n; f++)
+            add_frame(&l, vh_snames__str(names, path[f].name));
         uint32_t id = l.oom ? 0 : vh_strtab__intern(lines, l.p, l.len, &added);
         if (!id) {
             rc = -ENOMEM;
@@ -231,10 +210,11 @@ out:
     free(values);
     free(order);
     free(l.p);
-    vh_stacks__free(stacks);
+    free(path);
+    vh_snames__free(names);
     vh_strtab__free(lines);
     vh_strtab__free(roots);
-    vh_map__free(names);
+    vh_map__free(heaps);
     vh_map__free(seen);
     return rc;
 }

@@ -443,3 +443,35 @@ if [ "$ev_n" -gt 0 ] && [ -d "$b/analyze" ]; then
         warn "bench/evbench.c did not build: event stream bench skipped"
     fi
 fi
+
+# The HTML report of a big run (bench/many_stacks.c): 2^BENCH_REPORT_BITS
+# allocations (default 19: 524288), each from a stack of its own; how long
+# `report` takes, how big the page is, and how long headless Chromium takes
+# to draw it (the page's own measure, performance.now() when its script
+# ends; median of 3). BENCH_REPORT_BITS=0 skips this.
+rb=${BENCH_REPORT_BITS:-19}
+case $rb in ''|*[!0-9]*) warn "BENCH_REPORT_BITS must be a number"; rb=0 ;; esac
+if [ "$rb" -gt 0 ] && [ -x "$analyze" ]; then
+    say ""
+    say "HTML report of a run with 2^$rb distinct stacks (bench/many_stacks.c)"
+    "$cc" -O2 -g -Wall -Wextra -Werror -o "$bdir/many_stacks" "$top/bench/many_stacks.c"
+    VHEAP_OUT="$tmp/many.vhcap" VHEAP_QUIET=1 LD_PRELOAD="$lib" "$bdir/many_stacks" "$rb" >/dev/null
+    t0=$(date +%s%N)
+    "$analyze" load -q "$tmp/many.vhcap" "$tmp/many.sqlite"
+    say "  load: $(( ($(date +%s%N) - t0) / 1000000 )) ms, DB $(bytes "$(stat -c %s "$tmp/many.sqlite")")"
+    t0=$(date +%s%N)
+    "$analyze" report "$tmp/many.sqlite" -o "$tmp/many.html" 2>/dev/null
+    say "  report: $(( ($(date +%s%N) - t0) / 1000000 )) ms, page $(bytes "$(stat -c %s "$tmp/many.html")")"
+    chrome=$(command -v chromium || command -v chromium-browser || true)
+    if [ -n "$chrome" ]; then
+        ms=""
+        for _ in 1 2 3; do
+            ms="$ms $(timeout 120 "$chrome" --headless --no-sandbox --disable-gpu --dump-dom \
+                "file://$tmp/many.html" 2>/dev/null | grep -o 'data-render-ms="[0-9]*"' | tr -dc 0-9)"
+        done
+        say "  drawn by headless Chromium in (ms):$ms; median $(echo $ms | tr ' ' '\n' | sort -n | sed -n 2p) ms"
+    else
+        say "  (chromium not installed: the drawing time is not measured)"
+    fi
+    rm -f "$tmp/many.vhcap" "$tmp/many.sqlite" "$tmp/many.html"
+fi

@@ -1,6 +1,7 @@
 #!/bin/sh
 # demo.sh — what `make demo` shows a newcomer: profile a bundled program,
-# then ask the analyzer the first questions (summary, leaks, top stacks);
+# then ask the analyzer the first questions (summary, leaks, top stacks), write
+# the HTML report and compare two runs (diff);
 # then a custom allocator (loomsim, a stand-in for Vere's loom): its heaps,
 # its leak and its memory by tag.
 set -eu
@@ -37,9 +38,20 @@ say "Memory over time, and files for the tools you already use"
 "$A" chart "$db" -o "$out/memory.svg"
 "$A" export --format heaptrack "$db" -o "$out/demo_app.heaptrack.zst" 2>/dev/null
 "$A" export --format flamegraph --cost allocations "$db" -o "$out/demo_app.folded"
+"$A" report "$db" -o "$out/report.html" 2>/dev/null
+echo "  report:     $out/report.html: one page (flame graph, memory over time,"
+echo "              tables), open it in a browser: xdg-open $out/report.html"
 echo "  chart:      $out/memory.svg (and memory-allocs.svg): open in a browser"
 echo "  heaptrack:  heaptrack_gui $out/demo_app.heaptrack.zst  (or heaptrack_print -f ...)"
 echo "  flamegraph: flamegraph.pl $out/demo_app.folded > flame.svg  (or speedscope, inferno)"
+
+say "What changed: the demo on README.md against the demo on its own sample"
+"$A" record --out "$out/demo_readme.vhcap" --no-load -- \
+    "$top/build/tests/programs/demo_app" "$top/README.md" >/dev/null 2>&1
+"$A" load -q "$out/demo_readme.vhcap" "$out/demo_readme.sqlite"
+"$A" diff "$db" "$out/demo_readme.sqlite" --limit 3 --depth 3
+"$A" report "$out/demo_readme.sqlite" --diff "$db" -o "$out/diff.html" 2>/dev/null
+echo "  differential flame graph: $out/diff.html"
 
 # A custom allocator: loomsim imitates Vere's loom (an arena with nested
 # roads, compaction, a deliberate leak) and reports it through vheap.h.
@@ -66,6 +78,8 @@ fi
 
 cat <<MSG
 
-Files are in $out. Ask more with \`$A --help\`, or query the database
+Files are in $out. Open the HTML report in a browser:
+  xdg-open $out/report.html
+Ask more with \`$A --help\`, or query the database
 directly: sqlite3 $db 'SELECT * FROM summary'
 MSG

@@ -7,10 +7,12 @@ set -eu
 # build: compiler and libraries; check: cmocka, the reference tools the tests
 # compare against (heaptrack, valgrind's ms_print), jemalloc as a target
 # allocator; clang for the fuzz targets; libc6-dbg so the symbol tests can
-# check that libc frames get file:line through /usr/lib/debug/.build-id.
+# check that libc frames get file:line through /usr/lib/debug/.build-id;
+# chromium renders the HTML report headless in the report tests;
+# tcmalloc is another preloaded allocator the shim must live beside.
 PACKAGES="build-essential pkg-config libunwind-dev libsqlite3-dev sqlite3 \
 libdw-dev libelf-dev zlib1g-dev libzstd-dev libjemalloc-dev libcmocka-dev \
-heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg \
+heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg chromium \
 libtcmalloc-minimal4"
 
 missing=""

@@ -1,0 +1,90 @@
+# diff — `vheap-analyze diff A B` and `report B --diff A`: diff_prog run
+# with N=10 and, built again with functions aligned differently (so every
+# address differs), with N=25. The diff must match the stacks by names
+# across the two builds and show exactly what the program changed: leaky
+# +15 calls, +480 B allocated, at peak and leaked; churn +15 calls and
+# temporary, +720 B; hill +15 calls, +61440 B allocated and at peak; nothing
+# else (steady and the runtime's own allocations are the same). The
+# differential page renders in headless Chromium with those changes.
+. "$TOP/tests/lib.sh"
+command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need "$ANALYZE" "$VHEAP_LIB" "$PROGS/diff_prog"
+
+mkdir -p b && cc -O1 -g -falign-functions=64 -o b/diff_prog "$TOP/tests/programs/diff_prog.c" ||
+    die "cannot build the second diff_prog"
+profile "$PWD/a.vhcap" "$PROGS/diff_prog" 10 >/dev/null || die "diff_prog 10 failed"
+profile "$PWD/b.vhcap" b/diff_prog 25 >/dev/null || die "b/diff_prog 25 failed"
+"$ANALYZE" load -q a.vhcap a.sqlite && "$ANALYZE" load -q b.vhcap b.sqlite || die "load failed"
+off() { sqlite3 "$1" "SELECT module_offset FROM frames WHERE function = 'hill'"; }
+[ -n "$(off a.sqlite)" ] && [ "$(off a.sqlite)" != "$(off b.sqlite)" ] ||
+    die "the two builds put hill at the same offset ($(off a.sqlite)): nothing to prove"
+
+"$ANALYZE" diff a.sqlite b.sqlite --format json --limit 0 >diff.json 2>diff.err ||
+    die "diff failed: $(cat diff.err)"
+python3 - diff.json <<'PYEOF' || die "the diff is not what diff_prog changed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = {  # innermost function: (calls, bytes, temporary, peak, leaked) changes
+    "leaky": (15, 480, 0, 480, 480),
+    "churn": (15, 720, 15, 0, 0),
+    "hill": (15, 61440, 0, 61440, 0),
+}
+keys = ["allocations", "bytes_allocated", "temporary", "peak_bytes", "leaked_bytes"]
+got = {}
+for r in d["diff"]:
+    name = r["stack"][0]["function"]
+    got[name] = tuple(r[k + "_change"] for k in keys)
+    assert r["status"] == "changed", r
+    for k in keys:
+        assert r[k + "_b"] - r[k + "_a"] == r[k + "_change"], r
+print("changed stacks:", got)
+assert got == {k: v for k, v in want.items()}, f"got {got}, want {want}"
+t = {r["measure"]: r["change"] for r in d["totals"]}
+assert t == {"allocations": 45, "bytes": 62640, "temporary": 15, "peak": 61920, "leaked": 480}, t
+# ranked by the largest change relative to its measure's total: leaky's
+# +480 of 800 B leaked and churn's +15 of 25 temporary (60% each) before
+# hill's +61440 of 103200 B at peak (59.5%)
+order = [r["stack"][0]["function"] for r in d["diff"]]
+assert order[2] == "hill" and set(order[:2]) == {"leaky", "churn"}, order
+PYEOF
+# --by, the table and CSV
+first=$("$ANALYZE" diff a.sqlite b.sqlite --by temporary --format csv | sed -n 2p)
+case $first in *churn*) ;; *) die "--by temporary: first row is not churn's: $first" ;; esac
+"$ANALYZE" diff a.sqlite b.sqlite --by leaked --limit 1 | grep -q 'leaky' || die "--by leaked: no leaky"
+# the same run against itself: nothing changed
+"$ANALYZE" diff a.sqlite a.sqlite --format json | python3 -c \
+    'import json,sys; d=json.load(sys.stdin); assert d["diff"] == [], d["diff"]' ||
+    die "a run differs from itself"
+# bad input
+"$ANALYZE" diff a.sqlite >/dev/null 2>err.txt; expect_eq "one run: exit" $? 2
+"$ANALYZE" diff a.sqlite nothere.sqlite >/dev/null 2>err.txt; expect_eq "missing B: exit" $? 1
+"$ANALYZE" diff a.sqlite b.sqlite --by nonsense >/dev/null 2>err.txt; expect_eq "bad --by: exit" $? 2
+
+# the differential report
+CHROMIUM=$(command -v chromium || command -v chromium-browser) ||
+    { echo "chromium is not installed: the differential page is not checked" >&2; exit 0; }
+"$ANALYZE" report b.sqlite --diff a.sqlite -o diff.html 2>report.err || die "report --diff failed: $(cat report.err)"
+for frag in "#cost=peak" "#cost=temporary"; do
+    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run \
+        --user-data-dir="$PWD/chrome" --virtual-time-budget=5000 --dump-dom \
+        "file://$PWD/diff.html$frag" >diff.dom 2>chrome.err || die "chromium failed: $(tail -3 chrome.err)"
+    q() { python3 "$TOP/tests/report/dom.py" diff.dom "$@"; }
+    expect_eq "$frag: JS error" "$(q error)" none
+    expect_eq "$frag: script finished" "$(q ready)" 1
+    case $frag in
+    *peak)
+        expect_eq "peak: this run's total" "$(q id:fg-total)" "$(sqlite3 b.sqlite 'SELECT peak_bytes FROM heaps')"
+        expect_eq "peak: hill in this run" "$(q node:hill)" 102400
+        # the table of changes: the biggest first
+        expect_eq "peak: first change" "$(q toprow:1 | cut -d'|' -f1-3)" "40960|102400|61440" ;;
+    *temporary)
+        expect_eq "temporary: churn in this run" "$(q node:churn)" 25
+        expect_eq "temporary: first change" "$(q toprow:1 | cut -d'|' -f1-3)" "10|25|15" ;;
+    esac
+done
+timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
+    --user-data-dir="$PWD/chrome" --virtual-time-budget=5000 --window-size=1400,1000 \
+    --screenshot="$PWD/diff.png" "file://$PWD/diff.html" >/dev/null 2>chrome.err ||
+    die "screenshot failed: $(tail -3 chrome.err)"
+cp diff.png "$PROGS/../../report-diff.png" 2>/dev/null || true
+echo "diff: exactly leaky, churn and hill changed, by what diff_prog did"

@@ -1,0 +1,91 @@
+# dom.py — reads a page as headless Chromium left it (--dump-dom, after the
+# report's script ran) for the report tests: `python3 dom.py FILE QUERY...`
+# prints one line per query. Queries:
+#   ready              1 when the script finished, else 0
+#   error              the JS error marker's text, or "none"
+#   id:ID              data-value of the element with that id
+#   snap               the instant of the live set shown (data-snap of fg-total)
+#   axis               the timeline's x axis: time or events
+#   node:NAME          sum of data-value of the flame graph frames named NAME
+#                      (zoomed-out ancestors left out)
+#   nodes              how many frames are drawn
+#   toprow:N           the Nth row of the top table: its cells, '|'-joined
+#   heaprow:ID         the heaps table's row of heap id ID, '|'-joined
+#   frag:KEY           the fragmentation table's data-value cells of KEY, ','-joined
+import sys
+from html.parser import HTMLParser
+
+
+class Dom(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack, self.els, self.rows, self.cur_table = [], [], {}, []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        e = {"tag": tag, "a": a, "text": ""}
+        self.els.append(e)
+        if tag == "table":
+            self.cur_table.append(a.get("id", ""))
+            self.rows.setdefault(a.get("id", ""), [])
+        if tag == "tr" and self.cur_table:
+            self.rows[self.cur_table[-1]].append(e)
+            e["cells"] = []
+        if tag in ("td", "th") and self.cur_table and self.rows[self.cur_table[-1]]:
+            self.rows[self.cur_table[-1]][-1]["cells"].append(e)
+        if tag not in ("br", "meta", "input", "link", "img"):
+            self.stack.append(e)
+
+    def handle_endtag(self, tag):
+        if tag == "table" and self.cur_table:
+            self.cur_table.pop()
+        while self.stack:
+            e = self.stack.pop()
+            if e["tag"] == tag:
+                break
+
+    def handle_data(self, data):
+        for e in self.stack:
+            e["text"] += data
+
+
+d = Dom()
+d.feed(open(sys.argv[1], encoding="utf-8").read())
+root = next((e for e in d.els if e["tag"] == "html"), {"a": {}})
+byid = {e["a"]["id"]: e for e in d.els if "id" in e["a"]}
+frames = [e for e in d.els if e["tag"] == "div" and "fg" in e["a"].get("class", "").split()]
+for q in sys.argv[2:]:
+    k, _, v = q.partition(":")
+    if k == "ready":
+        print(1 if root["a"].get("data-ready") == "1" else 0)
+    elif k == "error":
+        e = byid.get("js-error")
+        print(e["text"].strip() if e else root["a"].get("data-js-error", "none"))
+    elif k == "id":
+        e = byid.get(v)
+        print(e["a"].get("data-value", "missing") if e else "missing")
+    elif k == "snap":
+        e = byid.get("fg-total")
+        print(e["a"].get("data-snap", "missing") if e else "missing")
+    elif k == "axis":
+        e = byid.get("tl-peak")
+        print(e["a"].get("data-axis", "missing") if e else "missing")
+    elif k == "node":
+        # frames drawn for the zoomed-in view: a name may occur at several depths
+        total = sum(int(f["a"]["data-value"]) for f in frames
+                    if f["a"].get("data-name") == v and "anc" not in f["a"].get("class", ""))
+        print(total)
+    elif k == "nodes":
+        print(len(frames))
+    elif k == "toprow":
+        rows = d.rows.get("toptable", [])
+        r = rows[int(v)] if int(v) < len(rows) else None
+        print("|".join(c["a"].get("data-value", c["text"].strip()) for c in r["cells"]) if r else "missing")
+    elif k == "heaprow":
+        r = next((r for r in d.rows.get("heaptable", []) if r["a"].get("data-heap") == v), None)
+        print("|".join(c["a"].get("data-value", c["text"].strip()) for c in r["cells"]) if r else "missing")
+    elif k == "frag":
+        r = [c["a"]["data-value"] for c in d.els if c["a"].get("data-key") == v]
+        print(",".join(r) if r else "missing")
+    else:
+        sys.exit("dom.py: unknown query " + q)

@@ -1,0 +1,142 @@
+/* test_calltree.c — the report's call tree: stacks as names (stack_names.c:
+ * unresolved frames as module+0xOFFSET or 0xADDRESS, outermost first,
+ * "[truncated]" under --depth, "[no stack]"), and pruning (calltree.c): the
+ * paths below the share asked for merge into one "[smaller stacks]" node per
+ * kept parent, and the share doubles until few enough nodes are kept. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze/db.h"
+#include "analyze/load.h"
+#include "analyze/report.h"
+#include "tests/unit/capture_builder.h"
+#include "tests/unit/load_fixture.h"
+
+/* Stack 1 (libx.so+0x100 called from +0x200) allocates 1000 bytes; stacks
+ * 2..101 (libx.so+0x1000+16i, from +0x200) one byte each; stack 0 (none)
+ * and stack 103 (0x5, outside any module) 500 bytes each. */
+static sqlite3 *build(struct capb *b)
+{
+    struct load_opts o = { .progress = 0, .no_symbols = 1 };
+    uint64_t fr[2];
+    capb__init(b, 65536);
+    uint32_t ch = capb__chunk(b);
+    capb__thread(b, ch, 1, 5);
+    capb__module(b, ch, 1, 0x10000, 0x10000, 0x20000, NULL, 0, "/opt/libx.so", 0);
+    fr[0] = 0x10100, fr[1] = 0x10200;
+    capb__stack(b, ch, 2, 1, fr, 2, 0);
+    capb__alloc(b, ch, 3, 0x1000, 1000, 1008, 1);
+    for (uint32_t i = 0; i < 100; i++) {
+        fr[0] = 0x11000 + 16 * i;
+        capb__stack(b, ch, 4 + 2 * i, 2 + i, fr, 2, 0);
+        capb__alloc(b, ch, 5 + 2 * i, 0x2000 + 32 * i, 1, 16, 2 + i);
+    }
+    fr[0] = 0x5;
+    capb__stack(b, ch, 300, 103, fr, 1, 0);
+    capb__alloc(b, ch, 301, 0x9000, 500, 512, 103);
+    capb__alloc(b, ch, 302, 0xa000, 500, 512, 0);
+    capb__end(b, ch, 303);
+    return fx_load(b, &o);
+}
+
+static const char *name_at(const struct vh_snames *s, int64_t stack, int64_t depth, int i,
+                           int *n)
+{
+    static struct vh_sname *buf;
+    static size_t cap;
+    *n = vh_snames__stack(s, stack, depth, &buf, &cap);
+    assert_true(*n > i);
+    return vh_snames__str(s, buf[i].name);
+}
+
+static void test_names(void **state)
+{
+    struct capb b;
+    struct vh_snames *s;
+    char err[256];
+    int n;
+    (void)state;
+    sqlite3 *db = build(&b);
+    assert_int_equal(vh_snames__load(db, &s, err, sizeof err), 0);
+    assert_string_equal(name_at(s, 1, 0, 0, &n), "libx.so+0x200");
+    assert_string_equal(name_at(s, 1, 0, 1, &n), "libx.so+0x100");
+    assert_int_equal(n, 2);
+    assert_string_equal(name_at(s, 1, 1, 0, &n), "[truncated]");
+    assert_string_equal(name_at(s, 1, 1, 1, &n), "libx.so+0x100");
+    assert_int_equal(n, 2);
+    assert_string_equal(name_at(s, 103, 0, 0, &n), "0x5");
+    assert_string_equal(name_at(s, 0, 0, 0, &n), "[no stack]");
+    assert_string_equal(name_at(s, 9999, 0, 0, &n), "[no stack]");
+    vh_snames__free(s);
+    done(db, &b);
+}
+
+/* The tree's JSON for these stacks, pruned at `frac` with at most max_nodes. */
+static char *tree_json(sqlite3 *db, double frac, size_t max_nodes)
+{
+    struct vh_snames *s;
+    struct vh_ctree *t = vh_ctree__new(VH_RM_N);
+    struct vh_rkeys k = { 0 };
+    struct vh_ctree_stats stats;
+    struct vh_xout *o;
+    char err[256], path[] = "/tmp/test_calltree.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0 && t);
+    close(fd);
+    assert_int_equal(vh_snames__load(db, &s, err, sizeof err), 0);
+    assert_int_equal(vh_report_add_stats(t, db, s, 0, &k, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(vh_xout__open(path, &o, err, sizeof err), 0);
+    assert_int_equal(vh_ctree__write_json(t, o, VH_RM_N, frac, max_nodes, &stats), 0);
+    assert_int_equal(vh_xout__commit(o, err, sizeof err), 0);
+    FILE *f = fopen(path, "r");
+    char *text = calloc(1, 1 << 16);
+    assert_true(f && text);
+    assert_true(fread(text, 1, (1 << 16) - 1, f) > 0);
+    fclose(f);
+    unlink(path);
+    vh_ctree__free(t);
+    vh_snames__free(s);
+    return text;
+}
+
+static void test_prune(void **state)
+{
+    struct capb b;
+    (void)state;
+    sqlite3 *db = build(&b);
+    /* 1% of 2100 bytes or 103 calls: each one-byte stack is below it */
+    char *j = tree_json(db, 0.01, 1000);
+    assert_non_null(strstr(j, "\"stats\":{\"nodes\":105,\"kept\":5,\"shown\":6,\"rows\":103,"
+                              "\"pruned_rows\":100,"));
+    /* the merged node comes last, under libx.so+0x200, holding the 100 */
+    assert_non_null(strstr(j, "\"pruned\":[0,0,0,0,0,100]"));
+    assert_non_null(strstr(j, "\"[smaller stacks]\""));
+    free(j);
+    /* nothing below 0.01% here: nothing pruned */
+    j = tree_json(db, 0.0001, 1000);
+    assert_non_null(strstr(j, "\"kept\":105,\"shown\":105,\"rows\":103,\"pruned_rows\":0,"));
+    free(j);
+    /* at most 3 nodes: the share doubles to 32% (root, +0x200, +0x100) */
+    j = tree_json(db, 0.01, 3);
+    assert_non_null(strstr(j, "\"kept\":3,"));
+    assert_non_null(strstr(j, "\"frac\":0.32}"));
+    free(j);
+    done(db, &b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_prune),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -189,6 +189,12 @@ struct loader {
                                           since ids in a damaged capture may
                                           be anything                        */
     uint64_t nstacks;
+    struct idxmap node_map;            /* (parent node, frame id) -> node id */
+    uint64_t nnodes;
+    uint64_t *prev_addr;               /* the latest STACK's frames from the */
+    uint32_t *prev_node;               /* outermost in, and their nodes: the */
+    size_t prev_n, prev_cap;           /* next stack mostly shares its outer
+                                          frames (see on_stack)              */
 
     uint64_t serial, records, last_time, bucket_ns;
     uint64_t implicit_frees, unknown_moves, unknown_records, implicit_heaps, bad_heap_records;
@@ -196,7 +202,7 @@ struct loader {
     uint64_t peak_rss, peak_rss_time;
     int ended, has_rss;
 
-    sqlite3_stmt *ins_stack, *ins_sframe, *ins_frame, *ins_rss, *ins_mark, *ins_tag,
+    sqlite3_stmt *ins_stack, *ins_node, *ins_frame, *ins_rss, *ins_mark, *ins_tag,
         *ins_series;
     struct evwriter *evw;              /* the normalized event stream        */
     struct evwriter_stats evst;
@@ -1013,6 +1019,7 @@ static void active_rebuild(struct loader *L)
         if (!L->mods[i].unloaded)
             L->active[L->nactive++] = (uint32_t)i;
     qsort_r(L->active, L->nactive, sizeof *L->active, by_lo, L->mods);
+    L->prev_n = 0;                     /* an address's frame may differ now */
 }
 
 static void on_module(struct loader *L, const struct vh_event *ev)
@@ -1132,32 +1139,84 @@ static int stack_mark(struct loader *L, uint32_t id)
     return 0;
 }
 
-static void stack_row(struct loader *L, uint32_t id, uint32_t depth, int truncated)
+static void stack_row(struct loader *L, uint32_t id, uint32_t depth, int truncated,
+                      uint32_t node)
 {
     sqlite3_bind_int64(L->ins_stack, 1, id);
     sqlite3_bind_int64(L->ins_stack, 2, depth);
     sqlite3_bind_int64(L->ins_stack, 3, truncated);
+    sqlite3_bind_int64(L->ins_stack, 4, node);
     run(L, L->ins_stack);
     L->nstacks++;
 }
 
+/* The call-tree node of the frame at addr under node `parent` (0: an
+ * outermost frame); a new one gets its row. 0 on failure. */
+static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr)
+{
+    uint64_t frame = frame_id(L, addr);
+    uint32_t id = idx_get(&L->node_map, parent, frame);
+
+    if (id != UINT32_MAX || L->failed)
+        return L->failed ? 0 : id;
+    if (L->nnodes >= UINT32_MAX - 1) {
+        fail(L, -EOVERFLOW, "more than %u distinct call-tree nodes", UINT32_MAX - 2);
+        return 0;
+    }
+    id = (uint32_t)++L->nnodes;
+    if (idx_put(&L->node_map, parent, frame, id)) {
+        fail(L, -ENOMEM, "out of memory");
+        return 0;
+    }
+    sqlite3_bind_int64(L->ins_node, 1, id);
+    sqlite3_bind_int64(L->ins_node, 2, parent);
+    sqlite3_bind_int64(L->ins_node, 3, (sqlite3_int64)frame);
+    run(L, L->ins_node);
+    return id;
+}
+
+/* A stack becomes a path in the call tree, from its outermost frame in.
+ * Stacks recorded one after the other mostly share their outer frames (the
+ * same caller allocating from another place), so the frames it shares with
+ * the previous STACK record, compared as raw addresses, take that one's
+ * nodes without a lookup; module changes reset that (active_rebuild). */
 static void on_stack(struct loader *L, const struct vh_event *ev)
 {
     const struct vh_rec_stack *r = (const struct vh_rec_stack *)ev->rec;
-    uint32_t depth;
+    const uint8_t *fr = (const uint8_t *)r + sizeof *r;
+    uint32_t depth, node = 0;
+    size_t k = 0;
 
     if (ev->size < sizeof *r || stack_mark(L, r->h.b))
         return;
     depth = (uint32_t)((ev->size - sizeof *r) / 8);
-    stack_row(L, r->h.b, depth, !!(r->h.flags & VH_RF_TRUNCATED));
-    for (uint32_t i = 0; i < depth; i++) {
-        uint64_t addr;
-        memcpy(&addr, (const uint8_t *)r + sizeof *r + 8 * (size_t)i, sizeof addr);
-        sqlite3_bind_int64(L->ins_sframe, 1, r->h.b);
-        sqlite3_bind_int64(L->ins_sframe, 2, i);
-        sqlite3_bind_int64(L->ins_sframe, 3, (sqlite3_int64)frame_id(L, addr));
-        run(L, L->ins_sframe);
+    if (depth > L->prev_cap) {
+        uint64_t *a = realloc(L->prev_addr, depth * sizeof *a);
+        uint32_t *n = a ? realloc(L->prev_node, depth * sizeof *n) : NULL;
+        if (a)
+            L->prev_addr = a;
+        if (!n) {
+            fail(L, -ENOMEM, "out of memory");
+            return;
+        }
+        L->prev_node = n;
+        L->prev_cap = depth;
     }
+    for (; k < depth; k++) {           /* frame k from the outermost */
+        uint64_t addr;
+        memcpy(&addr, fr + 8 * (size_t)(depth - 1 - k), sizeof addr);
+        if (k < L->prev_n && L->prev_addr[k] == addr) {
+            node = L->prev_node[k];
+            continue;
+        }
+        L->prev_n = k;                 /* from here on the path is new */
+        if (!(node = node_get(L, node, addr)))
+            return;
+        L->prev_addr[k] = addr;
+        L->prev_node[k] = node;
+    }
+    L->prev_n = depth;
+    stack_row(L, r->h.b, depth, !!(r->h.flags & VH_RF_TRUNCATED), node);
 }
 
 /* ---- other records -------------------------------------------------------- */
@@ -1855,7 +1914,7 @@ static void write_stack_stats(struct loader *L, const uint32_t *order)
 
         agg_sync(a, h);                /* untouched since the peak: current */
         if (a->stack && !stack_mark(L, a->stack)) {
-            stack_row(L, a->stack, 0, 0);   /* referenced, never described */
+            stack_row(L, a->stack, 0, 0, 0);   /* referenced, never described */
             L->missing_stacks++;
         }
         rows_set(&rw, 0, a->heap);
@@ -2192,7 +2251,7 @@ static void progress(struct loader *L, int *last_pct, int final, uint64_t done, 
  * can go on (symbols, indexes) with the memory already returned. */
 static void loader_free(struct loader *L)
 {
-    sqlite3_stmt **sts[] = { &L->ins_stack, &L->ins_sframe, &L->ins_frame, &L->ins_rss,
+    sqlite3_stmt **sts[] = { &L->ins_stack, &L->ins_node, &L->ins_frame, &L->ins_rss,
                              &L->ins_mark, &L->ins_tag, &L->ins_series };
     for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) {
         sqlite3_finalize(*sts[i]);
@@ -2224,6 +2283,14 @@ static void loader_free(struct loader *L)
     free(L->active);
     free(L->frame_map.s);
     free(L->stack_seen.s);
+    free(L->node_map.s);
+    free(L->prev_addr);
+    free(L->prev_node);
+    L->node_map.s = NULL;
+    L->node_map.count = 0;
+    L->prev_addr = NULL;
+    L->prev_node = NULL;
+    L->prev_n = L->prev_cap = 0;
     L->heaps = NULL;
     L->aggs = NULL;
     L->agg_map.s = L->thread_map.s = L->frame_map.s = NULL;
@@ -2303,8 +2370,8 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         fail(&L, rc, "%s", msg);
         goto fail;
     }
-    L.ins_stack = prep(&L, "INSERT INTO stacks(id, depth, truncated) VALUES (?,?,?)");
-    L.ins_sframe = prep(&L, "INSERT INTO stack_frames(stack_id, idx, frame_id) VALUES (?,?,?)");
+    L.ins_stack = prep(&L, "INSERT INTO stacks(id, depth, truncated, node) VALUES (?,?,?,?)");
+    L.ins_node = prep(&L, "INSERT INTO stack_nodes(id, parent, frame_id) VALUES (?,?,?)");
     L.ins_frame = prep(&L, "INSERT INTO frames(id, address, module_id, module_offset) "
                            "VALUES (?,?,?,?)");
     L.ins_rss = prep(&L, "INSERT INTO rss(time, bytes) VALUES (?,?)");
@@ -2325,7 +2392,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         }
     }
     stack_mark(&L, 0);
-    stack_row(&L, 0, 0, 0);            /* 0: no stack recorded */
+    stack_row(&L, 0, 0, 0, 0);         /* 0: no stack recorded */
     L.nstacks = 0;
 
     show = opts->progress < 0 ? isatty(2) : opts->progress;

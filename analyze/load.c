@@ -199,6 +199,7 @@ struct loader {
     uint64_t serial, records, last_time, bucket_ns;
     uint64_t implicit_frees, unknown_moves, unknown_records, implicit_heaps, bad_heap_records;
     uint64_t heap_reuses, missing_stacks, leaks;
+    uint64_t nesting_steps;            /* heaps visited by heap_link's checks */
     uint64_t peak_rss, peak_rss_time;
     int ended, has_rss;
 
@@ -894,12 +895,19 @@ static void heap_unlink(struct heap *h)
     h->up = h->next = h->prev = NULL;
 }
 
-static void heap_link(struct heap *h, struct heap *parent)
+/* Nests h (unlinked) in parent. A cycle is refused: parent must not be h or
+ * inside h, which only a heap with nested heaps of its own can have; the
+ * walk up from parent that checks it is for those alone (a new heap has
+ * none), so a chain of N nested heaps costs N steps, not N^2 / 2. */
+static void heap_link(struct loader *L, struct heap *h, struct heap *parent)
 {
-    /* refuse a cycle: parent must not be h or inside h */
-    for (struct heap *p = parent; p; p = p->up)
+    for (struct heap *p = h->child ? parent : NULL; p; p = p->up) {
+        L->nesting_steps++;
         if (p == h)
             return;
+    }
+    if (parent == h)
+        return;
     h->up = parent;
     h->next = parent->child;
     if (parent->child)
@@ -910,7 +918,7 @@ static void heap_link(struct heap *h, struct heap *parent)
 static void on_heap_create(struct loader *L, const struct vh_event *ev)
 {
     const struct vh_rec_heap *r = (const struct vh_rec_heap *)ev->rec;
-    struct heap *h;
+    struct heap *h, *p;
     char *name;
 
     if (r->h.b == VH_HEAP_SYSTEM || r->h.b >= MAX_HEAPS || ev->size < sizeof *r) {
@@ -942,14 +950,20 @@ static void on_heap_create(struct loader *L, const struct vh_event *ev)
     h->size = r->size;
     h->parent = 0;
     h->has_parent = 0;
+    p = NULL;
+    if (r->parent && r->parent < MAX_HEAPS && r->parent != r->h.b &&
+        !(p = heap_get(L, r->parent, ev->time)))
+        return;
+    if (p && p == h->up) {             /* announced again, nested as it was */
+        h->parent = p->id;
+        h->has_parent = 1;
+        return;
+    }
     heap_unlink(h);
-    if (r->parent && r->parent < MAX_HEAPS && r->parent != r->h.b) {
-        struct heap *p = heap_get(L, r->parent, ev->time);
-        if (p) {
-            heap_link(h, p);
-            h->parent = p->id;
-            h->has_parent = 1;
-        }
+    if (p) {
+        heap_link(L, h, p);
+        h->parent = p->id;
+        h->has_parent = 1;
     }
 }
 
@@ -2523,6 +2537,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     stats->frames = L.nframes;
     stats->leaks = L.leaks;
     stats->reordered = L.reordered;
+    stats->nesting_steps = L.nesting_steps;
     stats->damage_count = damage_count;
     if (damage_count)
         snprintf(stats->damage, sizeof stats->damage, "%s", damage ? damage : "damaged");

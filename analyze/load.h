@@ -23,6 +23,10 @@ struct load_stats {
     uint64_t leaks;                /* blocks live at the end                */
     uint64_t reordered;            /* records moved ahead to settle a cross-
                                       thread misorder (meta.reordered)      */
+    uint64_t nesting_steps;        /* heaps visited checking that a nesting
+                                      makes no cycle: none for a new heap or
+                                      one announced again under the same
+                                      parent (test_heaps counts them)       */
     double seconds;                /* wall time of the whole load           */
     double stream_seconds;         /* of which: reading the event stream,   */
     double write_seconds;          /* writing what was kept in memory,      */

@@ -203,7 +203,9 @@ struct loader {
     uint64_t peak_rss, peak_rss_time;
     int ended, has_rss;
 
-    sqlite3_stmt *ins_stack, *ins_node, *ins_frame, *ins_rss, *ins_mark, *ins_tag,
+    struct rows *node_rows, *stack_rows;   /* stack_nodes, stacks: many rows
+                                          a statement (rows_open)            */
+    sqlite3_stmt *ins_frame, *ins_rss, *ins_mark, *ins_tag,
         *ins_series;
     struct evwriter *evw;              /* the normalized event stream        */
     struct evwriter_stats evst;
@@ -1017,6 +1019,83 @@ out:
     free(todo);
 }
 
+/* ---- many rows per INSERT --------------------------------------------------
+ * The big tables written at the end (leaks, stack_stats: a row per live
+ * block, per (heap, stack, tag)) go ROWS rows per statement: a statement's
+ * own cost (start, halt, reset) is about a third of a one-row insert. */
+#define ROWS 64
+#define ROWS_MAX_COLS 16
+
+struct rows {
+    struct loader *L;
+    sqlite3_stmt *many, *one;
+    int cols, k;
+    int64_t v[ROWS * ROWS_MAX_COLS];
+};
+
+/* sql: "INSERT INTO t(a, b, ...) VALUES " for `cols` integer columns. */
+static int rows_open(struct loader *L, struct rows *r, const char *sql, int cols)
+{
+    size_t n = strlen(sql), len = n + (size_t)ROWS * (2 + 2 * (size_t)cols) + 1;
+    char *q = malloc(len), *p;
+
+    memset(r, 0, sizeof *r);
+    r->L = L;
+    r->cols = cols;
+    if (!q) {
+        fail(L, -ENOMEM, "out of memory");
+        return -1;
+    }
+    memcpy(q, sql, n);
+    p = q + n;
+    for (int i = 0; i < ROWS; i++) {
+        *p++ = i ? ',' : ' ';
+        *p++ = '(';
+        for (int c = 0; c < cols; c++) {
+            *p++ = c ? ',' : '?';
+            if (c)
+                *p++ = '?';
+        }
+        *p++ = ')';
+        if (!i) {
+            *p = 0;
+            r->one = prep(L, q);
+        }
+    }
+    *p = 0;
+    r->many = prep(L, q);
+    free(q);
+    return r->one && r->many ? 0 : -1;
+}
+
+static inline void rows_set(struct rows *r, int col, int64_t v)
+{
+    r->v[r->k * r->cols + col] = v;
+}
+
+static void rows_next(struct rows *r)
+{
+    if (++r->k < ROWS)
+        return;
+    for (int i = 0; i < ROWS * r->cols; i++)
+        sqlite3_bind_int64(r->many, i + 1, r->v[i]);
+    run(r->L, r->many);
+    r->k = 0;
+}
+
+/* The rows left, one by one; then the statements go. */
+static void rows_close(struct rows *r)
+{
+    for (int i = 0; r->one && i < r->k && !r->L->failed; i++) {
+        for (int c = 0; c < r->cols; c++)
+            sqlite3_bind_int64(r->one, c + 1, r->v[i * r->cols + c]);
+        run(r->L, r->one);
+    }
+    sqlite3_finalize(r->one);
+    sqlite3_finalize(r->many);
+    r->one = r->many = NULL;
+}
+
 /* ---- modules, stacks, frames ----------------------------------------------- */
 
 static int by_lo(const void *a, const void *b, void *arg)
@@ -1156,20 +1235,21 @@ static int stack_mark(struct loader *L, uint32_t id)
 static void stack_row(struct loader *L, uint32_t id, uint32_t depth, int truncated,
                       uint32_t node)
 {
-    sqlite3_bind_int64(L->ins_stack, 1, id);
-    sqlite3_bind_int64(L->ins_stack, 2, depth);
-    sqlite3_bind_int64(L->ins_stack, 3, truncated);
-    sqlite3_bind_int64(L->ins_stack, 4, node);
-    run(L, L->ins_stack);
+    rows_set(L->stack_rows, 0, id);
+    rows_set(L->stack_rows, 1, depth);
+    rows_set(L->stack_rows, 2, truncated);
+    rows_set(L->stack_rows, 3, node);
+    rows_next(L->stack_rows);
     L->nstacks++;
 }
 
 /* The call-tree node of the frame at addr under node `parent` (0: an
- * outermost frame); a new one gets its row. 0 on failure. */
-static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr)
+ * outermost frame); a new one gets its row. `fresh`: parent was just made,
+ * so it has no child yet (no lookup). 0 on failure. */
+static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr, int fresh)
 {
     uint64_t frame = frame_id(L, addr);
-    uint32_t id = idx_get(&L->node_map, parent, frame);
+    uint32_t id = fresh ? UINT32_MAX : idx_get(&L->node_map, parent, frame);
 
     if (id != UINT32_MAX || L->failed)
         return L->failed ? 0 : id;
@@ -1182,10 +1262,10 @@ static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr)
         fail(L, -ENOMEM, "out of memory");
         return 0;
     }
-    sqlite3_bind_int64(L->ins_node, 1, id);
-    sqlite3_bind_int64(L->ins_node, 2, parent);
-    sqlite3_bind_int64(L->ins_node, 3, (sqlite3_int64)frame);
-    run(L, L->ins_node);
+    rows_set(L->node_rows, 0, id);
+    rows_set(L->node_rows, 1, parent);
+    rows_set(L->node_rows, 2, (sqlite3_int64)frame);
+    rows_next(L->node_rows);
     return id;
 }
 
@@ -1199,6 +1279,7 @@ static void on_stack(struct loader *L, const struct vh_event *ev)
     const struct vh_rec_stack *r = (const struct vh_rec_stack *)ev->rec;
     const uint8_t *fr = (const uint8_t *)r + sizeof *r;
     uint32_t depth, node = 0;
+    uint64_t made = L->nnodes;
     size_t k = 0;
 
     if (ev->size < sizeof *r || stack_mark(L, r->h.b))
@@ -1224,7 +1305,8 @@ static void on_stack(struct loader *L, const struct vh_event *ev)
             continue;
         }
         L->prev_n = k;                 /* from here on the path is new */
-        if (!(node = node_get(L, node, addr)))
+        /* below a node made for this stack, every node is new */
+        if (!(node = node_get(L, node, addr, node > made)))
             return;
         L->prev_addr[k] = addr;
         L->prev_node[k] = node;
@@ -1746,83 +1828,6 @@ static uint32_t *agg_order(struct loader *L)
     return order;
 }
 
-/* ---- many rows per INSERT --------------------------------------------------
- * The big tables written at the end (leaks, stack_stats: a row per live
- * block, per (heap, stack, tag)) go ROWS rows per statement: a statement's
- * own cost (start, halt, reset) is about a third of a one-row insert. */
-#define ROWS 64
-#define ROWS_MAX_COLS 16
-
-struct rows {
-    struct loader *L;
-    sqlite3_stmt *many, *one;
-    int cols, k;
-    int64_t v[ROWS * ROWS_MAX_COLS];
-};
-
-/* sql: "INSERT INTO t(a, b, ...) VALUES " for `cols` integer columns. */
-static int rows_open(struct loader *L, struct rows *r, const char *sql, int cols)
-{
-    size_t n = strlen(sql), len = n + (size_t)ROWS * (2 + 2 * (size_t)cols) + 1;
-    char *q = malloc(len), *p;
-
-    memset(r, 0, sizeof *r);
-    r->L = L;
-    r->cols = cols;
-    if (!q) {
-        fail(L, -ENOMEM, "out of memory");
-        return -1;
-    }
-    memcpy(q, sql, n);
-    p = q + n;
-    for (int i = 0; i < ROWS; i++) {
-        *p++ = i ? ',' : ' ';
-        *p++ = '(';
-        for (int c = 0; c < cols; c++) {
-            *p++ = c ? ',' : '?';
-            if (c)
-                *p++ = '?';
-        }
-        *p++ = ')';
-        if (!i) {
-            *p = 0;
-            r->one = prep(L, q);
-        }
-    }
-    *p = 0;
-    r->many = prep(L, q);
-    free(q);
-    return r->one && r->many ? 0 : -1;
-}
-
-static inline void rows_set(struct rows *r, int col, int64_t v)
-{
-    r->v[r->k * r->cols + col] = v;
-}
-
-static void rows_next(struct rows *r)
-{
-    if (++r->k < ROWS)
-        return;
-    for (int i = 0; i < ROWS * r->cols; i++)
-        sqlite3_bind_int64(r->many, i + 1, r->v[i]);
-    run(r->L, r->many);
-    r->k = 0;
-}
-
-/* The rows left, one by one; then the statements go. */
-static void rows_close(struct rows *r)
-{
-    for (int i = 0; r->one && i < r->k && !r->L->failed; i++) {
-        for (int c = 0; c < r->cols; c++)
-            sqlite3_bind_int64(r->one, c + 1, r->v[i * r->cols + c]);
-        run(r->L, r->one);
-    }
-    sqlite3_finalize(r->one);
-    sqlite3_finalize(r->many);
-    r->one = r->many = NULL;
-}
-
 /* One leaked block, copied out of the live map so that writing rows in key
  * order reads memory sequentially. */
 struct leak_row {
@@ -2265,7 +2270,15 @@ static void progress(struct loader *L, int *last_pct, int final, uint64_t done, 
  * can go on (symbols, indexes) with the memory already returned. */
 static void loader_free(struct loader *L)
 {
-    sqlite3_stmt **sts[] = { &L->ins_stack, &L->ins_node, &L->ins_frame, &L->ins_rss,
+    struct rows **rws[] = { &L->node_rows, &L->stack_rows };
+    for (size_t i = 0; i < sizeof rws / sizeof rws[0]; i++) {
+        if (*rws[i])
+            rows_close(*rws[i]);       /* finalizes; the rows left are
+                                          written unless the load failed */
+        free(*rws[i]);
+        *rws[i] = NULL;
+    }
+    sqlite3_stmt **sts[] = { &L->ins_frame, &L->ins_rss,
                              &L->ins_mark, &L->ins_tag, &L->ins_series };
     for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) {
         sqlite3_finalize(*sts[i]);
@@ -2384,8 +2397,14 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         fail(&L, rc, "%s", msg);
         goto fail;
     }
-    L.ins_stack = prep(&L, "INSERT INTO stacks(id, depth, truncated, node) VALUES (?,?,?,?)");
-    L.ins_node = prep(&L, "INSERT INTO stack_nodes(id, parent, frame_id) VALUES (?,?,?)");
+    if (!(L.node_rows = calloc(1, sizeof *L.node_rows)) ||
+        !(L.stack_rows = calloc(1, sizeof *L.stack_rows))) {
+        fail(&L, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (rows_open(&L, L.node_rows, "INSERT INTO stack_nodes(id, parent, frame_id) VALUES", 3) ||
+        rows_open(&L, L.stack_rows, "INSERT INTO stacks(id, depth, truncated, node) VALUES", 4))
+        goto fail;
     L.ins_frame = prep(&L, "INSERT INTO frames(id, address, module_id, module_offset) "
                            "VALUES (?,?,?,?)");
     L.ins_rss = prep(&L, "INSERT INTO rss(time, bytes) VALUES (?,?)");
@@ -2489,6 +2508,8 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     write_threads_modules(&L);
     write_process(&L);
     write_meta(&L, &cs, damage, damage_count);
+    rows_close(L.node_rows);           /* their last rows */
+    rows_close(L.stack_rows);
     if (L.failed)
         goto fail;
     loader_free(&L);                   /* the live set is not needed now */

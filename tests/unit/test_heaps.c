@@ -18,11 +18,18 @@
 #include "tests/unit/capture_builder.h"
 #include "tests/unit/load_fixture.h"
 
-/* Writes the capture, loads it without symbols and opens the DB read-only. */
-static sqlite3 *load(struct capb *b)
+/* Writes the capture, loads it without symbols and opens the DB read-only;
+ * the loader's stats in *st. */
+static sqlite3 *load_stats(struct capb *b, struct load_stats *st)
 {
     struct load_opts o = { .progress = 0, .no_symbols = 1 };
-    return fx_load(b, &o);
+    return fx_load_stats(b, &o, st);
+}
+
+static sqlite3 *load(struct capb *b)
+{
+    struct load_stats st;
+    return load_stats(b, &st);
 }
 
 static void heap_alloc(struct capb *b, uint32_t ch, uint64_t t, uint16_t heap, uint64_t addr,
@@ -175,8 +182,6 @@ static void test_deep_chain_creates(void **state)
 {
     struct capb b;
     struct load_stats st;
-    struct load_opts o = { .progress = 0, .no_symbols = 1 };
-    char err[512];
     uint64_t t = 1;
     (void)state;
 
@@ -196,9 +201,7 @@ static void test_deep_chain_creates(void **state)
     heap_alloc(&b, ch, t++, 65534, 0x1000, 64, 1, 0);
     capb__heap_destroy(&b, ch, t++, 1);
     capb__end(&b, ch, t++);
-    if (fx_write_and_load(&b, &o, &st, err, sizeof err))
-        fail_msg("load: %s", err);
-    sqlite3 *db = fx_open();
+    sqlite3 *db = load_stats(&b, &st);
 
     assert_int_equal(st.nesting_steps, 0);
     assert_int_equal(q(db, "SELECT count(*) FROM heaps"), 65535);
@@ -218,8 +221,6 @@ static void test_nesting_cycle_refused(void **state)
 {
     struct capb b;
     struct load_stats st;
-    struct load_opts o = { .progress = 0, .no_symbols = 1 };
-    char err[512];
     (void)state;
 
     capb__init(&b, 0);
@@ -232,9 +233,7 @@ static void test_nesting_cycle_refused(void **state)
     heap_alloc(&b, ch, 6, 3, 0x1000, 64, 1, 0);
     capb__heap_destroy(&b, ch, 7, 1);
     capb__end(&b, ch, 8);
-    if (fx_write_and_load(&b, &o, &st, err, sizeof err))
-        fail_msg("load: %s", err);
-    sqlite3 *db = fx_open();
+    sqlite3 *db = load_stats(&b, &st);
 
     assert_int_equal(st.nesting_steps, 3);          /* c, b, a */
     assert_int_equal(q(db, "SELECT parent_id FROM heaps WHERE id = 1"), 3);

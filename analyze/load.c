@@ -46,6 +46,12 @@
 #define SETTLE_NS 50000ull            /* how far ahead settle() looks (50
                                          us): across threads, times may be
                                          misordered by a memory latency      */
+#define MAX_MISSING_STACKS 1000000u   /* (heap, stack, tag) counters kept for
+                                         stack ids never described; beyond,
+                                         such ids count as stack 0, so that a
+                                         damaged or hostile capture naming
+                                         ids at random cannot grow the
+                                         counters with its event count      */
 #define VH_STR_(x) #x
 #define VH_STR(x) VH_STR_(x)
 
@@ -199,6 +205,8 @@ struct loader {
     uint64_t serial, records, last_time, bucket_ns;
     uint64_t implicit_frees, unknown_moves, unknown_records, implicit_heaps, bad_heap_records;
     uint64_t heap_reuses, missing_stacks, leaks;
+    uint64_t missing_aggs;             /* counters made for undescribed ids  */
+    uint64_t missing_merged;           /* events counted under stack 0 since */
     uint64_t nesting_steps;            /* heaps visited by heap_link's checks */
     uint64_t peak_rss, peak_rss_time;
     int ended, has_rss;
@@ -404,6 +412,14 @@ static inline uint32_t agg_get(struct loader *L, uint32_t heap, uint32_t stack, 
 
     if (__builtin_expect(i != UINT32_MAX, 1))
         return i;
+    if (stack && idx_get(&L->stack_seen, stack, 0) == UINT32_MAX) {
+        if (L->missing_aggs >= (L->opts->max_missing_stacks ? L->opts->max_missing_stacks
+                                                            : MAX_MISSING_STACKS)) {
+            L->missing_merged++;
+            return agg_get(L, heap, 0, tag);
+        }
+        L->missing_aggs++;
+    }
     if (L->naggs == L->capaggs) {
         size_t n = L->capaggs ? L->capaggs * 2 : 1024;
         struct agg *p = realloc(L->aggs, n * sizeof *p);
@@ -771,7 +787,7 @@ static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
         L->aggs[ai].failed++;
         h->failed++;
         emit(L, &(struct vh_ev){ .time = ev->time, .size = r->size, .heap_id = h->id,
-                                 .stack_id = r->h.b, .tag_id = r->tag, .tid = ev->tid,
+                                 .stack_id = L->aggs[ai].stack, .tag_id = r->tag, .tid = ev->tid,
                                  .kind = VH_EV_FAILED });
         return;
     }
@@ -2217,6 +2233,7 @@ static void write_meta(struct loader *L, const struct capture_stamp *cs, const c
     meta_int(L, st, "bad_heap_records", L->bad_heap_records);
     meta_int(L, st, "heap_reuses", L->heap_reuses);
     meta_int(L, st, "missing_stacks", L->missing_stacks);
+    meta_int(L, st, "missing_stacks_merged", L->missing_merged);
     meta_int(L, st, "events", L->evst.events);
     meta_int(L, st, "event_blocks", L->evst.blocks);
     meta_int(L, st, "event_bytes", L->evst.event_bytes);

@@ -15,6 +15,9 @@ struct load_opts {
                                       (events.h; tests set tiny ones)       */
     uint64_t checkpoint_events;    /* least events between checkpoints; 0:
                                       default                               */
+    uint32_t max_missing_stacks;   /* (heap, stack, tag) counters for stack
+                                      ids without a STACK record, at most;
+                                      0: default (1M; tests set tiny ones)  */
 };
 
 struct load_stats {

@@ -447,6 +447,39 @@ static void test_stack_tree(void **state)
     done(db, &b);
 }
 
+/* Stack ids that no STACK record describes keep counters of their own up to
+ * a bound (max_missing_stacks); the events of further such ids count under
+ * stack 0, so random ids in a damaged capture cannot grow the loader's
+ * memory with the number of events. */
+static void test_missing_stacks_bounded(void **state)
+{
+    struct capb b;
+    struct load_opts o = { .progress = 0, .no_symbols = 1, .max_missing_stacks = 2 };
+    const uint64_t s1[] = { 0x401100, 0x401900 };
+    (void)state;
+
+    capb__init(&b, 0);
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, 0, 1);
+    capb__stack(&b, ch, 1, 1, s1, 2, 0);
+    capb__alloc(&b, ch, 2, 0x1000, 10, 16, 1);
+    capb__alloc(&b, ch, 3, 0x2000, 20, 32, 100);
+    capb__alloc(&b, ch, 4, 0x3000, 30, 32, 101);
+    capb__alloc(&b, ch, 5, 0x4000, 40, 48, 102);     /* beyond the bound */
+    capb__alloc(&b, ch, 6, 0x5000, 50, 64, 103);
+    capb__alloc(&b, ch, 7, 0x6000, 60, 64, 100);     /* has its counters */
+    sqlite3 *db = fx_load(&b, &o);
+
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key='missing_stacks'"), 2);
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key='missing_stacks_merged'"), 2);
+    assert_int_equal(q(db, "SELECT allocations FROM stack_stats WHERE stack_id=100"), 2);
+    assert_int_equal(q(db, "SELECT bytes_allocated FROM stack_stats WHERE stack_id=0"), 90);
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_stats WHERE stack_id IN (102, 103)"), 0);
+    assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE stack_id=0"), 2);
+    assert_int_equal(q(db, "SELECT sum(allocations) FROM stack_stats"), 6);
+    done(db, &b);
+}
+
 static void test_process_and_series(void **state)
 {
     struct capb b;
@@ -1248,6 +1281,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_and_leaks),
         cmocka_unit_test(test_stack_tree),
+        cmocka_unit_test(test_missing_stacks_bounded),
         cmocka_unit_test(test_peak_attribution),
         cmocka_unit_test(test_temporary_per_thread),
         cmocka_unit_test(test_realloc_in_place_and_moving),

@@ -1036,9 +1036,10 @@ out:
 }
 
 /* ---- many rows per INSERT --------------------------------------------------
- * The big tables written at the end (leaks, stack_stats: a row per live
- * block, per (heap, stack, tag)) go ROWS rows per statement: a statement's
- * own cost (start, halt, reset) is about a third of a one-row insert. */
+ * The big tables (stack_nodes and stacks while streaming; leaks and
+ * stack_stats at the end: a row per live block, per (heap, stack, tag)) go
+ * ROWS rows per statement: a statement's own cost (start, halt, reset) is
+ * about a third of a one-row insert. */
 #define ROWS 64
 #define ROWS_MAX_COLS 16
 

@@ -50,13 +50,14 @@ int db__open_any(const char *arg, sqlite3 **out, char *err, size_t errlen);
 /* A CTE `up(frame_id, idx)`: the frames of the stack whose id is the SQL
  * parameter `param` ("?1"), idx 0 the innermost — the stack_frames view's
  * rows for one stack, read from the call tree directly (one primary-key
- * lookup per frame). Append "SELECT ... FROM up ... ORDER BY idx". */
+ * lookup per frame; each step to a lower id, so it ends whatever the file
+ * holds). Append "SELECT ... FROM up ... ORDER BY idx". */
 #define VH_SQL_STACK_UP(param)                                                              \
-    "WITH RECURSIVE up(parent, frame_id, idx) AS ("                                         \
-    " SELECT n.parent, n.frame_id, 0 FROM stacks s JOIN stack_nodes n ON n.id = s.node"     \
+    "WITH RECURSIVE up(id, parent, frame_id, idx) AS ("                                     \
+    " SELECT n.id, n.parent, n.frame_id, 0 FROM stacks s JOIN stack_nodes n ON n.id = s.node" \
     " WHERE s.id = " param                                                                  \
-    " UNION ALL SELECT n.parent, n.frame_id, up.idx + 1"                                    \
-    " FROM up JOIN stack_nodes n ON n.id = up.parent) "
+    " UNION ALL SELECT n.id, n.parent, n.frame_id, up.idx + 1"                              \
+    " FROM up JOIN stack_nodes n ON n.id = up.parent AND n.id < up.id) "
 
 /* One integer from meta, or `dflt` when the key is missing or not a number. */
 long long db__meta_int(sqlite3 *db, const char *key, long long dflt);

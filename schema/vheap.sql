@@ -257,23 +257,26 @@ CREATE INDEX checkpoints_time ON checkpoints(time, seq);
 -- A stack's frames in order, one row each: idx 0 = innermost, the
 -- allocator's caller (schema version 2 had this as a table). Walks the tree
 -- from the stack's node up; `WHERE stack_id = ?` reads only that stack's
--- nodes, but a query over all stacks builds every stack's list.
+-- nodes, but a query over all stacks builds every stack's list. Each step
+-- goes to a lower id (as the CHECK says), so the walk ends in any file.
 CREATE VIEW stack_frames AS
 SELECT s.id AS stack_id, j.key AS idx, j.value AS frame_id
 FROM stacks s, json_each((
-    WITH RECURSIVE up(parent, frame_id, i) AS (
-        SELECT parent, frame_id, 0 FROM stack_nodes WHERE id = s.node
+    WITH RECURSIVE up(id, parent, frame_id, i) AS (
+        SELECT id, parent, frame_id, 0 FROM stack_nodes WHERE id = s.node
         UNION ALL
-        SELECT n.parent, n.frame_id, up.i + 1 FROM up JOIN stack_nodes n ON n.id = up.parent)
+        SELECT n.id, n.parent, n.frame_id, up.i + 1 FROM up
+        JOIN stack_nodes n ON n.id = up.parent AND n.id < up.id)
     SELECT '[' || group_concat(frame_id) || ']' FROM (SELECT frame_id FROM up ORDER BY i))) j;
 
 -- A stack as one line of text, innermost first: "f (file:line) <- g ...".
 CREATE VIEW stack_text AS
 SELECT s.id AS stack_id,
-       (WITH RECURSIVE up(parent, frame_id, i) AS (
-            SELECT parent, frame_id, 0 FROM stack_nodes WHERE id = s.node
+       (WITH RECURSIVE up(id, parent, frame_id, i) AS (
+            SELECT id, parent, frame_id, 0 FROM stack_nodes WHERE id = s.node
             UNION ALL
-            SELECT n.parent, n.frame_id, up.i + 1 FROM up JOIN stack_nodes n ON n.id = up.parent)
+            SELECT n.id, n.parent, n.frame_id, up.i + 1 FROM up
+            JOIN stack_nodes n ON n.id = up.parent AND n.id < up.id)
         SELECT group_concat(t, ' <- ') FROM (
             SELECT coalesce(f.function, printf('0x%x', f.address))
                    || coalesce(' (' || f.file || ':' || f.line || ')', '') AS t

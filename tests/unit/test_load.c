@@ -444,6 +444,21 @@ static void test_stack_tree(void **state)
                         "0x401300 <- 0x401900");
     assert_int_equal(q(db, "SELECT count(*) FROM stack_text"), 6);
     assert_int_equal(q(db, "SELECT count(*) FROM stack_leaf"), 6);
+
+    /* a DB made elsewhere with a cycle in the tree (the CHECK switched off):
+     * the walks still end, each step going to a lower id */
+    sqlite3 *rw = NULL;
+    assert_int_equal(sqlite3_open(db_path, &rw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(rw, "PRAGMA ignore_check_constraints = 1;"
+                                      "UPDATE stack_nodes SET parent = (SELECT node FROM stacks"
+                                      " WHERE id = 1) WHERE parent = 0",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(rw);
+    sqlite3_close(db);
+    db = fx_open();
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_frames WHERE stack_id=1"), 3);
+    assert_true(q(db, "SELECT count(*) FROM stack_text") == 6);
     done(db, &b);
 }
 

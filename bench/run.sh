@@ -19,7 +19,7 @@
 #                           `heaptrack`, its interpreter running beside the program
 #   BENCH_ANALYZE_REPS=3    repetitions of the analysis table
 #   BENCH_PERF=0            1: also `perf record` one vheap run per workload and
-#                           print the hottest symbols
+#                           one load of its capture, and print the hottest symbols
 #   BENCH_MT_THREADS=4 BENCH_MT_ROUNDS=60000 BENCH_PY_ROUNDS=120  sizes
 #   B=build                 the build directory (libvheap.so, vheap-analyze)
 #   TMPDIR                  where the captures go (removed at the end)
@@ -426,6 +426,16 @@ if [ "${BENCH_PERF:-0}" = 1 ] && [ $have_vheap = 1 ]; then
                 | grep -E '^ +[0-9]' | head -n 8
             say "  by symbol:"
             perf report -i "$tmp/perf.data" --sort dso,sym --stdio 2>/dev/null \
+                | grep -E '^ +[0-9]' | head -n 15
+            rm -f "$tmp"/perf.*
+            # the load (what bounds load+summary): the last repetition's capture
+            set -- "$tmp/vh.$w.$reps".*.vhcap
+            [ -f "$1" ] && [ -x "$analyze" ] || continue
+            say "perf: hottest symbols of vheap-analyze load on the $w capture (all threads)"
+            rm -f "$tmp/perf.db"
+            perf record -q -o "$tmp/perf.data" "$analyze" load -q --no-progress "$1" \
+                "$tmp/perf.db" >/dev/null 2>&1 || true
+            perf report -i "$tmp/perf.data" --no-children --sort sym --stdio 2>/dev/null \
                 | grep -E '^ +[0-9]' | head -n 15
             rm -f "$tmp"/perf.*
         done

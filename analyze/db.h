@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sqlite3.h>
 
-#define VH_SCHEMA_VERSION 2
+#define VH_SCHEMA_VERSION 3
 #define VH_DB_SUFFIX ".sqlite"        /* default DB = capture path + this    */
 
 /* ---- schema.c: schema/vheap.sql, embedded ------------------------------ */
@@ -24,7 +24,7 @@ int vh_schema_apply(sqlite3 *db, enum vh_schema_part part, char *err, size_t err
 
 /* Opens `path` read-only (SQLITE_OPEN_READONLY) and checks that it is a vheap
  * DB of VH_SCHEMA_VERSION: "FILE is not a vheap database",
- * "FILE: schema version N, expected 2". */
+ * "FILE: schema version N, expected 3". */
 int db__open_read(const char *path, sqlite3 **out, char *err, size_t errlen);
 
 /* Checks an open handle the same way. */
@@ -46,6 +46,18 @@ int db__ensure(const char *arg, char *db_path_out, size_t outlen, char *err, siz
 
 /* db__ensure() then db__open_read(). */
 int db__open_any(const char *arg, sqlite3 **out, char *err, size_t errlen);
+
+/* A CTE `up(frame_id, idx)`: the frames of the stack whose id is the SQL
+ * parameter `param` ("?1"), idx 0 the innermost — the stack_frames view's
+ * rows for one stack, read from the call tree directly (one primary-key
+ * lookup per frame; each step to a lower id, so it ends whatever the file
+ * holds). Append "SELECT ... FROM up ... ORDER BY idx". */
+#define VH_SQL_STACK_UP(param)                                                              \
+    "WITH RECURSIVE up(id, parent, frame_id, idx) AS ("                                     \
+    " SELECT n.id, n.parent, n.frame_id, 0 FROM stacks s JOIN stack_nodes n ON n.id = s.node" \
+    " WHERE s.id = " param                                                                  \
+    " UNION ALL SELECT n.id, n.parent, n.frame_id, up.idx + 1"                              \
+    " FROM up JOIN stack_nodes n ON n.id = up.parent AND n.id < up.id) "
 
 /* One integer from meta, or `dflt` when the key is missing or not a number. */
 long long db__meta_int(sqlite3 *db, const char *key, long long dflt);

@@ -535,8 +535,8 @@ int vh_export_heaptrack(struct vh_export *x)
         rc = oom(&h);
         goto out;
     }
-    if ((rc = vh_export_prepare(x, "SELECT frame_id FROM stack_frames WHERE stack_id = ?1"
-                                   " ORDER BY idx", &h.q_stack)) ||
+    if ((rc = vh_export_prepare(x, VH_SQL_STACK_UP("?1")
+                                   "SELECT frame_id FROM up ORDER BY idx", &h.q_stack)) ||
         (rc = vh_export_prepare(x, "SELECT f.address, f.function, f.file, f.line,"
                                    "       f.inline_depth, m.path"
                                    " FROM frames f LEFT JOIN modules m ON m.id = f.module_id"

@@ -46,6 +46,12 @@
 #define SETTLE_NS 50000ull            /* how far ahead settle() looks (50
                                          us): across threads, times may be
                                          misordered by a memory latency      */
+#define MAX_MISSING_STACKS 1000000u   /* (heap, stack, tag) counters kept for
+                                         stack ids never described; beyond,
+                                         such ids count as stack 0, so that a
+                                         damaged or hostile capture naming
+                                         ids at random cannot grow the
+                                         counters with its event count      */
 #define VH_STR_(x) #x
 #define VH_STR(x) VH_STR_(x)
 
@@ -189,14 +195,25 @@ struct loader {
                                           since ids in a damaged capture may
                                           be anything                        */
     uint64_t nstacks;
+    struct idxmap node_map;            /* (parent node, frame id) -> node id */
+    uint64_t nnodes;
+    uint64_t *prev_addr;               /* the latest STACK's frames from the */
+    uint32_t *prev_node;               /* outermost in, and their nodes: the */
+    size_t prev_n, prev_cap;           /* next stack mostly shares its outer
+                                          frames (see on_stack)              */
 
     uint64_t serial, records, last_time, bucket_ns;
     uint64_t implicit_frees, unknown_moves, unknown_records, implicit_heaps, bad_heap_records;
     uint64_t heap_reuses, missing_stacks, leaks;
+    uint64_t missing_aggs;             /* counters made for undescribed ids  */
+    uint64_t missing_merged;           /* events counted under stack 0 since */
+    uint64_t nesting_steps;            /* heaps visited by heap_link's checks */
     uint64_t peak_rss, peak_rss_time;
     int ended, has_rss;
 
-    sqlite3_stmt *ins_stack, *ins_sframe, *ins_frame, *ins_rss, *ins_mark, *ins_tag,
+    struct rows *node_rows, *stack_rows;   /* stack_nodes, stacks: many rows
+                                          a statement (rows_open)            */
+    sqlite3_stmt *ins_frame, *ins_rss, *ins_mark, *ins_tag,
         *ins_series;
     struct evwriter *evw;              /* the normalized event stream        */
     struct evwriter_stats evst;
@@ -395,6 +412,14 @@ static inline uint32_t agg_get(struct loader *L, uint32_t heap, uint32_t stack, 
 
     if (__builtin_expect(i != UINT32_MAX, 1))
         return i;
+    if (stack && idx_get(&L->stack_seen, stack, 0) == UINT32_MAX) {
+        if (L->missing_aggs >= (L->opts->max_missing_stacks ? L->opts->max_missing_stacks
+                                                            : MAX_MISSING_STACKS)) {
+            L->missing_merged++;
+            return agg_get(L, heap, 0, tag);
+        }
+        L->missing_aggs++;
+    }
     if (L->naggs == L->capaggs) {
         size_t n = L->capaggs ? L->capaggs * 2 : 1024;
         struct agg *p = realloc(L->aggs, n * sizeof *p);
@@ -762,7 +787,7 @@ static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
         L->aggs[ai].failed++;
         h->failed++;
         emit(L, &(struct vh_ev){ .time = ev->time, .size = r->size, .heap_id = h->id,
-                                 .stack_id = r->h.b, .tag_id = r->tag, .tid = ev->tid,
+                                 .stack_id = L->aggs[ai].stack, .tag_id = r->tag, .tid = ev->tid,
                                  .kind = VH_EV_FAILED });
         return;
     }
@@ -888,12 +913,19 @@ static void heap_unlink(struct heap *h)
     h->up = h->next = h->prev = NULL;
 }
 
-static void heap_link(struct heap *h, struct heap *parent)
+/* Nests h (unlinked) in parent. A cycle is refused: parent must not be h or
+ * inside h, which only a heap with nested heaps of its own can have; the
+ * walk up from parent that checks it is for those alone (a new heap has
+ * none), so a chain of N nested heaps costs N steps, not N^2 / 2. */
+static void heap_link(struct loader *L, struct heap *h, struct heap *parent)
 {
-    /* refuse a cycle: parent must not be h or inside h */
-    for (struct heap *p = parent; p; p = p->up)
+    for (struct heap *p = h->child ? parent : NULL; p; p = p->up) {
+        L->nesting_steps++;
         if (p == h)
             return;
+    }
+    if (parent == h)
+        return;
     h->up = parent;
     h->next = parent->child;
     if (parent->child)
@@ -904,7 +936,7 @@ static void heap_link(struct heap *h, struct heap *parent)
 static void on_heap_create(struct loader *L, const struct vh_event *ev)
 {
     const struct vh_rec_heap *r = (const struct vh_rec_heap *)ev->rec;
-    struct heap *h;
+    struct heap *h, *p;
     char *name;
 
     if (r->h.b == VH_HEAP_SYSTEM || r->h.b >= MAX_HEAPS || ev->size < sizeof *r) {
@@ -936,14 +968,20 @@ static void on_heap_create(struct loader *L, const struct vh_event *ev)
     h->size = r->size;
     h->parent = 0;
     h->has_parent = 0;
+    p = NULL;
+    if (r->parent && r->parent < MAX_HEAPS && r->parent != r->h.b &&
+        !(p = heap_get(L, r->parent, ev->time)))
+        return;
+    if (p && p == h->up) {             /* announced again, nested as it was */
+        h->parent = p->id;
+        h->has_parent = 1;
+        return;
+    }
     heap_unlink(h);
-    if (r->parent && r->parent < MAX_HEAPS && r->parent != r->h.b) {
-        struct heap *p = heap_get(L, r->parent, ev->time);
-        if (p) {
-            heap_link(h, p);
-            h->parent = p->id;
-            h->has_parent = 1;
-        }
+    if (p) {
+        heap_link(L, h, p);
+        h->parent = p->id;
+        h->has_parent = 1;
     }
 }
 
@@ -997,6 +1035,84 @@ out:
     free(todo);
 }
 
+/* ---- many rows per INSERT --------------------------------------------------
+ * The big tables (stack_nodes and stacks while streaming; leaks and
+ * stack_stats at the end: a row per live block, per (heap, stack, tag)) go
+ * ROWS rows per statement: a statement's own cost (start, halt, reset) is
+ * about a third of a one-row insert. */
+#define ROWS 64
+#define ROWS_MAX_COLS 16
+
+struct rows {
+    struct loader *L;
+    sqlite3_stmt *many, *one;
+    int cols, k;
+    int64_t v[ROWS * ROWS_MAX_COLS];
+};
+
+/* sql: "INSERT INTO t(a, b, ...) VALUES " for `cols` integer columns. */
+static int rows_open(struct loader *L, struct rows *r, const char *sql, int cols)
+{
+    size_t n = strlen(sql), len = n + (size_t)ROWS * (2 + 2 * (size_t)cols) + 1;
+    char *q = malloc(len), *p;
+
+    memset(r, 0, sizeof *r);
+    r->L = L;
+    r->cols = cols;
+    if (!q) {
+        fail(L, -ENOMEM, "out of memory");
+        return -1;
+    }
+    memcpy(q, sql, n);
+    p = q + n;
+    for (int i = 0; i < ROWS; i++) {
+        *p++ = i ? ',' : ' ';
+        *p++ = '(';
+        for (int c = 0; c < cols; c++) {
+            *p++ = c ? ',' : '?';
+            if (c)
+                *p++ = '?';
+        }
+        *p++ = ')';
+        if (!i) {
+            *p = 0;
+            r->one = prep(L, q);
+        }
+    }
+    *p = 0;
+    r->many = prep(L, q);
+    free(q);
+    return r->one && r->many ? 0 : -1;
+}
+
+static inline void rows_set(struct rows *r, int col, int64_t v)
+{
+    r->v[r->k * r->cols + col] = v;
+}
+
+static void rows_next(struct rows *r)
+{
+    if (++r->k < ROWS)
+        return;
+    for (int i = 0; i < ROWS * r->cols; i++)
+        sqlite3_bind_int64(r->many, i + 1, r->v[i]);
+    run(r->L, r->many);
+    r->k = 0;
+}
+
+/* The rows left, one by one; then the statements go. */
+static void rows_close(struct rows *r)
+{
+    for (int i = 0; r->one && i < r->k && !r->L->failed; i++) {
+        for (int c = 0; c < r->cols; c++)
+            sqlite3_bind_int64(r->one, c + 1, r->v[i * r->cols + c]);
+        run(r->L, r->one);
+    }
+    sqlite3_finalize(r->one);
+    sqlite3_finalize(r->many);
+    r->one = r->many = NULL;
+}
+
 /* ---- modules, stacks, frames ----------------------------------------------- */
 
 static int by_lo(const void *a, const void *b, void *arg)
@@ -1013,6 +1129,7 @@ static void active_rebuild(struct loader *L)
         if (!L->mods[i].unloaded)
             L->active[L->nactive++] = (uint32_t)i;
     qsort_r(L->active, L->nactive, sizeof *L->active, by_lo, L->mods);
+    L->prev_n = 0;                     /* an address's frame may differ now */
 }
 
 static void on_module(struct loader *L, const struct vh_event *ev)
@@ -1132,32 +1249,87 @@ static int stack_mark(struct loader *L, uint32_t id)
     return 0;
 }
 
-static void stack_row(struct loader *L, uint32_t id, uint32_t depth, int truncated)
+static void stack_row(struct loader *L, uint32_t id, uint32_t depth, int truncated,
+                      uint32_t node)
 {
-    sqlite3_bind_int64(L->ins_stack, 1, id);
-    sqlite3_bind_int64(L->ins_stack, 2, depth);
-    sqlite3_bind_int64(L->ins_stack, 3, truncated);
-    run(L, L->ins_stack);
+    rows_set(L->stack_rows, 0, id);
+    rows_set(L->stack_rows, 1, depth);
+    rows_set(L->stack_rows, 2, truncated);
+    rows_set(L->stack_rows, 3, node);
+    rows_next(L->stack_rows);
     L->nstacks++;
 }
 
+/* The call-tree node of the frame at addr under node `parent` (0: an
+ * outermost frame); a new one gets its row. `fresh`: parent was just made,
+ * so it has no child yet (no lookup). 0 on failure. */
+static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr, int fresh)
+{
+    uint64_t frame = frame_id(L, addr);
+    uint32_t id = fresh ? UINT32_MAX : idx_get(&L->node_map, parent, frame);
+
+    if (id != UINT32_MAX || L->failed)
+        return L->failed ? 0 : id;
+    if (L->nnodes >= UINT32_MAX - 1) {
+        fail(L, -EOVERFLOW, "more than %u distinct call-tree nodes", UINT32_MAX - 2);
+        return 0;
+    }
+    id = (uint32_t)++L->nnodes;
+    if (idx_put(&L->node_map, parent, frame, id)) {
+        fail(L, -ENOMEM, "out of memory");
+        return 0;
+    }
+    rows_set(L->node_rows, 0, id);
+    rows_set(L->node_rows, 1, parent);
+    rows_set(L->node_rows, 2, (sqlite3_int64)frame);
+    rows_next(L->node_rows);
+    return id;
+}
+
+/* A stack becomes a path in the call tree, from its outermost frame in.
+ * Stacks recorded one after the other mostly share their outer frames (the
+ * same caller allocating from another place), so the frames it shares with
+ * the previous STACK record, compared as raw addresses, take that one's
+ * nodes without a lookup; module changes reset that (active_rebuild). */
 static void on_stack(struct loader *L, const struct vh_event *ev)
 {
     const struct vh_rec_stack *r = (const struct vh_rec_stack *)ev->rec;
-    uint32_t depth;
+    const uint8_t *fr = (const uint8_t *)r + sizeof *r;
+    uint32_t depth, node = 0;
+    uint64_t made = L->nnodes;
+    size_t k = 0;
 
     if (ev->size < sizeof *r || stack_mark(L, r->h.b))
         return;
     depth = (uint32_t)((ev->size - sizeof *r) / 8);
-    stack_row(L, r->h.b, depth, !!(r->h.flags & VH_RF_TRUNCATED));
-    for (uint32_t i = 0; i < depth; i++) {
-        uint64_t addr;
-        memcpy(&addr, (const uint8_t *)r + sizeof *r + 8 * (size_t)i, sizeof addr);
-        sqlite3_bind_int64(L->ins_sframe, 1, r->h.b);
-        sqlite3_bind_int64(L->ins_sframe, 2, i);
-        sqlite3_bind_int64(L->ins_sframe, 3, (sqlite3_int64)frame_id(L, addr));
-        run(L, L->ins_sframe);
+    if (depth > L->prev_cap) {
+        uint64_t *a = realloc(L->prev_addr, depth * sizeof *a);
+        uint32_t *n = a ? realloc(L->prev_node, depth * sizeof *n) : NULL;
+        if (a)
+            L->prev_addr = a;
+        if (!n) {
+            fail(L, -ENOMEM, "out of memory");
+            return;
+        }
+        L->prev_node = n;
+        L->prev_cap = depth;
     }
+    for (; k < depth; k++) {           /* frame k from the outermost */
+        uint64_t addr;
+        memcpy(&addr, fr + 8 * (size_t)(depth - 1 - k), sizeof addr);
+        if (k < L->prev_n && L->prev_addr[k] == addr) {
+            node = L->prev_node[k];
+            continue;
+        }
+        L->prev_n = k;                 /* from here on the path is new */
+        /* below a node made for this stack, every node is new */
+        if (!(node = node_get(L, node, addr, node > made)))
+            return;
+        L->prev_addr[k] = addr;
+        L->prev_node[k] = node;
+    }
+    L->prev_n = depth;
+    stack_row(L, r->h.b, depth, !!(r->h.flags & VH_RF_TRUNCATED), node);
 }
 
 /* ---- other records -------------------------------------------------------- */
@@ -1673,83 +1845,6 @@ static uint32_t *agg_order(struct loader *L)
     return order;
 }
 
-/* ---- many rows per INSERT --------------------------------------------------
- * The big tables written at the end (leaks, stack_stats: a row per live
- * block, per (heap, stack, tag)) go ROWS rows per statement: a statement's
- * own cost (start, halt, reset) is about a third of a one-row insert. */
-#define ROWS 64
-#define ROWS_MAX_COLS 16
-
-struct rows {
-    struct loader *L;
-    sqlite3_stmt *many, *one;
-    int cols, k;
-    int64_t v[ROWS * ROWS_MAX_COLS];
-};
-
-/* sql: "INSERT INTO t(a, b, ...) VALUES " for `cols` integer columns. */
-static int rows_open(struct loader *L, struct rows *r, const char *sql, int cols)
-{
-    size_t n = strlen(sql), len = n + (size_t)ROWS * (2 + 2 * (size_t)cols) + 1;
-    char *q = malloc(len), *p;
-
-    memset(r, 0, sizeof *r);
-    r->L = L;
-    r->cols = cols;
-    if (!q) {
-        fail(L, -ENOMEM, "out of memory");
-        return -1;
-    }
-    memcpy(q, sql, n);
-    p = q + n;
-    for (int i = 0; i < ROWS; i++) {
-        *p++ = i ? ',' : ' ';
-        *p++ = '(';
-        for (int c = 0; c < cols; c++) {
-            *p++ = c ? ',' : '?';
-            if (c)
-                *p++ = '?';
-        }
-        *p++ = ')';
-        if (!i) {
-            *p = 0;
-            r->one = prep(L, q);
-        }
-    }
-    *p = 0;
-    r->many = prep(L, q);
-    free(q);
-    return r->one && r->many ? 0 : -1;
-}
-
-static inline void rows_set(struct rows *r, int col, int64_t v)
-{
-    r->v[r->k * r->cols + col] = v;
-}
-
-static void rows_next(struct rows *r)
-{
-    if (++r->k < ROWS)
-        return;
-    for (int i = 0; i < ROWS * r->cols; i++)
-        sqlite3_bind_int64(r->many, i + 1, r->v[i]);
-    run(r->L, r->many);
-    r->k = 0;
-}
-
-/* The rows left, one by one; then the statements go. */
-static void rows_close(struct rows *r)
-{
-    for (int i = 0; r->one && i < r->k && !r->L->failed; i++) {
-        for (int c = 0; c < r->cols; c++)
-            sqlite3_bind_int64(r->one, c + 1, r->v[i * r->cols + c]);
-        run(r->L, r->one);
-    }
-    sqlite3_finalize(r->one);
-    sqlite3_finalize(r->many);
-    r->one = r->many = NULL;
-}
-
 /* One leaked block, copied out of the live map so that writing rows in key
  * order reads memory sequentially. */
 struct leak_row {
@@ -1855,7 +1950,7 @@ static void write_stack_stats(struct loader *L, const uint32_t *order)
 
         agg_sync(a, h);                /* untouched since the peak: current */
         if (a->stack && !stack_mark(L, a->stack)) {
-            stack_row(L, a->stack, 0, 0);   /* referenced, never described */
+            stack_row(L, a->stack, 0, 0, 0);   /* referenced, never described */
             L->missing_stacks++;
         }
         rows_set(&rw, 0, a->heap);
@@ -2139,6 +2234,7 @@ static void write_meta(struct loader *L, const struct capture_stamp *cs, const c
     meta_int(L, st, "bad_heap_records", L->bad_heap_records);
     meta_int(L, st, "heap_reuses", L->heap_reuses);
     meta_int(L, st, "missing_stacks", L->missing_stacks);
+    meta_int(L, st, "missing_stacks_merged", L->missing_merged);
     meta_int(L, st, "events", L->evst.events);
     meta_int(L, st, "event_blocks", L->evst.blocks);
     meta_int(L, st, "event_bytes", L->evst.event_bytes);
@@ -2192,7 +2288,15 @@ static void progress(struct loader *L, int *last_pct, int final, uint64_t done, 
  * can go on (symbols, indexes) with the memory already returned. */
 static void loader_free(struct loader *L)
 {
-    sqlite3_stmt **sts[] = { &L->ins_stack, &L->ins_sframe, &L->ins_frame, &L->ins_rss,
+    struct rows **rws[] = { &L->node_rows, &L->stack_rows };
+    for (size_t i = 0; i < sizeof rws / sizeof rws[0]; i++) {
+        if (*rws[i])
+            rows_close(*rws[i]);       /* finalizes; the rows left are
+                                          written unless the load failed */
+        free(*rws[i]);
+        *rws[i] = NULL;
+    }
+    sqlite3_stmt **sts[] = { &L->ins_frame, &L->ins_rss,
                              &L->ins_mark, &L->ins_tag, &L->ins_series };
     for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) {
         sqlite3_finalize(*sts[i]);
@@ -2224,6 +2328,14 @@ static void loader_free(struct loader *L)
     free(L->active);
     free(L->frame_map.s);
     free(L->stack_seen.s);
+    free(L->node_map.s);
+    free(L->prev_addr);
+    free(L->prev_node);
+    L->node_map.s = NULL;
+    L->node_map.count = 0;
+    L->prev_addr = NULL;
+    L->prev_node = NULL;
+    L->prev_n = L->prev_cap = 0;
     L->heaps = NULL;
     L->aggs = NULL;
     L->agg_map.s = L->thread_map.s = L->frame_map.s = NULL;
@@ -2303,8 +2415,14 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         fail(&L, rc, "%s", msg);
         goto fail;
     }
-    L.ins_stack = prep(&L, "INSERT INTO stacks(id, depth, truncated) VALUES (?,?,?)");
-    L.ins_sframe = prep(&L, "INSERT INTO stack_frames(stack_id, idx, frame_id) VALUES (?,?,?)");
+    if (!(L.node_rows = calloc(1, sizeof *L.node_rows)) ||
+        !(L.stack_rows = calloc(1, sizeof *L.stack_rows))) {
+        fail(&L, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (rows_open(&L, L.node_rows, "INSERT INTO stack_nodes(id, parent, frame_id) VALUES", 3) ||
+        rows_open(&L, L.stack_rows, "INSERT INTO stacks(id, depth, truncated, node) VALUES", 4))
+        goto fail;
     L.ins_frame = prep(&L, "INSERT INTO frames(id, address, module_id, module_offset) "
                            "VALUES (?,?,?,?)");
     L.ins_rss = prep(&L, "INSERT INTO rss(time, bytes) VALUES (?,?)");
@@ -2325,7 +2443,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         }
     }
     stack_mark(&L, 0);
-    stack_row(&L, 0, 0, 0);            /* 0: no stack recorded */
+    stack_row(&L, 0, 0, 0, 0);         /* 0: no stack recorded */
     L.nstacks = 0;
 
     show = opts->progress < 0 ? isatty(2) : opts->progress;
@@ -2408,6 +2526,8 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     write_threads_modules(&L);
     write_process(&L);
     write_meta(&L, &cs, damage, damage_count);
+    rows_close(L.node_rows);           /* their last rows */
+    rows_close(L.stack_rows);
     if (L.failed)
         goto fail;
     loader_free(&L);                   /* the live set is not needed now */
@@ -2456,6 +2576,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     stats->frames = L.nframes;
     stats->leaks = L.leaks;
     stats->reordered = L.reordered;
+    stats->nesting_steps = L.nesting_steps;
     stats->damage_count = damage_count;
     if (damage_count)
         snprintf(stats->damage, sizeof stats->damage, "%s", damage ? damage : "damaged");

@@ -15,6 +15,9 @@ struct load_opts {
                                       (events.h; tests set tiny ones)       */
     uint64_t checkpoint_events;    /* least events between checkpoints; 0:
                                       default                               */
+    uint32_t max_missing_stacks;   /* (heap, stack, tag) counters for stack
+                                      ids without a STACK record, at most;
+                                      0: default (1M; tests set tiny ones)  */
 };
 
 struct load_stats {
@@ -23,6 +26,10 @@ struct load_stats {
     uint64_t leaks;                /* blocks live at the end                */
     uint64_t reordered;            /* records moved ahead to settle a cross-
                                       thread misorder (meta.reordered)      */
+    uint64_t nesting_steps;        /* heaps visited checking that a nesting
+                                      makes no cycle: none for a new heap or
+                                      one announced again under the same
+                                      parent (test_heaps counts them)       */
     double seconds;                /* wall time of the whole load           */
     double stream_seconds;         /* of which: reading the event stream,   */
     double write_seconds;          /* writing what was kept in memory,      */

@@ -604,11 +604,11 @@ int vh_stacks__new(sqlite3 *db, int64_t max_depth, struct vh_stacks **out)
     s->max_depth = max_depth;
     int rc = -EINVAL;
     if (sqlite3_prepare_v2(db,
+                           VH_SQL_STACK_UP("?1")
                            "SELECT f.id, f.address, f.module_offset, f.function, f.file,"
                            "       f.line, f.inline_depth, m.path"
-                           " FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id"
-                           " LEFT JOIN modules m ON m.id = f.module_id"
-                           " WHERE sf.stack_id = ?1 ORDER BY sf.idx",
+                           " FROM up JOIN frames f ON f.id = up.frame_id"
+                           " LEFT JOIN modules m ON m.id = f.module_id ORDER BY up.idx",
                            -1, &s->frames, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
                            "SELECT function, file, line FROM frame_inlines"

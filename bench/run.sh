@@ -1,7 +1,10 @@
 #!/bin/sh
 # run.sh — `make bench`: vheap's recording overhead side by side with
-# heaptrack's on three workloads (bench/malloc_mt.c, a Python JSON workload,
-# sqlite3 inserts and indexes), then load+summary time against heaptrack_print.
+# heaptrack's on four workloads (bench/malloc_mt.c, a Python JSON workload,
+# sqlite3 inserts and indexes, and a stack-heavy one: `python3 -m compileall`
+# over a copy of part of Python's standard library, a few hundred thousand
+# distinct stacks), then load+summary time, peak RSS and DB size against
+# heaptrack_print's time and heaptrack's file on the same run.
 # Every run is timed by bench/stamp (static, so LD_PRELOAD passes through it)
 # from fork to exit of the program: heaptrack's wrapper script and the drain of
 # its pipe after the program exited are not counted. Runs are interleaved
@@ -10,13 +13,13 @@
 # the median of that fraction taken within each repetition (this machine's
 # other guests slow all three runs of a repetition alike). Environment:
 #   BENCH_REPS=7            repetitions of each (workload, mode)
-#   BENCH_WORKLOADS="malloc_mt python_json sqlite"   a subset, in this order
+#   BENCH_WORKLOADS="malloc_mt python_json sqlite compileall"   a subset, in this order
 #   BENCH_HEAPTRACK=raw     raw: `heaptrack -r` (record only; heaptrack_interpret
 #                           runs afterwards, outside the timed run); full: plain
 #                           `heaptrack`, its interpreter running beside the program
 #   BENCH_ANALYZE_REPS=3    repetitions of the analysis table
 #   BENCH_PERF=0            1: also `perf record` one vheap run per workload and
-#                           print the hottest symbols
+#                           one load of its capture, and print the hottest symbols
 #   BENCH_MT_THREADS=4 BENCH_MT_ROUNDS=60000 BENCH_PY_ROUNDS=120  sizes
 #   B=build                 the build directory (libvheap.so, vheap-analyze)
 #   TMPDIR                  where the captures go (removed at the end)
@@ -32,7 +35,7 @@ lib=$b/libvheap.so
 analyze=$b/vheap-analyze
 reps=${BENCH_REPS:-7}
 areps=${BENCH_ANALYZE_REPS:-3}
-workloads=${BENCH_WORKLOADS:-malloc_mt python_json sqlite}
+workloads=${BENCH_WORKLOADS:-malloc_mt python_json sqlite compileall}
 htmode=${BENCH_HEAPTRACK:-raw}
 mt_threads=${BENCH_MT_THREADS:-4}
 mt_rounds=${BENCH_MT_ROUNDS:-60000}
@@ -66,6 +69,11 @@ capstat=$bdir/capstat
 py=/usr/bin/python3
 [ -x "$py" ] || py=$(command -v python3 2>/dev/null || true)
 sqlite=$(command -v sqlite3 2>/dev/null || true)
+# compileall's input: these packages and the top-level modules of the
+# standard library (about 300 files, 7 MB), copied so that the run writes
+# its .pyc files into a directory of its own
+pystdlib=$([ -n "$py" ] && "$py" -c 'import os; print(os.path.dirname(os.__file__))' 2>/dev/null || true)
+[ -f "$pystdlib/os.py" ] || pystdlib=""
 
 have_heaptrack=0
 if command -v heaptrack >/dev/null 2>&1; then
@@ -87,7 +95,9 @@ wl_ok() {
     malloc_mt) return 0 ;;
     python_json) [ -n "$py" ] || { warn "python3 not found: python_json skipped"; return 1; } ;;
     sqlite) [ -n "$sqlite" ] || { warn "sqlite3 not found: sqlite skipped"; return 1; } ;;
-    *) warn "unknown workload '$1' (malloc_mt python_json sqlite)"; return 1 ;;
+    compileall) [ -n "$py" ] && [ -n "$pystdlib" ] ||
+        { warn "python3 or its standard library not found: compileall skipped"; return 1; } ;;
+    *) warn "unknown workload '$1' (malloc_mt python_json sqlite compileall)"; return 1 ;;
     esac
 }
 wls=""
@@ -98,6 +108,14 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/vheap-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 cd "$tmp"
+if [ -n "$pystdlib" ]; then
+    mkdir pylib
+    for d in email json asyncio concurrent xml http logging unittest importlib collections; do
+        [ -d "$pystdlib/$d" ] && cp -r "$pystdlib/$d" pylib/
+    done
+    cp "$pystdlib"/*.py pylib/
+    find pylib -name __pycache__ -prune -exec rm -rf {} +
+fi
 
 # sqlite_workload.sql .reads this from the working directory.
 awk 'BEGIN {
@@ -118,6 +136,7 @@ launch() {
     python_json) PYTHONMALLOC=malloc "$@" "$py" -B "$top/bench/json_workload.py" "$py_rounds" \
                      </dev/null ;;
     sqlite) "$@" "$sqlite" :memory: <"$top/bench/sqlite_workload.sql" ;;
+    compileall) PYTHONMALLOC=malloc "$@" "$py" -m compileall -q -f "$tmp/pylib" </dev/null ;;
     esac >run.log 2>&1
 }
 
@@ -190,7 +209,9 @@ modes=bare
 
 say "vheap bench: $reps repetitions, workloads:$wls; heaptrack mode: $htmode"
 say "  malloc_mt: $mt_threads threads x $mt_rounds rounds; python_json: $py_rounds rounds" \
-    "(PYTHONMALLOC=malloc, $py); sqlite: bench/sqlite_workload.sql on :memory:"
+    "(PYTHONMALLOC=malloc, $py); sqlite: bench/sqlite_workload.sql on :memory:;" \
+    "compileall: $py -m compileall -f over $(find pylib -name '*.py' 2>/dev/null | wc -l) files" \
+    "copied from $pystdlib (PYTHONMALLOC=malloc)"
 say "  $(nproc) CPUs; captures in $tmp"
 for w in $wls; do launch "$w" "$stamp" res || true; done     # warm caches, untimed
 r=1
@@ -351,7 +372,8 @@ while [ $r -le "$areps" ]; do
                 "$stamp" res sh -c '"$1" load -q --no-progress "$2" "$3" && "$1" summary "$3"' sh \
                     "$analyze" "$1" "$tmp/vh.$w.db" >summary.out 2>&1 || true
                 if [ -s res ] && [ "$(cut -d' ' -f5 res)" = 0 ]; then
-                    echo "$w load $r $(awk '{ print $1, $2 + $3, $4 }' res)" >>aresults
+                    echo "$w load $r $(awk '{ print $1, $2 + $3, $4 }' res)" \
+                        "$(stat -c %s "$tmp/vh.$w.db")" >>aresults
                 else
                     warn "$w: vheap-analyze load/summary failed:"; tail -n 3 summary.out >&2
                 fi
@@ -360,8 +382,9 @@ while [ $r -le "$areps" ]; do
     done
     r=$((r + 1))
 done
-printf '%-12s %12s %16s %20s %14s %8s %8s %9s\n' workload "ht interpret" "heaptrack_print" \
-    "vheap load+summary" "vheap/print" "ht cpu" "vh cpu" "vh rss"
+printf '%-12s %12s %8s %9s %14s %7s %7s %10s %9s %9s %12s\n' workload "ht interpret" \
+    "ht_print" "vh load+" "vh/print" "ht cpu" "vh cpu" "vh rss" "vh DB" "ht file" "DB/ht file"
+printf '%-12s %12s %8s %9s %14s\n' "" "" "" "summary" "(<= 0.5)"
 for w in $wls; do
     it=$(awk -v w="$w" '$1 == w && $2 == "interpret" { print $4 }' aresults)
     hp=$(awk -v w="$w" '$1 == w && $2 == "print" { print $4 }' aresults | median)
@@ -369,16 +392,25 @@ for w in $wls; do
     hc=$(awk -v w="$w" '$1 == w && $2 == "print" && NF >= 6 { print $5 }' aresults | median)
     vc=$(awk -v w="$w" '$1 == w && $2 == "load" && NF >= 6 { print $5 }' aresults | median)
     vr=$(awk -v w="$w" '$1 == w && $2 == "load" && NF >= 6 { print $6 * 1024 }' aresults | median)
+    vd=$(awk -v w="$w" '$1 == w && $2 == "load" && NF >= 7 { print $7 }' aresults | median)
+    hf=$tmp/hti.$w.$ht_suffix
+    hs=$([ -f "$hf" ] && stat -c %s "$hf" || echo -)
     awk -v w="$w" -v i="${it:--}" -v p="$hp" -v l="$vl" -v hc="$hc" -v vc="$vc" \
-        -v vr="$(bytes "$vr")" 'BEGIN {
-        r = (p != "-" && l != "-" && p > 0) ? sprintf("%.2f %s", l / p, l <= p ? "ok" : "OVER") : "-"
-        printf "%-12s %12s %16s %20s %14s %8s %8s %9s\n", w, i, p, l, r,
-            hc == "-" ? "-" : sprintf("%.2f", hc), vc == "-" ? "-" : sprintf("%.2f", vc), vr }'
+        -v vr="$(bytes "$vr")" -v rb="$vr" -v vd="$(bytes "$vd")" -v db="$vd" \
+        -v hs="$(bytes "$hs")" -v hb="$hs" 'BEGIN {
+        r = (p != "-" && l != "-" && p > 0) ? sprintf("%.2f %s", l / p, l <= 0.5 * p ? "ok" : "OVER") : "-"
+        d = (db != "-" && hb != "-" && hb > 0) ? sprintf("%.2f %s", db / hb, db <= hb ? "ok" : "OVER") : "-"
+        m = (rb != "-" && rb > 1073741824) ? " OVER" : ""
+        printf "%-12s %12s %8s %9s %14s %7s %7s %10s %9s %9s %12s\n", w, i, p, l, r,
+            hc == "-" ? "-" : sprintf("%.2f", hc), vc == "-" ? "-" : sprintf("%.2f", vc), vr m,
+            vd, hs, d }'
 done
-say "(target: vheap load+summary <= heaptrack_print on the same run; load also"
-say " symbolizes, which heaptrack did earlier in heaptrack_interpret. cpu: user +"
-say " system seconds of all threads; vheap's load reads, loads and compresses on"
-say " three threads. rss: peak of load, the capture's mapped pages included)"
+say "(targets: vheap load+summary <= 0.5 x heaptrack_print on the same run, the DB"
+say " no larger than heaptrack's (interpreted, compressed) file, load's peak RSS"
+say " <= 1 GiB. Load also symbolizes, which heaptrack did earlier in"
+say " heaptrack_interpret. cpu: user + system seconds of all threads; vheap's load"
+say " reads, loads and compresses on three threads. rss: peak of load, the"
+say " capture's mapped pages included)"
 
 # ---- optional: where vheap's time goes --------------------------------------------
 if [ "${BENCH_PERF:-0}" = 1 ] && [ $have_vheap = 1 ]; then
@@ -394,6 +426,16 @@ if [ "${BENCH_PERF:-0}" = 1 ] && [ $have_vheap = 1 ]; then
                 | grep -E '^ +[0-9]' | head -n 8
             say "  by symbol:"
             perf report -i "$tmp/perf.data" --sort dso,sym --stdio 2>/dev/null \
+                | grep -E '^ +[0-9]' | head -n 15
+            rm -f "$tmp"/perf.*
+            # the load (what bounds load+summary): the last repetition's capture
+            set -- "$tmp/vh.$w.$reps".*.vhcap
+            [ -f "$1" ] && [ -x "$analyze" ] || continue
+            say "perf: hottest symbols of vheap-analyze load on the $w capture (all threads)"
+            rm -f "$tmp/perf.db"
+            perf record -q -o "$tmp/perf.data" "$analyze" load -q --no-progress "$1" \
+                "$tmp/perf.db" >/dev/null 2>&1 || true
+            perf report -i "$tmp/perf.data" --no-children --sort sym --stdio 2>/dev/null \
                 | grep -E '^ +[0-9]' | head -n 15
             rm -f "$tmp"/perf.*
         done

@@ -1,4 +1,4 @@
--- vheap.sql — the schema of a loaded vheap capture (schema version 2).
+-- vheap.sql — the schema of a loaded vheap capture (schema version 3).
 --
 -- A public interface: `vheap-analyze` queries it and so may users, with the
 -- sqlite3 CLI. Documented column by column in docs/schema.md. Sizes are
@@ -96,19 +96,26 @@ CREATE TABLE frame_inlines (
     PRIMARY KEY (frame_id, depth)
 ) WITHOUT ROWID;
 
+-- Stacks as a tree of call-tree nodes: a node is one frame under its
+-- caller's node, shared by every stack that passes through it, so storage
+-- grows with the distinct call tree, not with stacks x depth. A stack names
+-- its innermost node; its frames are that node's frame, its parent's, and so
+-- on up to an outermost node (parent 0). Read a stack's frames in order
+-- through the stack_frames view below.
+CREATE TABLE stack_nodes (
+    id        INTEGER PRIMARY KEY,  -- 1, 2, ...
+    parent    INTEGER NOT NULL CHECK (parent < id),  -- the caller's node;
+                                    -- 0 for an outermost frame
+    frame_id  INTEGER NOT NULL REFERENCES frames(id)
+);
+
 CREATE TABLE stacks (
     id        INTEGER PRIMARY KEY,  -- 0 is the empty/unknown stack
     depth     INTEGER NOT NULL,
-    truncated INTEGER NOT NULL DEFAULT 0
+    truncated INTEGER NOT NULL DEFAULT 0,
+    node      INTEGER NOT NULL DEFAULT 0  -- innermost frame's stack_nodes
+                                    -- row; 0: no frames
 );
-
-CREATE TABLE stack_frames (
-    stack_id  INTEGER NOT NULL REFERENCES stacks(id),
-    idx       INTEGER NOT NULL,     -- 0 = innermost: the allocator's caller
-    frame_id  INTEGER NOT NULL REFERENCES frames(id),
-    PRIMARY KEY (stack_id, idx)
-) WITHOUT ROWID;
-CREATE INDEX stack_frames_frame ON stack_frames(frame_id);
 
 -- Heaps: id 0 is the system allocator (malloc family); custom heaps made
 -- through preload/vheap.h follow.
@@ -247,23 +254,42 @@ CREATE INDEX checkpoints_time ON checkpoints(time, seq);
 
 -- ---- Views ---------------------------------------------------------------
 
+-- A stack's frames in order, one row each: idx 0 = innermost, the
+-- allocator's caller (schema version 2 had this as a table). Walks the tree
+-- from the stack's node up; `WHERE stack_id = ?` reads only that stack's
+-- nodes, but a query over all stacks builds every stack's list. Each step
+-- goes to a lower id (as the CHECK says), so the walk ends in any file.
+CREATE VIEW stack_frames AS
+SELECT s.id AS stack_id, j.key AS idx, j.value AS frame_id
+FROM stacks s, json_each((
+    WITH RECURSIVE up(id, parent, frame_id, i) AS (
+        SELECT id, parent, frame_id, 0 FROM stack_nodes WHERE id = s.node
+        UNION ALL
+        SELECT n.id, n.parent, n.frame_id, up.i + 1 FROM up
+        JOIN stack_nodes n ON n.id = up.parent AND n.id < up.id)
+    SELECT '[' || group_concat(frame_id) || ']' FROM (SELECT frame_id FROM up ORDER BY i))) j;
+
 -- A stack as one line of text, innermost first: "f (file:line) <- g ...".
 CREATE VIEW stack_text AS
-SELECT sf.stack_id AS stack_id,
-       group_concat(coalesce(f.function, printf('0x%x', f.address))
-                    || coalesce(' (' || f.file || ':' || f.line || ')', ''),
-                    ' <- ') AS text
-FROM (SELECT * FROM stack_frames ORDER BY stack_id, idx) sf
-JOIN frames f ON f.id = sf.frame_id
-GROUP BY sf.stack_id;
+SELECT s.id AS stack_id,
+       (WITH RECURSIVE up(id, parent, frame_id, i) AS (
+            SELECT id, parent, frame_id, 0 FROM stack_nodes WHERE id = s.node
+            UNION ALL
+            SELECT n.id, n.parent, n.frame_id, up.i + 1 FROM up
+            JOIN stack_nodes n ON n.id = up.parent AND n.id < up.id)
+        SELECT group_concat(t, ' <- ') FROM (
+            SELECT coalesce(f.function, printf('0x%x', f.address))
+                   || coalesce(' (' || f.file || ':' || f.line || ')', '') AS t
+            FROM up JOIN frames f ON f.id = up.frame_id ORDER BY up.i)) AS text
+FROM stacks s WHERE s.node != 0;
 
 -- The innermost frame of each stack (what heaptrack_print lists first).
 CREATE VIEW stack_leaf AS
-SELECT sf.stack_id, f.function, f.file, f.line, m.path AS module
-FROM stack_frames sf
-JOIN frames f ON f.id = sf.frame_id
-LEFT JOIN modules m ON m.id = f.module_id
-WHERE sf.idx = 0;
+SELECT s.id AS stack_id, f.function, f.file, f.line, m.path AS module
+FROM stacks s
+JOIN stack_nodes n ON n.id = s.node
+JOIN frames f ON f.id = n.frame_id
+LEFT JOIN modules m ON m.id = f.module_id;
 
 CREATE VIEW summary AS
 SELECT h.id AS heap_id, h.name AS heap,

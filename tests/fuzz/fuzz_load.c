@@ -3,7 +3,8 @@
  * run them: whatever the capture holds, load either refuses it with one
  * line or writes a DB that db__open_read accepts, leaves no temporary file
  * behind, and summary, leaks, top and peak answer that DB with exit 0 in
- * the format the input picks. The DB lives on tmpfs. Inputs whose header
+ * the format the input picks, and its stack tree gives every stack its
+ * depth in frames. The DB lives on tmpfs. Inputs whose header
  * pid is 1 modulo 8 are also symbolized (module paths and frames from the
  * input against whatever files exist here); the others load with
  * --no-symbols, which is much faster. */
@@ -100,8 +101,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_one_line("damage", st.damage);
     {
         sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
         FZ_CHECK(db__open_read(db_path, &db, err, sizeof err) == 0, "loaded DB refused: %s",
                  err);
+        /* the call tree holds every stack whole: a stack's frames (the
+         * stack_frames view's walk up from its node) are as many as its
+         * depth, and parents come before their children */
+        FZ_CHECK(sqlite3_prepare_v2(db,
+                                    "SELECT (SELECT count(*) FROM stack_frames),"
+                                    " (SELECT coalesce(sum(depth), 0) FROM stacks),"
+                                    " (SELECT count(*) FROM stack_nodes WHERE parent >= id)",
+                                    -1, &st, NULL) == SQLITE_OK &&
+                     sqlite3_step(st) == SQLITE_ROW,
+                 "reading the stack tree: %s", sqlite3_errmsg(db));
+        FZ_CHECK(sqlite3_column_int64(st, 0) == sqlite3_column_int64(st, 1) &&
+                     sqlite3_column_int64(st, 2) == 0,
+                 "stack tree: %lld frames for a depth of %lld, %lld nodes after their children",
+                 (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1),
+                 (long long)sqlite3_column_int64(st, 2));
+        sqlite3_finalize(st);
         sqlite3_close(db);
     }
     query_all(format);

@@ -18,11 +18,18 @@
 #include "tests/unit/capture_builder.h"
 #include "tests/unit/load_fixture.h"
 
-/* Writes the capture, loads it without symbols and opens the DB read-only. */
-static sqlite3 *load(struct capb *b)
+/* Writes the capture, loads it without symbols and opens the DB read-only;
+ * the loader's stats in *st. */
+static sqlite3 *load_stats(struct capb *b, struct load_stats *st)
 {
     struct load_opts o = { .progress = 0, .no_symbols = 1 };
-    return fx_load(b, &o);
+    return fx_load_stats(b, &o, st);
+}
+
+static sqlite3 *load(struct capb *b)
+{
+    struct load_stats st;
+    return load_stats(b, &st);
 }
 
 static void heap_alloc(struct capb *b, uint32_t ch, uint64_t t, uint16_t heap, uint64_t addr,
@@ -165,11 +172,83 @@ static void test_65535_heaps_then_reuse(void **state)
     done(db, &b);
 }
 
+/* A chain of 65534 nested heaps (each inside the one before), then 200000
+ * HEAP_CREATEs announcing heaps of the chain again, under the same parent
+ * or, for the innermost, under the outermost and back: the nesting check
+ * visits no heap for any of them (it walked the whole chain above the new
+ * parent each time: 140 s for this capture). The nesting holds: destroying
+ * the outermost heap destroys them all. */
+static void test_deep_chain_creates(void **state)
+{
+    struct capb b;
+    struct load_stats st;
+    uint64_t t = 1;
+    (void)state;
+
+    capb__init(&b, 1u << 24);
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, t++, 5);
+    for (uint32_t id = 1; id <= 65534; id++)
+        capb__heap_create(&b, ch, t++, id, id - 1, 0, 0, "road");
+    for (uint32_t i = 0; i < 200000; i++) {
+        uint32_t id = 1 + (uint32_t)((i * 2654435761u) % 65534u);
+        uint32_t parent = id - 1;
+        if (id == 65534 && i % 2)
+            parent = 1;                /* the leaf moves to the top's child */
+        capb__heap_create(&b, ch, t++, id, parent, 0, 0, "road");
+    }
+    capb__heap_create(&b, ch, t++, 65534, 65533, 0, 0, "leaf");
+    heap_alloc(&b, ch, t++, 65534, 0x1000, 64, 1, 0);
+    capb__heap_destroy(&b, ch, t++, 1);
+    capb__end(&b, ch, t++);
+    sqlite3 *db = load_stats(&b, &st);
+
+    assert_int_equal(st.nesting_steps, 0);
+    assert_int_equal(q(db, "SELECT count(*) FROM heaps"), 65535);
+    assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE id > 1 AND parent_id = id - 1"),
+                     65533);
+    assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE destroy_time IS NOT NULL"), 65534);
+    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65534"), 0);
+    assert_int_equal(q(db, "SELECT live_bytes FROM heaps WHERE id = 65534"), 0);
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'bad_heap_records'"), 0);
+    done(db, &b);
+}
+
+/* A heap with nested heaps moved inside one of them would be a cycle: the
+ * nesting is refused (the walk up from the new parent finds the heap), the
+ * row still names the parent asked for, and destroying works. */
+static void test_nesting_cycle_refused(void **state)
+{
+    struct capb b;
+    struct load_stats st;
+    (void)state;
+
+    capb__init(&b, 0);
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, 1, 5);
+    capb__heap_create(&b, ch, 2, 1, 0, 0, 0, "a");
+    capb__heap_create(&b, ch, 3, 2, 1, 0, 0, "b");
+    capb__heap_create(&b, ch, 4, 3, 2, 0, 0, "c");
+    capb__heap_create(&b, ch, 5, 1, 3, 0, 0, "a");   /* a inside c inside b inside a */
+    heap_alloc(&b, ch, 6, 3, 0x1000, 64, 1, 0);
+    capb__heap_destroy(&b, ch, 7, 1);
+    capb__end(&b, ch, 8);
+    sqlite3 *db = load_stats(&b, &st);
+
+    assert_int_equal(st.nesting_steps, 3);          /* c, b, a */
+    assert_int_equal(q(db, "SELECT parent_id FROM heaps WHERE id = 1"), 3);
+    assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE destroy_time IS NOT NULL"), 3);
+    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 3"), 0);
+    done(db, &b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reused_id_is_a_new_heap),
         cmocka_unit_test(test_65535_heaps_then_reuse),
+        cmocka_unit_test(test_deep_chain_creates),
+        cmocka_unit_test(test_nesting_cycle_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -382,6 +382,119 @@ static void test_modules_frames_tags_marks(void **state)
     done(db, &b);
 }
 
+/* Stacks as a call tree: shared outer frames are one node each, whether the
+ * stack sharing them comes right after (the previous stack's path) or later
+ * (the node map); a module loaded between two stacks makes the same address
+ * another frame, hence another node. stack_frames gives every stack's frames
+ * in order, as the table it replaced did. */
+static void test_stack_tree(void **state)
+{
+    struct capb b;
+    (void)state;
+    /* innermost first, as recorded */
+    const uint64_t s1[] = { 0x401100, 0x401800, 0x401900 };
+    const uint64_t s2[] = { 0x401200, 0x401800, 0x401900 };   /* shares 2 with s1 */
+    const uint64_t s3[] = { 0x401300, 0x401900 };             /* shares 1 */
+    const uint64_t s4[] = { 0x401100, 0x401800, 0x401900 };   /* s1's frames again */
+    const uint64_t s5[] = { 0x401900 };                       /* the root itself */
+    const uint64_t s6[] = { 0x401400, 0x401800, 0x401900 };   /* after a module load */
+
+    capb__init(&b, 0);
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, 0, 1);
+    capb__stack(&b, ch, 1, 1, s1, 3, 0);
+    capb__stack(&b, ch, 2, 2, s2, 3, 0);
+    capb__stack(&b, ch, 3, 3, s3, 2, 0);
+    capb__stack(&b, ch, 4, 4, s4, 3, 0);
+    capb__stack(&b, ch, 5, 5, s5, 1, 0);
+    capb__module(&b, ch, 6, 0x400000, 0x400000, 0x500000, NULL, 0, "/bin/prog", VH_RF_MAIN_EXE);
+    capb__stack(&b, ch, 7, 6, s6, 3, 0);
+    capb__alloc(&b, ch, 8, 0x1000, 10, 16, 4);
+    sqlite3 *db = load(&b);
+    assert_non_null(db);
+
+    /* before the module: 0x401900, 0x401800, 0x401100, 0x401200, 0x401300
+     * (s4 and s5 add none); after it: 0x401900, 0x401800, 0x401400 anew */
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_nodes"), 8);
+    assert_int_equal(q(db, "SELECT count(*) FROM frames"), 8);
+    assert_int_equal(q(db, "SELECT node FROM stacks WHERE id=4"),
+                     q(db, "SELECT node FROM stacks WHERE id=1"));
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_nodes WHERE parent=0"), 2);
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_nodes WHERE parent >= id"), 0);
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_frames"), 15);
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_frames WHERE stack_id=3"), 2);
+    assert_int_equal(q(db, "SELECT node FROM stacks WHERE id=0"), 0);
+    /* every stack's frames, in order, against the recorded addresses */
+    const uint64_t *want[] = { NULL, s1, s2, s3, s4, s5, s6 };
+    const int depth[] = { 0, 3, 3, 2, 3, 1, 3 };
+    for (int id = 1; id <= 6; id++) {
+        assert_int_equal(q(db, "SELECT depth FROM stacks WHERE id=%d", id), depth[id]);
+        for (int i = 0; i < depth[id]; i++)
+            assert_int_equal(q(db, "SELECT f.address FROM stack_frames sf JOIN frames f "
+                                   "ON f.id=sf.frame_id WHERE sf.stack_id=%d AND sf.idx=%d",
+                               id, i),
+                             (int64_t)want[id][i]);
+    }
+    assert_int_equal(q(db, "SELECT f.module_id FROM stack_frames sf JOIN frames f "
+                           "ON f.id=sf.frame_id WHERE sf.stack_id=6 AND sf.idx=2"), 1);
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_frames sf JOIN frames f "
+                           "ON f.id=sf.frame_id WHERE sf.stack_id=1 AND f.module_id IS NULL"), 3);
+    char s[96];
+    assert_string_equal(qs(db, "SELECT text FROM stack_text WHERE stack_id=3", s, sizeof s),
+                        "0x401300 <- 0x401900");
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_text"), 6);
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_leaf"), 6);
+
+    /* a DB made elsewhere with a cycle in the tree (the CHECK switched off):
+     * the walks still end, each step going to a lower id */
+    sqlite3 *rw = NULL;
+    assert_int_equal(sqlite3_open(db_path, &rw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(rw, "PRAGMA ignore_check_constraints = 1;"
+                                      "UPDATE stack_nodes SET parent = (SELECT node FROM stacks"
+                                      " WHERE id = 1) WHERE parent = 0",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(rw);
+    sqlite3_close(db);
+    db = fx_open();
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_frames WHERE stack_id=1"), 3);
+    assert_true(q(db, "SELECT count(*) FROM stack_text") == 6);
+    done(db, &b);
+}
+
+/* Stack ids that no STACK record describes keep counters of their own up to
+ * a bound (max_missing_stacks); the events of further such ids count under
+ * stack 0, so random ids in a damaged capture cannot grow the loader's
+ * memory with the number of events. */
+static void test_missing_stacks_bounded(void **state)
+{
+    struct capb b;
+    struct load_opts o = { .progress = 0, .no_symbols = 1, .max_missing_stacks = 2 };
+    const uint64_t s1[] = { 0x401100, 0x401900 };
+    (void)state;
+
+    capb__init(&b, 0);
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, 0, 1);
+    capb__stack(&b, ch, 1, 1, s1, 2, 0);
+    capb__alloc(&b, ch, 2, 0x1000, 10, 16, 1);
+    capb__alloc(&b, ch, 3, 0x2000, 20, 32, 100);
+    capb__alloc(&b, ch, 4, 0x3000, 30, 32, 101);
+    capb__alloc(&b, ch, 5, 0x4000, 40, 48, 102);     /* beyond the bound */
+    capb__alloc(&b, ch, 6, 0x5000, 50, 64, 103);
+    capb__alloc(&b, ch, 7, 0x6000, 60, 64, 100);     /* has its counters */
+    sqlite3 *db = fx_load(&b, &o);
+
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key='missing_stacks'"), 2);
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key='missing_stacks_merged'"), 2);
+    assert_int_equal(q(db, "SELECT allocations FROM stack_stats WHERE stack_id=100"), 2);
+    assert_int_equal(q(db, "SELECT bytes_allocated FROM stack_stats WHERE stack_id=0"), 90);
+    assert_int_equal(q(db, "SELECT count(*) FROM stack_stats WHERE stack_id IN (102, 103)"), 0);
+    assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE stack_id=0"), 2);
+    assert_int_equal(q(db, "SELECT sum(allocations) FROM stack_stats"), 6);
+    done(db, &b);
+}
+
 static void test_process_and_series(void **state)
 {
     struct capb b;
@@ -1174,7 +1287,7 @@ static void test_schema_embedded(void **state)
     assert_int_equal(vh_schema_apply(db, VH_SCHEMA_INDEXES, err, sizeof err), 0);
     assert_true(q(db, "SELECT count(*) FROM sqlite_master WHERE type='index' "
                       "AND sql IS NOT NULL") > 0);
-    assert_int_equal(q(db, "SELECT count(*) FROM sqlite_master WHERE type='view'"), 4);
+    assert_int_equal(q(db, "SELECT count(*) FROM sqlite_master WHERE type='view'"), 5);
     sqlite3_close(db);
 }
 
@@ -1182,6 +1295,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_and_leaks),
+        cmocka_unit_test(test_stack_tree),
+        cmocka_unit_test(test_missing_stacks_bounded),
         cmocka_unit_test(test_peak_attribution),
         cmocka_unit_test(test_temporary_per_thread),
         cmocka_unit_test(test_realloc_in_place_and_moving),

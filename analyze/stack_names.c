@@ -1,7 +1,9 @@
 /* stack_names.c — every stack of a database as names, outermost first
  * (stack_names.h): `frames` and `frame_inlines` are read once into one list
- * of names per frame, `stack_frames` once into one list of frames per stack;
- * a stack's names are those lists joined on demand. */
+ * of names per frame, the call tree (`stack_nodes`, `stacks.node`) once into
+ * arrays by node id (not the `stack_frames` view, whose full scan walks the
+ * tree once per stack); a stack's names are the lists of the frames on its
+ * walk up the tree, joined on demand. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,9 +20,11 @@ struct vh_snames {
     uint64_t *frame_off;           /* by frame id: its first name            */
     uint32_t *frame_n;             /* by frame id: how many (0: unknown id)  */
     int64_t max_frame;
-    uint32_t *stack_frames;        /* every stack's frame ids, innermost first */
-    uint64_t *stack_off;           /* by stack id                            */
-    uint32_t *stack_n;
+    uint32_t *node_parent;         /* by node id: its caller's node, 0: none */
+    uint32_t *node_frame;          /* by node id: its frame id               */
+    uint32_t *node_depth;          /* by node id: frames from it to the root */
+    int64_t max_node;
+    uint32_t *stack_node;          /* by stack id: its innermost node        */
     uint8_t *truncated;
     int64_t max_stack;
     uint32_t s_truncated, s_nostack;
@@ -141,46 +145,50 @@ out:
 static int load_stacks(sqlite3 *db, struct vh_snames *s, char *err, size_t errlen)
 {
     sqlite3_stmt *st = NULL;
-    size_t cap = 0, n = 0;
     int rc = -ENOMEM, src;
 
     s->max_stack = max_id(db, "SELECT max(id) FROM stacks");
+    s->max_node = max_id(db, "SELECT max(id) FROM stack_nodes");
     size_t ns = s->max_stack >= 0 ? (size_t)s->max_stack + 1 : 1;
-    if (!(s->stack_off = calloc(ns, sizeof *s->stack_off)) ||
-        !(s->stack_n = calloc(ns, sizeof *s->stack_n)) ||
-        !(s->truncated = calloc(ns, 1)))
+    size_t nn = s->max_node >= 0 ? (size_t)s->max_node + 1 : 1;
+    if (!(s->stack_node = calloc(ns, sizeof *s->stack_node)) || !(s->truncated = calloc(ns, 1)) ||
+        !(s->node_parent = calloc(nn, sizeof *s->node_parent)) ||
+        !(s->node_frame = calloc(nn, sizeof *s->node_frame)) ||
+        !(s->node_depth = calloc(nn, sizeof *s->node_depth)))
         return -ENOMEM;
-    if (sqlite3_prepare_v2(db, "SELECT id FROM stacks WHERE truncated != 0", -1, &st, NULL) !=
+    if (sqlite3_prepare_v2(db, "SELECT id, truncated, node FROM stacks", -1, &st, NULL) !=
         SQLITE_OK)
         return fail(db, "reading stacks", err, errlen);
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        if (id >= 0 && id <= s->max_stack)
-            s->truncated[id] = 1;
+        int64_t id = sqlite3_column_int64(st, 0), node = sqlite3_column_int64(st, 2);
+        if (id < 0 || id > s->max_stack)
+            continue;
+        s->truncated[id] = sqlite3_column_int64(st, 1) != 0;
+        s->stack_node[id] = node > 0 && node <= s->max_node ? (uint32_t)node : 0;
     }
     sqlite3_finalize(st);
     st = NULL;
+    /* In id order: a node's parent has a lower id (the schema's CHECK), so
+     * its depth is known when the node is read. */
     if (src != SQLITE_DONE ||
-        sqlite3_prepare_v2(db, "SELECT stack_id, frame_id FROM stack_frames ORDER BY stack_id, idx",
-                           -1, &st, NULL) != SQLITE_OK) {
-        rc = fail(db, "reading stacks", err, errlen);
+        sqlite3_prepare_v2(db, "SELECT id, parent, frame_id FROM stack_nodes ORDER BY id", -1,
+                           &st, NULL) != SQLITE_OK) {
+        rc = fail(db, "reading the call tree", err, errlen);
         goto out;
     }
-    int64_t prev = -1;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0), f = sqlite3_column_int64(st, 1);
-        if (id < 0 || id > s->max_stack || f < 0 || f > UINT32_MAX)
+        int64_t id = sqlite3_column_int64(st, 0), up = sqlite3_column_int64(st, 1),
+                f = sqlite3_column_int64(st, 2);
+        if (id <= 0 || id > s->max_node || f < 0 || f > UINT32_MAX)
             continue;
-        if (id != prev)
-            s->stack_off[id] = n;
-        prev = id;
-        if (vh_grow(&s->stack_frames, &cap, n, sizeof *s->stack_frames, 4096))
-            goto out;
-        s->stack_frames[n++] = (uint32_t)f;
-        s->stack_n[id]++;
+        if (up < 0 || up >= id)
+            up = 0;                /* a damaged tree ends the walk here */
+        s->node_parent[id] = (uint32_t)up;
+        s->node_frame[id] = (uint32_t)f;
+        s->node_depth[id] = s->node_depth[up] + 1;
     }
     if (src != SQLITE_DONE) {
-        rc = fail(db, "reading stack frames", err, errlen);
+        rc = fail(db, "reading the call tree", err, errlen);
         goto out;
     }
     rc = 0;
@@ -216,9 +224,10 @@ void vh_snames__free(struct vh_snames *s)
     free(s->names);
     free(s->frame_off);
     free(s->frame_n);
-    free(s->stack_frames);
-    free(s->stack_off);
-    free(s->stack_n);
+    free(s->node_parent);
+    free(s->node_frame);
+    free(s->node_depth);
+    free(s->stack_node);
     free(s->truncated);
     free(s);
 }
@@ -241,22 +250,33 @@ int vh_snames__stack(const struct vh_snames *s, int64_t id, int64_t depth, struc
 {
     size_t n = 0;
     int known = id >= 0 && id <= s->max_stack;
-    uint32_t nf = known ? s->stack_n[id] : 0;
+    uint32_t node = known ? s->stack_node[id] : 0;
+    uint32_t nf = s->node_depth[node];
     int cut = depth > 0 && nf > depth;
-    if (cut)
+    if (cut)                       /* the innermost `depth` frames are kept */
         nf = (uint32_t)depth;
     if (known && (s->truncated[id] || cut) &&
         put(buf, cap, n++, (struct vh_sname){ s->s_truncated, 0, 0 }))
         return -ENOMEM;
     if (!nf)
         return put(buf, cap, n, (struct vh_sname){ s->s_nostack, 0, 0 }) ? -ENOMEM : (int)n + 1;
-    for (uint32_t i = nf; i-- > 0;) {
-        uint32_t f = s->stack_frames[s->stack_off[id] + i];
+    /* Names go outermost first: each frame's are written at its place,
+     * counted back from the end of the stack's span, as the walk goes up. */
+    size_t total = n;
+    for (uint32_t v = node, i = 0; v && i < nf; v = s->node_parent[v], i++) {
+        uint32_t f = s->node_frame[v];
+        if ((int64_t)f <= s->max_frame)
+            total += s->frame_n[f];
+    }
+    if (total > *cap && vh_grow(buf, cap, total - 1, sizeof **buf, 64))
+        return -ENOMEM;
+    size_t end = total;
+    for (uint32_t v = node, i = 0; v && i < nf; v = s->node_parent[v], i++) {
+        uint32_t f = s->node_frame[v];
         if ((int64_t)f > s->max_frame)
             continue;
-        for (uint32_t k = 0; k < s->frame_n[f]; k++)
-            if (put(buf, cap, n++, s->names[s->frame_off[f] + k]))
-                return -ENOMEM;
+        end -= s->frame_n[f];
+        memcpy(*buf + end, s->names + s->frame_off[f], s->frame_n[f] * sizeof **buf);
     }
-    return (int)n;
+    return (int)total;
 }

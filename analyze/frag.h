@@ -36,6 +36,12 @@ struct frag_heap {
     uint32_t id;
     uint64_t base, size;
     int64_t parent;               /* the enclosing heap's id, -1 for none    */
+    int region;                   /* 1: not a heap but a part of `parent`
+                                     that holds no blocks (vheap_region: its
+                                     metadata, a stack, a gap): carved from
+                                     the parent like a nested heap, with no
+                                     region, holes or footprint of its own;
+                                     id is any number no block carries      */
 };
 
 #define FRAG_NFIT 3

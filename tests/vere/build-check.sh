@@ -1,0 +1,135 @@
+#!/bin/sh
+# build-check.sh — applies contrib/vere/vheap-hooks.patch to a copy of a
+# vere-v4.5 checkout and compiles Vere's pkg/noun (every source file its
+# build.zig lists) and the patched files of pkg/vere with gcc, so that a
+# change to the patch or to the API it mirrors is caught without zig.
+#
+#   VERE_SRC=/path/to/vere  [VERE_DEPS=/path/to/deps]  tests/vere/build-check.sh
+#
+# VERE_SRC: a checkout of urbit/vere at tag vere-v4.5. VERE_DEPS: a
+# directory with Vere's pinned dependencies unpacked (the versions in
+# ext/*/build.zig.zon), one directory each: urcrypt, softfloat, pdjson,
+# whereami, backtrace, wasm3, softblas; default $VERE_SRC/../vere-deps.
+# Debian packages for the rest: libgmp-dev libssl-dev libsigsegv-dev
+# libuv1-dev liblmdb-dev zlib1g-dev. Without VERE_SRC it says so and exits
+# 77 (skipped): CI has no network to fetch Vere.
+#
+# gcc is not Vere's compiler (zig's clang is), so the copy gets two
+# build-only fixes the patch must not carry: manage.c's
+# `static c3_w u3m_Ford_fresh_road_depth_w` follows an extern declaration
+# (the `static` goes), urwasm.c has a static_assert gcc 12 cannot evaluate
+# (it is dropped); and nock.c & co. use C23 `true`/`false` (-include
+# stdbool.h). Files the patch touches are compiled with -Wall twice, as
+# released and patched: the patch must add no warning (Vere's own are its
+# business); the others with -w.
+set -eu
+
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+PATCH="$TOP/contrib/vere/vheap-hooks.patch"
+say() { printf 'build-check: %s\n' "$*" >&2; }
+
+if [ -z "${VERE_SRC:-}" ]; then
+    say "skipped: set VERE_SRC to a vere-v4.5 checkout (git clone -b vere-v4.5 https://github.com/urbit/vere)"
+    exit 77
+fi
+[ -f "$VERE_SRC/pkg/noun/palloc.c" ] && [ -f "$VERE_SRC/pkg/vere/mars.c" ] ||
+    { say "$VERE_SRC is not a Vere checkout (no pkg/noun/palloc.c, pkg/vere/mars.c)"; exit 1; }
+DEPS=${VERE_DEPS:-$VERE_SRC/../vere-deps}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/vere-check.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT INT TERM
+mkdir -p "$WORK/src/ext" "$WORK/orig" "$WORK/obj" "$WORK/gen/lmdb"
+cp -R "$VERE_SRC/pkg" "$WORK/src/pkg"
+cp -R "$VERE_SRC/pkg" "$WORK/orig/pkg"
+cp -R "$VERE_SRC/ext/murmur3" "$WORK/src/ext/" 2>/dev/null || true
+
+# 1. the patch applies
+(cd "$WORK/src" && patch -p1 --no-backup-if-mismatch <"$PATCH" >"$WORK/patch.log" 2>&1) ||
+    { cat "$WORK/patch.log" >&2; say "the patch does not apply to $VERE_SRC (is it vere-v4.5?)"; exit 1; }
+if grep -qi 'fuzz\|offset' "$WORK/patch.log"; then
+    grep -i 'fuzz\|offset' "$WORK/patch.log" >&2
+fi
+sed -n 's|^+++ b/||p' "$PATCH" | grep '\.c$' >"$WORK/touched"
+
+# 2. build-only fixes for gcc (see above), patched tree and released copy
+gccfix() {
+    sed -i 's/^static c3_w u3m_Ford_fresh_road_depth_w/c3_w u3m_Ford_fresh_road_depth_w/' \
+        "$1/manage.c"
+    awk 'BEGIN { skip = 0 }
+         /^static_assert\($/ { skip = 1 }
+         skip { if ($0 ~ /^\);$/) skip = 0; next }
+         { print }' "$1/jets/e/urwasm.c" >"$WORK/urwasm.c"
+    mv "$WORK/urwasm.c" "$1/jets/e/urwasm.c"
+}
+N="$WORK/src/pkg/noun"
+gccfix "$N"
+gccfix "$WORK/orig/pkg/noun"
+printf '#define U3_VERE_PACE "live"\n' >"$WORK/gen/pace.h"
+printf '#define URBIT_VERSION "%s"\n' "$(cat "$VERE_SRC/pkg/vere/VERSION" 2>/dev/null || echo 0)" \
+    >"$WORK/gen/version.h"
+printf '#include <lmdb.h>\n' >"$WORK/gen/lmdb/lmdb.h"
+
+# 3. headers of the pinned dependencies
+DINC="-I$WORK/gen -I$WORK/src/ext/murmur3/vendor"
+missing=
+for d in urcrypt/urcrypt:urcrypt.h softfloat/source/include:softfloat.h pdjson:pdjson.h \
+         whereami/src:whereami.h backtrace:backtrace.h wasm3/source:wasm3.h \
+         softblas/include:softblas.h; do
+    dir=$DEPS/${d%%:*}
+    if [ -f "$dir/${d#*:}" ]; then DINC="$DINC -I$dir"; else missing="$missing ${d#*:}"; fi
+done
+for h in gmp.h openssl/ssl.h sigsegv.h uv.h lmdb.h zlib.h; do
+    printf '#include <%s>\n' "$h" | gcc -E -x c - >/dev/null 2>&1 || missing="$missing $h"
+done
+[ -z "$missing" ] || { say "missing headers:$missing (VERE_DEPS=$DEPS; see this script's head)"; exit 1; }
+inc() { echo "-I$WORK/gen -I$1/pkg -I$1/pkg/noun -I$1/pkg/noun/platform/linux -I$1/pkg/ur -I$1/pkg/vere -I$1/pkg/vere/ivory $DINC"; }
+
+# 4. compile every pkg/noun source of build.zig, and the patched pkg/vere
+#    files (palloc.c is #included by allocate.c)
+CFLAGS="-std=gnu11 -include stdbool.h -O1 -g0 -DU3_GUARD_PAGE -DU3_OS_ENDIAN_little=1"
+CFLAGS="$CFLAGS -DU3_OS_PROF=1 -DU3_OS_linux=1 -DENT_GETENTROPY_UNISTD"
+sed -n '/^const c_source_files = /,/^};/s|^ *"\(.*\.c\)",.*|pkg/noun/\1|p' "$N/build.zig" \
+    >"$WORK/files"
+grep '^pkg/vere/' "$WORK/touched" >>"$WORK/files" || true
+nfiles=$(wc -l <"$WORK/files")
+[ "$nfiles" -gt 100 ] || { say "read only $nfiles sources from pkg/noun/build.zig"; exit 1; }
+start=$(date +%s)
+INC=$(inc "$WORK/src")
+export WORK CFLAGS INC
+xargs -P "$JOBS" -I{} sh -c '
+    f={}; o="$WORK/obj/$(echo "$f" | tr / _).o"; w=-w
+    grep -qx "$f" "$WORK/touched" && w=-Wall
+    gcc $CFLAGS $w $INC -c "$WORK/src/$f" -o "$o" 2>"$o.err" || { echo "FAILED $f"; cat "$o.err"; }
+' <"$WORK/files" >"$WORK/build.log" 2>&1
+end=$(date +%s)
+if grep -q '^FAILED ' "$WORK/build.log"; then
+    head -n 40 "$WORK/build.log" >&2
+    say "$(grep -c '^FAILED ' "$WORK/build.log") of $nfiles files failed to compile"
+    exit 1
+fi
+nobj=$(ls "$WORK/obj"/*.o | wc -l)
+
+# 5. no new warnings in the files the patch touches (palloc.c: via allocate.c)
+wkinds() { grep -o '\[-W[a-z0-9=-]*\]' "$1" | sort | uniq -c || true; }
+OINC=$(inc "$WORK/orig")
+for f in $(grep -Fx -f "$WORK/touched" "$WORK/files"); do
+    o="$WORK/obj/$(echo "$f" | tr / _).o"
+    gcc $CFLAGS -Wall $OINC -c "$WORK/orig/$f" -o "$o.orig" 2>"$o.orig.err" ||
+        { cat "$o.orig.err" >&2; say "$f as released does not compile with these flags"; exit 1; }
+    if [ "$(wkinds "$o.err")" != "$(wkinds "$o.orig.err")" ]; then
+        diff "$o.orig.err" "$o.err" | grep 'warning' | head -n 20 >&2 || true
+        say "$f: the patch adds warnings"
+        exit 1
+    fi
+done
+
+# 6. the hooks are in: allocate.o defines the table pointer, the entry
+#    points call into it
+nm "$WORK/obj/pkg_noun_allocate.c.o" | grep -q ' [BDC] u3a_Vh$' ||
+    { say "allocate.c.o does not define u3a_Vh: the patch did not take"; exit 1; }
+for o in pkg_noun_manage.c.o pkg_noun_jets.c.o pkg_vere_mars.c.o; do
+    nm "$WORK/obj/$o" | grep -q ' U u3a_Vh$' || { say "$o does not use u3a_Vh"; exit 1; }
+done
+say "ok: the patch applies; $nobj of $nfiles files compiled with gcc in $((end - start)) s;" \
+    "the patched files add no warning (palloc.c checked through allocate.c)"

@@ -326,13 +326,17 @@ static void record_line(const struct vh_event *ev, struct totals *t)
         const struct vh_rec_range *r = (const void *)h;
         if (ev->size < sizeof *r)
             goto unknown;
-        put_lit(h->flags == VH_RANGE_FREE ? " free_range" : " move_range");
+        if (h->flags == VH_RANGE_FREE)
+            put_lit(" free_range");
+        else
+            put_lit(" move_range");
         kv_u(" heap=", h->b);
         kv_x(" from=", r->from);
         if (h->flags != VH_RANGE_FREE)
             kv_x(" to=", r->to);
         kv_u(" len=", r->len);
-        break;
+        put_c('\n');                   /* flags hold the operation */
+        return;
     }
     case VH_REC_REGION: {
         const struct vh_rec_region *r = (const void *)h;
@@ -340,12 +344,16 @@ static void record_line(const struct vh_event *ev, struct totals *t)
             goto unknown;
         kv_u(" region heap=", h->b);
         kv_u(" id=", r->id);
-        put_lit(h->flags == VH_REGION_META     ? " kind=meta"
-                : h->flags == VH_REGION_UNUSED ? " kind=unused"
-                                               : " kind=none");
+        if (h->flags == VH_REGION_META)
+            put_lit(" kind=meta");
+        else if (h->flags == VH_REGION_UNUSED)
+            put_lit(" kind=unused");
+        else
+            put_lit(" kind=none");
         kv_x(" base=", r->base);
         kv_u(" size=", r->size);
-        break;
+        put_c('\n');                   /* flags hold the kind: no flag words */
+        return;
     }
     case VH_REC_MARK:
         put_lit(" mark label=");

@@ -1418,6 +1418,21 @@ static void home_regions(void)
     }
 }
 
+/* ---- Vere's system-malloc leaks, copied on purpose ----------------------
+ * u3j_boot mallocs the hot jet table (u3D.ray_u) at boot and again at
+ * every |meld without freeing the old one; u3a_pack_done never frees the
+ * pack bitmap (u3a_Gack.bit_w). Here with the same shapes, so that
+ * docs/vere.md's worked example can be checked on a capture. */
+void *jet_table, *pack_bits;               /* global: kept by the compiler  */
+
+static __attribute__((noinline)) void jets_boot(void)
+{
+    jet_table = malloc(344u << 10);         /* the old one is lost           */
+    if (!jet_table)
+        die("out of memory");
+    memset(jet_table, 0, 4096);
+}
+
 #define NROOTS 48u
 static noun roots[NROOTS];
 static uint64_t melds, resync_frees;
@@ -1459,6 +1474,7 @@ static void meld(void)
         samples[i] = cue(&p);
     tag_pop();
     free(j.w);
+    jets_boot();
     melds++;
     vheap_mark("meld end");
 }
@@ -1679,6 +1695,9 @@ static void pack(void)
 
     vheap_mark("pack begin");
     frag_books("before");
+    pack_bits = calloc(NPAGES / 32, 4);     /* never freed, like Vere's      */
+    if (!pack_bits)
+        die("out of memory");
     fmap_init(&f, sh_count);
     live = malloc(sizeof *live * (sh_count + 1));
     hole = malloc(sizeof *hole * NPAGES * 64);
@@ -2216,6 +2235,7 @@ int main(int argc, char **argv)
     map_arena();
     handlers();
     loom_init();
+    jets_boot();
 
     for (int i = 0; i < NTHREADS; i++) {
         threads[i].index = i;

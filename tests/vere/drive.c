@@ -1,0 +1,103 @@
+/* drive.c — runs Vere's patched allocator (pkg/noun, linked by
+ * tests/vere/build-check.sh) through the shapes the hooks cover: roads
+ * entered with u3m_soft_top and u3m_soft_run and left through u3m_love with
+ * results and with bails, leaked nouns that the sweep (u3m_grab) frees,
+ * |pack, and at the end a re-sync: the allocator reports every block it
+ * holds (u3a_vh_resync), so the capture can tell whether vheap's live set
+ * was the allocator's. Prints what it did, "drive ..." lines. */
+#include "noun.h"
+
+/* manage.c's top-level road wrapper (not in a header): u3m_soft would call
+ * +mook on the kernel slot, which holds this driver's state instead */
+u3_noun u3m_soft_top(c3_w mil_w, c3_w pad_w, u3_funk fun_f, u3_noun arg);
+
+/* A list of n atoms, every 4th one indirect (several words). */
+static u3_noun make_list(c3_w n, c3_w seed)
+{
+    u3_noun l = u3_nul;
+    for (c3_w i = 0; i < n; i++) {
+        c3_w w[6] = { seed, i, seed ^ i, 7, 11, 13 };
+        l = u3nc((i % 4) ? u3i_word(i & 0x3fffffff) : u3i_words(2 + i % 5, w), l);
+    }
+    return l;
+}
+
+/* Nested: a road inside a road, the product copied out twice. */
+static u3_noun inner(u3_noun a, u3_noun b)
+{
+    u3_noun l = make_list(40 + u3r_word(0, a), u3r_word(0, b));
+    (void)make_list(30, 9);                 /* dies with the road */
+    return u3nc(l, u3k(a));
+}
+
+static u3_noun work(u3_noun arg)
+{
+    u3_noun r = u3m_soft_run(u3_nul, inner, u3k(arg), u3i_word(5));
+    u3_noun big = make_list(200, u3r_word(0, arg));
+    u3z(big);
+    return u3nc(r, make_list(20, 3));
+}
+
+static u3_noun boom(u3_noun arg)
+{
+    (void)make_list(100, u3r_word(0, arg)); /* left to the road */
+    return u3m_bail(c3__exit);
+}
+
+int main(void)
+{
+    c3_w bails = 0, oks = 0, kept = 0;
+    u3m_boot_lite(1 << 26);
+    if ( !u3a_Vh && !getenv("DRIVE_BARE") ) {
+        fprintf(stderr, "drive: not under vheap\n");
+        return 2;
+    }
+    /* the state lives where Vere's marking finds it: the kernel slot */
+    u3A->roc = u3_nul;
+    for ( c3_w i = 0; i < 40; i++ ) {
+        if ( u3a_Vh ) u3a_vh_mark("event %" PRIu64, i);
+        u3_noun gon = u3m_soft_top(0, 1 << 20, (i % 5 == 3) ? boom : work, u3i_word(i));
+        if ( 0 == u3h(gon) ) {
+            oks++;
+            u3A->roc = u3nc(u3k(u3t(gon)), u3A->roc);
+        }
+        else {
+            bails++;
+        }
+        u3z(gon);
+    }
+    /* leaks: nouns nothing points to, a page run among them */
+    for ( c3_w i = 0; i < 8; i++ ) {
+        u3_noun x = make_list(300, i);
+        u3k(x);
+        u3z(x);
+    }
+    {
+        c3_w w[5000];
+        memset(w, 7, sizeof w);
+        u3_noun big = u3i_words(5000, w);
+        u3k(big);
+        u3z(big);
+    }
+    if ( u3a_Vh ) u3a_vh_mark("sweep", 0);
+    u3m_grab(u3_none);                      /* frees the leaks: sweep */
+    /* holes: keep every other result, then pack */
+    {
+        u3_noun l = u3A->roc, n = u3_nul;
+        for ( c3_w i = 0; u3_nul != l; l = u3t(l), i++ ) {
+            if ( i % 2 ) {
+                n = u3nc(u3k(u3h(l)), n);
+                kept++;
+            }
+        }
+        u3z(u3A->roc);
+        u3A->roc = n;
+    }
+    u3m_pack();
+    if ( u3a_Vh ) {
+        u3a_vh_mark("resync", 0);
+        u3a_vh_resync();
+    }
+    printf("drive oks=%u bails=%u kept=%u\n", oks, bails, kept);
+    return 0;
+}

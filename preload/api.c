@@ -638,32 +638,46 @@ void vh_api_fork_child(struct vh_tls *t)
 }
 
 /* ---- ranges and regions (appended to the table) ------------------------------------ */
+/* Inside the gate: begins the fixed-size record `type` about `heap` (h.a =
+ * its words, h.b = the heap, h.flags = `flags`) and sets *now; NULL when the
+ * heap does not exist or the record cannot be written (counted either way). */
+static void *heap_rec_begin(struct vh_tls *t, int heap, const char *fn, uint8_t type,
+                            uint8_t flags, size_t size, uint64_t *now)
+{
+    struct vh_rec_hdr *h;
+    if (!heap_live(heap)) {
+        bad_heap(fn, heap);
+        return NULL;
+    }
+    *now = vh_now();
+    if (!(h = vh_rec_begin(t, size, *now))) {
+        vh_dropped();
+        return NULL;
+    }
+    *h = (struct vh_rec_hdr){ .type = type, .flags = flags, .a = (uint16_t)(size / 8),
+                              .b = (uint32_t)heap };
+    return h;
+}
+
 /* A whole range of blocks moved or freed at once: one record; the reader
  * applies it to the blocks it knows in the range. */
 static void api_range(int heap, unsigned op, const void *from, const void *to, size_t len)
 {
     struct vh_tls *t = &vh_tls;
+    struct vh_rec_range *r;
+    uint64_t now = 0;
     uint8_t g;
     if (heap == 0 || len == 0 || op > VH_RANGE_FREE || (op == VH_RANGE_MOVE && from == to) ||
         !api_enter(t, &g))
         return;
-    uint64_t now = 0;
-    if (heap_live(heap)) {
-        now = vh_now();
-        struct vh_rec_range *r = vh_rec_begin(t, sizeof *r, now);
-        if (r) {
-            r->h = (struct vh_rec_hdr){ .type = VH_REC_RANGE, .flags = (uint8_t)op,
-                                        .a = sizeof *r / 8, .b = (uint32_t)heap };
-            r->time = now;
-            r->from = (uintptr_t)from;
-            r->to = op == VH_RANGE_MOVE ? (uintptr_t)to : 0;
-            r->len = len;
-            vh_rec_commit(t, sizeof *r);
-        } else {
-            vh_dropped();
-        }
-    } else {
-        bad_heap(op == VH_RANGE_MOVE ? "vheap_move_range" : "vheap_free_range", heap);
+    r = heap_rec_begin(t, heap, op == VH_RANGE_MOVE ? "vheap_move_range" : "vheap_free_range",
+                       VH_REC_RANGE, (uint8_t)op, sizeof *r, &now);
+    if (r) {
+        r->time = now;
+        r->from = (uintptr_t)from;
+        r->to = op == VH_RANGE_MOVE ? (uintptr_t)to : 0;
+        r->len = len;
+        vh_rec_commit(t, sizeof *r);
     }
     api_leave(t, g, now);
 }
@@ -671,30 +685,22 @@ static void api_range(int heap, unsigned op, const void *from, const void *to, s
 static void api_region(int heap, unsigned id, unsigned kind, const void *base, size_t size)
 {
     struct vh_tls *t = &vh_tls;
+    struct vh_rec_region *r;
+    uint64_t now = 0;
     uint8_t g;
+    /* an unknown kind, or size 0, ends the region */
+    int ends = size == 0 || kind == VH_REGION_NONE || kind > VH_REGION_KIND_MAX;
     if (heap == 0 || !api_enter(t, &g))
         return;
-    uint64_t now = 0;
-    if (heap_live(heap)) {
-        now = vh_now();
-        struct vh_rec_region *r = vh_rec_begin(t, sizeof *r, now);
-        if (r) {
-            /* an unknown kind, or size 0, ends the region */
-            int ends = size == 0 || kind == VH_REGION_NONE || kind > VH_REGION_KIND_MAX;
-            r->h = (struct vh_rec_hdr){ .type = VH_REC_REGION,
-                                        .flags = ends ? VH_REGION_NONE : (uint8_t)kind,
-                                        .a = sizeof *r / 8, .b = (uint32_t)heap };
-            r->time = now;
-            r->base = ends ? 0 : (uintptr_t)base;
-            r->size = ends ? 0 : size;
-            r->id = id;
-            r->pad = 0;
-            vh_rec_commit(t, sizeof *r);
-        } else {
-            vh_dropped();
-        }
-    } else {
-        bad_heap("vheap_region", heap);
+    r = heap_rec_begin(t, heap, "vheap_region", VH_REC_REGION,
+                       ends ? VH_REGION_NONE : (uint8_t)kind, sizeof *r, &now);
+    if (r) {
+        r->time = now;
+        r->base = ends ? 0 : (uintptr_t)base;
+        r->size = ends ? 0 : size;
+        r->id = id;
+        r->pad = 0;
+        vh_rec_commit(t, sizeof *r);
     }
     api_leave(t, g, now);
 }

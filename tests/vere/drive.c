@@ -2,14 +2,17 @@
  * tests/vere/build-check.sh) through the shapes the hooks cover: roads
  * entered with u3m_soft_top and u3m_soft_run and left through u3m_love with
  * results and with bails, leaked nouns that the sweep (u3m_grab) frees,
- * |pack, and at the end a re-sync: the allocator reports every block it
- * holds (u3a_vh_resync), so the capture can tell whether vheap's live set
- * was the allocator's. Prints what it did, "drive ..." lines. */
+ * |pack, |meld (u3_meld_all: melt and pack), and at the end a re-sync:
+ * the allocator reports every block it holds (u3a_vh_resync), so the
+ * capture can tell whether vheap's live set was the allocator's. Prints
+ * what it did, a "drive ..." line. */
 #include "noun.h"
 
 /* manage.c's top-level road wrapper (not in a header): u3m_soft would call
  * +mook on the kernel slot, which holds this driver's state instead */
 u3_noun u3m_soft_top(c3_w mil_w, c3_w pad_w, u3_funk fun_f, u3_noun arg);
+/* pkg/vere/melt.c (vere.h is not needed for the rest) */
+c3_w u3_meld_all(FILE* fil_u, c3_o per_o, c3_o for_o);
 
 /* A list of n atoms, every 4th one indirect (several words). */
 static u3_noun make_list(c3_w n, c3_w seed)
@@ -94,6 +97,9 @@ int main(void)
         u3A->roc = n;
     }
     u3m_pack();
+    for ( c3_w i = 0; i < 2; i++ ) {        /* |meld, as mars.c runs it */
+        u3_meld_all(0, c3n, c3n);
+    }
     if ( u3a_Vh ) {
         u3a_vh_mark("resync", 0);
         u3a_vh_resync();

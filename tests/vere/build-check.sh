@@ -150,8 +150,8 @@ say "ok: the patch applies; $nobj of $nfiles files compiled with gcc in $((end -
 #    must land on a block vheap already has live (an implicit free), and
 #    none may be left over.
 B=${VHEAP_BUILD:-$TOP/build}
-if [ ! -f "$B/libvheap.so" ] || [ ! -x "$B/vheap-analyze" ]; then
-    say "not run: no $B/libvheap.so and vheap-analyze (make first, or set VHEAP_BUILD)"
+if [ ! -f "$B/libvheap.so" ] || [ ! -x "$B/vheap-analyze" ] || ! command -v python3 >/dev/null; then
+    say "not run: needs $B/libvheap.so, vheap-analyze (make first, or set VHEAP_BUILD) and python3"
     exit 0
 fi
 mkdir -p "$WORK/x"
@@ -183,30 +183,85 @@ gcc -w -c "$WORK/stubs.c" -o "$WORK/x/stubs.o" &&
     { tail -n 20 "$WORK/link.log" >&2; say "cannot link the driver"; exit 1; }
 (cd "$WORK" && DRIVE_BARE=1 ./drive >bare.out 2>bare.err) ||
     { tail -n 5 "$WORK/bare.err" >&2; say "the driver fails without vheap"; exit 1; }
-(cd "$WORK" && VHEAP_OUT="$WORK/drive.vhcap" VHEAP_QUIET=1 LD_PRELOAD="$B/libvheap.so" \
-    ./drive >vh.out 2>vh.err) || { tail -n 5 "$WORK/vh.err" >&2; say "the driver fails under vheap"; exit 1; }
-"$B/vheap-analyze" load -q "$WORK/drive.vhcap" "$WORK/drive.sqlite" || { say "load failed"; exit 1; }
-"$B/vheap-analyze" dump "$WORK/drive.vhcap" >"$WORK/drive.dump"
-resync=$(awk '$3 == "mark" && $4 == "label=resync" { on = 1; next }
-              on && $3 == "alloc" && $4 == "heap=1" { n++ } END { print n + 0 }' "$WORK/drive.dump")
-count() { awk -v k="$1" '$3 == k { n++ } END { print n + 0 }' "$WORK/drive.dump"; }
-q() { sqlite3 "$WORK/drive.sqlite" "$1" 2>/dev/null ||
+# run NAME ARGS...: the driver under vheap, its capture loaded as NAME.sqlite
+run() {
+    _n=$1; shift
+    (cd "$WORK" && VHEAP_OUT="$WORK/$_n.vhcap" VHEAP_QUIET=1 LD_PRELOAD="$B/libvheap.so" \
+        ./drive "$@" >"$_n.out" 2>"$_n.err") ||
+        { tail -n 5 "$WORK/$_n.err" >&2; say "the driver ($_n) fails under vheap"; exit 1; }
+    "$B/vheap-analyze" load -q "$WORK/$_n.vhcap" "$WORK/$_n.sqlite" || { say "load of $_n failed"; exit 1; }
+    "$B/vheap-analyze" dump "$WORK/$_n.vhcap" >"$WORK/$_n.dump"
+}
+q() { sqlite3 "$WORK/$N.sqlite" "$1" 2>/dev/null ||
       python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' \
-          "$WORK/drive.sqlite" "$1"; }
-live=$(q "SELECT live_blocks FROM heaps WHERE name = 'loom' AND destroy_time IS NULL")
-implicit=$(q "SELECT value FROM meta WHERE key = 'implicit_frees'")
-unknown=$(q "SELECT sum(unknown_frees) FROM heaps WHERE name = 'loom'")
-moves=$(q "SELECT value FROM meta WHERE key = 'unknown_moves'")
-open=$(q "SELECT count(*) FROM heaps WHERE name = 'road' AND destroy_time IS NULL")
-roads=$(q "SELECT count(*) FROM heaps WHERE name = 'road'")
+          "$WORK/$N.sqlite" "$1"; }
+count() { awk -v k="$1" '$3 == k { n++ } END { print n + 0 }' "$WORK/$N.dump"; }
+# sets N: replays the loom's blocks (heap 1) through capture N's dump up to
+# the mark `resync`, and compares them with the blocks the re-sync reported
+# after it: "same=S vheap_only=V allocator_only=A"
+sets() {
+    python3 - "$WORK/$1.dump" <<'PY'
+import sys
+live, resync, on = set(), set(), False
+def f(w, k):
+    for x in w[3:]:
+        if x.startswith(k + "="):
+            return x[len(k) + 1:]
+for line in open(sys.argv[1]):
+    w = line.split()
+    if len(w) < 4 or w[0].startswith("#"):
+        continue
+    k = w[2]
+    if k == "mark" and line.rstrip().endswith("label=resync"):
+        on = True
+        continue
+    if f(w, "heap") != "1":
+        continue
+    if on:
+        if k == "alloc":
+            resync.add(int(f(w, "addr"), 16))
+        continue
+    if k == "alloc":
+        live.add(int(f(w, "addr"), 16))
+    elif k == "free":
+        live.discard(int(f(w, "addr"), 16))
+    elif k == "move":
+        live.discard(int(f(w, "from"), 16)); live.add(int(f(w, "to"), 16))
+    elif k in ("move_range", "free_range"):
+        lo, n = int(f(w, "from"), 16), int(f(w, "len"))
+        got = {a for a in live if lo <= a < lo + n}
+        live -= got
+        if k == "move_range":
+            live |= {a - lo + int(f(w, "to"), 16) for a in got}
+print("same=%d vheap_only=%d allocator_only=%d" % (len(live & resync), len(live - resync),
+                                                    len(resync - live)))
+PY
+}
+# exact N: the loom of capture N, re-synced at its end, was the allocator's
+exact() {
+    N=$1
+    cmp=$(sets "$N")
+    resync=$(awk '$3 == "mark" && $4 == "label=resync" { on = 1; next }
+                  on && $3 == "alloc" && $4 == "heap=1" { n++ } END { print n + 0 }' "$WORK/$N.dump")
+    live=$(q "SELECT live_blocks FROM heaps WHERE name = 'loom' AND destroy_time IS NULL")
+    implicit=$(q "SELECT value FROM meta WHERE key = 'implicit_frees'")
+    unknown=$(q "SELECT sum(unknown_frees) FROM heaps WHERE name = 'loom'")
+    moves=$(q "SELECT value FROM meta WHERE key = 'unknown_moves'")
+    open=$(q "SELECT count(*) FROM heaps WHERE name = 'road' AND destroy_time IS NULL")
+    roads=$(q "SELECT count(*) FROM heaps WHERE name = 'road'")
+    [ "$resync" -gt 1000 ] || bad="$bad; $N: the re-sync reported only $resync blocks"
+    [ "$cmp" = "same=$resync vheap_only=0 allocator_only=0" ] ||
+        bad="$bad; $N: vheap's live loom blocks against the allocator's: $cmp"
+    [ "$implicit" = "$resync" ] || bad="$bad; $N: $resync blocks re-synced, $implicit were live in vheap"
+    [ "$live" = "$resync" ] || bad="$bad; $N: vheap holds $live loom blocks, the allocator $resync"
+    [ "$unknown" = 0 ] && [ "$moves" = 0 ] || bad="$bad; $N: $unknown unknown frees, $moves unknown moves"
+    [ "$open" = 0 ] && [ "$roads" -gt 40 ] || bad="$bad; $N: $open of $roads roads never destroyed"
+    [ "$(count move_range)" -gt 0 ] && [ "$(count free_range)" -gt 0 ] ||
+        bad="$bad; $N: no range records from pack and sweep"
+}
 bad=
-[ "$resync" -gt 1000 ] || bad="$bad; the re-sync reported only $resync blocks"
-[ "$implicit" = "$resync" ] || bad="$bad; $resync blocks re-synced, $implicit of them were live in vheap"
-[ "$live" = "$resync" ] || bad="$bad; vheap holds $live loom blocks, the allocator $resync"
-[ "$unknown" = 0 ] && [ "$moves" = 0 ] || bad="$bad; $unknown unknown frees, $moves unknown moves"
-[ "$open" = 0 ] && [ "$roads" -gt 40 ] || bad="$bad; $open of $roads roads never destroyed"
-[ "$(count move_range)" -gt 0 ] && [ "$(count free_range)" -gt 0 ] ||
-    bad="$bad; no range records from pack and sweep"
+run drive
+exact drive
 # Vere's own leaks (docs/vere.md, section 5), found on the system heap:
 # u3j_boot's jet table at boot and at every meld, u3a_pack_init's bitmap at
 # every pack (one direct, one in each meld)
@@ -216,8 +271,30 @@ leaked() { q "SELECT count(*) FROM leaks l JOIN stack_text t ON t.stack_id = l.s
     bad="$bad; u3j_boot's tables live at exit: $(leaked u3j_boot u3_melt_all) from melds (2 expected)"
 [ "$(leaked u3a_pack_init u3a_pack_seek)" = 3 ] ||
     bad="$bad; u3a_pack_init's bitmaps live at exit: $(leaked u3a_pack_init u3a_pack_seek) (3 expected)"
-[ -z "$bad" ] || { say "the driver's capture disagrees with the allocator${bad}"; exit 1; }
-say "ok: under vheap, $(sed -n 's/^drive //p' "$WORK/vh.out"), $roads roads," \
-    "$(count move_range) page/chunk moves, $(count free_range) page frees, 2 melds:" \
-    "the loom's $live live blocks are the allocator's, block for block;" \
-    "u3j_boot's and u3a_pack_init's leaks found"
+first="$(sed -n 's/^drive //p' "$WORK/drive.out"), $roads roads, $(count move_range) page/chunk moves,"
+first="$first $(count free_range) page frees, 2 melds: the loom's $live live blocks"
+# a checkpoint saved by one process and restored by the next: _find_home's
+# re-sync must report exactly the restored blocks, metadata left out
+run save save "$WORK/pier"
+run restore restore "$WORK/pier"
+restored=$(N=restore q "SELECT sum(s.allocations) FROM stack_stats s JOIN stack_text t
+                      ON t.stack_id = s.stack_id WHERE t.text LIKE 'u3a_vh_resync <- u3m_pave%'")
+exact restore
+# and none of the allocator's own chunks (directory, free-page entries,
+# chunk-page headers, listed by the driver once booted) is a live block of
+# vheap's at that point (the first mark)
+sed -n 's/^drive meta //p' "$WORK/restore.out" | sort -u >"$WORK/meta"
+awk '$3 == "mark" { for (a in L) print a; exit }
+     ($3 == "alloc" || $3 == "free") && $4 == "heap=1" {
+         for (i = 5; i <= NF; i++) if ($i ~ /^addr=/) a = substr($i, 6)
+         if ($3 == "alloc") L[a] = 1; else delete L[a]
+     }' "$WORK/restore.dump" | sort -u >"$WORK/restored"
+nmeta=$(wc -l <"$WORK/meta")
+[ "$nmeta" -gt 2 ] || bad="$bad; the driver listed only $nmeta metadata chunks"
+both=$(comm -12 "$WORK/meta" "$WORK/restored" | wc -l)
+[ "$both" = 0 ] || bad="$bad; $both of the allocator's metadata chunks were re-synced as blocks"
+[ -z "$bad" ] || { say "the driver's captures disagree with the allocator${bad}"; exit 1; }
+say "ok: under vheap, $first are the allocator's, block for block; u3j_boot's and" \
+    "u3a_pack_init's leaks found; restored from a checkpoint ($restored loom blocks re-synced at boot," \
+    "none of them among the allocator's $nmeta metadata chunks), then $live live blocks," \
+    "again the allocator's"

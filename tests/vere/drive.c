@@ -47,16 +47,43 @@ static u3_noun boom(u3_noun arg)
     return u3m_bail(c3__exit);
 }
 
-int main(void)
+int main(int argc, char* argv[])
 {
     c3_w bails = 0, oks = 0, kept = 0;
-    u3m_boot_lite(1 << 26);
+    /* drive [save|restore PIER]: a checkpoint written, or restored from */
+    c3_c* pir_c = argc > 2 ? argv[2] : 0;
+    c3_t sav_t = pir_c && !strcmp(argv[1], "save");
+    if ( pir_c ) {
+        u3m_boot(pir_c, 1 << 26);           /* restore: _find_home re-syncs */
+    }
+    else {
+        u3m_boot_lite(1 << 26);
+    }
     if ( !u3a_Vh && !getenv("DRIVE_BARE") ) {
         fprintf(stderr, "drive: not under vheap\n");
         return 2;
     }
+    if ( pir_c && !sav_t ) {
+        /* restored: the allocator's own chunks, which _find_home's re-sync
+         * must not have reported as blocks (the check compares) */
+        u3p(u3a_crag) *dir_u = u3to(u3p(u3a_crag), u3R->hep.pag_p);
+        printf("drive meta %p\n", u3a_into(u3R->hep.pag_p));
+        if ( u3R->hep.cac_p ) {
+            printf("drive meta %p\n", u3a_into(u3R->hep.cac_p));
+        }
+        for ( u3_post fre_p = u3R->hep.fre_p; fre_p; fre_p = u3to(u3a_dell, fre_p)->nex_p ) {
+            printf("drive meta %p\n", u3a_into(fre_p));
+        }
+        for ( c3_w pag_w = 0; pag_w < u3R->hep.len_w; pag_w++ ) {
+            if ( u3a_rest_pg < dir_u[pag_w] ) {
+                printf("drive meta %p\n", u3a_into(dir_u[pag_w]));
+            }
+        }
+    }
     /* the state lives where Vere's marking finds it: the kernel slot */
-    u3A->roc = u3_nul;
+    if ( !pir_c || sav_t ) {
+        u3A->roc = u3_nul;
+    }
     for ( c3_w i = 0; i < 40; i++ ) {
         if ( u3a_Vh ) u3a_vh_mark("event %" PRIu64, i);
         u3_noun gon = u3m_soft_top(0, 1 << 20, (i % 5 == 3) ? boom : work, u3i_word(i));
@@ -84,6 +111,11 @@ int main(void)
     }
     if ( u3a_Vh ) u3a_vh_mark("sweep", 0);
     u3m_grab(u3_none);                      /* frees the leaks: sweep */
+    if ( sav_t ) {
+        u3m_save();
+        printf("drive saved oks=%u bails=%u\n", oks, bails);
+        return 0;
+    }
     /* holes: keep every other result, then pack */
     {
         u3_noun l = u3A->roc, n = u3_nul;

@@ -113,6 +113,8 @@ static size_t min_size(uint8_t type)
     case VH_REC_HEAP_CREATE: return sizeof(struct vh_rec_heap);
     case VH_REC_MARK:
     case VH_REC_TAG: return sizeof(struct vh_rec_label);
+    case VH_REC_RANGE: return sizeof(struct vh_rec_range);
+    case VH_REC_REGION: return sizeof(struct vh_rec_region);
     default: return MIN_RECORD;
     }
 }

@@ -327,6 +327,39 @@ static void record_line(const struct vh_event *ev, struct totals *t)
         kv_x(" to=", r->to);
         break;
     }
+    case VH_REC_RANGE: {
+        const struct vh_rec_range *r = (const void *)h;
+        if (ev->size < sizeof *r)
+            goto unknown;
+        if (h->flags == VH_RANGE_FREE)
+            put_lit(" free_range");
+        else
+            put_lit(" move_range");
+        kv_u(" heap=", h->b);
+        kv_x(" from=", r->from);
+        if (h->flags != VH_RANGE_FREE)
+            kv_x(" to=", r->to);
+        kv_u(" len=", r->len);
+        put_c('\n');                   /* flags hold the operation */
+        return;
+    }
+    case VH_REC_REGION: {
+        const struct vh_rec_region *r = (const void *)h;
+        if (ev->size < sizeof *r)
+            goto unknown;
+        kv_u(" region heap=", h->b);
+        kv_u(" id=", r->id);
+        if (h->flags == VH_REGION_META)
+            put_lit(" kind=meta");
+        else if (h->flags == VH_REGION_UNUSED)
+            put_lit(" kind=unused");
+        else
+            put_lit(" kind=none");
+        kv_x(" base=", r->base);
+        kv_u(" size=", r->size);
+        put_c('\n');                   /* flags hold the kind: no flag words */
+        return;
+    }
     case VH_REC_MARK:
         put_lit(" mark label=");
         text = vh_event_text(ev, &len);
@@ -339,6 +372,7 @@ static void record_line(const struct vh_event *ev, struct totals *t)
         put_text(text, len);
         break;
     default:
+    unknown:
         /* Only variable-size types get here: the reader stops a chunk at an
          * unknown fixed-size one. */
         put_lit(" unknown type=0x");

@@ -13,6 +13,7 @@
 #include "analyze/db.h"
 #include "analyze/events.h"
 #include "analyze/frag.h"
+#include "analyze/grow.h"
 #include "analyze/query_opts.h"
 #include "analyze/svg.h"
 
@@ -268,6 +269,17 @@ struct rss {
     int64_t bytes;
 };
 
+/* A declared region of a chosen heap (the regions table), for as long as
+ * it lasted: fragmentation counts it as occupied. */
+struct rinfo {
+    uint32_t heap;
+    uint64_t base, size;
+    int64_t start, end;            /* end -1: still there at the end        */
+};
+
+/* Regions take frag_heap ids from here up (no block carries them). */
+#define REGION_ID0 FRAG_REGION_ID0
+
 struct ctx {
     const struct vh_command *cmd;
     struct fopts o;
@@ -277,6 +289,8 @@ struct ctx {
     uint64_t end_time;
     struct rss *rss;
     size_t nrss;
+    struct rinfo *r;               /* regions of the chosen heaps           */
+    size_t nr;
     char *exe;
     int64_t pid;
 };
@@ -424,6 +438,54 @@ static int alive(const struct hinfo *h, uint64_t t)
            (h->destroy < 0 || (uint64_t)h->destroy > t);
 }
 
+/* The regions of the chosen heaps, in declaration order. */
+static int read_regions(struct ctx *c)
+{
+    sqlite3_stmt *st = NULL;
+    size_t cap = 0;
+    int rc;
+
+    if ((rc = vh_prepare(c->cmd, c->db,
+                         "SELECT heap_id, base, size, start_time, end_time FROM regions"
+                         " ORDER BY rowid", &st)))
+        return rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t heap = sqlite3_column_int64(st, 0), base = sqlite3_column_int64(st, 1),
+                size = sqlite3_column_int64(st, 2);
+        if (heap < 0 || heap > UINT32_MAX || !heap_info(c, (uint32_t)heap) || base <= 0 ||
+            size <= 0 || c->nr >= UINT32_MAX - REGION_ID0)
+            continue;
+        if (vh_grow(&c->r, &cap, c->nr, sizeof *c->r, 16)) {
+            rc = -ENOMEM;
+            break;
+        }
+        c->r[c->nr++] = (struct rinfo){
+            (uint32_t)heap, (uint64_t)base, (uint64_t)size, sqlite3_column_int64(st, 3),
+            sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4) };
+    }
+    if (rc != -ENOMEM)
+        rc = rc == SQLITE_DONE ? 0 : db_fail(c, "reading regions");
+    sqlite3_finalize(st);
+    if (rc == -ENOMEM)
+        vh_errorf(c->cmd->name, "out of memory");
+    return rc;
+}
+
+/* Region i as frag sees it: a part of its heap, existing at t when both
+ * it and its heap do. */
+static struct frag_heap region_heap(const struct ctx *c, size_t i)
+{
+    return (struct frag_heap){ .id = REGION_ID0 + (uint32_t)i, .base = c->r[i].base,
+                               .size = c->r[i].size, .parent = c->r[i].heap, .region = 1 };
+}
+
+static int region_alive(const struct ctx *c, size_t i, uint64_t t)
+{
+    const struct rinfo *r = &c->r[i];
+    return (uint64_t)(r->start > 0 ? r->start : 0) <= t && (r->end < 0 || (uint64_t)r->end > t) &&
+           alive(heap_info(c, r->heap), t);
+}
+
 /* --at: the instant, and how to name it. */
 static int resolve_at(struct ctx *c, uint64_t *t, char *what, size_t len)
 {
@@ -515,12 +577,15 @@ static int live_at(struct ctx *c, uint64_t t, struct liveset **out)
 /* The chosen heaps that exist at t, with their bounds. */
 static struct frag_heap *heaps_at(const struct ctx *c, uint64_t t, size_t *n)
 {
-    struct frag_heap *fh = malloc((c->nh ? c->nh : 1) * sizeof *fh);
+    struct frag_heap *fh = malloc((c->nh + c->nr + 1) * sizeof *fh);
     *n = 0;
     for (size_t i = 0; fh && i < c->nh; i++)
         if (alive(&c->h[i], t))
             fh[(*n)++] = (struct frag_heap){ c->h[i].id, c->h[i].base, c->h[i].size,
-                                             c->h[i].parent };
+                                             c->h[i].parent, 0 };
+    for (size_t i = 0; fh && i < c->nr; i++)
+        if (region_alive(c, i, t))
+            fh[(*n)++] = region_heap(c, i);
     return fh;
 }
 
@@ -1290,10 +1355,15 @@ static uint64_t nice_interval(uint64_t span)
 static int declare_heaps(struct ctx *c, struct fragtrack *ft, uint64_t t)
 {
     for (size_t i = 0; i < c->nh; i++) {
-        struct frag_heap fh = { c->h[i].id, c->h[i].base, c->h[i].size, c->h[i].parent };
+        struct frag_heap fh = { c->h[i].id, c->h[i].base, c->h[i].size, c->h[i].parent, 0 };
         int rc = fragtrack__heap(ft, &fh, alive(&c->h[i], t));
         if (rc == -ENOMEM)
             return rc;
+    }
+    for (size_t i = 0; i < c->nr; i++) {
+        struct frag_heap fh = region_heap(c, i);
+        if (fragtrack__heap(ft, &fh, region_alive(c, i, t)) == -ENOMEM)
+            return -ENOMEM;
     }
     return 0;
 }
@@ -1584,13 +1654,14 @@ static int run(int argc, char **argv)
         return rc == -ENOMEM ? VH_EXIT_DATA : VH_EXIT_USAGE;
     if (vh_query_open(c.cmd, &c.o.q, &c.db))
         return VH_EXIT_DATA;
-    if ((rc = read_heaps(&c)) || (rc = read_basics(&c)))
+    if ((rc = read_heaps(&c)) || (rc = read_regions(&c)) || (rc = read_basics(&c)))
         goto out;
     rc = c.o.series ? run_series(&c) : run_moment(&c);
 out:
     for (size_t i = 0; i < c.nh; i++)
         free(c.h[i].name);
     free(c.h);
+    free(c.r);
     free(c.rss);
     free(c.exe);
     sqlite3_close(c.db);

@@ -408,7 +408,8 @@ static int heap_regions(struct rbuf *rb, struct frag_hist *hist, const struct vh
             }
             g = clamp_gap(prev, lo, base, end);
             region_gap(r, hist, g, prev < base ? base : prev, gap_kind(g, 1, mh, 0), P);
-            prev = hi;
+            if (hi > prev)             /* carves may overlap or nest */
+                prev = hi;
         }
         g = clamp_gap(prev, end, base, end);
         region_gap(r, hist, g, prev < base ? base : prev, gap_kind(g, 1, mh, 0), P);
@@ -599,7 +600,8 @@ int frag__analyze(const struct vh_block *blocks, size_t n, const struct frag_hea
             c0++;
         for (c1 = c0; c1 < nc && carves[c1].parent == id; c1++)
             ;
-        if ((rc = heap_regions(&rb, r->hist, blocks, i, j - i, id, fh, fh && nested[h],
+        if ((!fh || !fh->region) &&
+            (rc = heap_regions(&rb, r->hist, blocks, i, j - i, id, fh, fh && nested[h],
                                carves + c0, c1 - c0, o)))
             goto out;
         i = j;
@@ -1094,6 +1096,7 @@ static void bt_delete(struct bpool *p, struct btree *t, struct bpos *pos)
 struct theap {
     uint32_t id;
     int bounded, exists;
+    int region;                    /* a declared region: carved, no more    */
     int64_t parent;                /* id, -1 for none                       */
     int carved;                    /* its region is an entry in the parent's */
     uint64_t nested_bytes;         /* nested regions in its own blocks      */
@@ -1396,7 +1399,11 @@ int fragtrack__heap(struct fragtrack *t, const struct frag_heap *fh, int exists)
         return -ENOMEM;
     h->exists = exists;
     h->parent = fh->parent;
-    if (bounded) {
+    if (fh->region && bounded) {       /* no holes of its own */
+        h->region = h->bounded = 1;
+        h->base = fh->base;
+        h->end = end_of(fh->base, fh->size);
+    } else if (bounded) {
         struct nb none = { 0, 0, 0 };
         h->bounded = 1;
         h->base = fh->base;
@@ -1694,7 +1701,7 @@ void fragtrack__totals(const struct fragtrack *t, struct frag_totals *out)
     out->pinned = t->pinned;
     for (size_t i = 0; i < t->nh; i++) {
         const struct theap *h = &t->h[i];
-        if (!h->exists)
+        if (!h->exists || h->region)
             continue;
         if (h->bounded) {
             const struct theap *ph = h->carved ? heap_find(t, (uint32_t)h->parent) : NULL;

@@ -36,7 +36,16 @@ struct frag_heap {
     uint32_t id;
     uint64_t base, size;
     int64_t parent;               /* the enclosing heap's id, -1 for none    */
+    int region;                   /* 1: not a heap but a part of `parent`
+                                     that holds no blocks (vheap_region: its
+                                     metadata, a stack, a gap): carved from
+                                     the parent like a nested heap, with no
+                                     region, holes or footprint of its own;
+                                     id is any number no block carries      */
 };
+
+/* Ids given to declared regions (struct frag_heap.region): above any heap's. */
+#define FRAG_REGION_ID0 0x80000000u
 
 #define FRAG_NFIT 3
 /* How much free space could hold blocks of these sizes: 64 B, 4 KiB, 1 MiB. */

@@ -21,6 +21,7 @@
 #include "analyze/capture.h"
 #include "analyze/db.h"
 #include "analyze/events.h"
+#include "analyze/grow.h"
 #include "analyze/livemap.h"
 #include "analyze/load.h"
 
@@ -162,6 +163,13 @@ struct thread {
                                           none                              */
 };
 
+/* A region of a heap (REGION records) until it is replaced or ends. */
+struct open_region {
+    uint32_t heap, id;                 /* DB heap id, the program's number   */
+    uint8_t kind;
+    uint64_t base, size, start;
+};
+
 struct module {
     char *path;
     char build_id[65];
@@ -214,7 +222,11 @@ struct loader {
     struct rows *node_rows, *stack_rows;   /* stack_nodes, stacks: many rows
                                           a statement (rows_open)            */
     sqlite3_stmt *ins_frame, *ins_rss, *ins_mark, *ins_tag,
-        *ins_series;
+        *ins_series, *ins_region;
+    struct open_region *regions;       /* declared and not ended yet         */
+    size_t nregions, capregions;
+    struct vh_live_block *range_buf;   /* the blocks one RANGE record names  */
+    size_t caprange;
     struct evwriter *evw;              /* the normalized event stream        */
     struct evwriter_stats evst;
     uint64_t emitted, cp_at;           /* events so far; when to ask whether
@@ -830,6 +842,9 @@ static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
                    ev->time, b, 0, 0);
 }
 
+static void free_live(struct loader *L, struct heap *h, struct thread *t,
+                      const struct vh_event *ev, struct vh_live_block *b, int realloc_half);
+
 static void on_free(struct loader *L, const struct vh_event *ev)
 {
     const struct vh_rec_free *r = (const struct vh_rec_free *)ev->rec;
@@ -850,13 +865,20 @@ static void on_free(struct loader *L, const struct vh_event *ev)
         h->unknown_frees++;
         return;
     }
+    free_live(L, h, t, ev, b, r->h.flags & VH_RF_REALLOC);
+}
+
+/* Live block b of h is freed by thread t (a FREE, or a RANGE that frees). */
+static void free_live(struct loader *L, struct heap *h, struct thread *t,
+                      const struct vh_event *ev, struct vh_live_block *b, int realloc_half)
+{
     series_touch(L, h, ev->time);
     emit_block(L, VH_EV_FREE,
                (check_temporary(L, h, t, b) ? VH_EVF_TEMPORARY : 0) |
-                   (r->h.flags & VH_RF_REALLOC ? VH_EVF_REALLOC : 0),
+                   (realloc_half ? VH_EVF_REALLOC : 0),
                h, ev->tid, ev->time, b, 0, 0);
     block_gone(L, h, b);
-    if (!(r->h.flags & VH_RF_REALLOC)) {
+    if (!realloc_half) {
         /* the free half of a moving realloc is not a call to free */
         L->aggs[b->agg].frees++;
         h->frees++;
@@ -866,12 +888,14 @@ static void on_free(struct loader *L, const struct vh_event *ev)
     livemap__remove(h->live, b);
 }
 
+static void land_block(struct loader *L, struct heap *h, const struct vh_event *ev,
+                       const struct vh_live_block *keep, uint64_t to);
+
 static void on_move(struct loader *L, const struct vh_event *ev)
 {
     const struct vh_rec_move *r = (const struct vh_rec_move *)ev->rec;
     struct heap *h = heap_get(L, r->h.a, ev->time);
     struct vh_live_block *b, keep;
-    int existed;
 
     if (!h || r->from == r->to)
         return;
@@ -882,9 +906,20 @@ static void on_move(struct loader *L, const struct vh_event *ev)
     }
     keep = *b;                         /* stack, time, tag, size go along */
     livemap__remove(h->live, b);
-    b = livemap__insert(h->live, r->to, &existed);
-    h->addr_or |= r->to;
-    h->addr_and &= r->to;
+    land_block(L, h, ev, &keep, r->to);
+}
+
+/* Block `keep`, taken out of h's live map, lands at `to` (a move): a block
+ * still live there was freed without a record. */
+static void land_block(struct loader *L, struct heap *h, const struct vh_event *ev,
+                       const struct vh_live_block *keep, uint64_t to)
+{
+    struct vh_live_block *b;
+    int existed;
+
+    b = livemap__insert(h->live, to, &existed);
+    h->addr_or |= to;
+    h->addr_and &= to;
     if (!b) {
         fail(L, -ENOMEM, "out of memory");
         return;
@@ -895,9 +930,141 @@ static void on_move(struct loader *L, const struct vh_event *ev)
         emit_block(L, VH_EV_FREE, VH_EVF_IMPLICIT, h, ev->tid, ev->time, b, 0, 0);
         block_gone(L, h, b);
     }
-    *b = keep;
-    b->addr = r->to;
-    emit_block(L, VH_EV_MOVE, 0, h, ev->tid, ev->time, &keep, 0, r->to);
+    *b = *keep;
+    b->addr = to;
+    emit_block(L, VH_EV_MOVE, 0, h, ev->tid, ev->time, keep, 0, to);
+}
+
+/* The live blocks of h whose address lies in [lo, lo + len), copied into
+ * L->range_buf; their number, or (size_t)-1 when out of memory. A small
+ * range is probed address by address at the heap's alignment (every
+ * address it ever held is a multiple of it); a large one scans the map. */
+static size_t range_collect(struct loader *L, struct heap *h, uint64_t lo, uint64_t len)
+{
+    uint64_t hi = lo + len < lo ? UINT64_MAX : lo + len;
+    uint64_t step = h->addr_or ? h->addr_or & (0 - h->addr_or) : 1;
+    size_t n = 0, cnt = livemap__count(h->live), pos = 0;
+    struct vh_live_block *b;
+
+    if (!cnt)
+        return 0;
+    if (len / step <= 4 * (uint64_t)cnt) {
+        for (uint64_t a = (lo + step - 1) & ~(step - 1); a >= lo && a < hi; a += step) {
+            if (!(b = livemap__find(h->live, a)))
+                continue;
+            if (vh_grow(&L->range_buf, &L->caprange, n, sizeof *b, 64))
+                return (size_t)-1;
+            L->range_buf[n++] = *b;
+        }
+        return n;
+    }
+    while ((b = livemap__next(h->live, &pos)))
+        if (b->addr >= lo && b->addr < hi) {
+            if (vh_grow(&L->range_buf, &L->caprange, n, sizeof *b, 64))
+                return (size_t)-1;
+            L->range_buf[n++] = *b;
+        }
+    return n;
+}
+
+/* RANGE: every live block in [from, from + len) moves by to - from, or is
+ * freed. Moves take all of them out first, so that a range moved onto an
+ * overlapping one lands whole. */
+static void on_range(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_range *r = (const struct vh_rec_range *)ev->rec;
+    struct heap *h;
+    struct thread *t;
+    size_t n;
+
+    if (r->h.b == VH_HEAP_SYSTEM || r->h.b >= MAX_HEAPS || r->h.flags > VH_RANGE_FREE) {
+        L->bad_heap_records++;
+        return;
+    }
+    if (!(h = heap_get(L, (uint16_t)r->h.b, ev->time)) || !(t = thread_get(L, ev->tid, ev->time)))
+        return;
+    if ((n = range_collect(L, h, r->from, r->len)) == (size_t)-1) {
+        fail(L, -ENOMEM, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct vh_live_block *b = livemap__find(h->live, L->range_buf[i].addr);
+        if (r->h.flags == VH_RANGE_FREE)
+            free_live(L, h, t, ev, b, 0);
+        else
+            livemap__remove(h->live, b);
+    }
+    if (r->h.flags == VH_RANGE_MOVE)
+        for (size_t i = 0; i < n && !L->failed; i++)
+            land_block(L, h, ev, &L->range_buf[i], L->range_buf[i].addr + (r->to - r->from));
+}
+
+/* ---- regions (REGION records) ------------------------------------------------ */
+
+static void region_write(struct loader *L, const struct open_region *o, int ended, uint64_t end)
+{
+    sqlite3_stmt *st = L->ins_region;
+    sqlite3_bind_int64(st, 1, o->heap);
+    sqlite3_bind_int64(st, 2, o->id);
+    sqlite3_bind_text(st, 3, o->kind == VH_REGION_META ? "meta" : "unused", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)o->base);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)o->size);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)o->start);
+    if (ended)
+        sqlite3_bind_int64(st, 7, (sqlite3_int64)end);
+    else
+        sqlite3_bind_null(st, 7);
+    run(L, st);
+}
+
+/* Writes the row of every open region that `keep` refuses (NULL: all),
+ * ended at `end` (or still there when `ended` is 0), and forgets it. */
+static void regions_close(struct loader *L, int (*keep)(struct loader *, const struct open_region *),
+                          int ended, uint64_t end)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < L->nregions; i++) {
+        if (keep && keep(L, &L->regions[i]))
+            L->regions[j++] = L->regions[i];
+        else
+            region_write(L, &L->regions[i], ended, end);
+    }
+    L->nregions = j;
+}
+
+static int region_heap_alive(struct loader *L, const struct open_region *o)
+{
+    return o->heap < L->nbyid && L->byid[o->heap] && !L->byid[o->heap]->destroyed;
+}
+
+static void on_region(struct loader *L, const struct vh_event *ev)
+{
+    const struct vh_rec_region *r = (const struct vh_rec_region *)ev->rec;
+    struct heap *h;
+    size_t i;
+
+    if (r->h.b == VH_HEAP_SYSTEM || r->h.b >= MAX_HEAPS || r->h.flags > VH_REGION_KIND_MAX) {
+        L->bad_heap_records++;
+        return;
+    }
+    if (!(h = heap_get(L, (uint16_t)r->h.b, ev->time)))
+        return;
+    for (i = 0; i < L->nregions; i++)
+        if (L->regions[i].heap == h->id && L->regions[i].id == r->id)
+            break;
+    if (i < L->nregions) {             /* replaced or ended */
+        region_write(L, &L->regions[i], 1, ev->time);
+        L->regions[i] = L->regions[--L->nregions];
+    }
+    if (r->h.flags == VH_REGION_NONE || !r->size)
+        return;
+    if (vh_grow(&L->regions, &L->capregions, L->nregions, sizeof *L->regions, 8)) {
+        fail(L, -ENOMEM, "out of memory");
+        return;
+    }
+    L->regions[L->nregions++] = (struct open_region){ .heap = h->id, .id = r->id,
+                                                      .kind = r->h.flags, .base = r->base,
+                                                      .size = r->size, .start = ev->time };
 }
 
 /* ---- heap nesting --------------------------------------------------------- */
@@ -1033,6 +1200,8 @@ static void on_heap_destroy(struct loader *L, const struct vh_event *ev)
     }
 out:
     free(todo);
+    if (L->nregions)                   /* a heap's regions end with it */
+        regions_close(L, region_heap_alive, 1, ev->time);
 }
 
 /* ---- many rows per INSERT --------------------------------------------------
@@ -1411,6 +1580,12 @@ static void on_event(struct loader *L, const struct vh_event *ev)
     case VH_REC_MOVE:
         on_move(L, ev);
         break;
+    case VH_REC_RANGE:
+        on_range(L, ev);
+        break;
+    case VH_REC_REGION:
+        on_region(L, ev);
+        break;
     case VH_REC_MARK:
         on_label(L, ev, 0);
         break;
@@ -1749,7 +1924,8 @@ static __attribute__((noinline)) int settle(struct loader *L, const struct vh_ev
                 (((const struct vh_rec_move *)h)->from == addr ||
                  ((const struct vh_rec_move *)h)->to == addr))
                 return 0;
-            if ((h->type == VH_REC_HEAP_CREATE || h->type == VH_REC_HEAP_DESTROY) &&
+            if ((h->type == VH_REC_HEAP_CREATE || h->type == VH_REC_HEAP_DESTROY ||
+                 h->type == VH_REC_RANGE) &&
                 heap != VH_HEAP_SYSTEM)
                 return 0;
         }
@@ -2296,8 +2472,8 @@ static void loader_free(struct loader *L)
         free(*rws[i]);
         *rws[i] = NULL;
     }
-    sqlite3_stmt **sts[] = { &L->ins_frame, &L->ins_rss,
-                             &L->ins_mark, &L->ins_tag, &L->ins_series };
+    sqlite3_stmt **sts[] = { &L->ins_frame, &L->ins_rss, &L->ins_mark,
+                             &L->ins_tag, &L->ins_series, &L->ins_region };
     for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) {
         sqlite3_finalize(*sts[i]);
         *sts[i] = NULL;
@@ -2336,6 +2512,11 @@ static void loader_free(struct loader *L)
     L->prev_addr = NULL;
     L->prev_node = NULL;
     L->prev_n = L->prev_cap = 0;
+    free(L->regions);
+    free(L->range_buf);
+    L->regions = NULL;
+    L->range_buf = NULL;
+    L->nregions = L->capregions = L->caprange = 0;
     L->heaps = NULL;
     L->aggs = NULL;
     L->agg_map.s = L->thread_map.s = L->frame_map.s = NULL;
@@ -2428,6 +2609,8 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     L.ins_rss = prep(&L, "INSERT INTO rss(time, bytes) VALUES (?,?)");
     L.ins_mark = prep(&L, "INSERT INTO marks(time, tid, label) VALUES (?,?,?)");
     L.ins_tag = prep(&L, "INSERT OR REPLACE INTO tags(id, label) VALUES (?,?)");
+    L.ins_region = prep(&L, "INSERT INTO regions(heap_id, region, kind, base, size, "
+                            "start_time, end_time) VALUES (?,?,?,?,?,?,?)");
     L.ins_series = prep(&L, "INSERT INTO series(heap_id, bucket, allocations, frees, temporary, "
                             "bytes_allocated, bytes_freed, live_bytes, live_blocks, "
                             "max_live_bytes) VALUES (?,?,?,?,?,?,?,?,?,?)");
@@ -2522,6 +2705,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         write_stack_stats(&L, order);
     }
     free(order);
+    regions_close(&L, NULL, 0, 0);     /* still there at the end */
     write_heaps(&L);
     write_threads_modules(&L);
     write_process(&L);

@@ -613,23 +613,33 @@ static int frag_at(sqlite3 *db, uint64_t t, const char *what, struct vh_xout *o,
     if ((rc = liveset__at(db, t, -1, &ls, err, errlen)))
         return rc;
     if (sqlite3_prepare_v2(db,
-                           "SELECT id, coalesce(base, 0), coalesce(size, 0), coalesce(parent_id, -1)"
+                           /* The heaps, then their declared regions, that exist
+                            * at ?1, as `frag --at` takes them. */
+                           "SELECT id, coalesce(base, 0), coalesce(size, 0),"
+                           " coalesce(parent_id, -1), 0"
                            " FROM heaps WHERE create_time <= ?1 AND"
-                           " (destroy_time IS NULL OR destroy_time > ?1) ORDER BY id",
+                           " (destroy_time IS NULL OR destroy_time > ?1)"
+                           " UNION ALL SELECT ?2 + r.rowid, r.base, r.size, r.heap_id, 1"
+                           " FROM regions r JOIN heaps h ON h.id = r.heap_id"
+                           " WHERE r.start_time <= ?1 AND (r.end_time IS NULL OR r.end_time > ?1)"
+                           " AND h.create_time <= ?1 AND"
+                           " (h.destroy_time IS NULL OR h.destroy_time > ?1) ORDER BY 1",
                            -1, &st, NULL) != SQLITE_OK) {
         rc = dbfail(db, "reading heaps", err, errlen);
         goto out;
     }
     sqlite3_bind_int64(st, 1, (int64_t)t);
+    sqlite3_bind_int64(st, 2, FRAG_REGION_ID0);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (vh_grow(&fh, &cap, n, sizeof *fh, 64)) {
             rc = -ENOMEM;
             goto out;
         }
-        fh[n++] = (struct frag_heap){ (uint32_t)sqlite3_column_int64(st, 0),
-                                      (uint64_t)sqlite3_column_int64(st, 1),
-                                      (uint64_t)sqlite3_column_int64(st, 2),
-                                      sqlite3_column_int64(st, 3) };
+        fh[n++] = (struct frag_heap){ .id = (uint32_t)sqlite3_column_int64(st, 0),
+                                      .base = (uint64_t)sqlite3_column_int64(st, 1),
+                                      .size = (uint64_t)sqlite3_column_int64(st, 2),
+                                      .parent = sqlite3_column_int64(st, 3),
+                                      .region = sqlite3_column_int(st, 4) };
     }
     if (rc != SQLITE_DONE) {
         rc = dbfail(db, "reading heaps", err, errlen);

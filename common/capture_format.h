@@ -135,6 +135,26 @@ enum vh_rec_type {
     VH_REC_HEAP_CREATE = 0x83,     /* struct vh_rec_heap + name              */
     VH_REC_MARK = 0x84,            /* struct vh_rec_label + label            */
     VH_REC_TAG = 0x85,             /* struct vh_rec_label, b = tag id        */
+    /* Variable-size types although their size is fixed, so that a reader
+     * from before them skips them (h.a holds the length, the heap is h.b). */
+    VH_REC_RANGE = 0x86,           /* struct vh_rec_range                    */
+    VH_REC_REGION = 0x87,          /* struct vh_rec_region                   */
+};
+
+/* What a RANGE record does to the blocks whose address lies in
+ * [from, from + len) (vh_rec_hdr.flags). */
+enum vh_range_op {
+    VH_RANGE_MOVE = 0,             /* each moves by to - from                */
+    VH_RANGE_FREE = 1,             /* each is freed                          */
+};
+
+/* What a REGION of a heap holds instead of blocks (vh_rec_hdr.flags);
+ * the same numbers as VHEAP_REGION_* in preload/vheap.h. */
+enum vh_region_kind {
+    VH_REGION_NONE = 0,            /* the region ends (size 0)               */
+    VH_REGION_META = 1,            /* the allocator's own metadata           */
+    VH_REGION_UNUSED = 2,          /* not heap: a stack, a reserved gap      */
+    VH_REGION_KIND_MAX = 2,
 };
 
 /* Which entry point produced an ALLOC / FREE / RESIZE (vh_rec_hdr.flags
@@ -239,6 +259,25 @@ struct vh_rec_label {              /* MARK, TAG; h.a = words                 */
     char label[];                  /* NUL-terminated, padded                 */
 };
 
+struct vh_rec_range {              /* RANGE; h.a = words (5), h.b = heap,
+                                      h.flags = enum vh_range_op             */
+    struct vh_rec_hdr h;
+    uint64_t time;
+    uint64_t from, to;             /* to: MOVE only (0 for FREE)             */
+    uint64_t len;                  /* bytes                                  */
+};
+
+struct vh_rec_region {             /* REGION; h.a = words (5), h.b = heap,
+                                      h.flags = enum vh_region_kind          */
+    struct vh_rec_hdr h;
+    uint64_t time;
+    uint64_t base, size;           /* size 0: region `id` of the heap ends   */
+    uint32_t id;                   /* the program's number for the region,
+                                      one per heap: a later REGION with the
+                                      same (heap, id) replaces it            */
+    uint32_t pad;
+};
+
 _Static_assert(sizeof(struct vh_capture_header) == VH_HEADER_SIZE, "header page");
 _Static_assert(sizeof(struct vh_chunk_header) == 32, "chunk header");
 _Static_assert(sizeof(struct vh_rec_hdr) == 8, "record header");
@@ -251,6 +290,8 @@ _Static_assert(sizeof(struct vh_rec_stack) == 16, "stack record");
 _Static_assert(sizeof(struct vh_rec_module) == 72, "module record");
 _Static_assert(sizeof(struct vh_rec_heap) == 40, "heap record");
 _Static_assert(sizeof(struct vh_rec_label) == 16, "label record");
+_Static_assert(sizeof(struct vh_rec_range) == 40, "range record");
+_Static_assert(sizeof(struct vh_rec_region) == 40, "region record");
 
 /* Size in bytes of the struct record starting with `h` (every record of
  * version 1; in version 2 all but the compact ones), or 0 if the type is
@@ -332,7 +373,9 @@ _Static_assert(VH_FN_COUNT <= VH_META_FUNC + 1, "func fits meta's 6 bits");
 _Static_assert(offsetof(struct vh_rec_time, time) == 8 && offsetof(struct vh_rec_value, time) == 8 &&
                offsetof(struct vh_rec_move, time) == 8 && offsetof(struct vh_rec_stack, time) == 8 &&
                offsetof(struct vh_rec_module, time) == 8 && offsetof(struct vh_rec_heap, time) == 8 &&
-               offsetof(struct vh_rec_label, time) == 8,
+               offsetof(struct vh_rec_label, time) == 8 &&
+               offsetof(struct vh_rec_range, time) == 8 &&
+               offsetof(struct vh_rec_region, time) == 8,
                "every struct record has its time at offset 8 (the cursor reads it there)");
 
 /* The per-chunk state both sides keep (see above). */

@@ -521,6 +521,13 @@ static void api_tag_pop(void)
 }
 
 /* ---- the exported table ----------------------------------------------------------- */
+/* appended members, defined at the end of this file */
+static void api_range(int heap, unsigned op, const void *from, const void *to, size_t len);
+static void api_region(int heap, unsigned id, unsigned kind, const void *base, size_t size);
+static void api_tag_push2(const char *first, const char *second);
+static int api_tag_depth(void);
+static void api_tag_unwind(int depth);
+
 VH_EXPORT const struct vheap_api vheap_api_v1 = {
     .size = sizeof(struct vheap_api),
     .version = 1,
@@ -533,6 +540,11 @@ VH_EXPORT const struct vheap_api vheap_api_v1 = {
     .mark = api_mark,
     .tag_push = api_tag_push,
     .tag_pop = api_tag_pop,
+    .range = api_range,
+    .region = api_region,
+    .tag_push2 = api_tag_push2,
+    .tag_depth = api_tag_depth,
+    .tag_unwind = api_tag_unwind,
 };
 
 /* ---- heaptrack's API (heaptrack_api.h): its blocks get a heap of their own ---- */
@@ -621,4 +633,105 @@ void vh_api_fork_child(struct vh_tls *t)
         put_label(t, VH_REC_TAG, id, l, strlen(l), now);
     }
     vh_unbusy(t, g);
+}
+
+/* ---- ranges and regions (appended to the table) ------------------------------------ */
+/* Inside the gate: begins the fixed-size record `type` about `heap` (h.a =
+ * its words, h.b = the heap, h.flags = `flags`) and sets *now; NULL when the
+ * heap does not exist or the record cannot be written (counted either way). */
+static void *heap_rec_begin(struct vh_tls *t, int heap, const char *fn, uint8_t type,
+                            uint8_t flags, size_t size, uint64_t *now)
+{
+    struct vh_rec_hdr *h;
+    if (!heap_live(heap)) {
+        bad_heap(fn, heap);
+        return NULL;
+    }
+    *now = vh_now();
+    if (!(h = vh_rec_begin(t, size, *now))) {
+        vh_dropped();
+        return NULL;
+    }
+    *h = (struct vh_rec_hdr){ .type = type, .flags = flags, .a = (uint16_t)(size / 8),
+                              .b = (uint32_t)heap };
+    return h;
+}
+
+/* A whole range of blocks moved or freed at once: one record; the reader
+ * applies it to the blocks it knows in the range. */
+static void api_range(int heap, unsigned op, const void *from, const void *to, size_t len)
+{
+    struct vh_tls *t = &vh_tls;
+    struct vh_rec_range *r;
+    uint64_t now = 0;
+    uint8_t g;
+    if (heap == 0 || len == 0 || op > VH_RANGE_FREE || (op == VH_RANGE_MOVE && from == to) ||
+        !api_enter(t, &g))
+        return;
+    r = heap_rec_begin(t, heap, op == VH_RANGE_MOVE ? "vheap_move_range" : "vheap_free_range",
+                       VH_REC_RANGE, (uint8_t)op, sizeof *r, &now);
+    if (r) {
+        r->time = now;
+        r->from = (uintptr_t)from;
+        r->to = op == VH_RANGE_MOVE ? (uintptr_t)to : 0;
+        r->len = len;
+        vh_rec_commit(t, sizeof *r);
+    }
+    api_leave(t, g, now);
+}
+
+static void api_region(int heap, unsigned id, unsigned kind, const void *base, size_t size)
+{
+    struct vh_tls *t = &vh_tls;
+    struct vh_rec_region *r;
+    uint64_t now = 0;
+    uint8_t g;
+    /* an unknown kind, or size 0, ends the region */
+    int ends = size == 0 || kind == VH_REGION_NONE || kind > VH_REGION_KIND_MAX;
+    if (heap == 0 || !api_enter(t, &g))
+        return;
+    r = heap_rec_begin(t, heap, "vheap_region", VH_REC_REGION,
+                       ends ? VH_REGION_NONE : (uint8_t)kind, sizeof *r, &now);
+    if (r) {
+        r->time = now;
+        r->base = ends ? 0 : (uintptr_t)base;
+        r->size = ends ? 0 : size;
+        r->id = id;
+        r->pad = 0;
+        vh_rec_commit(t, sizeof *r);
+    }
+    api_leave(t, g, now);
+}
+
+/* ---- composed tags and the tag depth (appended to the table) ----------------------- */
+/* "first/second", cut at LABEL_MAX like any label; composed on the stack
+ * (never malloc), then interned as one label. */
+static void api_tag_push2(const char *first, const char *second)
+{
+    char buf[LABEL_MAX + 1];
+    size_t n = text_len(first), m;
+    memcpy(buf, first ? first : "", n);
+    if (second && second[0] && n < LABEL_MAX) {
+        buf[n++] = '/';
+        m = text_len(second);
+        if (m > LABEL_MAX - n)
+            m = LABEL_MAX - n;
+        memcpy(buf + n, second, m);
+        n += m;
+    }
+    buf[n] = '\0';
+    api_tag_push(buf);
+}
+
+static int api_tag_depth(void)
+{
+    uint32_t d = tag_stack.depth;
+    return d > INT32_MAX ? INT32_MAX : (int)d;
+}
+
+static void api_tag_unwind(int depth)
+{
+    uint32_t want = depth > 0 ? (uint32_t)depth : 0;
+    while (tag_stack.depth > want)
+        api_tag_pop();
 }

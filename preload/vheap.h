@@ -49,11 +49,21 @@ struct vheap_api {
     void (*mark)(const char *label);
     void (*tag_push)(const char *label);
     void (*tag_pop)(void);
+    /* appended after the first release: check `size` (VHEAP__HAS) */
+    void (*range)(int heap, unsigned op, const void *from, const void *to, size_t len);
+    void (*region)(int heap, unsigned id, unsigned kind, const void *base, size_t size);
+    void (*tag_push2)(const char *first, const char *second);
+    int (*tag_depth)(void);
+    void (*tag_unwind)(int depth);
 };
 
 /* Bytes of the table a version-1 caller relies on. */
 #define VHEAP_API_V1_SIZE \
     (offsetof(struct vheap_api, tag_pop) + sizeof(void (*)(void)))
+
+/* Whether the profiler's table `t` has member `m` (it may be older than
+ * this header). */
+#define VHEAP__HAS(t, m) ((t)->size >= offsetof(struct vheap_api, m) + sizeof((t)->m))
 
 #define VHEAP__INLINE static inline __attribute__((always_inline))
 
@@ -133,7 +143,8 @@ VHEAP__INLINE int vheap_enabled(void)
  * 255 bytes are kept). `parent` is the enclosing heap's id, or 0; `base` and
  * `size` bound the region, or are 0 when unknown. Returns the new heap's id,
  * > 0, or 0 when not profiled — 0 is also safe to pass to the other calls,
- * which then do nothing. Ids are never reused within a process. */
+ * which then do nothing. Ids count up from 1; once 65535 heaps have been
+ * made, the ids of destroyed heaps are reused (docs/custom-allocators.md). */
 VHEAP__INLINE int vheap_heap_create(const char *name, int parent, void *base,
                                     size_t size)
 {
@@ -201,6 +212,72 @@ VHEAP__INLINE void vheap_tag_pop(void)
     const struct vheap_api *t = vheap__api();
     if (t)
         t->tag_pop();
+}
+
+/* ---- Added after the first release ---------------------------------------
+ * A profiler older than this header lacks these: the calls then do nothing
+ * (and vheap_tag_depth returns 0). */
+
+#define VHEAP__CALL_NEW(fn, ...)                                              \
+    do {                                                                      \
+        const struct vheap_api *vheap__t = vheap__api();                      \
+        if (vheap__t && VHEAP__HAS(vheap__t, fn))                             \
+            vheap__t->fn(__VA_ARGS__);                                        \
+    } while (0)
+
+/* Every live block of `heap` whose address lies in [from, from + len)
+ * moved by (to - from), keeping its identity, stack, tag and age: a
+ * compactor copied a page or a run of pages. Blocks elsewhere are left
+ * alone, so the range may hold blocks the program never reported (the
+ * allocator's own) and free space. */
+VHEAP__INLINE void vheap_move_range(int heap, const void *from, const void *to, size_t len)
+{
+    VHEAP__CALL_NEW(range, heap, 0u, from, to, len);
+}
+
+/* Every live block of `heap` whose address lies in [base, base + len) is
+ * freed: a sweep dropped whole pages of unreachable blocks at once. */
+VHEAP__INLINE void vheap_free_range(int heap, const void *base, size_t len)
+{
+    VHEAP__CALL_NEW(range, heap, 1u, base, (const void *)0, len);
+}
+
+/* Kinds of vheap_region. */
+#define VHEAP_REGION_META 1u       /* the allocator's own tables, headers    */
+#define VHEAP_REGION_UNUSED 2u     /* not heap: a stack, a reserved gap      */
+
+/* Says that [base, base + size) inside `heap`'s bounds holds no blocks but
+ * `kind`, so that fragmentation does not count it as free space. `id` is
+ * the program's small number for the region: a later call with the same
+ * heap and id replaces it (a stack that grew, a directory that moved);
+ * size 0 ends it. A heap's regions end with the heap. */
+VHEAP__INLINE void vheap_region(int heap, unsigned id, unsigned kind, const void *base,
+                                size_t size)
+{
+    VHEAP__CALL_NEW(region, heap, id, kind, base, size);
+}
+
+/* vheap_tag_push of the label "first/second" without the caller building
+ * it (second NULL or empty: just first): for names composed per call,
+ * such as a jet's core and arm. */
+VHEAP__INLINE void vheap_tag_push2(const char *first, const char *second)
+{
+    VHEAP__CALL_NEW(tag_push2, first, second);
+}
+
+/* The calling thread's tag depth (pushes not yet popped), 0 when not
+ * profiled: save it where a longjmp may land... */
+VHEAP__INLINE int vheap_tag_depth(void)
+{
+    const struct vheap_api *t = vheap__api();
+    return t && VHEAP__HAS(t, tag_depth) ? t->tag_depth() : 0;
+}
+
+/* ...and pop back to it there: the tags pushed since and skipped by the
+ * longjmp are popped. Nothing when the depth is already at most `depth`. */
+VHEAP__INLINE void vheap_tag_unwind(int depth)
+{
+    VHEAP__CALL_NEW(tag_unwind, depth);
 }
 
 #ifdef __cplusplus

@@ -156,6 +156,20 @@ CREATE TABLE marks (
     label  TEXT NOT NULL
 );
 
+-- Parts of a custom heap's bounds that hold no blocks (vheap_region): the
+-- allocator's metadata ('meta') or not heap at all ('unused': a stack, a
+-- reserved gap). One row per declaration, from its start until it was
+-- replaced, ended, or its heap destroyed (end_time NULL: still there).
+CREATE TABLE regions (
+    heap_id     INTEGER NOT NULL,
+    region      INTEGER NOT NULL,   -- the program's number for it
+    kind        TEXT NOT NULL,      -- 'meta' | 'unused'
+    base        INTEGER NOT NULL,
+    size        INTEGER NOT NULL,
+    start_time  INTEGER NOT NULL,
+    end_time    INTEGER
+);
+
 CREATE TABLE rss (
     time   INTEGER NOT NULL,
     bytes  INTEGER NOT NULL

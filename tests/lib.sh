@@ -49,6 +49,13 @@ function hex(s,   i, c, v) {
     }
     return v
 }
+# hexs(v): v as the dump writes addresses ("0x" and lowercase digits: the
+# printf %x stops at 32 bits in mawk).
+function hexs(v,   s, d) {
+    s = ""
+    do { d = v % 16; s = substr("0123456789abcdef", d + 1, 1) s; v = (v - d) / 16 } while (v > 0)
+    return "0x" s
+}
 # kv(): F[key] = value for the key=value words of a dump record line
 # (from field 4 on), W[word] = 1 for bare flag words.
 function kv(   i, p) {

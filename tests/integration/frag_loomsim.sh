@@ -4,7 +4,9 @@
 # end" it prints the home road's blocks, usable bytes, free bytes, holes,
 # largest hole, live span, what compaction would reclaim and 4 KiB pages
 # touched. `frag --heap loom` must say the same at both marks, and the
-# fragmentation must drop by as much as loomsim's own numbers say. Also:
+# fragmentation must drop by as much as loomsim's own numbers say. The
+# directory and the gap above the heap are declared regions (vheap_region):
+# neither counts as a hole. Also:
 # roads (heaps nested in the loom) never count twice in the footprint, the
 # series replayed through moves, nested and destroyed heaps equals the
 # snapshot, and the loom's map draws.
@@ -77,9 +79,11 @@ if "before" in got and "after" in got:
     if b["reclaim"] - a["reclaim"] != gb["reclaim"] - ga["reclaim"]:
         fail("reclaim dropped by %d, loomsim says %d" %
              (gb["reclaim"] - ga["reclaim"], b["reclaim"] - a["reclaim"]))
-    if ga["external_fragmentation_pct"] >= gb["external_fragmentation_pct"]:
-        fail("external fragmentation did not drop: %s -> %s" %
-             (gb["external_fragmentation_pct"], ga["external_fragmentation_pct"]))
+    # (the gap above the heap is a declared region, not a hole: what pack
+    # leaves is a few small holes, so 1 - largest/free need not drop)
+    if ga["free"] >= gb["free"] or ga["holes"] >= gb["holes"]:
+        fail("pack left as much free space: %s bytes in %s holes -> %s in %s" %
+             (gb["free"], gb["holes"], ga["free"], ga["holes"]))
 
 # roads are carved from the loom: the footprint of loom/* is the loom's size
 # whenever the loom exists, never more

@@ -104,6 +104,30 @@ k == "move" {
     L[h, b] = L[h, a]; STK[h, b] = STK[h, a]; delete L[h, a]; delete STK[h, a]; MV[h]++
     next
 }
+k == "move_range" || k == "free_range" {   # every block starting in the range
+    h = F["heap"]; lo = hex(F["from"]); len = F["len"] + 0
+    d = k == "move_range" ? hex(F["to"]) - lo : 0
+    n = 0; split("", RG)
+    for (key in L) {
+        split(key, hk, SUBSEP)
+        if (hk[1] == h && hex(hk[2]) >= lo && hex(hk[2]) < lo + len) RG[++n] = hk[2]
+    }
+    for (i = 1; i <= n; i++) {
+        a = RG[i]
+        if (k == "free_range") { LB[h] -= L[h, a]; LN[h]--; FR[h]++ }
+        else { SZ[i] = L[h, a]; SS[i] = STK[h, a] }
+        delete L[h, a]; delete STK[h, a]
+    }
+    if (k == "move_range")
+        for (i = 1; i <= n; i++) {
+            b = hexs(hex(RG[i]) + d)
+            if ((h, b) in L) err("heap " h ": move_range onto live " b)
+            L[h, b] = SZ[i]; STK[h, b] = SS[i]; MV[h]++
+        }
+    NR_RANGE[k]++
+    next
+}
+k == "region" { NREG++; next }
 k == "heap_destroy" {
     d = F["heap"]
     if (!ALIVE[d]) { err("destroy of heap " d " which does not exist"); next }
@@ -161,7 +185,7 @@ END {
         else if (LN[hid] + 0 != htb || LB[hid] + 0 != htby)
             err("heaptrack-api heap: " LN[hid] + 0 " blocks, " LB[hid] + 0 " bytes live; loomsim holds " htb ", " htby)
     }
-    printf "checked heaps=%d destroyed=%d moves=%d leaks=%d leak_moved=%d tags=%d marks=%d\n", nh, dest, mv, nl, leakmoved, nt, nmarks
+    printf "checked heaps=%d destroyed=%d moves=%d leaks=%d leak_moved=%d tags=%d marks=%d move_ranges=%d free_ranges=%d regions=%d\n", nh, dest, mv, nl, leakmoved, nt, nmarks, NR_RANGE["move_range"], NR_RANGE["free_range"], NREG
 }' out.txt "$2.dump" >"$2.check" || die "replay of $2 failed"
     if grep -q '^error: ' "$2.check"; then
         grep '^error: ' "$2.check" | head -n 10 >&2

@@ -56,6 +56,12 @@ $3 == "move" {
     a = F["heap"] SUBSEP F["from"]; b = F["heap"] SUBSEP F["to"]
     S[b] = S[a]; T[b] = T[a]; delete S[a]; delete T[a]
 }
+$3 == "move_range" {
+    h = F["heap"]; lo = hex(F["from"]); d = hex(F["to"]) - lo; n = 0; split("", RG)
+    for (k in S) { split(k, p, SUBSEP); if (p[1] == h && hex(p[2]) >= lo && hex(p[2]) < lo + F["len"]) RG[++n] = p[2] }
+    for (i = 1; i <= n; i++) { a = h SUBSEP RG[i]; SV[i] = S[a]; TV[i] = T[a]; delete S[a]; delete T[a] }
+    for (i = 1; i <= n; i++) { b = h SUBSEP hexs(hex(RG[i]) + d); S[b] = SV[i]; T[b] = TV[i] }
+}
 $3 == "resize" {
     c = F["heap"] == 0 ? "malloc" : (NAME[F["heap"]] == "heaptrack-api" ? "ht" : "loom")
     R[c, F["tag"]]++

@@ -6,6 +6,15 @@
  * preload/vheap.h and prints its own books ("loomsim ..." lines) so tests
  * can compare vheap's answers with what the program knows it did.
  *
+ * Vere's shapes it copies (docs/vere.md): every road leaves through one
+ * function, love() (results, bails and signals alike); sweep frees whole
+ * pages of leaked blocks at once (vheap_free_range); pack slides whole
+ * pages down (vheap_move_range) after moving chunks; meld frees every
+ * block and rebuilds through the hooked entry points; the allocator's
+ * directory and the home road's gap are declared regions. With --timer, a
+ * virtual-time interval timer (SIGVTALRM) siglongjmps out of computations
+ * on inner roads wherever they are, the allocator and vheap included.
+ *
  * Output (stdout), one record per line, key=value fields:
  *   loomsim heap=NAME pid= role= id= parent= live_blocks= live_bytes=
  *           live_usable= peak_bytes= allocs= frees= resizes= moves=
@@ -31,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,6 +86,7 @@ struct road {
     uint32_t frozen;                        /* a nested road lives in the gap */
     uint32_t parent_page;                   /* 0 for home                    */
     int heap;                               /* vheap id (0 when unprofiled)  */
+    int tags_in, vh_tags_in;                /* tag depths when entered       */
     uint32_t book;
     uint32_t partial[NCLASS];
     uint32_t nruns;
@@ -120,6 +131,30 @@ static void die(const char *why)
     fprintf(stderr, "loomsim: %s\n", why);
     fflush(stdout);
     abort();
+}
+
+/* ---- The timer (--timer): where it may and may not jump ----------------
+ * The handler siglongjmps to the event loop while `timer_armed` (only
+ * while a timed computation runs on inner roads), except inside the books
+ * and the road changes below (`in_crit`): it then jumps when they end. It
+ * may jump out of the allocator and out of vheap's calls. */
+static volatile sig_atomic_t timer_armed, in_crit, timer_pending;
+static sigjmp_buf timer_env;
+
+static void crit_begin(void)
+{
+    in_crit++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static void crit_end(void)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (--in_crit == 0 && timer_pending && timer_armed) {
+        timer_pending = 0;
+        timer_armed = 0;
+        siglongjmp(timer_env, 1);
+    }
 }
 
 /* ---- Books: what the program knows, to be compared with vheap --------- */
@@ -206,25 +241,36 @@ static uint64_t tag_pushes, overflow_allocs;
 
 static void tag_push(const char *label)
 {
+    crit_begin();
     vheap_tag_push(label);
     if (tagdepth < 64)
         tagstk[tagdepth] = label;
     tagdepth++;
     tag_pushes++;
+    crit_end();
 }
 
 static void tag_pop(void)
 {
+    crit_begin();
     vheap_tag_pop();
     if (tagdepth > 0)
         tagdepth--;
+    crit_end();
 }
 
-/* After a longjmp skipped some pops: pop back to `depth`. */
-static void tags_unwind(int depth)
+/* After a longjmp skipped some pops: back to the depths saved where it
+ * landed, ours and vheap's (vheap_tag_depth: 0 when not profiled). */
+static uint64_t tag_unwinds;
+
+static void tags_unwind(int depth, int vh_depth)
 {
-    while (tagdepth > depth)
-        tag_pop();
+    if (tagdepth > depth)
+        tag_unwinds++;
+    tagdepth = depth;
+    vheap_tag_unwind(vh_depth);
+    if (vheap_enabled() && vheap_tag_depth() != vh_depth)
+        die("vheap_tag_unwind left another depth");
 }
 
 static void count_tagged_alloc(void)
@@ -251,7 +297,7 @@ static void count_tagged_alloc(void)
 static void note_alloc(struct road *r, const void *p, size_t size, size_t usable)
 {
     struct book *b = &books[r->book];
-    vheap_alloc(r->heap, p, size, usable);
+    crit_begin();
     sh_insert((uintptr_t)p, (uint32_t)size, r->book);
     b->allocs++;
     b->live_blocks++;
@@ -260,6 +306,8 @@ static void note_alloc(struct road *r, const void *p, size_t size, size_t usable
     if (b->live_bytes > b->peak_bytes)
         b->peak_bytes = b->live_bytes;
     count_tagged_alloc();
+    crit_end();
+    vheap_alloc(r->heap, p, size, usable);
 }
 
 static size_t block_usable(const void *p);
@@ -269,13 +317,15 @@ static void note_free(const void *p)
     struct shadow s;
     struct book *b;
     size_t usable = block_usable(p);
+    crit_begin();
     s = sh_erase((uintptr_t)p);
     b = &books[s.book];
-    vheap_free(b->heap, p);
     b->frees++;
     b->live_blocks--;
     b->live_bytes -= s.size;
     b->live_usable -= usable;
+    crit_end();
+    vheap_free(b->heap, p);
 }
 
 /* old_usable: the old block's usable size, read before it was released. */
@@ -283,8 +333,8 @@ static void note_realloc(struct road *r, const void *old, size_t old_usable,
                          const void *p, size_t size, size_t usable)
 {
     struct book *b = &books[r->book];
+    crit_begin();
     struct shadow s = sh_erase((uintptr_t)old);
-    vheap_realloc(r->heap, old, p, size, usable);
     sh_insert((uintptr_t)p, (uint32_t)size, r->book);
     b->live_bytes = b->live_bytes - s.size + size;
     b->live_usable = b->live_usable - old_usable + usable;
@@ -297,6 +347,8 @@ static void note_realloc(struct road *r, const void *old, size_t old_usable,
     }
     if (b->live_bytes > b->peak_bytes)
         b->peak_bytes = b->live_bytes;
+    crit_end();
+    vheap_realloc(r->heap, old, p, size, usable);
 }
 
 static void note_move(const void *from, const void *to)
@@ -305,6 +357,55 @@ static void note_move(const void *from, const void *to)
     vheap_move(books[s.book].heap, from, to);
     sh_insert((uintptr_t)to, s.size, s.book);
     books[s.book].moves++;
+}
+
+/* The blocks of `book` that start in [lo, lo + len), into sh_scratch. */
+static uint32_t book_blocks_in(uint32_t book, uintptr_t lo, size_t len)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < SH_CAP; i++)
+        if (sh[i].addr && sh[i].book == book && sh[i].addr >= lo && sh[i].addr - lo < len)
+            sh_scratch[n++] = sh[i].addr;
+    return n;
+}
+
+/* Pack copied [from, from + len) to `to`: every block in it moved (home
+ * road only). One vheap call for the lot. */
+static uint64_t range_moves, range_frees, page_moved_blocks;
+
+static void note_move_range(const void *from, const void *to, size_t len)
+{
+    uint32_t n = book_blocks_in(home->book, (uintptr_t)from, len);
+    struct shadow s[64];
+    /* take them all out first: the ranges may overlap */
+    for (uint32_t i = 0; i < n; i += 64) {
+        uint32_t k = n - i < 64 ? n - i : 64;
+        for (uint32_t j = 0; j < k; j++)
+            s[j] = sh_erase(sh_scratch[i + j]);
+        for (uint32_t j = 0; j < k; j++)
+            sh_insert(s[j].addr - (uintptr_t)from + (uintptr_t)to, s[j].size, s[j].book);
+    }
+    books[home->book].moves += n;
+    page_moved_blocks += n;
+    vheap_move_range(home->heap, from, to, len);
+    range_moves++;
+}
+
+/* Sweep dropped [lo, lo + len) at once: every block in it is freed. */
+static void note_free_range(const void *lo, size_t len)
+{
+    uint32_t n = book_blocks_in(home->book, (uintptr_t)lo, len);
+    struct book *b = &books[home->book];
+    for (uint32_t i = 0; i < n; i++) {
+        size_t u = block_usable((void *)(uintptr_t)sh_scratch[i]);
+        struct shadow s = sh_erase(sh_scratch[i]);
+        b->frees++;
+        b->live_blocks--;
+        b->live_bytes -= s.size;
+        b->live_usable -= u;
+    }
+    vheap_free_range(home->heap, lo, len);
+    range_frees++;
 }
 
 static uint32_t book_new(const char *name, int heap, int parent_heap)
@@ -338,6 +439,8 @@ static void book_destroy(uint32_t book)
 }
 
 /* ---- Pages --------------------------------------------------------------- */
+static void home_regions(void);
+
 /* Lowest physical page of the run of n pages at relative position r. */
 static inline uint32_t phys_lo(const struct road *rd, uint32_t r, uint32_t n)
 {
@@ -376,6 +479,8 @@ static uint32_t page_alloc(struct road *rd, uint32_t n)
         return 0;
     r = rd->hat;
     rd->hat += n;
+    if (rd == home)
+        home_regions();                     /* the gap shrank                */
 got:
     lo = phys_lo(rd, r, n);
     for (i = 0; i < n; i++) {
@@ -414,10 +519,13 @@ static void page_free(struct road *rd, uint32_t lo, uint32_t n)
         rd->nruns++;
     }
     /* shrink the top */
+    uint32_t hat = rd->hat;
     while (rd->nruns && rd->runs[rd->nruns - 1].r + rd->runs[rd->nruns - 1].n == rd->hat) {
         rd->hat = rd->runs[rd->nruns - 1].r;
         rd->nruns--;
     }
+    if (rd == home && rd->hat != hat)
+        home_regions();                     /* the gap grew                  */
 }
 
 /* ---- Chunks: power-of-two classes in bitmap pages ----------------------- */
@@ -590,25 +698,24 @@ static __attribute__((noinline)) void *lm_wealloc(void *p, uint32_t words)
 static __attribute__((noinline)) void *lm_celloc(void)
 {
     void *p;
-    if (R != home) {
-        if (!R->ncache)
-            while (R->ncache < CACHE_BATCH)
-                R->cache[R->ncache++] = to_post(alloc_or_bail(R, 16));
-        p = to_ptr(R->cache[--R->ncache]);
-    } else {
-        p = alloc_or_bail(R, 16);
-    }
-    note_alloc(R, p, 16, 16);
+    if (R == home)
+        return lm_walloc(4);                /* Vere: u3a_walloc reports it   */
+    if (!R->ncache)
+        while (R->ncache < CACHE_BATCH)
+            R->cache[R->ncache++] = to_post(alloc_or_bail(R, 16));
+    p = to_ptr(R->cache[--R->ncache]);
+    note_alloc(R, p, 16, 16);               /* from the cache: reported here */
     return p;
 }
 
 static __attribute__((noinline)) void lm_cfree(void *p)
 {
+    if (R == home || R->ncache == CACHE_MAX) {
+        lm_wfree(p);                        /* Vere: u3a_wfree reports it    */
+        return;
+    }
     note_free(p);
-    if (R != home && R->ncache < CACHE_MAX)
-        R->cache[R->ncache++] = to_post(p);
-    else
-        road_free(R, p);
+    R->cache[R->ncache++] = to_post(p);
 }
 
 /* Byte-sized: what GMP, OpenSSL and wasm3 are pointed at in Vere. */
@@ -642,7 +749,7 @@ static __attribute__((noinline)) void lm_free(void *p)
 }
 
 /* ---- Roads ---------------------------------------------------------------- */
-static uint32_t roads_pushed, pops_copy, pops_bail, pops_signal;
+static uint32_t roads_pushed, pops_copy, pops_bail, pops_signal, pops_timer;
 
 static void road_init(struct road *rd, uint32_t self, uint32_t north, uint32_t origin,
                       uint32_t limit, uint32_t depth, uint32_t parent_page)
@@ -687,23 +794,19 @@ static void road_push(void)
         limit = ghi - glo - 1;
         blo = (uintptr_t)page_addr(glo);
     }
+    crit_begin();
     c = road_at(self);
     road_init(c, self, !p->north, origin, limit, p->depth + 1, p->self_page);
+    c->tags_in = tagdepth;
+    c->vh_tags_in = vheap_tag_depth();
     snprintf(name, sizeof name, "road.%u", ++roads_pushed);
     c->heap = vheap_heap_create(name, p->heap, (void *)blo, (size_t)limit * PAGE_SZ);
     c->book = book_new(name, c->heap, p->heap);
     p->frozen = 1;
     R = c;
-}
-
-/* Leaves the current road (its memory stays intact until the parent grows
- * over it). The caller reports the destroy when it is done with the data. */
-static struct road *road_pop(void)
-{
-    struct road *c = R, *p = road_at(c->parent_page);
-    p->frozen = 0;
-    R = p;
-    return c;
+    if (p == home)
+        home_regions();                     /* the gap holds the road now    */
+    crit_end();
 }
 
 /* ---- Nouns: direct atoms, indirect atoms, refcounted cells -------------- */
@@ -978,49 +1081,59 @@ static noun copy_out(noun n, const struct range *junior)
     return mk_atom(atom_of(n)->w, atom_of(n)->len);
 }
 
-/* Runs fn(arg) on a new road. The road is popped one of three ways: the
- * result is copied out (0), the computation bails and longjmps here (-1),
- * or a signal drops every inner road at once (never returns here). */
+/* Leaves the current road, Vere's u3m_love: the one way out, for a result
+ * (copy: r is copied to the parent), a bail and a signal (copy 0) alike.
+ * The road's heap is destroyed right after the switch (its memory stays
+ * intact for the copy; the parent must not grow over it meanwhile), and
+ * the tags pushed on it and skipped by a longjmp are unwound. */
+static noun love(noun r, int copy)
+{
+    struct road *c = R, *p = road_at(c->parent_page);
+    struct range jr;
+    uintptr_t lo, hi;
+    uint32_t saved_limit;
+    noun out = 0;
+
+    crit_begin();
+    road_bounds(c, &lo, &hi);
+    jr = (struct range){ lo, hi };
+    p->frozen = 0;
+    R = p;
+    vheap_heap_destroy(c->heap);
+    book_destroy(c->book);
+    tags_unwind(c->tags_in, c->vh_tags_in);
+    if (p == home)
+        home_regions();
+    crit_end();
+    if (copy) {
+        saved_limit = p->limit;
+        if (p->north)
+            p->limit = page_of((void *)lo) - p->origin;
+        else
+            p->limit = p->origin - page_of((void *)hi);
+        out = copy_out(r, &jr);
+        p->limit = saved_limit;
+    }
+    return out;
+}
+
+/* Runs fn(arg) on a new road: the result is copied out (0), or the
+ * computation bails and longjmps here (-1); a signal unwinds every inner
+ * road from the event loop (never returns here). All through love(). */
 typedef noun (*comp_fn)(noun arg);
 
 static int virtualize(comp_fn fn, noun arg, noun *out)
 {
-    int depth = tagdepth;
-    struct road *c;
-    struct range jr;
-    uintptr_t lo, hi;
-    uint32_t saved_limit, book;
-    struct road *p;
-    int heap;
     noun r;
 
     road_push();
     if (setjmp(R->jb)) {
-        tags_unwind(depth);
-        c = road_pop();
-        vheap_heap_destroy(c->heap);
-        book_destroy(c->book);
+        love(0, 0);
         pops_bail++;
         return -1;
     }
     r = fn(arg);
-    road_bounds(R, &lo, &hi);
-    jr = (struct range){ lo, hi };
-    c = road_pop();
-    /* The child's struct page may be reused by the parent while copying. */
-    heap = c->heap;
-    book = c->book;
-    /* The parent must not grow over the junior heap while copying. */
-    p = R;
-    saved_limit = p->limit;
-    if (p->north)
-        p->limit = page_of((void *)lo) - p->origin;
-    else
-        p->limit = p->origin - page_of((void *)hi);
-    *out = copy_out(r, &jr);
-    p->limit = saved_limit;
-    vheap_heap_destroy(heap);
-    book_destroy(book);
+    *out = love(r, 1);
     pops_copy++;
     return 0;
 }
@@ -1099,15 +1212,12 @@ static void on_sample(int sig)
 }
 
 static sigjmp_buf intr_env;
-static struct road *intr_outer;
 
-/* An interrupt drops every inner road at once: tell vheap from the handler
- * (the API is signal-safe), then unwind to the event loop. */
+/* An interrupt unwinds to the event loop, which leaves every inner road
+ * through love(), innermost first (Vere: _cm_signal_recover). */
 static void on_interrupt(int sig)
 {
     (void)sig;
-    if (intr_outer)
-        vheap_heap_destroy(intr_outer->heap);
     siglongjmp(intr_env, 1);
 }
 
@@ -1128,22 +1238,76 @@ static noun comp_interrupted(noun arg)
 
 static void event_interrupt(void)
 {
-    int depth = tagdepth;
     noun dummy;
     if (sigsetjmp(intr_env, 1)) {
-        tags_unwind(depth);
-        while (R != home) {                 /* innermost first              */
-            struct road *c = road_pop();
-            book_destroy(c->book);
-        }
-        intr_outer = NULL;
+        while (R != home)                   /* innermost first              */
+            love(0, 0);
         pops_signal++;
         return;
     }
     road_push();
-    intr_outer = R;
     (void)virtualize(comp_interrupted, 1, &dummy);  /* roads 2 and 3 */
     die("interrupt did not unwind");
+}
+
+/* ---- The timer (--timer): a computation that runs until SIGVTALRM ------
+ * Like Vere's event timeout: the event runs on inner roads until the
+ * interval timer fires and the handler siglongjmps to the event loop,
+ * wherever the computation is (allocating, in vheap's calls); the loop
+ * leaves every inner road through love(). */
+static int timer_on;
+static uint64_t timer_events, timer_jumps_deferred;
+
+static void on_timer(int sig)
+{
+    (void)sig;
+    if (!timer_armed)
+        return;
+    if (in_crit) {
+        timer_pending = 1;
+        timer_jumps_deferred++;
+        return;
+    }
+    timer_armed = 0;
+    siglongjmp(timer_env, 1);
+}
+
+static noun comp_spin(noun arg)
+{
+    noun keep = 0, r;
+    tag_push("jet:spin-timed");
+    for (uint32_t i = 0;; i++) {            /* until the timer fires        */
+        noun l = fact_list(8 + i % 8);
+        if (virtualize((comp_fn)fib_list, 10 + arg % 10, &r) == 0)
+            l = cons(r, l);
+        (void)big_atom(200 + i % 300, i);   /* scratch, dies with the road  */
+        keep = cons(l, i % 64 ? keep : 0);
+        if (i % 64 == 63) {                 /* drop most of it again        */
+            lose(keep);
+            keep = 0;
+        }
+    }
+    return 0;
+}
+
+static void event_timed(uint32_t e)
+{
+    struct itimerval it = { { 0, 2000 }, { 0, 2000 } };   /* 2 ms of CPU   */
+    noun dummy;
+    timer_events++;
+    if (sigsetjmp(timer_env, 1)) {
+        setitimer(ITIMER_VIRTUAL, &(struct itimerval){ 0 }, NULL);
+        while (R != home)
+            love(0, 0);
+        pops_timer++;
+        return;
+    }
+    road_push();
+    timer_pending = 0;
+    timer_armed = 1;
+    setitimer(ITIMER_VIRTUAL, &it, NULL);
+    (void)virtualize(comp_spin, e, &dummy);
+    die("the timed computation returned");
 }
 
 /* ---- Dirty tracking: clean pages read-only, SIGSEGV marks them dirty ---- */
@@ -1231,6 +1395,44 @@ static noun cue(const uint32_t **pp)
     return r;
 }
 
+/* ---- Regions: what of the loom is not heap ------------------------------
+ * The directory pages are the allocator's metadata (declared once, at
+ * start); the gap above the home heap, with home's own page at the top, is
+ * unused; while an inner road fills the gap, only its struct page and
+ * home's are left of it (the road's bounds are carved by its own heap).
+ * Declared again whenever the top moves or a road comes or goes, as the
+ * Vere patch does. */
+static void home_regions(void)
+{
+    uint32_t top;
+    if (!home || !home->heap)
+        return;
+    top = home->origin + home->hat;
+    if (home->frozen) {
+        vheap_region(home->heap, 2, VHEAP_REGION_UNUSED, page_addr(top), PAGE_SZ);
+        vheap_region(home->heap, 3, VHEAP_REGION_UNUSED, page_addr(home->self_page), PAGE_SZ);
+    } else {
+        vheap_region(home->heap, 2, VHEAP_REGION_UNUSED, page_addr(top),
+                     (size_t)(NPAGES - top) * PAGE_SZ);
+        vheap_region(home->heap, 3, 0, NULL, 0);
+    }
+}
+
+/* ---- Vere's system-malloc leaks, copied on purpose ----------------------
+ * u3j_boot mallocs the hot jet table (u3D.ray_u) at boot and again at
+ * every |meld without freeing the old one; u3a_pack_done never frees the
+ * pack bitmap (u3a_Gack.bit_w). Here with the same shapes, so that
+ * docs/vere.md's worked example can be checked on a capture. */
+void *jet_table, *pack_bits;               /* global: kept by the compiler  */
+
+static __attribute__((noinline)) void jets_boot(void)
+{
+    jet_table = malloc(344u << 10);         /* the old one is lost           */
+    if (!jet_table)
+        die("out of memory");
+    memset(jet_table, 0, 4096);
+}
+
 #define NROOTS 48u
 static noun roots[NROOTS];
 static uint64_t melds, resync_frees;
@@ -1242,6 +1444,7 @@ static void home_reset(void)
     home->hat = 0;
     home->nruns = 0;
     memset(home->partial, 0, sizeof home->partial);
+    home_regions();
 }
 
 static void meld(void)
@@ -1271,6 +1474,7 @@ static void meld(void)
         samples[i] = cue(&p);
     tag_pop();
     free(j.w);
+    jets_boot();
     melds++;
     vheap_mark("meld end");
 }
@@ -1371,8 +1575,8 @@ static void pack_rewrite(struct fmap *f)
 
 /* The home road's fragmentation by loomsim's own books, in the terms of
  * vheap's docs/fragmentation.md (a heap with bounds: holes are the gaps
- * between its live blocks and the loom's ends, the directory pages
- * included; span = highest block end - lowest block start; reclaim = span -
+ * between its live blocks, from the end of the directory pages to the top
+ * of the heap: the directory and the gap above are declared regions; span = highest block end - lowest block start; reclaim = span -
  * usable: what sliding every block down to the first would free), for
  * the frag test to compare with `frag --at 'mark:pack begin'` / 'pack end'.
  * Heapsort: no allocation, so the books do not show in the capture. */
@@ -1391,7 +1595,9 @@ static void sift_down(uint64_t *a, uint32_t j, uint32_t n)
 
 static void frag_books(const char *phase)
 {
-    uint64_t *a = sh_scratch, t, usable = 0, freeb = 0, holes = 0, largest = 0, prev = LOOM_BASE;
+    uint64_t *a = sh_scratch, t, usable = 0, freeb = 0, holes = 0, largest = 0;
+    uint64_t prev = (uint64_t)(uintptr_t)page_addr(DIR_PAGES);
+    uint64_t top = (uint64_t)(uintptr_t)page_addr(home->origin + home->hat);
     uint64_t pages = 0, last_page = UINT64_MAX;
     uint32_t n = 0, i;
     for (i = 0; i < SH_CAP; i++)
@@ -1404,7 +1610,7 @@ static void frag_books(const char *phase)
         sift_down(a, 0, i - 1);
     }
     for (i = 0; i <= n; i++) {
-        uint64_t next = i < n ? a[i] : LOOM_BASE + LOOM_SIZE, g = next - prev;
+        uint64_t next = i < n ? a[i] : top, g = next - prev;
         if (next > prev) {
             freeb += g;
             holes++;
@@ -1431,6 +1637,56 @@ static void frag_books(const char *phase)
            (unsigned long long)pages);
 }
 
+/* Then, as Vere's _pack_move does, every used page slides down over the
+ * free pages below it: whole pages copied, one vheap_move_range each. */
+static uint64_t page_moves;
+
+static void pack_pages(void)
+{
+    uint32_t n = home->hat, used = 0, i, pg, to;
+    uint32_t *newpos = malloc(sizeof *newpos * (n + 1));
+    struct fmap f;
+    if (!newpos)
+        die("out of memory");
+    for (i = 0; i < n; i++)                 /* a run's pages stay together   */
+        newpos[i] = dir[phys_lo(home, i, 1)].kind == PG_FREE ? UINT32_MAX : used++;
+    fmap_init(&f, sh_count);
+    for (uint32_t k = 0; k < SH_CAP; k++) {
+        if (!sh[k].addr || sh[k].book != home->book)
+            continue;
+        i = rel_of(home, page_of((void *)sh[k].addr), 1);
+        if (newpos[i] != i)
+            fmap_put(&f, to_post((void *)sh[k].addr),
+                     to_post((void *)sh[k].addr) - (i - newpos[i]) * (PAGE_SZ / 4));
+    }
+    pack_rewrite(&f);
+    for (i = 0; i < n; i++) {
+        if (newpos[i] == UINT32_MAX || newpos[i] == i)
+            continue;
+        pg = phys_lo(home, i, 1);
+        to = phys_lo(home, newpos[i], 1);
+        memcpy(page_addr(to), page_addr(pg), PAGE_SZ);
+        dir[to] = dir[pg];
+        dir[pg].kind = PG_FREE;
+        note_move_range(page_addr(pg), page_addr(to), PAGE_SZ);
+        page_moves++;
+    }
+    home->hat = used;
+    home->nruns = 0;
+    memset(home->partial, 0, sizeof home->partial);
+    for (i = used; i-- > 0;) {              /* partial lists, low pages first */
+        struct pgdir *d = &dir[phys_lo(home, i, 1)];
+        d->next = 0;
+        if (d->kind == PG_CHUNK && d->nfree) {
+            d->next = home->partial[d->cls];
+            home->partial[d->cls] = phys_lo(home, i, 1);
+        }
+    }
+    home_regions();
+    fmap_free(&f);
+    free(newpos);
+}
+
 static void pack(void)
 {
     struct fmap f;
@@ -1439,6 +1695,9 @@ static void pack(void)
 
     vheap_mark("pack begin");
     frag_books("before");
+    pack_bits = calloc(NPAGES / 32, 4);     /* never freed, like Vere's      */
+    if (!pack_bits)
+        die("out of memory");
     fmap_init(&f, sh_count);
     live = malloc(sizeof *live * (sh_count + 1));
     hole = malloc(sizeof *hole * NPAGES * 64);
@@ -1500,6 +1759,7 @@ static void pack(void)
     free(mv_from);
     free(mv_to);
     fmap_free(&f);
+    pack_pages();
     packs++;
     frag_books("after");
     vheap_mark("pack end");
@@ -1547,7 +1807,7 @@ struct leak { uintptr_t addr; uint32_t size; };
 static struct leak leaks[8];
 static uint32_t nleaks;
 
-static void sweep(void)
+static void mark_all(void)
 {
     for (uint32_t i = 0; i < SH_CAP; i++)
         sh[i].mark = 0;
@@ -1555,6 +1815,81 @@ static void sweep(void)
         mark_noun(roots[i]);
     for (uint32_t i = 0; i < nsamples; i++)
         mark_noun(samples[i]);
+}
+
+/* Blocks nothing points to, as a buggy jet leaves them: 40 atoms of the
+ * 1 KiB class (16 a page: at least one page holds only these), an atom of
+ * three pages and two cells. Returns how many. */
+static uint32_t make_page_leaks(void)
+{
+    uint32_t w[200];
+    for (uint32_t i = 0; i < 200; i++)
+        w[i] = 0x1eaf0000u + i;
+    tag_push("jet:forgetful");
+    for (uint32_t i = 0; i < 40; i++)
+        (void)mk_atom(w, 200);              /* 808 bytes                     */
+    (void)big_atom(9000, 77);               /* 36008 bytes: three pages      */
+    (void)cons(1, 2);
+    (void)cons(3, 4);
+    tag_pop();
+    return 43;
+}
+
+/* Vere's sweep (_sweep_directory): after marking, the allocator frees
+ * every unmarked block itself: whole page runs and chunk pages with no
+ * marked block at once (one vheap_free_range), other chunks one by one.
+ * Returns how many blocks it freed. */
+static uint64_t swept_blocks;
+
+static uint32_t sweep_free(void)
+{
+    uint32_t freed = 0;
+    mark_all();
+    for (uint32_t i = 0; i < home->hat; i++) {
+        uint32_t pg = phys_lo(home, i, 1), used = 0, marked = 0;
+        struct pgdir *d = &dir[pg];
+        struct shadow *sp;
+        if (d->kind == PG_RUN) {
+            if ((sp = sh_find((uintptr_t)page_addr(pg))) && !sp->mark) {
+                note_free_range(page_addr(pg), (size_t)d->npages * PAGE_SZ);
+                page_free(home, pg, d->npages);
+                freed++;
+            }
+            continue;
+        }
+        if (d->kind != PG_CHUNK)
+            continue;
+        for (uint32_t k = 0; k < slots_of(d->cls); k++)
+            if (d->bits[k / 64] & (1ull << (k & 63))) {
+                used++;
+                sp = sh_find((uintptr_t)page_addr(pg) + ((uintptr_t)k << (d->cls + 4)));
+                marked += sp && sp->mark;
+            }
+        if (used && !marked) {
+            note_free_range(page_addr(pg), PAGE_SZ);
+            partial_remove(home, pg);
+            page_free(home, pg, 1);
+            freed += used;
+            continue;
+        }
+        for (uint32_t k = 0; used != marked && k < slots_of(d->cls); k++) {
+            uint8_t *a = page_addr(pg) + ((size_t)k << (d->cls + 4));
+            if (!(d->bits[k / 64] & (1ull << (k & 63))) || !(sp = sh_find((uintptr_t)a)) ||
+                sp->mark)
+                continue;
+            note_free(a);
+            chunk_free(home, pg, a);        /* may free the page, last       */
+            freed++;
+            used--;
+        }
+    }
+    swept_blocks += freed;
+    return freed;
+}
+
+static void sweep(void)
+{
+    mark_all();
     nleaks = 0;
     for (uint32_t i = 0; i < SH_CAP; i++)
         if (sh[i].addr && sh[i].book == home->book && !sh[i].mark && nleaks < 8)
@@ -1655,10 +1990,11 @@ static void run_event(uint32_t e)
  * every other one dropped. */
 static void fragment(void)
 {
-    noun all = 0, kept = 0;
+    noun all = 0, kept = 0, below;
     uint32_t w[32], i, k;
     tag_push("jet:frag");
-    for (i = 0; i < 400; i++) {
+    below = big_atom(12000, 5);             /* 3 pages, freed at the end:    */
+    for (i = 0; i < 400; i++) {             /* pack slides the pages above   */
         for (k = 0; k < 32; k++)
             w[k] = rnd() | 1u;
         all = cons(mk_atom(w, 2 + i % 30), all);
@@ -1668,6 +2004,7 @@ static void fragment(void)
         if (i++ % 2)
             kept = cons(gain(cell_of(l)->head), kept);
     lose(all);
+    lose(below);
     tag_pop();
     set_root(NROOTS - 1, kept);
 }
@@ -1683,6 +2020,10 @@ static void *thread_main(void *arg)
     struct worker *w = arg;
     void *ring[32] = { 0 };
     uint32_t seed = 777u + (uint32_t)w->index;
+    sigset_t vt;
+    sigemptyset(&vt);                       /* the timer's jumps are the     */
+    sigaddset(&vt, SIGVTALRM);              /* main thread's business        */
+    pthread_sigmask(SIG_BLOCK, &vt, NULL);
     vheap_tag_push(w->label);
     for (uint32_t i = 0; i < THREAD_OPS; i++) {
         seed = seed * 1103515245u + 12345u;
@@ -1754,6 +2095,9 @@ static void loom_init(void)
     road_init(home, NPAGES - 1, 1, DIR_PAGES, NPAGES - 1 - DIR_PAGES, 0, 0);
     home->heap = vheap_heap_create("loom", 0, (void *)LOOM_BASE, LOOM_SIZE);
     home->book = book_new("loom", home->heap, 0);
+    vheap_region(home->heap, 1, VHEAP_REGION_META, (void *)LOOM_BASE,
+                 (size_t)DIR_PAGES * PAGE_SZ);
+    home_regions();
     R = home;
 }
 
@@ -1782,15 +2126,19 @@ static void report(void)
         printf("loomsim tag pid=%d label=%s allocs=%llu\n", pid, labels[i].label,
                (unsigned long long)labels[i].allocs);
     printf("loomsim summary pid=%d role=%s vheap=%s roads=%u pops_copy=%u pops_bail=%u "
-           "pops_signal=%u memes=%llu marks=%llu tag_pushes=%llu overflow_allocs=%llu "
-           "samples=%u samples_skipped=%u snapshots=%llu dirty_faults=%llu packs=%llu "
-           "moved_blocks=%llu melds=%llu resync_frees=%llu home_pages=%u free_runs=%u "
-           "lost_pages=%u\n",
+           "pops_signal=%u pops_timer=%u memes=%llu marks=%llu tag_pushes=%llu "
+           "tag_unwinds=%llu overflow_allocs=%llu samples=%u samples_skipped=%u "
+           "snapshots=%llu dirty_faults=%llu packs=%llu moved_blocks=%llu page_moves=%llu "
+           "range_moves=%llu range_frees=%llu swept_blocks=%llu melds=%llu "
+           "resync_frees=%llu home_pages=%u free_runs=%u lost_pages=%u\n",
            pid, role, vheap_enabled() ? "on" : "off", roads_pushed, pops_copy, pops_bail,
-           pops_signal, (unsigned long long)memes, (unsigned long long)marks,
-           (unsigned long long)tag_pushes, (unsigned long long)overflow_allocs, samples_taken,
-           samples_skipped, (unsigned long long)snapshots, (unsigned long long)dirty_faults,
-           (unsigned long long)packs, (unsigned long long)pack_moves,
+           pops_signal, pops_timer, (unsigned long long)memes, (unsigned long long)marks,
+           (unsigned long long)tag_pushes, (unsigned long long)tag_unwinds,
+           (unsigned long long)overflow_allocs, samples_taken, samples_skipped,
+           (unsigned long long)snapshots, (unsigned long long)dirty_faults,
+           (unsigned long long)packs, (unsigned long long)(pack_moves + page_moved_blocks),
+           (unsigned long long)page_moves, (unsigned long long)range_moves,
+           (unsigned long long)range_frees, (unsigned long long)swept_blocks,
            (unsigned long long)melds, (unsigned long long)resync_frees, home->hat,
            home->nruns, lost_pages);
 }
@@ -1807,9 +2155,11 @@ static void worker(void)
     sh_count = 0;
     nbooks = nlabels = 0;
     memset(labels, 0, sizeof labels);
-    roads_pushed = pops_copy = pops_bail = pops_signal = 0;
-    memes = marks = tag_pushes = overflow_allocs = snapshots = dirty_faults = 0;
-    packs = pack_moves = melds = resync_frees = 0;
+    roads_pushed = pops_copy = pops_bail = pops_signal = pops_timer = 0;
+    memes = marks = tag_pushes = tag_unwinds = overflow_allocs = snapshots = dirty_faults = 0;
+    packs = pack_moves = page_moves = page_moved_blocks = melds = resync_frees = 0;
+    range_moves = range_frees = swept_blocks = 0;
+    timer_on = 0;
     nsamples = samples_taken = samples_skipped = 0;
     nleaks = 0;
     memset(roots, 0, sizeof roots);
@@ -1845,9 +2195,13 @@ static void handlers(void)
     sigaction(SIGSEGV, &sa, NULL);
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sample;
+    sigaddset(&sa.sa_mask, SIGVTALRM);      /* no timer jump out of a sample */
     sigaction(SIGUSR2, &sa, NULL);
+    sigemptyset(&sa.sa_mask);
     sa.sa_handler = on_interrupt;
     sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_handler = on_timer;
+    sigaction(SIGVTALRM, &sa, NULL);
 }
 
 int main(int argc, char **argv)
@@ -1856,10 +2210,17 @@ int main(int argc, char **argv)
     char deep[40][24];
 
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        puts("usage: loomsim [EVENTS]\n"
+        puts("usage: loomsim [--timer] [EVENTS]\n"
              "A stand-in for Vere's loom that reports to vheap (preload/vheap.h)\n"
-             "and prints its own books. EVENTS: 32 to 500, default 48.");
+             "and prints its own books. EVENTS: 32 to 500, default 48.\n"
+             "--timer: every 8th event also runs a computation on inner roads\n"
+             "until a 2 ms SIGVTALRM interval timer siglongjmps out of it.");
         return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--timer")) {
+        timer_on = 1;
+        argv++;
+        argc--;
     }
     if (argc > 1) {
         char *end;
@@ -1874,6 +2235,7 @@ int main(int argc, char **argv)
     map_arena();
     handlers();
     loom_init();
+    jets_boot();
 
     for (int i = 0; i < NTHREADS; i++) {
         threads[i].index = i;
@@ -1884,6 +2246,8 @@ int main(int argc, char **argv)
 
     for (uint32_t e = 0; e < events; e++) {
         run_event(e);
+        if (timer_on && e % 8 == 5)
+            event_timed(e);
         if (e == 24)
             meld();
         if (e == 30)
@@ -1899,6 +2263,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < 40; i++)
         tag_pop();
 
+    /* leaks the allocator's sweep gets back, whole pages at once */
+    if (sweep_free() != 0)
+        die("the sweep found leaks before there were any");
+    uint32_t forgotten = make_page_leaks();
+    if (sweep_free() != forgotten)
+        die("the sweep did not free exactly the blocks leaked");
     fragment();
     make_leak();
     pack();

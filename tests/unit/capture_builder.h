@@ -375,6 +375,26 @@ static inline uint64_t capb__move(struct capb *b, uint32_t chunk, uint64_t time,
     return capb__raw(b, chunk, &r, sizeof r);
 }
 
+/* A RANGE record: op VH_RANGE_MOVE (by to - from) or VH_RANGE_FREE. */
+static inline uint64_t capb__range(struct capb *b, uint32_t chunk, uint64_t time, uint16_t heap,
+                                   uint8_t op, uint64_t from, uint64_t to, uint64_t len)
+{
+    struct vh_rec_range r = { .h = { .type = VH_REC_RANGE, .flags = op, .a = sizeof r / 8,
+                                     .b = heap },
+                              .time = time, .from = from, .to = to, .len = len };
+    return capb__raw(b, chunk, &r, sizeof r);
+}
+
+/* A REGION record: kind VH_REGION_*, size 0 ends region `id`. */
+static inline uint64_t capb__region(struct capb *b, uint32_t chunk, uint64_t time, uint16_t heap,
+                                    uint32_t id, uint8_t kind, uint64_t base, uint64_t size)
+{
+    struct vh_rec_region r = { .h = { .type = VH_REC_REGION, .flags = kind, .a = sizeof r / 8,
+                                      .b = heap },
+                               .time = time, .base = base, .size = size, .id = id };
+    return capb__raw(b, chunk, &r, sizeof r);
+}
+
 static inline uint64_t capb__stack(struct capb *b, uint32_t chunk, uint64_t time, uint32_t id,
                                    const uint64_t *frames, uint32_t depth, uint8_t flags)
 {

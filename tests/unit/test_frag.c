@@ -148,7 +148,7 @@ static void test_holes_bounded(void **state)
         blk(1, 0x10000, 0x100, 0x100, 1), blk(1, 0x10400, 0x100, 0x100, 1),
         blk(1, 0x1f000, 0x1000, 0x1000, 2),
     };
-    const struct frag_heap h = { 1, 0x10000, 0x10000, -1 };
+    const struct frag_heap h = { 1, 0x10000, 0x10000, -1, 0 };
     struct frag_report *r = analyze(b, 3, &h, 1, &o);
     assert_int_equal(r->nregions, 1);
     const struct frag_region *g = &r->regions[0];
@@ -226,6 +226,48 @@ static void test_clusters(void **state)
     frag_report__free(r);
 }
 
+/* Declared regions (vheap_region): the loom's directory and the unused
+ * space around a road are occupied, not holes, and no regions of their
+ * own; a region overlapping a nested road (a stale gap) counts once. */
+static void test_declared_regions(void **state)
+{
+    (void)state;
+    struct frag_opts o;
+    frag_opts__default(&o);
+    const struct vh_block b[] = {
+        blk(1, 0x101000, 0x1000, 0x1000, 1), blk(1, 0x110000, 0x1000, 0x1000, 1),
+        blk(2, 0x1bf000, 0x800, 0x1000, 2),
+    };
+    const struct frag_heap h[] = {
+        { 1, 0x100000, 0x100000, -1, 0 },
+        { 2, 0x180000, 0x40000, 1, 0 },
+        { 0x80000000u, 0x100000, 0x1000, 1, 1 },        /* directory */
+        { 0x80000001u, 0x111000, 0x6f000, 1, 1 },       /* gap below the road */
+        { 0x80000002u, 0x1c0000, 0x40000, 1, 1 },       /* stack above it */
+    };
+    struct frag_report *r = analyze(b, 3, h, 5, &o);
+    assert_int_equal(r->nregions, 2);                 /* the loom and the road */
+    assert_int_equal(r->t.footprint, 0x100000);
+    const struct frag_region *loom = &r->regions[0];
+    assert_int_equal(loom->heap_id, 1);
+    assert_int_equal(loom->holes, 1);                 /* 0x102000-0x110000 */
+    assert_int_equal(loom->free, 0xe000);
+    assert_int_equal(r->t.free, 0xe000 + 0x3f000);    /* and the road's own */
+    frag_report__free(r);
+
+    /* one stale gap over the road: the same holes (the snapshot only) */
+    const struct frag_heap h2[] = {
+        { 1, 0x100000, 0x100000, -1, 0 },
+        { 2, 0x180000, 0x40000, 1, 0 },
+        { 0x80000000u, 0x100000, 0x1000, 1, 1 },
+        { 0x80000001u, 0x111000, 0xef000, 1, 1 },
+    };
+    assert_int_equal(frag__analyze(b, 3, h2, 4, &o, &r), 0);
+    assert_int_equal(r->regions[0].free, 0xe000);
+    assert_int_equal(r->regions[0].holes, 1);
+    frag_report__free(r);
+}
+
 /* The loom [0x100000, 0x200000) with a road [0x180000, 0x1c0000) nested in
  * it: the road's region is occupied space for the loom, counted once. */
 static void test_nested(void **state)
@@ -237,8 +279,8 @@ static void test_nested(void **state)
         blk(1, 0x100000, 0x1000, 0x1000, 1), blk(1, 0x110000, 0x1000, 0x1000, 1),
         blk(2, 0x1bf000, 0x800, 0x1000, 2),
     };
-    const struct frag_heap h[] = { { 1, 0x100000, 0x100000, -1 },
-                                   { 2, 0x180000, 0x40000, 1 } };
+    const struct frag_heap h[] = { { 1, 0x100000, 0x100000, -1, 0 },
+                                   { 2, 0x180000, 0x40000, 1, 0 } };
     struct frag_report *r = analyze(b, 3, h, 2, &o);
     assert_int_equal(r->nregions, 2);
     assert_int_equal(r->t.footprint, 0x100000);
@@ -294,7 +336,7 @@ static void test_bad_input(void **state)
     assert_int_equal(fragtrack__remove(t, 7, 0x1000), -ENOENT);
     assert_int_equal(fragtrack__move(t, 0, 0x2000, 0x3000), -ENOENT);
     assert_int_equal(fragtrack__resize(t, 0, 0x2000, 1, 8), -ENOENT);
-    const struct frag_heap h = { 3, 0x10000, 0x1000, -1 }, h2 = { 3, 0x10000, 0x2000, -1 };
+    const struct frag_heap h = { 3, 0x10000, 0x1000, -1, 0 }, h2 = { 3, 0x10000, 0x2000, -1, 0 };
     assert_int_equal(fragtrack__heap(t, &h, 1), 0);
     assert_int_equal(fragtrack__heap(t, &h2, 1), -EINVAL);
     assert_int_equal(fragtrack__remove(t, 0, 0x1000), 0);
@@ -323,10 +365,10 @@ struct slot {
 
 static struct slot model[NHEAPS][SLOTS];
 static const struct frag_heap mheaps[NHEAPS] = {
-    { 0, 0, 0, -1 },
-    { 1, 0x40000000, 0x100000, -1 },
-    { 2, 0x40080000, 0x40000, 1 },
-    { 3, 0x50000000, 0x20000, -1 },
+    { 0, 0, 0, -1, 0 },
+    { 1, 0x40000000, 0x100000, -1, 0 },
+    { 2, 0x40080000, 0x40000, 1, 0 },
+    { 3, 0x50000000, 0x20000, -1, 0 },
 };
 static int exists3;
 
@@ -524,7 +566,7 @@ static void test_track_many(void **state)
     static int live[N];
     struct frag_opts o;
     struct fragtrack *t = NULL;
-    const struct frag_heap bounded = { 1, 0x400000000ull, (uint64_t)N * 0x100, -1 };
+    const struct frag_heap bounded = { 1, 0x400000000ull, (uint64_t)N * 0x100, -1, 0 };
     (void)state;
 
     frag_opts__default(&o);
@@ -575,6 +617,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slack_and_classes),
         cmocka_unit_test(test_pages),
+        cmocka_unit_test(test_declared_regions),
         cmocka_unit_test(test_holes_bounded),
         cmocka_unit_test(test_clusters),
         cmocka_unit_test(test_nested),

@@ -126,6 +126,64 @@ static void test_reused_id_is_a_new_heap(void **state)
     done(db, &b);
 }
 
+/* Page copies and page sweeps (RANGE records): a range move carries every
+ * block in the range, stacks and all, and leaves the others; a range free
+ * frees the blocks in it (not leaks, counted as frees). Regions (REGION
+ * records) get a row per declaration, replaced, ended, or ended with the
+ * heap. */
+static void test_ranges_and_regions(void **state)
+{
+    struct capb b;
+    char s[256];
+    (void)state;
+
+    capb__init(&b, 0);
+    uint32_t ch = capb__chunk(&b);
+    const uint64_t L = 0x200000000ull, P = 0x4000;  /* a loom of 16 KiB pages */
+    capb__thread(&b, ch, 1, 5);
+    capb__heap_create(&b, ch, 2, 1, 0, L, 64 * P, "loom");
+    capb__region(&b, ch, 2, 1, 1, VH_REGION_META, L, P);                /* directory */
+    capb__region(&b, ch, 2, 1, 2, VH_REGION_UNUSED, L + 8 * P, 56 * P); /* gap */
+    heap_alloc(&b, ch, 3, 1, L + 4 * P + 0x10, 16, 1, 0);   /* page 4: two blocks */
+    heap_alloc(&b, ch, 3, 1, L + 4 * P + 0x20, 16, 2, 0);
+    heap_alloc(&b, ch, 3, 1, L + 5 * P, 100, 3, 0);         /* page 5 */
+    heap_alloc(&b, ch, 3, 1, L + 6 * P + 0x40, 32, 4, 0);   /* page 6: a leak */
+    heap_alloc(&b, ch, 3, 1, L + 7 * P, 64, 5, 0);          /* page 7: freed by a sweep */
+    heap_alloc(&b, ch, 3, 1, L + 7 * P + 0x100, 64, 5, 0);
+    /* pack: page 4 to page 1, then page 5 onto page 2 and page 6 to page 3 */
+    capb__range(&b, ch, 4, 1, VH_RANGE_MOVE, L + 4 * P, L + 1 * P, P);
+    capb__range(&b, ch, 4, 1, VH_RANGE_MOVE, L + 5 * P, L + 2 * P, 2 * P);
+    capb__range(&b, ch, 4, 1, VH_RANGE_MOVE, L + 30 * P, L + 31 * P, P);   /* nothing there */
+    /* sweep: page 7 at once */
+    capb__range(&b, ch, 5, 1, VH_RANGE_FREE, L + 7 * P, 0, P);
+    capb__region(&b, ch, 6, 1, 2, VH_REGION_UNUSED, L + 4 * P, 60 * P);   /* the gap grew */
+    capb__region(&b, ch, 7, 1, 1, VH_REGION_NONE, 0, 0);                  /* ended */
+    capb__heap_create(&b, ch, 8, 2, 1, L + 40 * P, 8 * P, "road");
+    capb__region(&b, ch, 8, 2, 1, VH_REGION_UNUSED, L + 40 * P, P);
+    capb__heap_destroy(&b, ch, 9, 2);
+    capb__end(&b, ch, 10);
+    sqlite3 *db = load(&b);
+
+    /* what is left: the three moved blocks and the one from page 6 */
+    assert_int_equal(q(db, "SELECT live_blocks FROM heaps WHERE id = 1"), 4);
+    assert_int_equal(q(db, "SELECT frees FROM heaps WHERE id = 1"), 2);
+    assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE heap_id = 1"), 4);
+    qs(db, "SELECT group_concat(printf('%x:%d', address, stack_id)) FROM"
+           " (SELECT address, stack_id FROM leaks WHERE heap_id = 1 ORDER BY address)", s, sizeof s);
+    assert_string_equal(s, "200004010:1,200004020:2,200008000:3,20000c040:4");
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'unknown_moves'"), 0);
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'implicit_frees'"), 0);
+    /* regions: the directory 2..7, the gap 2..6 then 6..end, the road's
+     * ended with the road */
+    assert_int_equal(q(db, "SELECT count(*) FROM regions"), 4);
+    qs(db, "SELECT group_concat(heap_id || ':' || region || ':' || kind || ':' || start_time || '-'"
+           " || coalesce(end_time, 'end'), ' ') FROM (SELECT * FROM regions"
+           " ORDER BY heap_id, start_time, region)", s, sizeof s);
+    assert_string_equal(s, "1:1:meta:2-7 1:2:unused:2-6 1:2:unused:6-end 2:1:unused:8-9");
+    assert_int_equal(q(db, "SELECT size FROM regions WHERE end_time IS NULL"), 60 * 0x4000);
+    done(db, &b);
+}
+
 /* The shim's case: every id up to 65535 used and destroyed, then ids come
  * back. Each heap keeps its own row, and nesting follows the new heaps. */
 static void test_65535_heaps_then_reuse(void **state)
@@ -246,6 +304,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reused_id_is_a_new_heap),
+        cmocka_unit_test(test_ranges_and_regions),
         cmocka_unit_test(test_65535_heaps_then_reuse),
         cmocka_unit_test(test_deep_chain_creates),
         cmocka_unit_test(test_nesting_cycle_refused),

@@ -119,6 +119,41 @@ static void f_tag_pop(void)
     rec("tag_pop");
 }
 
+static void f_range(int heap, unsigned op, const void *from, const void *to, size_t len)
+{
+    struct call *c = rec(op ? "free_range" : "move_range");
+    c->heap = heap;
+    c->p = from;
+    c->q = to;
+    c->size = len;
+}
+
+static void f_region(int heap, unsigned id, unsigned kind, const void *base, size_t size)
+{
+    struct call *c = rec("region");
+    c->heap = heap;
+    c->parent = (int)id;
+    c->usable = kind;
+    c->p = base;
+    c->size = size;
+}
+
+static void f_tag_push2(const char *first, const char *second)
+{
+    snprintf(rec("tag_push2")->text, sizeof calls[0].text, "%s|%s", first, second);
+}
+
+static int f_tag_depth(void)
+{
+    rec("tag_depth");
+    return 7;
+}
+
+static void f_tag_unwind(int depth)
+{
+    rec("tag_unwind")->heap = depth;
+}
+
 static void table_v1(void)
 {
     table = (struct vheap_api){
@@ -126,6 +161,8 @@ static void table_v1(void)
         .heap_create = f_heap_create, .heap_destroy = f_heap_destroy,
         .block_alloc = f_alloc, .block_free = f_free, .block_realloc = f_realloc,
         .block_move = f_move, .mark = f_mark, .tag_push = f_tag_push, .tag_pop = f_tag_pop,
+        .range = f_range, .region = f_region, .tag_push2 = f_tag_push2,
+        .tag_depth = f_tag_depth, .tag_unwind = f_tag_unwind,
     };
 }
 
@@ -268,6 +305,55 @@ static void test_newer_table(void **state)
     run_child(newer_table_scenario);
 }
 
+/* The members appended after version 1: called with their arguments by a
+ * profiler that has them; nothing (depth 0) with one whose table ends at
+ * version 1's members. */
+static int call_appended(void)
+{
+    vheap_move_range(5, region, region + 128, 64);
+    vheap_free_range(5, region + 64, 32);
+    vheap_region(5, 2, VHEAP_REGION_UNUSED, region + 8, 100);
+    vheap_tag_push2("add", "$");
+    int d = vheap_tag_depth();
+    vheap_tag_unwind(3);
+    return d;
+}
+
+static void appended_scenario(void)
+{
+    table_v1();
+    present = 1;
+    CHECK(call_appended() == 7);
+    CHECK(ncalls == 6);
+    CHECK(!strcmp(calls[0].fn, "move_range") && calls[0].heap == 5 && calls[0].p == region &&
+          calls[0].q == region + 128 && calls[0].size == 64);
+    CHECK(!strcmp(calls[1].fn, "free_range") && calls[1].p == region + 64 && !calls[1].q &&
+          calls[1].size == 32);
+    CHECK(!strcmp(calls[2].fn, "region") && calls[2].parent == 2 &&
+          calls[2].usable == VHEAP_REGION_UNUSED && calls[2].p == region + 8 &&
+          calls[2].size == 100);
+    CHECK(!strcmp(calls[3].fn, "tag_push2") && !strcmp(calls[3].text, "add|$"));
+    CHECK(!strcmp(calls[4].fn, "tag_depth"));
+    CHECK(!strcmp(calls[5].fn, "tag_unwind") && calls[5].heap == 3);
+}
+
+static void v1_only_scenario(void)
+{
+    table_v1();
+    table.size = VHEAP_API_V1_SIZE;
+    present = 1;
+    CHECK(vheap_enabled() == 1);
+    CHECK(call_appended() == 0);
+    CHECK(ncalls == 0);
+}
+
+static void test_appended(void **state)
+{
+    (void)state;
+    run_child(appended_scenario);
+    run_child(v1_only_scenario);
+}
+
 /* Threads racing on the first call: each may look up (at most once), all
  * calls arrive. */
 #define THREADS 8
@@ -342,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_bad_tables),
         cmocka_unit_test(test_present),
         cmocka_unit_test(test_newer_table),
+        cmocka_unit_test(test_appended),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_signal),
     };

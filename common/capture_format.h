@@ -46,6 +46,9 @@ enum vh_header_flags {
 
 enum vh_unwind_kind { VH_UNWIND_LIBUNWIND = 0, VH_UNWIND_FP = 1 };
 
+/* Requests of `vheap-analyze ctl` in the header's ctl word. */
+enum vh_ctl { VH_CTL_NONE = 0, VH_CTL_START = 1, VH_CTL_STOP = 2 };
+
 struct vh_capture_header {
     char magic[8];                 /* VH_CAPTURE_MAGIC                       */
     uint32_t version;              /* VH_CAPTURE_VERSION                     */
@@ -89,7 +92,23 @@ struct vh_capture_header {
      * longjmp). Neither loses an event; 0 in older captures. */
     uint64_t deferred_signals;     /* atomic                                 */
     uint64_t guard_resets;         /* atomic                                 */
-    uint8_t reserved[VH_HEADER_SIZE - 176 - VH_EXE_MAX - VH_ARGV_MAX];
+    /* Sampling (VHEAP_SAMPLE): 0, every call is recorded; else the mean
+     * number of bytes allocated between two samples. An allocation of s
+     * bytes is recorded with probability 1 - exp(-s / sample_rate) (each
+     * byte equally likely to be sampled), a free only when its block's
+     * allocation was recorded. */
+    uint64_t sample_rate;
+    /* Recording on demand: `vheap-analyze ctl` writes ctl (a VH_CTL_*
+     * request) and, for a mark, ctl_mark (NUL-terminated) then bumps
+     * ctl_mark_seq; the shim acts on them at its next RSS tick, or at the
+     * next allocator call while paused. `recording` is the shim's state
+     * (1 recording, 0 paused); WINDOW records say when it changed. */
+    uint32_t ctl;                  /* atomic: enum vh_ctl                    */
+    uint32_t ctl_mark_seq;         /* atomic                                 */
+    char ctl_mark[64];
+    uint32_t recording;            /* atomic                                 */
+    uint32_t reserved32b;
+    uint8_t reserved[VH_HEADER_SIZE - 264 - VH_EXE_MAX - VH_ARGV_MAX];
 };
 
 struct vh_chunk_header {
@@ -126,6 +145,9 @@ enum vh_rec_type {
     VH_REC_MOVE = 0x08,            /* struct vh_rec_move                     */
     VH_REC_END = 0x09,             /* struct vh_rec_time: clean exit         */
     VH_REC_THREAD_EXIT = 0x0a,     /* struct vh_rec_time, b = tid            */
+    VH_REC_WINDOW = 0x0b,          /* struct vh_rec_time, a = 1: recording
+                                      from here on, 0: paused from here on
+                                      (VHEAP_START=paused, vheap-analyze ctl) */
     VH_REC_PAD = 0x7f,             /* v2: one byte of padding before a struct
                                       record; never at an 8-aligned offset  */
 
@@ -279,6 +301,11 @@ struct vh_rec_region {             /* REGION; h.a = words (5), h.b = heap,
 };
 
 _Static_assert(sizeof(struct vh_capture_header) == VH_HEADER_SIZE, "header page");
+_Static_assert(offsetof(struct vh_capture_header, sample_rate) == 3248 &&
+                   offsetof(struct vh_capture_header, ctl) == 3256 &&
+                   offsetof(struct vh_capture_header, ctl_mark) == 3264 &&
+                   offsetof(struct vh_capture_header, recording) == 3328,
+               "header fields as docs/capture-format.md places them");
 _Static_assert(sizeof(struct vh_chunk_header) == 32, "chunk header");
 _Static_assert(sizeof(struct vh_rec_hdr) == 8, "record header");
 _Static_assert(sizeof(struct vh_rec_time) == 16, "time record");
@@ -310,7 +337,8 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
     case VH_REC_THREAD:
     case VH_REC_HEAP_DESTROY:
     case VH_REC_END:
-    case VH_REC_THREAD_EXIT: return sizeof(struct vh_rec_time);
+    case VH_REC_THREAD_EXIT:
+    case VH_REC_WINDOW: return sizeof(struct vh_rec_time);
     default: return 0;
     }
 }

@@ -487,6 +487,8 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     h->unwind = vh_opt.unwind;
     h->exec_generation = (uint32_t)gen;
     h->coarse_res_ns = vh_clock_coarse_res();
+    h->sample_rate = vh_sample_rate;
+    h->recording = 1;
     h->precise_from = h->coarse_res_ns ? UINT64_MAX : 0;
     if (forked) {
         h->flags |= VH_HDR_FORKED;

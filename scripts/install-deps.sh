@@ -7,10 +7,14 @@ set -eu
 # build: compiler and libraries; check: cmocka, the reference tools the tests
 # compare against (heaptrack, valgrind's ms_print), jemalloc as a target
 # allocator; clang for the fuzz targets; libc6-dbg so the symbol tests can
-# check that libc frames get file:line through /usr/lib/debug/.build-id.
+# check that libc frames get file:line through /usr/lib/debug/.build-id;
+# heaptrack-gui, xvfb and imagemagick (import) so that a test opens the
+# heaptrack export in the GUI on a virtual screen and takes a screenshot;
+# golang-go for `go tool pprof`, which reads the pprof export back.
 PACKAGES="build-essential pkg-config libunwind-dev libsqlite3-dev sqlite3 \
 libdw-dev libelf-dev zlib1g-dev libzstd-dev libjemalloc-dev libcmocka-dev \
-heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg"
+heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg \
+heaptrack-gui xvfb imagemagick golang-go"
 
 missing=""
 for p in $PACKAGES; do

@@ -180,6 +180,9 @@ static void header_lines(const struct capture *c)
         else
             kv_u(" precise_from=", from);
     }
+    uint64_t exact_end = __atomic_load_n(&h->exact_end, __ATOMIC_ACQUIRE);
+    if (exact_end)
+        kv_u(" exact_end=", exact_end);
     put_lit(" flags=");
     for (i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         if (hf & flags[i].bit) {

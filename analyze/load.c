@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "analyze/capture.h"
+#include "analyze/coarse.h"
 #include "analyze/db.h"
 #include "analyze/events.h"
 #include "analyze/livemap.h"
@@ -191,6 +192,7 @@ struct loader {
     uint64_t nstacks;
 
     uint64_t serial, records, last_time, bucket_ns;
+    uint64_t coarse_groups;            /* ticks the coarse times spread over */
     uint64_t implicit_frees, unknown_moves, unknown_records, implicit_heaps, bad_heap_records;
     uint64_t heap_reuses, missing_stacks, leaks;
     uint64_t peak_rss, peak_rss_time;
@@ -1326,6 +1328,7 @@ struct batch {
 
 struct feeder {
     struct capture *cap;
+    struct coarse_map *coarse;         /* NULL: times are taken as they are  */
     const char *lo, *hi;               /* the mapping                        */
     struct batch *b;                   /* NBATCH                             */
     uint64_t filled, released;         /* batches, counting from 0           */
@@ -1381,6 +1384,8 @@ static void batch_fill(struct feeder *F, struct batch *b)
 
     batch_clear(b);
     while (n < BATCH && (more = capture__next(F->cap, &b->ev[n]) == 1)) {
+        if (F->coarse)
+            b->ev[n].time = coarse__map(F->coarse, b->ev[n].time);
         if (batch_keep(F, b, &b->ev[n])) {
             F->oom = 1;
             more = 0;
@@ -1429,7 +1434,7 @@ static int feeder_start(struct feeder *F, struct capture *cap)
     F->cap = cap;
     F->lo = (const char *)capture__header(cap);
     F->hi = F->lo + capture__file_size(cap);
-    if (!(F->b = calloc(NBATCH, sizeof *F->b)))
+    if (!(F->b = calloc(NBATCH, sizeof *F->b)) || coarse__build(cap, &F->coarse))
         return -ENOMEM;
     if (pthread_mutex_init(&F->mu, NULL))
         return 0;
@@ -1506,6 +1511,8 @@ static void feeder_stop(struct feeder *F)
     }
     free(F->b);
     F->b = NULL;
+    coarse__free(F->coarse);
+    F->coarse = NULL;
 }
 
 /* ---- settling cross-thread misorders ---------------------------------------
@@ -2126,6 +2133,10 @@ static void write_meta(struct loader *L, const struct capture_stamp *cs, const c
     meta_int(L, st, "coarse_clock_ns", cs->coarse_res_ns);
     if (cs->coarse_res_ns)
         meta_int(L, st, "precise_from", cs->precise_from);   /* UINT64_MAX: -1 */
+    /* coarse times spread over their ticks (coarse.c): what charts say */
+    meta_text(L, st, "times", L->coarse_groups ? "interpolated" : "exact");
+    if (L->coarse_groups)
+        meta_int(L, st, "coarse_ticks", L->coarse_groups);
     meta_text(L, st, "loaded_at", when);
     meta_int(L, st, "records", L->records);
     meta_text(L, st, "damage", damage_count ? damage : NULL);
@@ -2155,6 +2166,8 @@ static uint64_t pick_bucket(const struct vh_capture_header *h)
 {
     static const uint64_t steps[] = { 1, 2, 5 };
     uint64_t run_ns = h->end_time > h->last_time ? h->end_time : h->last_time;
+    if (h->exact_end > run_ns)
+        run_ns = h->exact_end;
 
     for (uint64_t scale = MIN_BUCKET_NS; scale < UINT64_MAX / 10; scale *= 10)
         for (size_t i = 0; i < 3; i++)
@@ -2343,6 +2356,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         hint_slot[n] = SIZE_MAX;
     }
     L.feed = &F;
+    L.coarse_groups = coarse__groups(F.coarse);
     for (uint64_t k = 0; !L.failed; k++) {
         struct batch *b = feeder_take(&F, k);
         struct vh_event *e = b->ev;

@@ -2434,7 +2434,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         snprintf(stats->symbols, sizeof stats->symbols, "skipped");
     } else {
 #if HAVE_SYMBOLS
-        if (symbols__resolve_db(L.db, msg, sizeof msg) < 0)
+        if (symbols__resolve_db_opts(L.db, opts->symbols, msg, sizeof msg) < 0)
             snprintf(stats->symbols, sizeof stats->symbols, "%s", msg);
 #else
         snprintf(stats->symbols, sizeof stats->symbols, "no symbolizer in this build");

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct symbols_opts;
+
 struct load_opts {
     int progress;                  /* -1: when stderr is a tty, 0 no, 1 yes */
     int no_symbols;                /* skip symbolization (frames keep
@@ -15,6 +17,8 @@ struct load_opts {
                                       (events.h; tests set tiny ones)       */
     uint64_t checkpoint_events;    /* least events between checkpoints; 0:
                                       default                               */
+    const struct symbols_opts *symbols; /* where else to look for files
+                                      (symbols.h); NULL: nowhere else       */
 };
 
 struct load_stats {

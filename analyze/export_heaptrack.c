@@ -546,6 +546,34 @@ static int rss_until(struct ht *h, struct rss *r, uint64_t until)
     return 0;
 }
 
+/* The '-' of each block the query layer does not count as leaked
+ * (temp.vh_suppressed: libstdc++'s emergency pool), as heaptrack, which
+ * frees it at exit, writes it. */
+static int free_suppressed(struct ht *h)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = vh_export_prepare(h->x, "SELECT heap_id, address FROM main.leaks"
+                                     " WHERE (heap_id, stack_id) IN"
+                                     " (SELECT heap_id, stack_id FROM temp.vh_suppressed)",
+                               &st);
+    while (!rc && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        uint32_t heap = (uint32_t)sqlite3_column_int64(st, 0);
+        rc = vh_export_heap_on(h->x, heap)
+                 ? minus(h, heap, (uint64_t)sqlite3_column_int64(st, 1), 0)
+                 : 0;
+        if (rc == -ENOMEM)
+            oom(h);
+    }
+    if (rc == SQLITE_DONE)
+        rc = 0;
+    else if (rc > 0) {
+        vh_errorf(h->x->cmd->name, "reading the DB: %s", sqlite3_errmsg(h->x->db));
+        rc = -EIO;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* ---- the file ------------------------------------------------------------------------ */
 
 static void header(struct ht *h)
@@ -662,6 +690,9 @@ int vh_export_heaptrack(struct vh_export *x)
     }
     if ((rc = rss_until(&h, &rss, UINT64_MAX)))
         goto rss_err;
+    /* heaptrack frees libstdc++'s emergency pool at exit (shadow.h) */
+    if ((rc = free_suppressed(&h)))
+        goto out;
     /* heaptrack_print's runtime is the last 'c' + 1 ms */
     if ((rc = stamp(&h, x->runtime_ns))) {
         oom(&h);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "analyze/capture.h"
+#include "analyze/cli.h"
 #include "analyze/coarse.h"
 #include "analyze/db.h"
 #include "analyze/events.h"
@@ -32,9 +33,6 @@
 #define HAVE_SYMBOLS 0
 #endif
 
-#ifndef VHEAP_VERSION
-#define VHEAP_VERSION "0.1"
-#endif
 
 #define MAX_HEAPS 65536u              /* ALLOC/FREE carry the heap in 16 bits */
 #define SERIES_TARGET 20000u          /* at most about this many buckets     */

@@ -81,12 +81,13 @@ struct vh_capture_header {
     uint64_t precise_from;         /* atomic: UINT64_MAX while still coarse  */
     uint32_t coarse_res_ns;
     uint32_t reserved32;
-    /* CLOCK_MONOTONIC at the END record, exact (ns since start), whatever
+    uint8_t reserved[VH_HEADER_SIZE - 168 - VH_EXE_MAX - VH_ARGV_MAX];
+    /* The header's last 8 bytes (new fields take reserved from its front):
+     * CLOCK_MONOTONIC at the END record, exact (ns since start), whatever
      * clock the records used; 0: not written (no clean end, older writer).
      * With coarse times a short run may fit in one tick: the reader spreads
      * the coarse times over the real span (docs/capture-format.md). */
     uint64_t exact_end;            /* atomic                                 */
-    uint8_t reserved[VH_HEADER_SIZE - 168 - VH_EXE_MAX - VH_ARGV_MAX];
 };
 
 struct vh_chunk_header {
@@ -237,7 +238,7 @@ struct vh_rec_label {              /* MARK, TAG; h.a = words                 */
 };
 
 _Static_assert(sizeof(struct vh_capture_header) == VH_HEADER_SIZE, "header page");
-_Static_assert(offsetof(struct vh_capture_header, exact_end) == 3232, "exact_end");
+_Static_assert(offsetof(struct vh_capture_header, exact_end) == VH_HEADER_SIZE - 8, "exact_end");
 _Static_assert(sizeof(struct vh_chunk_header) == 32, "chunk header");
 _Static_assert(sizeof(struct vh_rec_hdr) == 8, "record header");
 _Static_assert(sizeof(struct vh_rec_time) == 16, "time record");

@@ -74,9 +74,7 @@ static int print_stats(enum out_format fmt, const char *capture, const char *db,
         OV_S(st->symbols[0] ? st->symbols : "resolved"),
         OV_S(st->damage_count ? st->damage : NULL), OV_I(st->damage_count),
     };
-    struct out *o = out__begin(fmt, 0, stdout);
-    if (!o || out__section(o, "load", OUT_OBJECT, NULL, cols, sizeof cols / sizeof *cols) ||
-        out__row(o, v, NULL) || out__end(o)) {
+    if (out__object(fmt, stdout, "load", cols, sizeof cols / sizeof *cols, v)) {
         vh_errorf("load", "writing the output failed");
         return -EIO;
     }

@@ -188,12 +188,10 @@ static int run(int argc, char **argv)
         return VH_EXIT_DATA;
     }
     sqlite3_close(db);
-    struct out *o = out__begin(fmt, 0, stdout);
     const char *shown = path;
     struct out_val v[] = { OV_S(shown),      OV_I(after[0]),  OV_I(before[1]),
                            OV_I(after[1]),  OV_I(before[2]), OV_I(after[2]) };
-    if (!o || out__section(o, "symbolize", OUT_OBJECT, NULL, cols, sizeof cols / sizeof *cols) ||
-        out__row(o, v, NULL) || out__end(o)) {
+    if (out__object(fmt, stdout, "symbolize", cols, sizeof cols / sizeof *cols, v)) {
         vh_errorf("symbolize", "writing the output failed");
         return VH_EXIT_DATA;
     }

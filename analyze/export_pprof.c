@@ -16,6 +16,7 @@
 #include "analyze/export.h"
 #include "analyze/grow.h"
 #include "analyze/protobuf.h"
+#include "analyze/query_opts.h"
 
 /* profile.proto's field numbers (github.com/google/pprof, proto/profile.proto) */
 enum {
@@ -193,6 +194,37 @@ static void label(struct pp *p, const char *key, uint64_t value_str)
     pb_msg(&p->tmp, S_LABEL, &p->line);
 }
 
+/* One row of stack_stats summed per (heap, stack, tag): one sample. */
+static int sample_row(sqlite3_stmt *st, void *arg)
+{
+    struct pp *p = arg;
+    int64_t heap = sqlite3_column_int64(st, 0);
+    uint64_t v[NVALUES];
+    int any = 0, rc;
+    if (heap < 0 || heap > UINT32_MAX || !vh_export_heap_on(p->x, (uint32_t)heap))
+        return 0;
+    for (int i = 0; i < NVALUES; i++) {
+        int64_t c = sqlite3_column_int64(st, 3 + i);
+        v[i] = c > 0 ? (uint64_t)c : 0;
+        any |= v[i] != 0;
+    }
+    if (!any)
+        return 0;
+    if ((rc = stack_locations(p, sqlite3_column_int64(st, 1))))
+        return rc;
+    pb_packed(&p->tmp, S_LOCATION_ID, p->ids, p->nids);
+    pb_packed(&p->tmp, S_VALUE, v, NVALUES);
+    struct vh_map_ent *e = vh_map__find(p->heap_names, (uint64_t)heap, 0);
+    label(p, "heap", e ? e->v1 : 0);
+    if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+        label(p, "tag", str(p, (const char *)sqlite3_column_text(st, 2)));
+    pb_msg(&p->samples, P_SAMPLE, &p->tmp);
+    for (int i = 0; i < NVALUES; i++)
+        p->total[i] += v[i];
+    p->nsamples++;
+    return 0;
+}
+
 static int samples(struct pp *p)
 {
     sqlite3_stmt *st = NULL;
@@ -201,41 +233,8 @@ static int samples(struct pp *p)
                                      "  sum(s.leaked_blocks), sum(s.leaked_bytes)"
                                      " FROM stack_stats s LEFT JOIN tags t ON t.id = s.tag_id"
                                      " GROUP BY s.heap_id, s.stack_id, s.tag_id", &st);
-    if (rc)
-        return rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t heap = sqlite3_column_int64(st, 0);
-        uint64_t v[NVALUES];
-        int any = 0;
-        if (heap < 0 || heap > UINT32_MAX || !vh_export_heap_on(p->x, (uint32_t)heap))
-            continue;
-        for (int i = 0; i < NVALUES; i++) {
-            int64_t c = sqlite3_column_int64(st, 3 + i);
-            v[i] = c > 0 ? (uint64_t)c : 0;
-            any |= v[i] != 0;
-        }
-        if (!any)
-            continue;
-        if ((rc = stack_locations(p, sqlite3_column_int64(st, 1))))
-            goto out;
-        pb_packed(&p->tmp, S_LOCATION_ID, p->ids, p->nids);
-        pb_packed(&p->tmp, S_VALUE, v, NVALUES);
-        struct vh_map_ent *e = vh_map__find(p->heap_names, (uint64_t)heap, 0);
-        label(p, "heap", e ? e->v1 : 0);
-        if (sqlite3_column_type(st, 2) != SQLITE_NULL)
-            label(p, "tag", str(p, (const char *)sqlite3_column_text(st, 2)));
-        pb_msg(&p->samples, P_SAMPLE, &p->tmp);
-        for (int i = 0; i < NVALUES; i++)
-            p->total[i] += v[i];
-        p->nsamples++;
-    }
-    if (rc != SQLITE_DONE) {
-        vh_errorf(p->x->cmd->name, "reading stack_stats: %s", sqlite3_errmsg(p->x->db));
-        rc = -EIO;
-        goto out;
-    }
-    rc = 0;
-out:
+    if (!rc)
+        rc = vh_step_all(p->x->cmd, p->x->db, st, sample_row, p);
     sqlite3_finalize(st);
     return rc;
 }

@@ -37,9 +37,11 @@ say "Memory over time, and files for the tools you already use"
 "$A" chart "$db" -o "$out/memory.svg"
 "$A" export --format heaptrack "$db" -o "$out/demo_app.heaptrack.zst" 2>/dev/null
 "$A" export --format flamegraph --cost allocations "$db" -o "$out/demo_app.folded"
+"$A" export --format pprof "$db" -o "$out/demo_app.pb.gz" 2>/dev/null
 echo "  chart:      $out/memory.svg (and memory-allocs.svg): open in a browser"
 echo "  heaptrack:  heaptrack_gui $out/demo_app.heaptrack.zst  (or heaptrack_print -f ...)"
 echo "  flamegraph: flamegraph.pl $out/demo_app.folded > flame.svg  (or speedscope, inferno)"
+echo "  pprof:      go tool pprof -top -sample_index=alloc_space $out/demo_app.pb.gz  (or -http=:)"
 
 # A custom allocator: loomsim imitates Vere's loom (an arena with nested
 # roads, compaction, a deliberate leak) and reports it through vheap.h.

@@ -63,6 +63,9 @@ struct ht {
     int tail_minus;                /* a '-' is among them                    */
     int tail_first_match;          /* ... and the first matched the '+'      */
     int zero_pending;              /* info 0's block is freed, not written   */
+    int plus_before;               /* the line before the held '+' is a '+'  */
+    uint64_t idx_before;           /* ... of this info                       */
+    int held_raised_peak;          /* the held '+' reached a new peak        */
     int64_t last_tid;              /* of the event before (-1: none)         */
     uint64_t ms;                   /* the last 'c' written                   */
     uint64_t page_size;
@@ -139,9 +142,12 @@ static void release(struct ht *h)
         return;
     h->held = 0;
     line(h, '+', 1, h->held_idx, 0);     /* not held now: cannot fail */
+    h->plus_before = !h->tail_minus;
+    h->idx_before = h->held_idx;
     if (h->zero_pending && !h->tail_first_match) {
         line(h, '-', 1, 0, 0);
         h->zero_pending = 0;
+        h->plus_before = 0;
     }
     vh_xout__write(h->o, h->tail, h->tail_len);
     h->tail_len = 0;
@@ -414,6 +420,7 @@ static int plus(struct ht *h, const struct vh_ev *ev)
     h->held_addr = ev->addr;
     h->allocs++;
     h->live_bytes += ev->size;
+    h->held_raised_peak = h->live_bytes > h->peak;
     if (h->live_bytes > h->peak) {
         h->peak = h->live_bytes;
         h->peak_time = ev->time;
@@ -697,6 +704,16 @@ int vh_export_heaptrack(struct vh_export *x)
     if ((rc = stamp(&h, x->runtime_ns))) {
         oom(&h);
         goto out;
+    }
+    /* Info 0's '-' still waiting (the last '+' is matched by its own '-'):
+     * no '+' comes, so it goes before that last '+' when a '+' of another
+     * info precedes it there and that '+' did not reach the peak (it lowers
+     * heaptrack's live bytes at that one '+' only). */
+    if (h.zero_pending && h.held && h.plus_before && h.idx_before && !h.held_raised_peak) {
+        h.held = 0;
+        line(&h, '-', 1, 0, 0);
+        h.held = 1;
+        h.zero_pending = 0;
     }
     release(&h);
     if (h.zero_pending) {

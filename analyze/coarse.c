@@ -8,9 +8,9 @@
  * when earlier); the last group's last record is END, written at
  * exact_end when the header has it. A group's records are spread evenly over
  * that span in their order, the last at its end, so a run's last record
- * (END) gets the exact end. Records from the exact part (precise_from on)
- * and records without a time (0) keep theirs, and so do all records of a
- * coarse part longer than MAX_TICKS ticks. */
+ * (END) gets the exact end. Records without a time (0) keep theirs, and
+ * so do all records of a run that switched to the exact clock or is longer
+ * than MAX_TICKS ticks. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -49,7 +49,10 @@ int coarse__build(struct capture *cap, struct coarse_map **out)
     struct vh_event ev;
 
     *out = NULL;
-    if (!res)
+    /* A run that went on to the exact clock (a second thread) has exact
+     * times from there on, its end included: its short coarse start is
+     * left as recorded rather than spread up against exact times. */
+    if (!res || __atomic_load_n(&h->precise_from, __ATOMIC_ACQUIRE) != UINT64_MAX)
         return 0;
     if (!(m = calloc(1, sizeof *m)))
         return -ENOMEM;

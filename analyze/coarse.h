@@ -12,8 +12,9 @@
 struct coarse_map;
 
 /* Reads the capture's stream once (and rewinds it) when its header says
- * times were coarse; *out stays NULL when nothing needs mapping (exact
- * times, or a coarse part of more than 64 ticks). 0 or -ENOMEM. */
+ * every time was coarse; *out stays NULL when nothing is mapped (exact
+ * times, a run that switched to the exact clock, or one of more than 64
+ * ticks). 0 or -ENOMEM. */
 int coarse__build(struct capture *cap, struct coarse_map **out);
 /* The time of the next record of the stream, in stream order, mapped. */
 uint64_t coarse__map(struct coarse_map *m, uint64_t time);

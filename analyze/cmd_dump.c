@@ -181,6 +181,8 @@ static void header_lines(const struct capture *c)
         else
             kv_u(" precise_from=", from);
     }
+    if (h->sample_rate)                /* only when set: older dumps read the same */
+        kv_u(" sample_rate=", h->sample_rate);
     put_lit(" flags=");
     for (i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         if (hf & flags[i].bit) {
@@ -305,6 +307,9 @@ static void record_line(const struct vh_event *ev, struct totals *t)
         break;
     case VH_REC_END:
         put_lit(" end");
+        break;
+    case VH_REC_WINDOW:
+        kv_u(" window recording=", h->a);
         break;
     case VH_REC_HEAP_CREATE: {
         const struct vh_rec_heap *r = (const void *)h;

@@ -520,7 +520,7 @@ static void test_compact_damage(void **state)
         { "\x01\x01\x02\x03\x00\x01\x81\x01\x80\x80\x04", 11, "out of range" }, /* heap 2^16 */
         { "\x01\x01\x02\x03\x00\x01\x81\x10", 8, "out of range" }, /* realloc in bits 9+ */
         { "\x02\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f\x05", 13, "64 bits" },
-        { "\x0b\x00\x00\x00\x00\x00\x00\x00", 8, "unknown fixed-size type" },
+        { "\x0c\x00\x00\x00\x00\x00\x00\x00", 8, "unknown fixed-size type" },
         { "\x00", 1, "unknown fixed-size type" },
     };
 

@@ -90,6 +90,22 @@ expect_eq "full run's window" "$(sqlite3 full.sqlite 'SELECT group_concat(start_
     "0-7200000000000"
 expect_eq "dump: window lines" "$("$ANALYZE" dump windows.vhcap | awk '$3 == "window"' | tr -s ' ' | cut -d' ' -f1,4 | tr '\n' ' ')" \
     "1200000000000 recording=1 2400000000000 recording=0 4800000000000 recording=1 6000000000000 recording=0 "
+# live over time (series, from the event stream): the sampled estimate
+# follows the full one within 10 % at every 10-minute point after the cache
+for c in full sampled; do
+    "$ANALYZE" series $c.sqlite --interval 600s --top 0 --format csv >$c.series.csv 2>/dev/null ||
+        die "series $c failed"
+done
+python3 - <<'PY' || die "sampled series off"
+import csv
+def live(f):
+    return {r["time_ns"]: int(r["live_bytes"]) for r in csv.DictReader(open(f))}
+full, samp = live("full.series.csv"), live("sampled.series.csv")
+assert full.keys() == samp.keys() and len(full) > 10, (full.keys(), samp.keys())
+for t in full:
+    if int(t) >= 600 * 10**9:
+        assert abs(samp[t] - full[t]) < 0.10 * full[t], (t, samp[t], full[t])
+PY
 "$ANALYZE" peak windows.sqlite >/dev/null 2>peak.err || die "peak failed"
 grep -q "cover those windows only" peak.err || die "peak: no windows note"
 echo "growth: ok"

@@ -154,8 +154,9 @@ struct agg {
     uint64_t allocations, failed, bytes, usable, frees, temporary;
     uint64_t live_blocks, live_bytes, max_live_bytes;
     uint64_t peak_blocks, peak_bytes, epoch;
-    struct trend tr;                   /* live_bytes over time: the growth
-                                          table's line                      */
+    struct trend tr;                   /* live_bytes over recorded time: the
+                                          growth table's line               */
+    uint64_t first_time;               /* of its first allocation            */
 };
 
 struct thread {
@@ -228,6 +229,8 @@ struct loader {
     size_t nwindows, capwindows;
     int recording_off;                 /* a WINDOW 0 came last             */
     int windows_seen;
+    uint64_t pause_start, paused_ns;   /* the pause in progress; time paused
+                                          so far: recorded time = time - it */
 
     struct rows *node_rows, *stack_rows;   /* stack_nodes, stacks: many rows
                                           a statement (rows_open)            */
@@ -457,8 +460,8 @@ static inline uint32_t agg_get(struct loader *L, uint32_t heap, uint32_t stack, 
      * at the latest peak, which is what peak_* = 0 says. */
     L->aggs[L->naggs++] = (struct agg){ .heap = heap, .stack = stack, .tag = tag,
                                         .epoch = L->byid[heap]->epoch };
-    /* every stack's line over the same window: from the start of recording */
-    trend__start(&L->aggs[i].tr, L->nwindows ? L->windows[0].start : 0);
+    /* every stack's line over the same window: recorded time from 0 */
+    trend__start(&L->aggs[i].tr, 0);
     return i;
 oom:
     fail(L, -ENOMEM, "out of memory");
@@ -517,6 +520,13 @@ static inline void series_touch(struct loader *L, struct heap *h, uint64_t time)
 
 /* ---- blocks --------------------------------------------------------------- */
 
+/* Time with the pauses so far left out (the growth table's axis): a
+ * stack that leaks while recorded grows on a line across the windows. */
+static inline uint64_t rec_time(const struct loader *L, uint64_t time)
+{
+    return time > L->paused_ns ? time - L->paused_ns : 0;
+}
+
 /* What block b stands for in the counters: itself in a full capture, 1/p
  * of it in a sampled one (weight.h). Its free takes away the same. */
 static inline struct vh_weight block_weight(const struct loader *L, uint64_t size, uint32_t serial)
@@ -535,7 +545,7 @@ static inline void block_gone(struct loader *L, struct heap *h, const struct vh_
     agg_sync(a, h);
     a->live_bytes -= w.bytes;
     a->live_blocks -= w.count;
-    trend__set(&a->tr, time, (double)a->live_bytes);
+    trend__set(&a->tr, rec_time(L, time), (double)a->live_bytes);
     h->live_bytes -= w.bytes;
     h->live_blocks -= w.count;
     h->acc.bytes_freed += w.bytes;
@@ -578,6 +588,8 @@ static inline void block_new(struct loader *L, struct heap *h, struct thread *t,
     w = block_weight(L, r->size, b->serial);
 
     agg_sync(a, h);
+    if (__builtin_expect(!a->allocations, 0))
+        a->first_time = time;
     a->allocations += w.count;
     a->bytes += w.bytes;
     a->usable += w.bytes + r->slack * w.count;
@@ -585,7 +597,7 @@ static inline void block_new(struct loader *L, struct heap *h, struct thread *t,
     a->live_blocks += w.count;
     if (a->live_bytes > a->max_live_bytes)
         a->max_live_bytes = a->live_bytes;
-    trend__set(&a->tr, time, (double)a->live_bytes);
+    trend__set(&a->tr, rec_time(L, time), (double)a->live_bytes);
 
     h->allocations += w.count;
     h->bytes_allocated += w.bytes;
@@ -1578,7 +1590,7 @@ static void on_window(struct loader *L, const struct vh_event *ev)
         L->windows_seen = 1;
         if (on) {
             L->nwindows = 0;
-            L->recording_off = 1;
+            L->recording_off = 1;      /* paused from 0 (pause_start) */
         }
     }
     if (on && L->recording_off) {
@@ -1594,9 +1606,11 @@ static void on_window(struct loader *L, const struct vh_event *ev)
         }
         L->windows[L->nwindows++] = (struct window){ ev->time, UINT64_MAX };
         L->recording_off = 0;
+        L->paused_ns += ev->time - L->pause_start;
     } else if (!on && !L->recording_off) {
         L->windows[L->nwindows - 1].end = ev->time;
         L->recording_off = 1;
+        L->pause_start = ev->time;
     }
 }
 
@@ -2223,6 +2237,9 @@ static void write_growth(struct loader *L, const uint32_t *order)
     sqlite3_stmt *st = prep(L, "INSERT INTO growth(heap_id, stack_id, tag_id, start_time, "
                                "first_time, end_time, live_bytes, mean_bytes, bytes_per_hour, "
                                "r2) VALUES (?,?,?,?,?,?,?,?,?,?)");
+    /* the fit ends where recording did: at the end, or where it paused */
+    uint64_t rec_end = rec_time(L, L->recording_off ? L->pause_start : L->last_time);
+    uint64_t start = L->nwindows ? L->windows[0].start : 0;
 
     for (size_t k = 0; st && k < L->naggs && !L->failed; k++) {
         const struct agg *a = &L->aggs[order[k]];
@@ -2230,14 +2247,13 @@ static void write_growth(struct loader *L, const uint32_t *order)
 
         if (a->tr.first == UINT64_MAX || L->byid[a->heap]->destroyed)
             continue;
-        f = trend__fit(&a->tr, L->last_time);
+        f = trend__fit(&a->tr, rec_end);
         sqlite3_bind_int64(st, 1, a->heap);
         sqlite3_bind_int64(st, 2, a->stack);
         sqlite3_bind_int64(st, 3, a->tag);
-        sqlite3_bind_int64(st, 4, (sqlite3_int64)a->tr.t0);
-        sqlite3_bind_int64(st, 5, (sqlite3_int64)a->tr.first);
-        sqlite3_bind_int64(st, 6, (sqlite3_int64)(L->last_time > a->tr.t0 ? L->last_time
-                                                                            : a->tr.t0));
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)start);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)a->first_time);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)L->last_time);
         sqlite3_bind_int64(st, 7, (sqlite3_int64)a->live_bytes);
         sqlite3_bind_int64(st, 8, (sqlite3_int64)llround(f.mean));
         sqlite3_bind_double(st, 9, f.slope * 3600.0);

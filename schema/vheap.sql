@@ -208,8 +208,8 @@ CREATE TABLE stack_stats (
 
 -- Each (heap, stack, tag)'s live bytes over time fitted to a straight line
 -- by least squares over every instant (not every event) of one window for
--- all stacks: from the start of recording (0, or the first window) to the
--- end, live bytes 0 before the stack's first allocation. A leak that grows
+-- all stacks: the recorded time (pauses left out) from the start of
+-- recording to the end, live bytes 0 before the stack's first allocation. A leak that grows
 -- steadily has a positive slope and r2 near 1; memory allocated once and
 -- held is one step (r2 at most 0.75, near 0 when early); churn stays flat
 -- (r2 near 0). Estimates in a sampled capture. Destroyed heaps: no rows.
@@ -217,12 +217,12 @@ CREATE TABLE growth (
     heap_id        INTEGER NOT NULL,
     stack_id       INTEGER NOT NULL,
     tag_id         INTEGER NOT NULL DEFAULT 0,
-    start_time     INTEGER NOT NULL,   -- the window: start of recording
+    start_time     INTEGER NOT NULL,   -- start of recording (first window)
     first_time     INTEGER NOT NULL,   -- first allocation here
     end_time       INTEGER NOT NULL,   -- the capture's last record
     live_bytes     INTEGER NOT NULL,   -- at end_time
     mean_bytes     INTEGER NOT NULL,   -- over the window
-    bytes_per_hour REAL NOT NULL,      -- the line's slope
+    bytes_per_hour REAL NOT NULL,      -- the line's slope, per recorded hour
     r2             REAL NOT NULL,      -- 0..1: how well the line fits
     PRIMARY KEY (heap_id, stack_id, tag_id)
 ) WITHOUT ROWID;

@@ -287,6 +287,38 @@ static void test_load_growth(void **state)
     done(db, &b);
 }
 
+/* Recorded in two windows with a long pause between: the growth line runs
+ * over recorded time, so a leak of 256 bytes a second while recorded is
+ * 921600 bytes an hour, R^2 ~ 1, however long the pause. */
+static void test_growth_across_windows(void **state)
+{
+    struct capb b;
+    uint32_t ch;
+    sqlite3 *db;
+    uint64_t k, n = 0;
+
+    capb__init(&b, 1 << 20);
+    ch = capb__chunk(&b);
+    capb__thread(&b, ch, 0, 1);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 100 * S, 1, 0);       /* started paused */
+    for (k = 100; k < 1000; k++)
+        capb__alloc(&b, ch, k * S + 1, 0x30000000 + n++ * 0x100, 256, 256, 1);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 1000 * S, 0, 0);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 50000 * S, 1, 0);
+    for (k = 50000; k < 50900; k++)
+        capb__alloc(&b, ch, k * S + 1, 0x30000000 + n++ * 0x100, 256, 256, 1);
+    capb__end(&b, ch, 50900 * S);
+    db = fx_load(&b, &opts);
+    assert_true(fabs(qd(db, "SELECT bytes_per_hour FROM growth WHERE stack_id = 1") - 921600) <
+                0.01 * 921600);
+    assert_true(qd(db, "SELECT r2 FROM growth WHERE stack_id = 1") > 0.999);
+    assert_int_equal(q(db, "SELECT start_time FROM growth WHERE stack_id = 1"), 100 * S);
+    assert_int_equal(q(db, "SELECT first_time FROM growth WHERE stack_id = 1"), 100 * S + 1);
+    assert_int_equal(q(db, "SELECT end_time FROM growth WHERE stack_id = 1"), 50900 * S);
+    assert_int_equal(q(db, "SELECT count(*) FROM windows"), 2);
+    done(db, &b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_load_sampled),
         cmocka_unit_test(test_load_windows),
         cmocka_unit_test(test_load_growth),
+        cmocka_unit_test(test_growth_across_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

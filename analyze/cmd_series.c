@@ -955,7 +955,7 @@ out:
  * its allocation added; counts (only ever added) dithered by `salt`. */
 static inline uint64_t wbytes(const struct ctx *c, uint64_t size)
 {
-    return c->rate && size ? (uint64_t)llround((double)size / vh_sample_p(size, c->rate)) : size;
+    return vh_weigh_bytes(size, c->rate);
 }
 
 static inline uint64_t wcount(const struct ctx *c, uint64_t size, uint64_t salt)

@@ -19,9 +19,11 @@ int64_t vh_rec_sample_rate(sqlite3 *db);
 int vh_rec_windows(sqlite3 *db, char *buf, size_t n, int64_t *on_ns);
 
 /* SQL for the weight of a leaks-table row of requested size `col` at a
- * sample rate bound as parameter `rate` (1/p, weight.h): a real. */
+ * sample rate bound as parameter `rate` (1/p, weight.h, clamped as
+ * vh_sample_p_clamped does at 2^40): a real. */
 #define VH_SQL_WEIGHT(col, rate)                                               \
-    "(CASE WHEN " col " = 0 THEN 1.0 ELSE 1.0 / (1.0 - exp(-1.0 * " col " / " rate ")) END)"
+    "(CASE WHEN " col " = 0 THEN 1.0 ELSE 1.0 / max(1.0 - exp(-1.0 * " col " / " rate "), " \
+    "9.094947017729282e-13) END)"
 
 /* Notes on stderr (diagnostics, whatever the format) for command `cmd`:
  * "numbers are estimates" for a sampled capture, the windows for a partial

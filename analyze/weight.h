@@ -28,6 +28,19 @@ struct vh_weight {
     uint64_t count, bytes;
 };
 
+static inline uint64_t vh_clamp_u64(double x)
+{
+    return x >= 0x1p63 ? (uint64_t)1 << 63 : (uint64_t)x;
+}
+
+/* 1/p at most 2^40 (a 1-byte block at a rate of a terabyte): a damaged or
+ * hostile header's rate cannot push a weight past what a uint64_t holds. */
+static inline double vh_sample_p_clamped(uint64_t size, uint64_t rate)
+{
+    double p = vh_sample_p(size, rate);
+    return p < 0x1p-40 ? 0x1p-40 : p;
+}
+
 static inline struct vh_weight vh_weigh(uint64_t size, uint64_t rate, uint32_t serial)
 {
     double p, u;
@@ -35,13 +48,22 @@ static inline struct vh_weight vh_weigh(uint64_t size, uint64_t rate, uint32_t s
 
     if (!rate || !size)
         return (struct vh_weight){ 1, size };
-    p = vh_sample_p(size, rate);
+    p = vh_sample_p_clamped(size, rate);
     x = ((uint64_t)serial << 32 ^ size) * 0x9e3779b97f4a7c15ull;
     x ^= x >> 29;
     x *= 0xbf58476d1ce4e5b9ull;
     x ^= x >> 32;
     u = (double)(x >> 11) * 0x1p-53;
-    return (struct vh_weight){ (uint64_t)(1.0 / p + u), (uint64_t)((double)size / p + u) };
+    return (struct vh_weight){ (uint64_t)(1.0 / p + u), vh_clamp_u64((double)size / p + u) };
+}
+
+/* The bytes a block of `size` stands for, rounded to nearest: where the
+ * dither's salt is not at hand (replaying the event stream). */
+static inline uint64_t vh_weigh_bytes(uint64_t size, uint64_t rate)
+{
+    if (!rate || !size)
+        return size;
+    return vh_clamp_u64((double)size / vh_sample_p_clamped(size, rate) + 0.5);
 }
 
 #endif

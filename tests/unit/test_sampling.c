@@ -51,6 +51,13 @@ static void test_weight_edges(void **state)
         assert_memory_equal(&a, &b, sizeof a);
     }
     assert_true(fabs(vh_sample_p(4096, 4096) - (1 - exp(-1))) < 1e-12);
+    /* a rate no shim writes (a damaged header) gives big weights, not
+     * overflow: 1/p stops at 2^40 */
+    w = vh_weigh(1, UINT64_MAX, 3);
+    assert_int_equal(w.count, 1ull << 40);
+    assert_int_equal(w.bytes, 1ull << 40);
+    assert_int_equal(vh_weigh_bytes(UINT64_MAX / 2, UINT64_MAX), 1ull << 63);
+    assert_int_equal(vh_weigh_bytes(1000, 0), 1000);
 }
 
 /* Mean weight over many blocks of one size is 1/p (count) and s/p (bytes),

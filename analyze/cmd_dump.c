@@ -306,6 +306,8 @@ static void header_lines(const struct capture *c)
     uint64_t exact_end = __atomic_load_n(&h->exact_end, __ATOMIC_ACQUIRE);
     if (exact_end)
         kv_u("exact_end", exact_end);
+    if (h->sample_rate)                /* only when set: older dumps read the same */
+        kv_u("sample_rate", h->sample_rate);
     for (i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (hf & flags[i].bit)
             w[nw++] = flags[i].name;
@@ -468,6 +470,10 @@ static void record_line(const struct vh_event *ev, struct totals *t)
         break;
     case VH_REC_END:
         kind("end");
+        break;
+    case VH_REC_WINDOW:
+        kind("window");
+        kv_u("recording", h->a);
         break;
     case VH_REC_HEAP_CREATE: {
         const struct vh_rec_heap *r = (const void *)h;

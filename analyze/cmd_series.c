@@ -18,7 +18,9 @@
 #include "analyze/events.h"
 #include "analyze/export.h"
 #include "analyze/query_opts.h"
+#include "analyze/recording.h"
 #include "analyze/series.h"
+#include "analyze/weight.h"
 
 static const char usage[] =
     "usage: vheap-analyze series [OPTIONS] DB|CAPTURE\n"
@@ -195,6 +197,7 @@ struct ctx {
     uint64_t *slive;               /* nrows x ntop                           */
     uint64_t init_live, *init_slive;
     uint64_t live, *cur;           /* replay state                           */
+    uint64_t rate;                 /* sampled capture: events weigh 1/p     */
     struct vh_map *blocks;         /* live blocks of the top stacks (bmap_) */
     int coarse, truncated;
 
@@ -947,40 +950,55 @@ out:
 
 /* ---- the fine path: the event stream ----------------------------------------- */
 
+/* What a recorded block of `size` bytes stands for (weight.h): itself in a
+ * full capture. Bytes by size alone, so that a free takes away exactly what
+ * its allocation added; counts (only ever added) dithered by `salt`. */
+static inline uint64_t wbytes(const struct ctx *c, uint64_t size)
+{
+    return vh_weigh_bytes(size, c->rate);
+}
+
+static inline uint64_t wcount(const struct ctx *c, uint64_t size, uint64_t salt)
+{
+    return c->rate ? vh_weigh(size, c->rate, (uint32_t)(salt ^ salt >> 32)).count : 1;
+}
+
 static int apply(struct ctx *c, const struct vh_ev *ev, struct vh_series_row *r)
 {
+    uint64_t size = wbytes(c, ev->size), old_size, n = wcount(c, ev->size, ev->addr ^ ev->time);
     int k;
     switch (ev->kind) {
     case VH_EV_ALLOC:
-        c->live += ev->size;
-        r->allocs++;
-        r->bytes_alloc += ev->size;
+        c->live += size;
+        r->allocs += n;
+        r->bytes_alloc += size;
         if ((k = top_of(c, ev->heap_id, ev->stack_id)) >= 0) {
-            c->cur[k] += ev->size;
+            c->cur[k] += size;
             if (bmap_put(&c->blocks, ev->addr, ev->heap_id, k))
                 return -ENOMEM;
         }
         break;
     case VH_EV_FREE:
-        c->live -= ev->size < c->live ? ev->size : c->live;
-        r->bytes_freed += ev->size;
+        c->live -= size < c->live ? size : c->live;
+        r->bytes_freed += size;
         /* realloc halves, heap destroys and implied frees are no free() */
         if (!(ev->flags & (VH_EVF_REALLOC | VH_EVF_DESTROY | VH_EVF_IMPLICIT)))
-            r->frees++;
+            r->frees += n;
         if ((k = bmap_take(c->blocks, ev->addr, ev->heap_id)) >= 0)
-            c->cur[k] -= ev->size < c->cur[k] ? ev->size : c->cur[k];
+            c->cur[k] -= size < c->cur[k] ? size : c->cur[k];
         break;
     case VH_EV_RESIZE:
-        c->live -= ev->old_size < c->live ? ev->old_size : c->live;
-        c->live += ev->size;
-        r->allocs++;
-        r->bytes_alloc += ev->size;
-        r->bytes_freed += ev->old_size;
+        old_size = wbytes(c, ev->old_size);
+        c->live -= old_size < c->live ? old_size : c->live;
+        c->live += size;
+        r->allocs += n;
+        r->bytes_alloc += size;
+        r->bytes_freed += old_size;
         if ((k = bmap_take(c->blocks, ev->addr, ev->heap_id)) >= 0)
-            c->cur[k] -= ev->old_size < c->cur[k] ? ev->old_size : c->cur[k];
+            c->cur[k] -= old_size < c->cur[k] ? old_size : c->cur[k];
         /* the block now counts for the realloc's stack, as in stack_stats */
         if ((k = top_of(c, ev->heap_id, ev->stack_id)) >= 0) {
-            c->cur[k] += ev->size;
+            c->cur[k] += size;
             if (bmap_put(&c->blocks, ev->addr, ev->heap_id, k))
                 return -ENOMEM;
         }
@@ -994,7 +1012,7 @@ static int apply(struct ctx *c, const struct vh_ev *ev, struct vh_series_row *r)
         break;
     }
     if (ev->flags & VH_EVF_TEMPORARY)
-        r->temporary++;
+        r->temporary += n;
     if (c->live > r->max_live)
         r->max_live = c->live;
     return 0;
@@ -1018,10 +1036,10 @@ static int replay_start(struct ctx *c)
         const struct vh_block *b = &ls->blocks[i];
         if (!heap_on(c, b->heap_id))
             continue;
-        c->live += b->size;
+        c->live += wbytes(c, b->size);
         int k = top_of(c, b->heap_id, b->stack_id);
         if (k >= 0) {
-            c->cur[k] += b->size;
+            c->cur[k] += wbytes(c, b->size);
             if ((rc = bmap_put(&c->blocks, b->addr, b->heap_id, k)))
                 break;
         }
@@ -1430,6 +1448,7 @@ int vh_series_main(const struct vh_command *cmd, enum vh_series_mode mode, int a
     }
     if (vh_query_open(cmd, &c.o.q, &c.db))
         return VH_EXIT_DATA;
+    c.rate = (uint64_t)vh_rec_sample_rate(c.db);
     if ((rc = read_basics(&c)))
         goto out;
 

@@ -11,6 +11,7 @@
 
 #include "analyze/db.h"
 #include "analyze/query_opts.h"
+#include "analyze/recording.h"
 
 static const char usage[] =
     "usage: vheap-analyze summary [OPTIONS] DB|CAPTURE\n"
@@ -57,7 +58,10 @@ VH_COMMAND(cmd_summary, {
 enum {
     P_PID, P_PPID, P_EXE, P_ARGV, P_FORKED, P_EXEC_GEN, P_ENDED, P_STARTED, P_START_NS,
     P_RUNTIME, P_PEAK_RSS, P_PEAK_RSS_TIME, P_DROPPED, P_NESTED, P_NO_STACK, P_UNWIND,
-    P_MAX_DEPTH, P_CAPTURE, P_DAMAGE, P_DAMAGE_COUNT, P_N
+    P_MAX_DEPTH, P_CAPTURE, P_DAMAGE, P_DAMAGE_COUNT,
+    /* only for a sampled capture or one recorded in windows (a full one's
+     * output stays what it was) */
+    P_SAMPLED, P_SAMPLE_RATE, P_WINDOWS, P_RECORDED, P_N
 };
 
 static const struct out_col pcols[P_N] = {
@@ -81,6 +85,10 @@ static const struct out_col pcols[P_N] = {
     [P_CAPTURE] = { "capture", "capture", OUT_TEXT, 0 },
     [P_DAMAGE] = { "damage", "capture damage", OUT_TEXT, 0 },
     [P_DAMAGE_COUNT] = { "damage_count", "damage count", OUT_INT, OUT_F_NO_TABLE },
+    [P_SAMPLED] = { "sampled", "sampled", OUT_BOOL, OUT_F_NO_TABLE },
+    [P_SAMPLE_RATE] = { "sample_rate", "sampled every (on average)", OUT_BYTES, OUT_F_HIDE_ZERO },
+    [P_WINDOWS] = { "windows", "recorded over", OUT_TEXT, 0 },
+    [P_RECORDED] = { "recorded_ns", "recorded time", OUT_NS, OUT_F_NO_TABLE },
 };
 
 enum {
@@ -197,7 +205,9 @@ static int process_section(struct ctx *c)
     char **words = NULL;
     size_t nwords = 0;
     char *capture = NULL, *damage = NULL;
-    char started[64], rss_note[64], damage_note[64];
+    char started[64], rss_note[64], damage_note[64], windows[256];
+    int64_t rate = vh_rec_sample_rate(c->db), on_ns;
+    int partial = vh_rec_windows(c->db, windows, sizeof windows, &on_ns);
     int rc = vh_prepare(c->cmd, c->db,
                         "SELECT pid, ppid, exe, argv, forked, exec_generation, ended,"
                         "       start_realtime_ns, runtime_ns, peak_rss, peak_rss_time,"
@@ -288,7 +298,14 @@ static int process_section(struct ctx *c)
                                 "the damage is loaded",
                   damage);
 
-    if ((rc = out__section(c->out, "process", OUT_OBJECT, NULL, pcols, P_N)) ||
+    v[P_SAMPLED] = (struct out_val){ .kind = OV_INT, .i = rate > 0 };
+    v[P_SAMPLE_RATE] = OV_I(rate);
+    if (rate)
+        v[P_SAMPLE_RATE].note = "numbers are estimates";
+    v[P_WINDOWS] = (struct out_val){ .kind = OV_TEXT, .s = partial ? windows : "the whole run" };
+    v[P_RECORDED] = OV_I(on_ns);
+    if ((rc = out__section(c->out, "process", OUT_OBJECT, NULL, pcols,
+                           rate || partial ? P_N : P_SAMPLED)) ||
         (rc = out__row(c->out, v, NULL)))
         goto out;
 out:

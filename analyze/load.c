@@ -26,6 +26,8 @@
 #include "analyze/grow.h"
 #include "analyze/livemap.h"
 #include "analyze/load.h"
+#include "analyze/trend.h"
+#include "analyze/weight.h"
 
 #if __has_include("analyze/symbols.h")
 #include "analyze/symbols.h"
@@ -151,6 +153,9 @@ struct agg {
     uint64_t allocations, failed, bytes, usable, frees, temporary;
     uint64_t live_blocks, live_bytes, max_live_bytes;
     uint64_t peak_blocks, peak_bytes, epoch;
+    struct trend tr;                   /* live_bytes over recorded time: the
+                                          growth table's line               */
+    uint64_t first_time;               /* of its first allocation            */
 };
 
 struct thread {
@@ -218,6 +223,14 @@ struct loader {
     uint64_t nesting_steps;            /* heaps visited by heap_link's checks */
     uint64_t peak_rss, peak_rss_time;
     int ended, has_rss;
+    uint64_t rate;                     /* the header's sample_rate: blocks
+                                          weigh 1/p (weight.h); 0 none     */
+    struct window { uint64_t start, end; } *windows;   /* recording on    */
+    size_t nwindows, capwindows;
+    int recording_off;                 /* a WINDOW 0 came last             */
+    int windows_seen;
+    uint64_t pause_start, paused_ns;   /* the pause in progress; time paused
+                                          so far: recorded time = time - it */
 
     struct rows *node_rows, *stack_rows;   /* stack_nodes, stacks: many rows
                                           a statement (rows_open)            */
@@ -447,6 +460,8 @@ static inline uint32_t agg_get(struct loader *L, uint32_t heap, uint32_t stack, 
      * at the latest peak, which is what peak_* = 0 says. */
     L->aggs[L->naggs++] = (struct agg){ .heap = heap, .stack = stack, .tag = tag,
                                         .epoch = L->byid[heap]->epoch };
+    /* every stack's line over the same window: recorded time from 0 */
+    trend__start(&L->aggs[i].tr, 0);
     return i;
 oom:
     fail(L, -ENOMEM, "out of memory");
@@ -505,16 +520,35 @@ static inline void series_touch(struct loader *L, struct heap *h, uint64_t time)
 
 /* ---- blocks --------------------------------------------------------------- */
 
+/* Time with the pauses so far left out (the growth table's axis): a
+ * stack that leaks while recorded grows on a line across the windows. */
+static inline uint64_t rec_time(const struct loader *L, uint64_t time)
+{
+    return time > L->paused_ns ? time - L->paused_ns : 0;
+}
+
+/* What block b stands for in the counters: itself in a full capture, 1/p
+ * of it in a sampled one (weight.h). Its free takes away the same. */
+static inline struct vh_weight block_weight(const struct loader *L, uint64_t size, uint32_t serial)
+{
+    if (__builtin_expect(!L->rate, 1))
+        return (struct vh_weight){ 1, size };
+    return vh_weigh(size, L->rate, serial);
+}
+
 /* A live block leaves heap h (free, realloc, implicit free, destroy). */
-static inline void block_gone(struct loader *L, struct heap *h, const struct vh_live_block *b)
+static inline void block_gone(struct loader *L, struct heap *h, const struct vh_live_block *b,
+                              uint64_t time)
 {
     struct agg *a = &L->aggs[b->agg];
+    struct vh_weight w = block_weight(L, b->size, b->serial);
     agg_sync(a, h);
-    a->live_bytes -= b->size;
-    a->live_blocks--;
-    h->live_bytes -= b->size;
-    h->live_blocks--;
-    h->acc.bytes_freed += b->size;
+    a->live_bytes -= w.bytes;
+    a->live_blocks -= w.count;
+    trend__set(&a->tr, rec_time(L, time), (double)a->live_bytes);
+    h->live_bytes -= w.bytes;
+    h->live_blocks -= w.count;
+    h->acc.bytes_freed += w.bytes;
 }
 
 /* heaptrack's temporary: a free of the block that is this thread's latest
@@ -526,9 +560,10 @@ static inline int check_temporary(struct loader *L, struct heap *h, struct threa
 
     if (t->last_serial && t->last_serial == b->serial && t->last_addr == b->addr &&
         t->last_heap == h->id) {
-        L->aggs[b->agg].temporary++;
-        h->temporary++;
-        h->acc.temporary++;
+        uint64_t n = block_weight(L, b->size, b->serial).count;
+        L->aggs[b->agg].temporary += n;
+        h->temporary += n;
+        h->acc.temporary += n;
         temporary = 1;
     }
     t->last_serial = 0;
@@ -541,6 +576,7 @@ static inline void block_new(struct loader *L, struct heap *h, struct thread *t,
                              const struct vh_rec_alloc *r, uint64_t time)
 {
     struct agg *a = &L->aggs[ai];
+    struct vh_weight w;
 
     b->size = r->size;
     b->slack = r->slack;
@@ -549,22 +585,26 @@ static inline void block_new(struct loader *L, struct heap *h, struct thread *t,
         b->serial = (uint32_t)++L->serial;      /* 0 means none */
     b->agg = ai;
     b->tid = t->tid;
+    w = block_weight(L, r->size, b->serial);
 
     agg_sync(a, h);
-    a->allocations++;
-    a->bytes += r->size;
-    a->usable += r->size + r->slack;
-    a->live_bytes += r->size;
-    a->live_blocks++;
+    if (__builtin_expect(!a->allocations, 0))
+        a->first_time = time;
+    a->allocations += w.count;
+    a->bytes += w.bytes;
+    a->usable += w.bytes + r->slack * w.count;
+    a->live_bytes += w.bytes;
+    a->live_blocks += w.count;
     if (a->live_bytes > a->max_live_bytes)
         a->max_live_bytes = a->live_bytes;
+    trend__set(&a->tr, rec_time(L, time), (double)a->live_bytes);
 
-    h->allocations++;
-    h->bytes_allocated += r->size;
-    h->live_bytes += r->size;
-    h->live_blocks++;
-    h->acc.allocations++;
-    h->acc.bytes_allocated += r->size;
+    h->allocations += w.count;
+    h->bytes_allocated += w.bytes;
+    h->live_bytes += w.bytes;
+    h->live_blocks += w.count;
+    h->acc.allocations += w.count;
+    h->acc.bytes_allocated += w.bytes;
     if (h->live_bytes > h->acc.max_live)
         h->acc.max_live = h->live_bytes;
     if (h->live_bytes > h->peak_bytes || !h->has_peak) {
@@ -574,7 +614,7 @@ static inline void block_new(struct loader *L, struct heap *h, struct thread *t,
         h->peak_time = time;
         h->epoch++;                    /* every aggregate is now at-peak     */
     }
-    t->allocations++;
+    t->allocations += w.count;
     t->last_serial = b->serial;
     t->last_addr = b->addr;
     t->last_heap = h->id;
@@ -729,7 +769,7 @@ static int emit_destroy(struct loader *L, struct heap *h, const struct vh_event 
     for (size_t i = 0; i < n; i++) {
         emit_block(L, VH_EV_FREE, VH_EVF_DESTROY, h, ev->tid, ev->time, &k[i], 0, 0);
         if (gone)
-            block_gone(L, h, &k[i]);
+            block_gone(L, h, &k[i], ev->time);
     }
     return 0;
 }
@@ -796,8 +836,9 @@ static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
         return;
     series_touch(L, h, ev->time);
     if ((r->h.flags & VH_RF_FAILED) || !r->addr) {
-        L->aggs[ai].failed++;
-        h->failed++;
+        uint64_t n = block_weight(L, r->size, (uint32_t)L->records).count;
+        L->aggs[ai].failed += n;
+        h->failed += n;
         emit(L, &(struct vh_ev){ .time = ev->time, .size = r->size, .heap_id = h->id,
                                  .stack_id = L->aggs[ai].stack, .tag_id = r->tag, .tid = ev->tid,
                                  .kind = VH_EV_FAILED });
@@ -829,7 +870,7 @@ static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
             L->implicit_frees++;       /* its free was never recorded */
             emit_block(L, VH_EV_FREE, VH_EVF_IMPLICIT, h, ev->tid, ev->time, b, 0, 0);
         }
-        block_gone(L, h, b);
+        block_gone(L, h, b, ev->time);
     } else if (resize) {
         h->unknown_frees++;            /* resized a block we never saw */
     }
@@ -877,13 +918,14 @@ static void free_live(struct loader *L, struct heap *h, struct thread *t,
                (check_temporary(L, h, t, b) ? VH_EVF_TEMPORARY : 0) |
                    (realloc_half ? VH_EVF_REALLOC : 0),
                h, ev->tid, ev->time, b, 0, 0);
-    block_gone(L, h, b);
+    block_gone(L, h, b, ev->time);
     if (!realloc_half) {
         /* the free half of a moving realloc is not a call to free */
-        L->aggs[b->agg].frees++;
-        h->frees++;
-        h->acc.frees++;
-        t->frees++;
+        uint64_t n = block_weight(L, b->size, b->serial).count;
+        L->aggs[b->agg].frees += n;
+        h->frees += n;
+        h->acc.frees += n;
+        t->frees += n;
     }
     livemap__remove(h->live, b);
 }
@@ -928,7 +970,7 @@ static void land_block(struct loader *L, struct heap *h, const struct vh_event *
         series_touch(L, h, ev->time);
         L->implicit_frees++;
         emit_block(L, VH_EV_FREE, VH_EVF_IMPLICIT, h, ev->tid, ev->time, b, 0, 0);
-        block_gone(L, h, b);
+        block_gone(L, h, b, ev->time);
     }
     *b = *keep;
     b->addr = to;
@@ -1536,6 +1578,42 @@ static void on_rss(struct loader *L, const struct vh_event *ev)
     }
 }
 
+/* WINDOW: recording on (a = 1) or paused (0) from here on. L->windows
+ * starts with one window open from time 0; the shim writes a WINDOW only on
+ * a change, so a first "on" says it started paused (VHEAP_START=paused) and
+ * that window never was. */
+static void on_window(struct loader *L, const struct vh_event *ev)
+{
+    int on = ev->rec->a != 0;
+
+    if (!L->windows_seen) {
+        L->windows_seen = 1;
+        if (on) {
+            L->nwindows = 0;
+            L->recording_off = 1;      /* paused from 0 (pause_start) */
+        }
+    }
+    if (on && L->recording_off) {
+        if (L->nwindows == L->capwindows) {
+            size_t n = L->capwindows * 2;
+            struct window *p = realloc(L->windows, n * sizeof *p);
+            if (!p) {
+                fail(L, -ENOMEM, "out of memory");
+                return;
+            }
+            L->windows = p;
+            L->capwindows = n;
+        }
+        L->windows[L->nwindows++] = (struct window){ ev->time, UINT64_MAX };
+        L->recording_off = 0;
+        L->paused_ns += ev->time - L->pause_start;
+    } else if (!on && !L->recording_off) {
+        L->windows[L->nwindows - 1].end = ev->time;
+        L->recording_off = 1;
+        L->pause_start = ev->time;
+    }
+}
+
 static void on_event(struct loader *L, const struct vh_event *ev)
 {
     struct thread *t;
@@ -1594,6 +1672,9 @@ static void on_event(struct loader *L, const struct vh_event *ev)
         break;
     case VH_REC_END:
         L->ended = 1;
+        break;
+    case VH_REC_WINDOW:
+        on_window(L, ev);
         break;
     default:
         L->unknown_records++;          /* a newer writer's record: skipped */
@@ -2153,6 +2234,54 @@ static void write_stack_stats(struct loader *L, const uint32_t *order)
     rows_close(&rw);
 }
 
+/* Each (heap, stack, tag)'s live bytes fitted to a line over its time, from
+ * its first allocation to the end (trend.h); heaps destroyed before the end
+ * hold nothing and get no rows. */
+static void write_growth(struct loader *L, const uint32_t *order)
+{
+    sqlite3_stmt *st = prep(L, "INSERT INTO growth(heap_id, stack_id, tag_id, start_time, "
+                               "first_time, end_time, live_bytes, mean_bytes, bytes_per_hour, "
+                               "r2) VALUES (?,?,?,?,?,?,?,?,?,?)");
+    /* the fit ends where recording did: at the end, or where it paused */
+    uint64_t rec_end = rec_time(L, L->recording_off ? L->pause_start : L->last_time);
+    uint64_t start = L->nwindows ? L->windows[0].start : 0;
+
+    for (size_t k = 0; st && k < L->naggs && !L->failed; k++) {
+        const struct agg *a = &L->aggs[order[k]];
+        struct trend_fit f;
+
+        if (a->tr.first == UINT64_MAX || L->byid[a->heap]->destroyed)
+            continue;
+        f = trend__fit(&a->tr, rec_end);
+        sqlite3_bind_int64(st, 1, a->heap);
+        sqlite3_bind_int64(st, 2, a->stack);
+        sqlite3_bind_int64(st, 3, a->tag);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)start);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)a->first_time);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)L->last_time);
+        sqlite3_bind_int64(st, 7, (sqlite3_int64)a->live_bytes);
+        sqlite3_bind_int64(st, 8, (sqlite3_int64)llround(f.mean));
+        sqlite3_bind_double(st, 9, f.slope * 3600.0);
+        sqlite3_bind_double(st, 10, f.r2);
+        run(L, st);
+    }
+    sqlite3_finalize(st);
+}
+
+/* When recording was on (WINDOW records; one window from 0 when none). */
+static void write_windows(struct loader *L)
+{
+    sqlite3_stmt *st = prep(L, "INSERT INTO windows(start_time, end_time) VALUES (?,?)");
+
+    for (size_t i = 0; st && i < L->nwindows && !L->failed; i++) {
+        uint64_t end = L->windows[i].end;
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)L->windows[i].start);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)(end == UINT64_MAX ? L->last_time : end));
+        run(L, st);
+    }
+    sqlite3_finalize(st);
+}
+
 static void write_heaps(struct loader *L)
 {
     sqlite3_stmt *st = prep(L, "INSERT INTO heaps(id, name, parent_id, base, size, create_time, "
@@ -2320,8 +2449,8 @@ static void write_process(struct loader *L)
     sqlite3_stmt *st = prep(L, "INSERT INTO processes(id, pid, ppid, exe, argv, "
                                "start_realtime_ns, runtime_ns, ended, forked, exec_generation, "
                                "page_size, phys_pages, max_depth, unwind, dropped_events, "
-                               "nested_events, stack_table_full, peak_rss, peak_rss_time) "
-                               "VALUES (1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                               "nested_events, stack_table_full, peak_rss, peak_rss_time, sample_rate) "
+                               "VALUES (1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     char exe[VH_EXE_MAX + 1];
     char *argv = argv_json(L);
 
@@ -2352,6 +2481,7 @@ static void write_process(struct loader *L)
         sqlite3_bind_null(st, 17);
         sqlite3_bind_null(st, 18);
     }
+    sqlite3_bind_int64(st, 19, (sqlite3_int64)L->rate);
     run(L, st);
 out:
     free(argv);
@@ -2475,6 +2605,9 @@ static void progress(struct loader *L, int *last_pct, int final, uint64_t done, 
  * can go on (symbols, indexes) with the memory already returned. */
 static void loader_free(struct loader *L)
 {
+    free(L->windows);
+    L->windows = NULL;
+    L->nwindows = L->capwindows = 0;
     struct rows **rws[] = { &L->node_rows, &L->stack_rows };
     for (size_t i = 0; i < sizeof rws / sizeof rws[0]; i++) {
         if (*rws[i])
@@ -2597,6 +2730,14 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         goto out;
     }
     L.bucket_ns = pick_bucket(hd);
+    L.rate = hd->sample_rate;
+    if (!(L.windows = malloc(8 * sizeof *L.windows))) {
+        rc = -ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    L.capwindows = 8;
+    L.windows[L.nwindows++] = (struct window){ 0, UINT64_MAX };
     if (exec(&L, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
                  "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; "
                  "PRAGMA cache_size = -65536; PRAGMA application_id = 1986553185; "
@@ -2715,7 +2856,9 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     if (order) {
         write_leaks(&L, order);
         write_stack_stats(&L, order);
+        write_growth(&L, order);
     }
+    write_windows(&L);
     free(order);
     regions_close(&L, NULL, 0, 0);     /* still there at the end */
     write_heaps(&L);

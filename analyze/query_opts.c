@@ -11,6 +11,7 @@
 
 #include "analyze/db.h"
 #include "analyze/query_opts.h"
+#include "analyze/recording.h"
 
 /* "123", "4K", "4KB" (1000-based), "4KiB" (1024-based); non-negative. */
 static int parse_count(const char *s, int sized, int64_t *out)
@@ -400,8 +401,10 @@ int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite
         (rc = vh_shadow_apply(cmd, *db, o->temporary))) {
         sqlite3_close(*db);
         *db = NULL;
+        return rc;
     }
-    return rc;
+    vh_rec_notes(cmd->name, *db);
+    return 0;
 }
 
 int vh_step_all(const struct vh_command *cmd, sqlite3 *db, sqlite3_stmt *st,

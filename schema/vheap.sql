@@ -1,4 +1,4 @@
--- vheap.sql — the schema of a loaded vheap capture (schema version 3).
+-- vheap.sql — the schema of a loaded vheap capture (schema version 4).
 --
 -- A public interface: `vheap-analyze` queries it and so may users, with the
 -- sqlite3 CLI. Documented column by column in docs/schema.md. Sizes are
@@ -47,7 +47,19 @@ CREATE TABLE processes (
     nested_events    INTEGER,       -- not recorded: inside the shim (signal)
     stack_table_full INTEGER,       -- recorded without a stack
     peak_rss         INTEGER,       -- bytes, largest RSS sample
-    peak_rss_time    INTEGER
+    peak_rss_time    INTEGER,
+    sample_rate      INTEGER NOT NULL DEFAULT 0  -- 0: every call recorded;
+                                    -- else VHEAP_SAMPLE (mean bytes between
+                                    -- samples): heaps, stack_stats, series,
+                                    -- threads and growth hold estimates
+);
+
+-- When recording was on: one row from 0 to runtime_ns unless the program
+-- started paused or was paused (VHEAP_START=paused, vheap-analyze ctl).
+-- Nothing outside these windows was recorded.
+CREATE TABLE windows (
+    start_time INTEGER NOT NULL,
+    end_time   INTEGER NOT NULL     -- runtime_ns if still recording at the end
 );
 
 CREATE TABLE threads (
@@ -191,6 +203,27 @@ CREATE TABLE stack_stats (
     max_live_bytes  INTEGER NOT NULL,  -- this stack's own largest live bytes
     leaked_blocks   INTEGER NOT NULL,
     leaked_bytes    INTEGER NOT NULL,
+    PRIMARY KEY (heap_id, stack_id, tag_id)
+) WITHOUT ROWID;
+
+-- Each (heap, stack, tag)'s live bytes over time fitted to a straight line
+-- by least squares over every instant (not every event) of one window for
+-- all stacks: the recorded time (pauses left out) from the start of
+-- recording to the end, live bytes 0 before the stack's first allocation. A leak that grows
+-- steadily has a positive slope and r2 near 1; memory allocated once and
+-- held is one step (r2 at most 0.75, near 0 when early); churn stays flat
+-- (r2 near 0). Estimates in a sampled capture. Destroyed heaps: no rows.
+CREATE TABLE growth (
+    heap_id        INTEGER NOT NULL,
+    stack_id       INTEGER NOT NULL,
+    tag_id         INTEGER NOT NULL DEFAULT 0,
+    start_time     INTEGER NOT NULL,   -- start of recording (first window)
+    first_time     INTEGER NOT NULL,   -- first allocation here
+    end_time       INTEGER NOT NULL,   -- the capture's last record
+    live_bytes     INTEGER NOT NULL,   -- at end_time
+    mean_bytes     INTEGER NOT NULL,   -- over the window
+    bytes_per_hour REAL NOT NULL,      -- the line's slope, per recorded hour
+    r2             REAL NOT NULL,      -- 0..1: how well the line fits
     PRIMARY KEY (heap_id, stack_id, tag_id)
 ) WITHOUT ROWID;
 

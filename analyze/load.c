@@ -1579,18 +1579,20 @@ static void on_rss(struct loader *L, const struct vh_event *ev)
 }
 
 /* WINDOW: recording on (a = 1) or paused (0) from here on. L->windows
- * starts with one window open from time 0; the shim writes a WINDOW only on
- * a change, so a first "on" says it started paused (VHEAP_START=paused) and
- * that window never was. */
+ * starts with one window open from time 0. A process started paused
+ * (VHEAP_START=paused) writes a WINDOW 0 at its start, before any event (a
+ * fork child of a paused parent too); a first "on" says the same of a
+ * writer that wrote none: either way that first window never was. */
 static void on_window(struct loader *L, const struct vh_event *ev)
 {
     int on = ev->rec->a != 0;
 
     if (!L->windows_seen) {
         L->windows_seen = 1;
-        if (on) {
+        if (on || L->emitted == 0) {
             L->nwindows = 0;
             L->recording_off = 1;      /* paused from 0 (pause_start) */
+            L->pause_start = 0;
         }
     }
     if (on && L->recording_off) {

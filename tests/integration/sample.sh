@@ -5,7 +5,7 @@
 # bytes allocated are within 10 % of the full capture's, which equal what
 # the program counted; no free of an unrecorded block is recorded; the
 # sampled capture is a small fraction of the full one. A bad VHEAP_SAMPLE
-# warns once and records in full.
+# or VHEAP_START warns once and records in full, from the start.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/growd"
 command -v python3 >/dev/null 2>&1 || die "python3 is needed (scripts/install-deps.sh)"
@@ -56,3 +56,8 @@ VHEAP_SAMPLE=lots VHEAP_OUT=bad.vhcap LD_PRELOAD="$VHEAP_LIB" "$PROGS/growd" 20 
 expect_eq "warnings for VHEAP_SAMPLE=lots" "$(grep -c 'ignoring VHEAP_SAMPLE=lots' bad.err)" 1
 n=$("$ANALYZE" dump bad.vhcap | awk '$3 == "alloc" { n++ } END { print n + 0 }')
 [ "$n" -ge 5000 ] || die "a bad VHEAP_SAMPLE: only $n allocations recorded (want all)"
+
+VHEAP_START=maybe VHEAP_OUT=bad2.vhcap LD_PRELOAD="$VHEAP_LIB" "$PROGS/growd" 20 >/dev/null 2>bad2.err
+expect_eq "warnings for VHEAP_START=maybe" "$(grep -c 'ignoring VHEAP_START=maybe' bad2.err)" 1
+n=$("$ANALYZE" dump bad2.vhcap | awk '$3 == "alloc" { n++ } END { print n + 0 }')
+[ "$n" -ge 5000 ] || die "a bad VHEAP_START: only $n allocations recorded (want all: on)"

@@ -181,8 +181,10 @@ run_one() {
     sampled)
         launch "$_wl" env LD_PRELOAD="$lib" VHEAP_OUT="$tmp/vs.$_wl.$_rep.%p.vhcap" VHEAP_QUIET=1 \
             VHEAP_SAMPLE="$sample" "$stamp" res || true
+        # The bytes the capture holds (chunks are claimed 1 MiB at a time
+        # and the file grows ahead: its size says little of a small capture).
         for f in "$tmp/vs.$_wl.$_rep".*.vhcap; do
-            [ -f "$f" ] && _cap=$((_cap + $(stat -c %s "$f")))
+            [ -f "$f" ] && _cap=$((_cap + $("$capstat" "$f" | awk '{ print $9 }')))
         done
         rm -f "$tmp/vs.$_wl.$_rep".* ;;
     vheap)
@@ -285,7 +287,8 @@ ratio_table cpu
 if [ $have_vheap = 1 ] && [ "$sample" != 0 ]; then
     say ""
     say "Sampled recording (VHEAP_SAMPLE=$sample): CPU seconds, overhead against bare as the"
-    say "median over repetitions of (sampled - bare) / bare (target <= 0.02), and the capture:"
+    say "median over repetitions of (sampled - bare) / bare (target <= 0.02), and the bytes the"
+    say "capture holds (its records; the file is claimed a chunk at a time):"
     printf '%-12s %8s %8s %9s %12s %14s\n' workload bare sampled overhead "capture" "capture/s"
     for w in $wls; do
         ov=$(awk -v w="$w" '$1 == w && $8 == 0 { v[$3 "," $2] = $5 + $6; rep[$3] = 1 }

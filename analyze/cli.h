@@ -23,6 +23,12 @@ struct vh_command {
 
 enum { VH_EXIT_OK = 0, VH_EXIT_DATA = 1, VH_EXIT_USAGE = 2 };
 
+/* What `vheap-analyze --version` prints and meta.vheap_version records
+ * (the Makefile's pkg-config file says the same). */
+#ifndef VHEAP_VERSION
+#define VHEAP_VERSION "0.1"
+#endif
+
 /* Prints "vheap-analyze: <cmd>: <message>" to stderr, control bytes in it
  * shown as \xNN. */
 void vh_errorf(const char *cmd, const char *fmt, ...)

@@ -270,7 +270,7 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
     if (!sub)
         goto out;
     struct svg_chart_opts o = {
-        .title = title, .subtitle = sub, .x_title = "time since the program started",
+        .title = title, .subtitle = sub, .x_title = s->x_title,
         .y_title = "consumed memory (live bytes requested)", .x_axis = SVG_AXIS_TIME_NS,
         .y_axis = SVG_AXIS_BYTES,
     };
@@ -370,7 +370,7 @@ static int calls_chart(const struct vh_series *s, const struct pts *p, struct sv
         !(ytitle = xasprintf("calls per %s", dur)))
         goto out;
     struct svg_chart_opts o = {
-        .title = title, .subtitle = sub, .x_title = "time since the program started",
+        .title = title, .subtitle = sub, .x_title = s->x_title,
         .y_title = ytitle, .x_axis = SVG_AXIS_TIME_NS, .y_axis = SVG_AXIS_NUMBER,
     };
     if (!(ch = svg_chart__new(&o)) || (rc = svg_chart__set_x(ch, p->x, p->n)))

@@ -1,6 +1,6 @@
 /* cmd_export.c — `vheap-analyze export`: the recording in another tool's
  * format (heaptrack, flame-graph folded stacks, massif, Chrome trace
- * events). This file owns the command line, the chosen heaps, the process
+ * events, pprof). This file owns the command line, the chosen heaps, the process
  * facts every format needs, and the helpers of export.h: the output file
  * with its compression, and the hash tables. The formats are export_*.c. */
 #include <errno.h>
@@ -48,8 +48,8 @@ static const char usage[] =
     "  --heap NAME       which heaps: a name, an id, or NAME/* with the heaps\n"
     "                    nested in it. heaptrack and massif files hold one heap:\n"
     "                    default 'malloc' (the system allocator); several heaps\n"
-    "                    chosen are merged into one. flamegraph and chrome-trace\n"
-    "                    default to every heap (a flame graph of several heaps\n"
+    "                    chosen are merged into one. flamegraph, chrome-trace and\n"
+    "                    pprof default to every heap (a flame graph of several heaps\n"
     "                    gets one root frame per heap, '[heap NAME]')\n"
     "  --cost C          flamegraph: what a stack's value is: allocations\n"
     "                    (calls, default), bytes (allocated), leaked (bytes),\n"
@@ -73,13 +73,15 @@ static const char usage[] =
     "  vheap-analyze export -f flamegraph --cost leaked run.sqlite -o - | flamegraph.pl >leaks.svg\n"
     "  vheap-analyze export -f massif run.sqlite -o massif.out.1234 && ms_print massif.out.1234\n"
     "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --heap 'loom/*' -o mem.json\n"
+    "  vheap-analyze export -f pprof run.sqlite -o run.pb.gz\n"
+    "  go tool pprof -top -sample_index=alloc_space run.pb.gz\n"
     "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --merge pier/.urbit/put/trace/0.json -o both.json\n";
 
 static int run(int argc, char **argv);
 
 VH_COMMAND(cmd_export, {
     .name = "export",
-    .summary = "write heaptrack, flame-graph, massif or Chrome trace files",
+    .summary = "write heaptrack, flame-graph, massif, Chrome trace or pprof files",
     .usage = usage,
     .run = run,
     .order = 80,
@@ -673,7 +675,7 @@ uint32_t vh_strtab__intern(struct vh_strtab *t, const char *s, size_t n, int *ad
 
 /* ---- options ------------------------------------------------------------------- */
 
-enum fmt { F_NONE, F_HEAPTRACK, F_FLAMEGRAPH, F_MASSIF, F_CHROME };
+enum fmt { F_NONE, F_HEAPTRACK, F_FLAMEGRAPH, F_MASSIF, F_CHROME, F_PPROF };
 
 static const struct {
     const char *name;
@@ -683,6 +685,7 @@ static const struct {
     { "flamegraph", F_FLAMEGRAPH },
     { "massif", F_MASSIF },
     { "chrome-trace", F_CHROME },
+    { "pprof", F_PPROF },
 };
 
 static const char *const costs[] = {
@@ -716,15 +719,16 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
     if (rc)
         return rc;
     if (!format) {
-        vh_errorf(cmd->name, "--format is needed: heaptrack, flamegraph, massif or chrome-trace");
+        vh_errorf(cmd->name, "--format is needed: heaptrack, flamegraph, massif, chrome-trace "
+                             "or pprof");
         return -EINVAL;
     }
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         if (!strcmp(format, formats[i].name))
             o->fmt = formats[i].fmt;
     if (o->fmt == F_NONE) {
-        vh_errorf(cmd->name, "--format: '%s' is not heaptrack, flamegraph, massif or chrome-trace",
-                  format);
+        vh_errorf(cmd->name, "--format: '%s' is not heaptrack, flamegraph, massif, "
+                             "chrome-trace or pprof", format);
         return -EINVAL;
     }
     if (!o->out || !*o->out) {
@@ -951,6 +955,7 @@ static int run(int argc, char **argv)
     case F_FLAMEGRAPH: rc = vh_export_flamegraph(x); break;
     case F_MASSIF: rc = vh_export_massif(x); break;
     case F_CHROME: rc = vh_export_chrome(x); break;
+    case F_PPROF: rc = vh_export_pprof(x); break;
     case F_NONE: rc = -EINVAL; break;
     }
     if (rc) {

@@ -37,7 +37,7 @@ static const char usage[] =
     VH_HELP_HEAP
     "  --page-size P    page size for occupancy: 4KiB (default) or 2MiB (any\n"
     "                   power of two)\n"
-    "  --sparse PCT     a page is sparse below PCT %% occupied (default 25)\n"
+    "  --sparse PCT     a page is sparse below PCT % occupied (default 25)\n"
     "  --min-hole SIZE  narrower gaps are allocator overhead, not holes (default\n"
     "                   32 for heaps without bounds, 1 with bounds)\n"
     "  --cluster-gap SIZE  heaps without bounds: a wider gap between blocks\n"
@@ -547,6 +547,13 @@ static int resolve_at(struct ctx *c, uint64_t *t, char *what, size_t len)
         vh_errorf(c->cmd->name, "--at: '%s' is not end, peak, mark:LABEL or a time like 1.5s",
                   at);
         return -EINVAL;
+    }
+    if (*t > c->end_time) {
+        char eb[32];
+        vh_errorf(c->cmd->name, "--at %s is after the end of the run (%s): give a time "
+                                "within it, or end", at,
+                  out__human_ns((int64_t)c->end_time, eb, sizeof eb));
+        return -ERANGE;
     }
     snprintf(what, len, "%s", out__human_ns((int64_t)*t, tb, sizeof tb));
     return 0;

@@ -26,9 +26,11 @@ static const char usage[] =
     "\n"
     "Runs PROGRAM with libvheap.so preloaded (LD_PRELOAD, put before any\n"
     "library already preloaded), waits for it, then loads the main process's\n"
-    "capture (PROGRAM's pid; if it exec'd, its last image) into\n"
-    "CAPTURE.sqlite and prints its summary. The captures of forked or exec'd\n"
-    "children are listed on stderr; load them with `vheap-analyze load`.\n"
+    "capture (PROGRAM's pid; if it exec'd, its last image: `record -- sh -c\n"
+    "'exec ./prog'` and `record -- env X=1 ./prog` summarize prog) into\n"
+    "CAPTURE.sqlite and prints its summary. Which capture was summarized, and\n"
+    "the others (earlier images, forked or exec'd children), are listed on\n"
+    "stderr; load them with `vheap-analyze load`.\n"
     "\n"
     "The exit status is PROGRAM's: its exit code, or 128+N when signal N killed\n"
     "it (and a line says so); 127 when PROGRAM cannot be found, 126 when it\n"
@@ -365,6 +367,7 @@ static int spawn(const char *path, char **args, const char *preload, const char 
 
 struct found {
     char *path;
+    char exe[64];                  /* the executable's name, for messages    */
     uint32_t pid, ppid, gen, flags;
     uint64_t start;
     int ours;
@@ -423,9 +426,16 @@ static size_t find_captures(const char *dir, pid_t root, uint64_t t0, struct fou
             }
             f = nf;
         }
-        f[n++] = (struct found){ .path = p, .pid = h.pid, .ppid = h.ppid,
-                                 .gen = h.exec_generation, .flags = h.flags,
-                                 .start = h.start_realtime_ns, .ours = h.pid == (uint32_t)root };
+        f[n] = (struct found){ .path = p, .pid = h.pid, .ppid = h.ppid,
+                               .gen = h.exec_generation, .flags = h.flags,
+                               .start = h.start_realtime_ns, .ours = h.pid == (uint32_t)root };
+        h.exe[VH_EXE_MAX - 1] = 0;
+        const char *base = strrchr(h.exe, '/');
+        base = base ? base + 1 : h.exe;
+        size_t bl = strnlen(base, sizeof f[n].exe - 1);
+        memcpy(f[n].exe, base, bl);  /* a long name is cut, for messages only */
+        f[n].exe[bl] = 0;
+        n++;
     }
     closedir(d);
     for (int changed = 1; changed;) {
@@ -453,42 +463,67 @@ static size_t find_captures(const char *dir, pid_t root, uint64_t t0, struct fou
     return m;
 }
 
-/* The main capture: the program's own pid, its last image — a wrapper
- * script that execs the real program leaves the program's capture last. */
+/* The main capture: the program's own pid, its last image — what the user
+ * meant when a wrapper (sh -c 'exec prog', env, a pyenv shim) execs the
+ * real program. Images are ordered by when their capture started: the
+ * exec_generation suffix restarts for each program name. f is sorted by
+ * start, so the last image wins. */
 static ssize_t main_capture(const struct found *f, size_t n, pid_t root)
 {
     ssize_t best = -1;
     for (size_t i = 0; i < n; i++)
-        if (f[i].pid == (uint32_t)root && !(f[i].flags & VH_HDR_FORKED) &&
-            (best < 0 || f[i].gen > f[best].gen))
+        if (f[i].pid == (uint32_t)root && !(f[i].flags & VH_HDR_FORKED))
             best = (ssize_t)i;
     return best;
 }
 
+#define LIST_MAX 12                /* other captures named one by one */
+
 static void list_captures(const struct found *f, size_t n, ssize_t main_i)
 {
-    if (main_i >= 0)
-        fprintf(stderr, "vheap-analyze: record: capture: %s (pid %u)\n", f[main_i].path,
-                f[main_i].pid);
-    for (size_t i = 0; i < n; i++) {
+    size_t images = 0, listed = 0;
+    for (size_t i = 0; main_i >= 0 && i < n; i++)
+        images += f[i].pid == f[main_i].pid && !(f[i].flags & VH_HDR_FORKED);
+    if (main_i >= 0) {
+        if (images > 1)
+            vh_errorf(CMD, "summarized: %s (pid %u, %s: the last of "
+                            "its %zu exec'd images)",
+                    f[main_i].path, f[main_i].pid, f[main_i].exe, images);
+        else
+            vh_errorf(CMD, "summarized: %s (pid %u, %s)",
+                    f[main_i].path, f[main_i].pid, f[main_i].exe);
+    }
+    for (size_t i = 0, image = 0; i < n; i++) {
+        int same = main_i >= 0 && f[i].pid == f[main_i].pid && !(f[i].flags & VH_HDR_FORKED);
+        image += same;
         if ((ssize_t)i == main_i)
             continue;
-        char how[96];
+        if (listed++ == LIST_MAX) {
+            vh_errorf(CMD, "and %zu more captures beside them",
+                    n - 1 - LIST_MAX);
+            break;
+        }
+        char how[128];
         const char *kind = "child capture";
-        if (main_i >= 0 && f[i].pid == f[main_i].pid && !(f[i].flags & VH_HDR_FORKED)) {
+        size_t before = 0;         /* images of this pid before this one */
+        for (size_t j = 0; j < i; j++)
+            before += f[j].pid == f[i].pid;
+        if (same) {
             kind = "earlier image";
-            snprintf(how, sizeof how, "pid %u, image %u before an exec", f[i].pid, f[i].gen);
-        } else if (f[i].flags & VH_HDR_FORKED)
-            snprintf(how, sizeof how, "pid %u, forked by %u", f[i].pid, f[i].ppid);
-        else if (f[i].gen)
-            snprintf(how, sizeof how, "pid %u, exec #%u", f[i].pid, f[i].gen);
+            snprintf(how, sizeof how, "pid %u, %s: image %zu of %zu, before an exec", f[i].pid,
+                     f[i].exe, image, images);
+        } else if (before)
+            snprintf(how, sizeof how, "pid %u, %s, exec #%zu", f[i].pid, f[i].exe, before);
+        else if (f[i].flags & VH_HDR_FORKED)
+            snprintf(how, sizeof how, "pid %u, %s, forked by %u", f[i].pid, f[i].exe, f[i].ppid);
         else
-            snprintf(how, sizeof how, "pid %u, child of %u", f[i].pid, f[i].ppid);
-        fprintf(stderr, "vheap-analyze: record: %s: %s (%s)\n", kind, f[i].path, how);
+            snprintf(how, sizeof how, "pid %u, %s, child of %u", f[i].pid, f[i].exe, f[i].ppid);
+        vh_errorf(CMD, "%s: %s (%s)", kind, f[i].path, how);
     }
     if (n > 1)
-        fprintf(stderr, "vheap-analyze: record: load another capture with "
-                        "`vheap-analyze load CAPTURE`\n");
+        vh_errorf(CMD, "load another capture with "
+                        "`vheap-analyze load CAPTURE`, then `vheap-analyze summary "
+                        "CAPTURE.sqlite`");
 }
 
 /* ---- options and main --------------------------------------------------------- */

@@ -1524,6 +1524,14 @@ int vh_series_main(const struct vh_command *cmd, enum vh_series_mode mode, int a
     if (mode == VH_SERIES_TABLE && (rc = print_output(&c)))
         goto out;
     if (c.o.svg) {
+        /* a coarse-clock run's times were spread over the clock's ticks by
+         * the loader (coarse.c): the axis says so */
+        char xt[160] = "time since the program started";
+        long long ticks = db__meta_int(c.db, "coarse_ticks", 0);
+        long long res = db__meta_int(c.db, "coarse_clock_ns", 0);
+        if (ticks > 0 && res > 0)
+            snprintf(xt, sizeof xt, "time since the program started (interpolated between "
+                     "clock ticks %g ms apart)", (double)res / 1e6);
         struct vh_series vs = {
             .from = c.from, .to = c.to, .interval = c.iv, .per_event = c.o.per_event,
             .exe = c.exe, .pid = c.pid, .heap = c.o.q.heap, .nheaps = c.nsel,
@@ -1531,7 +1539,7 @@ int vh_series_main(const struct vh_command *cmd, enum vh_series_mode mode, int a
             .measure_bytes = c.by->bytes, .tops = c.pub, .ntop = c.ntop,
             .nstacks = c.nstacks_total, .rows = c.rows, .nrows = c.nrows, .slive = c.slive,
             .init_live = c.init_live, .init_slive = c.init_slive, .marks = c.marks,
-            .nmarks = c.nmarks,
+            .nmarks = c.nmarks, .x_title = xt,
         };
         if (vh_series_draw(cmd, &vs, c.o.svg))
             rc = -EIO;                 /* said already */

@@ -29,17 +29,21 @@ static const char usage[] =
     "                   heaps nested in it\n"
     "  --format FMT     table (default), json or csv (one row per heap)\n"
     "  --bytes          exact byte counts instead of 2.20K-style sizes\n"
+    VH_HELP_TEMPORARY
     "  --limit N, --depth N   accepted for symmetry; unused here\n"
     "  -h, --help       this text\n"
     "\n"
     "A warning goes to stderr when the process did not exit cleanly (_exit,\n"
     "killed, crashed, exec'd or still running), when events were lost, or when\n"
-    "the capture was damaged.\n"
+    "the capture was damaged. libstdc++'s emergency exception pool (72.70K,\n"
+    "allocated by its initializer, freed at exit only under heaptrack) is not\n"
+    "counted as leaked: a 'suppressed leaks' line says so.\n"
     "\n"
     "examples:\n"
     "  vheap-analyze summary vheap.myprog.1234.vhcap\n"
     "  vheap-analyze summary run.sqlite --format json | python3 -m json.tool\n"
-    "  vheap-analyze summary run.sqlite --heap malloc --bytes\n";
+    "  vheap-analyze summary run.sqlite --heap malloc --bytes\n"
+    "  vheap-analyze summary run.sqlite --temporary heaptrack   # heaptrack's count\n";
 
 static int run(int argc, char **argv);
 
@@ -90,7 +94,7 @@ static const struct out_col pcols[P_N] = {
 enum {
     H_ID, H_NAME, H_ALLOCS, H_ALLOCS_RATE, H_FAILED, H_FREES, H_TEMP, H_TEMP_RATE, H_BYTES,
     H_PEAK, H_PEAK_BLOCKS, H_PEAK_TIME, H_LIVE, H_LIVE_BLOCKS, H_LEAKED, H_LEAKED_BLOCKS,
-    H_UNKNOWN_FREES, H_DESTROYED, H_RUNTIME, H_PEAK_RSS, H_DROPPED, H_N
+    H_SUPPRESSED, H_SUPPRESSED_BLOCKS, H_UNKNOWN_FREES, H_DESTROYED, H_RUNTIME, H_PEAK_RSS, H_DROPPED, H_N
 };
 
 static const struct out_col hcols[H_N] = {
@@ -110,6 +114,10 @@ static const struct out_col hcols[H_N] = {
     [H_LIVE_BLOCKS] = { "live_blocks", "blocks live at end", OUT_INT, OUT_F_NO_TABLE },
     [H_LEAKED] = { "leaked_bytes", "total memory leaked", OUT_BYTES, 0 },
     [H_LEAKED_BLOCKS] = { "leaked_blocks", "blocks leaked", OUT_INT, OUT_F_NO_TABLE },
+    /* live at the end but not leaked: libstdc++'s emergency pool (shadow.h) */
+    [H_SUPPRESSED] = { "suppressed_bytes", "suppressed leaks", OUT_BYTES, OUT_F_HIDE_ZERO },
+    [H_SUPPRESSED_BLOCKS] = { "suppressed_blocks", "suppressed blocks", OUT_INT,
+                              OUT_F_NO_TABLE },
     [H_UNKNOWN_FREES] = { "unknown_frees", "frees of unknown addresses", OUT_INT, OUT_F_HIDE_ZERO },
     [H_DESTROYED] = { "destroyed_ns", "destroyed at", OUT_NS, 0 },
     /* A CSV has no process object: carry the per-process numbers that
@@ -315,6 +323,7 @@ static int heap_row(sqlite3_stmt *st, void *arg)
     struct ctx *c = arg;
     struct out_val v[H_N];
     char arate[48], trate[48], peak_note[96], live_note[48], leak_note[48], t[32];
+    char sup_note[128];
     int64_t allocs = sqlite3_column_int64(st, 2), temp = sqlite3_column_int64(st, 5);
     double ar = per_s(allocs, c->runtime_ns), tr = per_s(temp, c->runtime_ns);
 
@@ -336,6 +345,12 @@ static int heap_row(sqlite3_stmt *st, void *arg)
     v[H_LEAKED_BLOCKS] = vh_col_val(st, 13);
     v[H_UNKNOWN_FREES] = vh_col_val(st, 14);
     v[H_DESTROYED] = vh_col_val(st, 15);
+    v[H_SUPPRESSED] = vh_col_val(st, 16);
+    v[H_SUPPRESSED_BLOCKS] = vh_col_val(st, 17);
+    snprintf(sup_note, sizeof sup_note, "%lld block%s: libstdc++'s emergency exception pool, "
+             "which heaptrack frees at exit", (long long)sqlite3_column_int64(st, 17),
+             sqlite3_column_int64(st, 17) == 1 ? "" : "s");
+    v[H_SUPPRESSED].note = sup_note;
     v[H_RUNTIME] = OV_I(c->runtime_ns);
     v[H_PEAK_RSS] = OV_I(c->peak_rss);
     v[H_DROPPED] = OV_I(c->dropped);
@@ -368,7 +383,11 @@ static int heaps_section(struct ctx *c, const struct vh_qopts *o)
                         "SELECT id, name, allocations, failed, frees, temporary,"
                         "       bytes_allocated, peak_bytes, peak_blocks, peak_time,"
                         "       live_bytes, live_blocks, leaked_bytes, leaked_blocks,"
-                        "       unknown_frees, destroy_time"
+                        "       unknown_frees, destroy_time,"
+                        "       (SELECT coalesce(sum(bytes), 0) FROM temp.vh_suppressed v"
+                        "        WHERE v.heap_id = h.id),"
+                        "       (SELECT coalesce(sum(blocks), 0) FROM temp.vh_suppressed v"
+                        "        WHERE v.heap_id = h.id)"
                         " FROM heaps h"
                         " WHERE " VH_HEAP_SEL("h.id", "?1")
                         " ORDER BY h.id",
@@ -386,7 +405,7 @@ static int run(int argc, char **argv)
 {
     struct vh_qopts o;
     struct ctx c = { .cmd = &cmd_summary };
-    if (vh_qopts_parse(&cmd_summary, 0, argc, argv, &o))
+    if (vh_qopts_parse(&cmd_summary, VH_QOPT_TEMPORARY, argc, argv, &o))
         return VH_EXIT_USAGE;
     if (vh_query_open(&cmd_summary, &o, &c.db))
         return VH_EXIT_DATA;

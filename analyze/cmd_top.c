@@ -36,12 +36,14 @@ static const char usage[] =
     "  --limit N        at most N stacks (default 10; 0 = all)\n"
     VH_HELP_HEAP
     VH_HELP_DEPTH
+    VH_HELP_TEMPORARY
     "  --format FMT     table (default), json or csv\n"
     VH_HELP_BYTES_HELP
     "\n"
     "examples:\n"
     "  vheap-analyze top run.sqlite\n"
     "  vheap-analyze top run.sqlite --by temporary --limit 5\n"
+    "  vheap-analyze top run.sqlite --by temporary --temporary heaptrack\n"
     "  vheap-analyze top vheap.myprog.1234.vhcap --by bytes --format json\n"
     "  vheap-analyze top run.sqlite --by peak --heap malloc --depth 6\n"
     "  vheap-analyze top run.sqlite --by-tag --heap 'loom/*' --by bytes\n";
@@ -265,7 +267,8 @@ static int run(int argc, char **argv)
     struct out_col cols[VH_ROW_MAX];
     int rc;
 
-    if (!(rc = vh_query__parse(&q, &cmd_top, VH_QOPT_BY | VH_QOPT_BY_TAG, argc, argv)) &&
+    if (!(rc = vh_query__parse(&q, &cmd_top, VH_QOPT_BY | VH_QOPT_BY_TAG | VH_QOPT_TEMPORARY,
+                               argc, argv)) &&
         !(rc = choose_measure(&q, &m)) && !(rc = vh_query__open(&q, !q.o.by_tag)))
         rc = q.o.by_tag ? rank(&q, &by_tag, m, tag_col(m->col), cols)
                         : rank(&q, &by_stack, m, m->col, cols);

@@ -134,5 +134,6 @@ int vh_export_heaptrack(struct vh_export *x);
 int vh_export_flamegraph(struct vh_export *x);
 int vh_export_massif(struct vh_export *x);
 int vh_export_chrome(struct vh_export *x);
+int vh_export_pprof(struct vh_export *x);
 
 #endif

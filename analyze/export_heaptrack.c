@@ -7,21 +7,33 @@
  * indices are 0-based and '+'/'-' refer to them, everything else is
  * 1-based with 0 meaning none, strings are length-prefixed (format 3).
  *
- * heaptrack_print must read back vheap's own summary, so two of its rules
- * are worked around here. It calls a '-' temporary when the line before
- * was a '+' of the same allocation info (not the same block; any thread):
- * a free that vheap does not count as temporary but would look so gets a
- * twin info (same size and stack, another index), which costs the same
- * and breaks the match. And its reader counts a '- 0' after another '-' as
- * temporary: info 0 is a dummy that no event uses. */
+ * Both readers constrain the order of lines:
+ * - heaptrack_gui counts allocations per info in a list it grows when a
+ *   '+' names the info just past its end: infos must be first used by '+'
+ *   lines in index order, none skipped (an info only a '-' uses, or a
+ *   dummy, makes it index past the list and crash).
+ * - heaptrack_print calls a '-' temporary when the '+'/'-' line before was
+ *   a '+' of the same info (not the same block; any thread). A free that
+ *   vheap does not count so but would look so: the '+' before it is given
+ *   a twin info (same size and stack, the next index, first used by that
+ *   very '+'), so each '+' is held back until the next event shows what
+ *   follows it.
+ * - After a '-' its reader compares with info 0, so a '- 0' after a '-'
+ *   would count as temporary. Info 0 belongs to one block only (the first
+ *   allocation; later ones of its size and stack get another info), and
+ *   while that block lives the lines after the last '+' are held too, so
+ *   that its '-' can go right after that '+'. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/db.h"
 #include "analyze/events.h"
 #include "analyze/export.h"
+#include "analyze/grow.h"
 #include "analyze/output.h"
 
 #define NO_INFO UINT64_MAX
@@ -42,7 +54,18 @@ struct ht {
     uint64_t *info_size, *info_trace, *info_twin;
     size_t info_cap;
 
-    uint64_t last_plus;            /* info of the line before, if a '+'      */
+    /* The last '+' (not yet written) and the lines after it. */
+    int held;
+    uint64_t held_idx, held_addr;
+    uint32_t held_heap;
+    char *tail;
+    size_t tail_len, tail_cap;
+    int tail_minus;                /* a '-' is among them                    */
+    int tail_first_match;          /* ... and the first matched the '+'      */
+    int zero_pending;              /* info 0's block is freed, not written   */
+    int plus_before;               /* the line before the held '+' is a '+'  */
+    uint64_t idx_before;           /* ... of this info                       */
+    int held_raised_peak;          /* the held '+' reached a new peak        */
     int64_t last_tid;              /* of the event before (-1: none)         */
     uint64_t ms;                   /* the last 'c' written                   */
     uint64_t page_size;
@@ -62,9 +85,35 @@ static int oom(struct ht *h)
     return -ENOMEM;
 }
 
+/* Text for the file: held back after a held '+', else written. */
+static int out(struct ht *h, const void *p, size_t n)
+{
+    if (!h->held) {
+        vh_xout__write(h->o, p, n);
+        return 0;
+    }
+    while (h->tail_cap - h->tail_len < n)
+        if (vh_grow(&h->tail, &h->tail_cap, h->tail_cap, 1, 4096))
+            return -ENOMEM;
+    memcpy(h->tail + h->tail_len, p, n);
+    h->tail_len += n;
+    return 0;
+}
+
+static int outf(struct ht *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int outf(struct ht *h, const char *fmt, ...)
+{
+    char buf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap); /* numbers only: it fits */
+    va_end(ap);
+    return out(h, buf, n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
 /* "X a\n" or "X a b\n" in lowercase hex: the lines of every event, written
  * without printf (which would cost a third of an export's time). */
-static void line(struct vh_xout *o, char type, int nargs, uint64_t a, uint64_t b)
+static int line(struct ht *h, char type, int nargs, uint64_t a, uint64_t b)
 {
     static const char digits[] = "0123456789abcdef";
     char buf[2 + 2 * 17 + 1], *p = buf;
@@ -81,7 +130,28 @@ static void line(struct vh_xout *o, char type, int nargs, uint64_t a, uint64_t b
             *p++ = tmp[--n];
     }
     *p++ = '\n';
-    vh_xout__write(o, buf, (size_t)(p - buf));
+    return out(h, buf, (size_t)(p - buf));
+}
+
+/* Writes the held '+' and the lines after it; info 0's '-', when pending,
+ * right after the '+' unless the '+' is matched by its own '-' (then it
+ * waits for the next '+': see plus). */
+static void release(struct ht *h)
+{
+    if (!h->held)
+        return;
+    h->held = 0;
+    line(h, '+', 1, h->held_idx, 0);     /* not held now: cannot fail */
+    h->plus_before = !h->tail_minus;
+    h->idx_before = h->held_idx;
+    if (h->zero_pending && !h->tail_first_match) {
+        line(h, '-', 1, 0, 0);
+        h->zero_pending = 0;
+        h->plus_before = 0;
+    }
+    vh_xout__write(h->o, h->tail, h->tail_len);
+    h->tail_len = 0;
+    h->tail_minus = h->tail_first_match = 0;
 }
 
 /* ---- interned tables ---------------------------------------------------------- */
@@ -110,11 +180,8 @@ static int str_id(struct ht *h, const char *s, uint64_t *id)
     uint32_t sid = vh_strtab__intern(h->strs, h->sbuf, n, &added);
     if (!sid)
         return -ENOMEM;
-    if (added) {
-        vh_xout__printf(h->o, "s %zx ", n);
-        vh_xout__write(h->o, h->sbuf, n);
-        vh_xout__write(h->o, "\n", 1);
-    }
+    if (added && (outf(h, "s %zx ", n) || out(h, h->sbuf, n) || out(h, "\n", 1)))
+        return -ENOMEM;
     *id = sid;
     return 0;
 }
@@ -183,16 +250,18 @@ static int frame_ip(struct ht *h, int64_t frame_id, uint64_t *ip)
         }
     }
     /* heaptrack stores the return address - 1, so that it names the call */
-    vh_xout__printf(h->o, "i %" PRIx64 " %" PRIx64, addr ? addr - 1 : 0, mod);
+    rc = outf(h, "i %" PRIx64 " %" PRIx64, addr ? addr - 1 : 0, mod);
     if (has_fn) {
-        vh_xout__printf(h->o, " %" PRIx64 " %" PRIx64 " %" PRIx64, fn, file,
-                        line > 0 ? (uint64_t)line : 0);
-        for (size_t i = 0; i < nchain; i++)
-            vh_xout__printf(h->o, " %" PRIx64 " %" PRIx64 " %" PRIx64, chain[i][0], chain[i][1],
-                            chain[i][2]);
+        rc = rc ? rc : outf(h, " %" PRIx64 " %" PRIx64 " %" PRIx64, fn, file,
+                            line > 0 ? (uint64_t)line : 0);
+        for (size_t i = 0; i < nchain && !rc; i++)
+            rc = outf(h, " %" PRIx64 " %" PRIx64 " %" PRIx64, chain[i][0], chain[i][1],
+                      chain[i][2]);
     }
-    vh_xout__write(h->o, "\n", 1);
+    rc = rc ? rc : out(h, "\n", 1);
     free(chain);
+    if (rc)
+        return rc;
     if (!(e = vh_map__insert(h->frame_ip, (uint64_t)frame_id, 0, &existed)))
         return -ENOMEM;
     e->v1 = *ip = ++h->nips;
@@ -246,7 +315,10 @@ static int stack_trace(struct ht *h, uint32_t stack_id, uint64_t *trace)
         }
         if (!existed) {
             ne->v1 = ++h->ntraces;
-            line(h->o, 't', 2, ip, parent);
+            if ((rc = line(h, 't', 2, ip, parent))) {
+                free(frames);
+                return rc;
+            }
         }
         parent = ne->v1;
     }
@@ -257,8 +329,9 @@ static int stack_trace(struct ht *h, uint32_t stack_id, uint64_t *trace)
     return 0;
 }
 
-/* A new 'a' line: its index. */
-static int new_info(struct ht *h, uint64_t size, uint64_t trace, uint64_t *idx)
+/* A new 'a' line: its index. `before_held`: the line goes before the held
+ * '+' (which is to use it). */
+static int new_info(struct ht *h, uint64_t size, uint64_t trace, uint64_t *idx, int before_held)
 {
     if (h->ninfos >= h->info_cap) {
         size_t cap = h->info_cap ? h->info_cap * 2 : 1024;
@@ -280,8 +353,12 @@ static int new_info(struct ht *h, uint64_t size, uint64_t trace, uint64_t *idx)
     h->info_size[*idx] = size;
     h->info_trace[*idx] = trace;
     h->info_twin[*idx] = NO_INFO;
-    line(h->o, 'a', 2, size, trace);
-    return 0;
+    int held = h->held;
+    if (before_held)
+        h->held = 0;
+    int rc = line(h, 'a', 2, size, trace);
+    h->held = held;
+    return rc;
 }
 
 /* The allocation info of (size, stack), writing what it needs when new. */
@@ -294,32 +371,27 @@ static int info_of(struct ht *h, uint64_t size, uint32_t stack_id, uint64_t *idx
     struct vh_map_ent *e = vh_map__insert(h->info, size, trace, &existed);
     if (!e)
         return -ENOMEM;
-    if (existed) {
+    if (existed && e->v1) {
         *idx = e->v1;
         return 0;
     }
-    if (!h->ninfos) {
-        /* the dummy at index 0 (see the top); on a real trace, so that it
-         * adds no "??" entry to heaptrack's lists */
-        uint64_t dummy;
-        if ((rc = new_info(h, 0, trace, &dummy)))
-            return rc;
-    }
-    if ((rc = new_info(h, size, trace, idx)))
+    /* new, or info 0, which only the first allocation uses (see the top) */
+    if ((rc = new_info(h, size, trace, idx, 0)))
         return rc;
-    e->v1 = *idx;
+    if ((e = vh_map__find(h->info, size, trace)))
+        e->v1 = *idx;
     return 0;
 }
 
 /* ---- events ------------------------------------------------------------------------ */
 
-static void stamp(struct ht *h, uint64_t time_ns)
+static int stamp(struct ht *h, uint64_t time_ns)
 {
     uint64_t ms = time_ns / 1000000u;
-    if (ms > h->ms) {
-        h->ms = ms;
-        line(h->o, 'c', 1, ms, 0);
-    }
+    if (ms <= h->ms)
+        return 0;
+    h->ms = ms;
+    return line(h, 'c', 1, ms, 0);
 }
 
 static int plus(struct ht *h, const struct vh_ev *ev)
@@ -332,10 +404,23 @@ static int plus(struct ht *h, const struct vh_ev *ev)
     if (!e)
         return -ENOMEM;
     e->v1 = idx;
-    line(h->o, '+', 1, idx, 0);
-    h->last_plus = idx;
+    if (h->zero_pending && h->held && h->tail_first_match &&
+        h->live_bytes + ev->size + h->info_size[0] > h->peak) {
+        /* waiting past this '+' would raise heaptrack's peak: written here
+         * it is counted temporary (the export says so) */
+        if ((rc = line(h, '-', 1, 0, 0)))
+            return rc;
+        h->zero_pending = 0;
+        h->temp_heaptrack++;
+    }
+    release(h);
+    h->held = 1;
+    h->held_idx = idx;
+    h->held_heap = ev->heap_id;
+    h->held_addr = ev->addr;
     h->allocs++;
     h->live_bytes += ev->size;
+    h->held_raised_peak = h->live_bytes > h->peak;
     if (h->live_bytes > h->peak) {
         h->peak = h->live_bytes;
         h->peak_time = ev->time;
@@ -354,23 +439,36 @@ static int minus(struct ht *h, uint32_t heap, uint64_t addr, int temporary)
     }
     uint64_t idx = e->v1;
     vh_map__remove(h->live, e);
-    if (h->last_plus == idx && !temporary) {
-        if (h->info_twin[idx] == NO_INFO) {
-            uint64_t twin;
-            if ((rc = new_info(h, h->info_size[idx], h->info_trace[idx], &twin)))
-                return rc;
-            h->info_twin[idx] = twin;
-        }
-        idx = h->info_twin[idx];
-        h->twins++;
-    }
     h->temp_vheap += temporary != 0;
-    h->temp_heaptrack += temporary && h->last_plus == idx;
-    line(h->o, '-', 1, idx, 0);
-    h->last_plus = NO_INFO;
     h->frees++;
     h->live_bytes -= h->info_size[idx];
-    return 0;
+    if (h->held && !h->tail_minus && h->held_idx == idx) {
+        /* right after a '+' of its info: heaptrack_print calls it temporary;
+         * a twin cannot help when the block is that '+''s own */
+        int own = h->held_heap == heap && h->held_addr == addr;
+        if (!temporary && idx && !own) {
+            uint64_t twin = h->info_twin[idx];
+            if (twin == NO_INFO) {
+                if ((rc = new_info(h, h->info_size[idx], h->info_trace[idx], &twin, 1)))
+                    return rc;
+                h->info_twin[idx] = twin;
+            }
+            h->held_idx = twin;
+            if ((e = vh_map__find(h->live, h->held_heap, h->held_addr)))
+                e->v1 = twin;
+            h->twins++;
+        } else {
+            h->temp_heaptrack++;   /* vheap's too, or freed by another thread */
+            h->tail_first_match = 1;
+        }
+    } else if (idx == 0) {
+        /* after a '-' heaptrack_print would call it temporary: it goes right
+         * after a '+' whose own '-' does not follow (see release) */
+        h->zero_pending = 1;
+        return 0;
+    }
+    h->tail_minus = 1;
+    return line(h, '-', 1, idx, 0);
 }
 
 static int event(struct ht *h, const struct vh_ev *ev)
@@ -388,16 +486,18 @@ static int event(struct ht *h, const struct vh_ev *ev)
         return -ENOMEM;
     h->last_tid = ev->tid;
     switch (ev->kind) {
-    case VH_EV_ALLOC:
-        stamp(h, ev->time);
-        return plus(h, ev);
-    case VH_EV_FREE:
-        stamp(h, ev->time);
-        return minus(h, ev->heap_id, ev->addr, temporary);
+    case VH_EV_ALLOC: {
+        int rc = stamp(h, ev->time);
+        return rc ? rc : plus(h, ev);
+    }
+    case VH_EV_FREE: {
+        int rc = stamp(h, ev->time);
+        return rc ? rc : minus(h, ev->heap_id, ev->addr, temporary);
+    }
     case VH_EV_RESIZE: {
         /* as heaptrack writes a realloc: '-' of the old block, '+' of the new */
-        stamp(h, ev->time);
-        int rc = minus(h, ev->heap_id, ev->addr, temporary);
+        int rc = stamp(h, ev->time);
+        rc = rc ? rc : minus(h, ev->heap_id, ev->addr, temporary);
         return rc ? rc : plus(h, ev);
     }
     case VH_EV_MOVE: {
@@ -439,17 +539,46 @@ static int rss_next(struct rss *r)
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-/* RSS samples up to `until` (inclusive). */
+/* RSS samples up to `until` (inclusive): 0, -EIO (SQLite) or -ENOMEM. */
 static int rss_until(struct ht *h, struct rss *r, uint64_t until)
 {
     while (r->have && r->time <= until) {
-        stamp(h, r->time);
-        line(h->o, 'R', 1, r->bytes > 0 ? (uint64_t)r->bytes / h->page_size : 0, 0);
+        if (stamp(h, r->time) ||
+            line(h, 'R', 1, r->bytes > 0 ? (uint64_t)r->bytes / h->page_size : 0, 0))
+            return -ENOMEM;
         h->rss_samples++;
         if (rss_next(r))
             return -EIO;
     }
     return 0;
+}
+
+/* The '-' of each block the query layer does not count as leaked
+ * (temp.vh_suppressed: libstdc++'s emergency pool), as heaptrack, which
+ * frees it at exit, writes it. */
+static int free_suppressed(struct ht *h)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = vh_export_prepare(h->x, "SELECT heap_id, address FROM main.leaks"
+                                     " WHERE (heap_id, stack_id) IN"
+                                     " (SELECT heap_id, stack_id FROM temp.vh_suppressed)",
+                               &st);
+    while (!rc && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        uint32_t heap = (uint32_t)sqlite3_column_int64(st, 0);
+        rc = vh_export_heap_on(h->x, heap)
+                 ? minus(h, heap, (uint64_t)sqlite3_column_int64(st, 1), 0)
+                 : 0;
+        if (rc == -ENOMEM)
+            oom(h);
+    }
+    if (rc == SQLITE_DONE)
+        rc = 0;
+    else if (rc > 0) {
+        vh_errorf(h->x->cmd->name, "reading the DB: %s", sqlite3_errmsg(h->x->db));
+        rc = -EIO;
+    }
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* ---- the file ------------------------------------------------------------------------ */
@@ -515,7 +644,7 @@ static void report(struct ht *h)
 
 int vh_export_heaptrack(struct vh_export *x)
 {
-    struct ht h = { .x = x, .o = x->out, .last_plus = NO_INFO, .last_tid = -1 };
+    struct ht h = { .x = x, .o = x->out, .last_tid = -1 };
     struct evstream *es = NULL;
     struct rss rss = { 0 };
     struct vh_ev ev;
@@ -555,7 +684,7 @@ int vh_export_heaptrack(struct vh_export *x)
     }
     while ((rc = evstream__next(es, &ev)) == 1) {
         if ((rc = rss_until(&h, &rss, ev.time)))
-            goto sqlerr;
+            goto rss_err;
         if ((rc = event(&h, &ev))) {
             if (rc == -ENOMEM)     /* other errors were said where they arose */
                 oom(&h);
@@ -567,12 +696,38 @@ int vh_export_heaptrack(struct vh_export *x)
         goto out;
     }
     if ((rc = rss_until(&h, &rss, UINT64_MAX)))
-        goto sqlerr;
+        goto rss_err;
+    /* heaptrack frees libstdc++'s emergency pool at exit (shadow.h) */
+    if ((rc = free_suppressed(&h)))
+        goto out;
     /* heaptrack_print's runtime is the last 'c' + 1 ms */
-    stamp(&h, x->runtime_ns);
+    if ((rc = stamp(&h, x->runtime_ns))) {
+        oom(&h);
+        goto out;
+    }
+    /* Info 0's '-' still waiting (the last '+' is matched by its own '-'):
+     * no '+' comes, so it goes before that last '+' when a '+' of another
+     * info precedes it there and that '+' did not reach the peak (it lowers
+     * heaptrack's live bytes at that one '+' only). */
+    if (h.zero_pending && h.held && h.plus_before && h.idx_before && !h.held_raised_peak) {
+        h.held = 0;
+        line(&h, '-', 1, 0, 0);
+        h.held = 1;
+        h.zero_pending = 0;
+    }
+    release(&h);
+    if (h.zero_pending) {
+        line(&h, '-', 1, 0, 0);
+        h.temp_heaptrack++;
+    }
     report(&h);
     rc = 0;
     goto out;
+rss_err:
+    if (rc == -ENOMEM) {
+        oom(&h);
+        goto out;
+    }
 sqlerr:
     vh_errorf(x->cmd->name, "reading the DB: %s", sqlite3_errmsg(x->db));
 out:
@@ -593,5 +748,6 @@ out:
     free(h.info_trace);
     free(h.info_twin);
     free(h.sbuf);
+    free(h.tail);
     return rc;
 }

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "analyze/capture.h"
+#include "analyze/cli.h"
+#include "analyze/coarse.h"
 #include "analyze/db.h"
 #include "analyze/events.h"
 #include "analyze/grow.h"
@@ -34,9 +36,6 @@
 #define HAVE_SYMBOLS 0
 #endif
 
-#ifndef VHEAP_VERSION
-#define VHEAP_VERSION "0.1"
-#endif
 
 #define MAX_HEAPS 65536u              /* ALLOC/FREE carry the heap in 16 bits */
 #define SERIES_TARGET 20000u          /* at most about this many buckets     */
@@ -216,6 +215,7 @@ struct loader {
                                           frames (see on_stack)              */
 
     uint64_t serial, records, last_time, bucket_ns;
+    uint64_t coarse_groups;            /* ticks the coarse times spread over */
     uint64_t implicit_frees, unknown_moves, unknown_records, implicit_heaps, bad_heap_records;
     uint64_t heap_reuses, missing_stacks, leaks;
     uint64_t missing_aggs;             /* counters made for undescribed ids  */
@@ -1579,18 +1579,20 @@ static void on_rss(struct loader *L, const struct vh_event *ev)
 }
 
 /* WINDOW: recording on (a = 1) or paused (0) from here on. L->windows
- * starts with one window open from time 0; the shim writes a WINDOW only on
- * a change, so a first "on" says it started paused (VHEAP_START=paused) and
- * that window never was. */
+ * starts with one window open from time 0. A process started paused
+ * (VHEAP_START=paused) writes a WINDOW 0 at its start, before any event (a
+ * fork child of a paused parent too); a first "on" says the same of a
+ * writer that wrote none: either way that first window never was. */
 static void on_window(struct loader *L, const struct vh_event *ev)
 {
     int on = ev->rec->a != 0;
 
     if (!L->windows_seen) {
         L->windows_seen = 1;
-        if (on) {
+        if (on || L->emitted == 0) {
             L->nwindows = 0;
             L->recording_off = 1;      /* paused from 0 (pause_start) */
+            L->pause_start = 0;
         }
     }
     if (on && L->recording_off) {
@@ -1754,6 +1756,7 @@ struct batch {
 
 struct feeder {
     struct capture *cap;
+    struct coarse_map *coarse;         /* NULL: times are taken as they are  */
     const char *lo, *hi;               /* the mapping                        */
     struct batch *b;                   /* NBATCH                             */
     uint64_t filled, released;         /* batches, counting from 0           */
@@ -1809,6 +1812,8 @@ static void batch_fill(struct feeder *F, struct batch *b)
 
     batch_clear(b);
     while (n < BATCH && (more = capture__next(F->cap, &b->ev[n]) == 1)) {
+        if (F->coarse)
+            b->ev[n].time = coarse__map(F->coarse, b->ev[n].time);
         if (batch_keep(F, b, &b->ev[n])) {
             F->oom = 1;
             more = 0;
@@ -1857,7 +1862,7 @@ static int feeder_start(struct feeder *F, struct capture *cap)
     F->cap = cap;
     F->lo = (const char *)capture__header(cap);
     F->hi = F->lo + capture__file_size(cap);
-    if (!(F->b = calloc(NBATCH, sizeof *F->b)))
+    if (!(F->b = calloc(NBATCH, sizeof *F->b)) || coarse__build(cap, &F->coarse))
         return -ENOMEM;
     if (pthread_mutex_init(&F->mu, NULL))
         return 0;
@@ -1934,6 +1939,8 @@ static void feeder_stop(struct feeder *F)
     }
     free(F->b);
     F->b = NULL;
+    coarse__free(F->coarse);
+    F->coarse = NULL;
 }
 
 /* ---- settling cross-thread misorders ---------------------------------------
@@ -2527,6 +2534,10 @@ static void write_meta(struct loader *L, const struct capture_stamp *cs, const c
     meta_int(L, st, "coarse_clock_ns", cs->coarse_res_ns);
     if (cs->coarse_res_ns)
         meta_int(L, st, "precise_from", cs->precise_from);   /* UINT64_MAX: -1 */
+    /* coarse times spread over their ticks (coarse.c): what charts say */
+    meta_text(L, st, "times", L->coarse_groups ? "interpolated" : "exact");
+    if (L->coarse_groups)
+        meta_int(L, st, "coarse_ticks", L->coarse_groups);
     meta_text(L, st, "loaded_at", when);
     meta_int(L, st, "records", L->records);
     meta_text(L, st, "damage", damage_count ? damage : NULL);
@@ -2557,6 +2568,8 @@ static uint64_t pick_bucket(const struct vh_capture_header *h)
 {
     static const uint64_t steps[] = { 1, 2, 5 };
     uint64_t run_ns = h->end_time > h->last_time ? h->end_time : h->last_time;
+    if (h->exact_end > run_ns)
+        run_ns = h->exact_end;
 
     for (uint64_t scale = MIN_BUCKET_NS; scale < UINT64_MAX / 10; scale *= 10)
         for (size_t i = 0; i < 3; i++)
@@ -2785,6 +2798,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         hint_slot[n] = SIZE_MAX;
     }
     L.feed = &F;
+    L.coarse_groups = coarse__groups(F.coarse);
     for (uint64_t k = 0; !L.failed; k++) {
         struct batch *b = feeder_take(&F, k);
         struct vh_event *e = b->ev;
@@ -2867,7 +2881,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         snprintf(stats->symbols, sizeof stats->symbols, "skipped");
     } else {
 #if HAVE_SYMBOLS
-        if (symbols__resolve_db(L.db, msg, sizeof msg) < 0)
+        if (symbols__resolve_db_opts(L.db, opts->symbols, msg, sizeof msg) < 0)
             snprintf(stats->symbols, sizeof stats->symbols, "%s", msg);
 #else
         snprintf(stats->symbols, sizeof stats->symbols, "no symbolizer in this build");

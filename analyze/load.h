@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct symbols_opts;
+
 struct load_opts {
     int progress;                  /* -1: when stderr is a tty, 0 no, 1 yes */
     int no_symbols;                /* skip symbolization (frames keep
@@ -18,6 +20,8 @@ struct load_opts {
     uint32_t max_missing_stacks;   /* (heap, stack, tag) counters for stack
                                       ids without a STACK record, at most;
                                       0: default (1M; tests set tiny ones)  */
+    const struct symbols_opts *symbols; /* where else to look for files
+                                      (symbols.h); NULL: nowhere else       */
 };
 
 struct load_stats {

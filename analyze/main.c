@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "analyze/cli.h"
+#include "analyze/db.h"
+#include "common/capture_format.h"
 
 extern const struct vh_command __start_vh_commands[];
 extern const struct vh_command __stop_vh_commands[];
@@ -27,7 +29,8 @@ static void overview(FILE *out)
     fputs("usage: vheap-analyze COMMAND [ARGS...]\n\n"
           "Reads vheap captures (written by LD_PRELOAD=libvheap.so) and answers\n"
           "questions about them. `vheap-analyze COMMAND --help` shows a command's\n"
-          "options and examples.\n\ncommands:\n", out);
+          "options and examples. `vheap-analyze --version` prints the version.\n"
+          "\ncommands:\n", out);
     for (size_t i = 0; i < n; i++)
         fprintf(out, "  %-10s %s\n", list[i]->name, list[i]->summary);
 }
@@ -44,6 +47,11 @@ int main(int argc, char **argv)
             return VH_EXIT_OK;
         }
         overview(stdout);
+        return VH_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        printf("vheap-analyze %s (reads capture format %u and %u, writes database schema %d)\n",
+               VHEAP_VERSION, VH_CAPTURE_VERSION_V1, VH_CAPTURE_VERSION, VH_SCHEMA_VERSION);
         return VH_EXIT_OK;
     }
     const struct vh_command *cmd = vh_command_find(argv[1]);

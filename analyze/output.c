@@ -950,3 +950,18 @@ out:
     free_all(o);
     return rc;
 }
+
+int out__object(enum out_format fmt, FILE *stream, const char *name, const struct out_col *cols,
+                size_t ncols, const struct out_val *vals)
+{
+    struct out *o = out__begin(fmt, 0, stream);
+    int rc;
+    if (!o)
+        return -ENOMEM;
+    if ((rc = out__section(o, name, OUT_OBJECT, NULL, cols, ncols)) ||
+        (rc = out__row(o, vals, NULL))) {
+        out__abort(o);
+        return rc;
+    }
+    return out__end(o);
+}

@@ -133,6 +133,11 @@ int out__end(struct out *o);
 /* Frees without rendering (error paths). */
 void out__abort(struct out *o);
 
+/* A whole document of one object (a command's closing numbers): begin, one
+ * OUT_OBJECT section `name`, one row, end. 0, or -ENOMEM / -EIO. */
+int out__object(enum out_format fmt, FILE *stream, const char *name, const struct out_col *cols,
+                size_t ncols, const struct out_val *vals);
+
 /* A growing string (cell text, exported lines). Appending never fails
  * loudly: on ENOMEM `oom` is set and later appends do nothing, so a caller
  * checks once at the end. `p` is NUL-terminated (NULL while nothing was

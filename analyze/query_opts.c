@@ -131,6 +131,17 @@ int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char 
                 return -EINVAL;
         } else if ((extra & VH_QOPT_BY_TAG) && !strcmp(a, "--by-tag")) {
             o->by_tag = 1;
+        } else if ((extra & VH_QOPT_TEMPORARY) && is_opt(a, "--temporary")) {
+            if (!(v = opt_value(cmd, "--temporary", argc, argv, &i)))
+                return -EINVAL;
+            if (!strcmp(v, "heaptrack"))
+                o->temporary = VH_TEMP_HEAPTRACK;
+            else if (!strcmp(v, "vheap"))
+                o->temporary = VH_TEMP_VHEAP;
+            else {
+                vh_errorf(cmd->name, "--temporary: '%s' is not vheap or heaptrack", v);
+                return -EINVAL;
+            }
         } else if ((extra & VH_QOPT_BY) && is_opt(a, "--by")) {
             if (!(v = opt_value(cmd, "--by", argc, argv, &i)))
                 return -EINVAL;
@@ -386,7 +397,8 @@ int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite
         vh_errorf(cmd->name, "%s", err);
         return rc;
     }
-    if ((rc = select_heaps(cmd, *db, o->heap))) {
+    if ((rc = select_heaps(cmd, *db, o->heap)) ||
+        (rc = vh_shadow_apply(cmd, *db, o->temporary))) {
         sqlite3_close(*db);
         *db = NULL;
         return rc;

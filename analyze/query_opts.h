@@ -10,12 +10,18 @@
 
 #include "analyze/cli.h"
 #include "analyze/output.h"
+#include "analyze/shadow.h"
 
 /* The --help lines of the shared options, word for word in every command. */
 #define VH_HELP_HEAP                                                               \
     "  --heap NAME      only this heap ('malloc' is the system allocator);\n"      \
     "                   NAME/* adds the heaps nested in it\n"
 #define VH_HELP_DEPTH "  --depth N        at most N frames per stack (default: all)\n"
+#define VH_HELP_TEMPORARY                                                          \
+    "  --temporary D    whose definition of a temporary allocation: vheap\n"     \
+    "                   (default: freed by its thread with nothing between) or\n"  \
+    "                   heaptrack (1.4: a free right after an allocation of the\n" \
+    "                   same size and stack, any thread or block)\n"
 #define VH_HELP_BYTES_HELP                                                         \
     "  --bytes          exact byte counts instead of 2.20K-style sizes\n"          \
     "  -h, --help       this text\n"
@@ -26,6 +32,7 @@ enum vh_qopt_extra {
     VH_QOPT_MIN_BYTES = 1u << 0,   /* --min-bytes N                          */
     VH_QOPT_BY = 1u << 1,          /* --by MEASURE                           */
     VH_QOPT_BY_TAG = 1u << 2,      /* --by-tag                               */
+    VH_QOPT_TEMPORARY = 1u << 3,   /* --temporary vheap|heaptrack            */
 };
 
 struct vh_qopts {
@@ -39,6 +46,7 @@ struct vh_qopts {
     int64_t min_bytes;             /* --min-bytes, default 0                 */
     const char *by;                /* --by, NULL if not given                */
     int by_tag;                    /* --by-tag                               */
+    enum vh_temporary temporary;   /* --temporary: whose definition          */
 };
 
 /* Parses argv (argv[0] is the command name). On a usage error prints one
@@ -70,8 +78,9 @@ int vh_qopts_parse_own(const struct vh_command *cmd, unsigned extra, const struc
                        size_t nown, int argc, char **argv, struct vh_qopts *o);
 
 /* Opens o->input read-only, loading it first if it is a capture; resolves
- * --heap into the set of heaps it chooses (below), which must not be empty.
- * Prints the error and returns -errno. */
+ * --heap into the set of heaps it chooses (below), which must not be empty;
+ * puts the shadow tables in place (shadow.h: libstdc++'s pool not leaked,
+ * --temporary). Prints the error and returns -errno. */
 int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite3 **db);
 
 // What --heap chooses (a line comment: the syntax contains a slash-star).

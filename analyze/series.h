@@ -64,6 +64,7 @@ struct vh_series {
     const uint64_t *init_slive;    /* ntop values, or NULL for zeros         */
     const struct vh_series_mark *marks;
     size_t nmarks;
+    const char *x_title;           /* what the time axis is (how exact)      */
 };
 
 /* Draws `s` into `path` (memory by stack, RSS, marks) and into

@@ -26,6 +26,8 @@
  * (libdw places those at their link-time addresses, whatever base we ask). */
 #define BASE_START (1ull << 44)
 #define BASE_GAP (1ull << 24)
+/* libdw's own, when given none: beside the file, its .debug, /usr/lib/debug */
+#define DEFAULT_DEBUGINFO_PATH ":.debug:/usr/lib/debug"
 #define MAX_WARNINGS 20
 
 enum file_state { F_UNUSED, F_OK, F_MISSING, F_REBUILT };
@@ -112,6 +114,7 @@ struct resolver {
     Dwfl *dwfl;
     Dwfl_Callbacks cb;
     char *debuginfo_path;          /* NULL: libdw's default                 */
+    const struct symbols_opts *opts;     /* NULL: none                     */
     struct sym_module *mods;
     size_t nmods;
     struct sym_file *files;
@@ -340,7 +343,7 @@ static Dwfl_Module *report_by_build_id(struct resolver *r, struct sym_file *f,
     const char *id = f->build_id;
     if (!id || strlen(id) < 4)
         return NULL;
-    const char *dirs = r->debuginfo_path ? r->debuginfo_path : "/usr/lib/debug";
+    const char *dirs = r->debuginfo_path ? r->debuginfo_path : DEFAULT_DEBUGINFO_PATH;
     char dir[4096], path[4096 + 160];
     while (*dirs) {
         size_t n = strcspn(dirs, ":");
@@ -362,51 +365,104 @@ static Dwfl_Module *report_by_build_id(struct resolver *r, struct sym_file *f,
     return NULL;
 }
 
-static void report_file(struct resolver *r, struct sym_file *f, Dwarf_Addr *base)
+/* The module just reported, if it is the file that ran: its recorded
+ * build-id matches (or none was recorded: nothing to check against) and
+ * its ELF is readable. The next file goes above it either way: it stays in
+ * the session, and modules must not overlap. */
+static enum file_state check_reported(struct resolver *r, struct sym_file *f,
+                                      Dwfl_Module *mod, Dwarf_Addr *base)
 {
-    Dwfl_Module *mod = NULL;
-    const char *why = "no file name";
-    if (f->path && f->path[0])
-        mod = report_regular(r, f->path, f->path, *base, &why);
-    if (!mod) {
-        f->why = strdup(why ? why : "cannot open");
-        mod = report_by_build_id(r, f, *base);
-    }
-    if (!mod) {
-        f->state = F_MISSING;
-        return;
-    }
-    /* The next file goes above this one, trusted or not: it stays in the
-     * session, and modules must not overlap. */
-    Dwarf_Addr start = 0, end = 0;
+    Dwarf_Addr start = 0, end = 0, bias = 0;
     dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL);
     if (end + BASE_GAP > *base)
         *base = (end + 2 * BASE_GAP - 1) & ~(BASE_GAP - 1);
     char hex[2 * 256 + 1];
     build_id_hex(mod, hex, sizeof hex);
-    /* No recorded build-id (the recorder could not read it): nothing to
-     * check against, so the file at the path is trusted. */
-    if (f->build_id && f->build_id[0] && !build_id_matches(f->build_id, hex)) {
-        f->state = F_REBUILT;
-        return;
-    }
-    Dwarf_Addr bias = 0;
+    if (f->build_id && f->build_id[0] && !build_id_matches(f->build_id, hex))
+        return F_REBUILT;
     if (!dwfl_module_getelf(mod, &bias)) {
         free(f->why);
         f->why = strdup(dwfl_errmsg(-1) ? dwfl_errmsg(-1) : "bad ELF file");
-        f->state = F_MISSING;
-        return;
+        return F_MISSING;
     }
     f->mod = mod;
     f->bias = bias;
-    f->state = F_OK;
+    return F_OK;
+}
+
+/* The places a moved file may be now (symbols_opts), then its path. */
+static size_t candidates(const struct resolver *r, const struct sym_file *f, char (*out)[4096],
+                         size_t max)
+{
+    const struct symbols_opts *o = r->opts;
+    size_t n = 0, plen = strlen(f->path);
+    for (size_t i = 0; o && i < o->nexe_paths && n + 1 < max; i++) {
+        const char *eq = strchr(o->exe_paths[i], '=');
+        size_t ol = eq ? (size_t)(eq - o->exe_paths[i]) : 0;
+        while (ol > 1 && o->exe_paths[i][ol - 1] == '/')
+            ol--;                  /* "dir/" as "dir" */
+        if (!eq || !ol || plen < ol || memcmp(f->path, o->exe_paths[i], ol) ||
+            (f->path[ol] && f->path[ol] != '/'))
+            continue;
+        if (snprintf(out[n], sizeof out[n], "%s%s", eq + 1, f->path + ol) < (int)sizeof out[n])
+            n++;
+    }
+    const char *name = strrchr(f->path, '/');
+    name = name ? name + 1 : f->path;
+    for (size_t i = 0; o && *name && i < o->nsearch_dirs && n + 1 < max; i++)
+        if (snprintf(out[n], sizeof out[n], "%s/%s", o->search_dirs[i], name) <
+            (int)sizeof out[n])
+            n++;
+    snprintf(out[n++], sizeof out[0], "%s", f->path);
+    return n;
+}
+
+static void report_file(struct resolver *r, struct sym_file *f, Dwarf_Addr *base)
+{
+    char paths[16][4096];
+    const char *why = "no file name";
+    int rebuilt = 0;
+    size_t n = f->path && f->path[0] ? candidates(r, f, paths, 16) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *w = NULL;
+        Dwfl_Module *mod = report_regular(r, f->path, paths[i], *base, &w);
+        if (!mod) {
+            if (i == n - 1)        /* the recorded path's reason is the one told */
+                why = w;
+            continue;
+        }
+        enum file_state st = check_reported(r, f, mod, base);
+        if (st == F_OK) {
+            f->state = F_OK;
+            return;
+        }
+        rebuilt |= st == F_REBUILT;
+    }
+    if (!rebuilt)
+        f->why = strdup(why ? why : "cannot open");
+    Dwfl_Module *mod = rebuilt ? NULL : report_by_build_id(r, f, *base);
+    f->state = mod ? check_reported(r, f, mod, base) : rebuilt ? F_REBUILT : F_MISSING;
 }
 
 static int open_session(struct resolver *r)
 {
+    /* VHEAP_DEBUGINFO_PATH and the search directories come before libdw's
+     * default directories, not instead of them */
     const char *env = getenv("VHEAP_DEBUGINFO_PATH");
-    if (env && *env && !(r->debuginfo_path = strdup(env)))
-        return oom(r);
+    const struct symbols_opts *o = r->opts;
+    if ((env && *env) || (o && o->nsearch_dirs)) {
+        size_t len = sizeof DEFAULT_DEBUGINFO_PATH + (env ? strlen(env) + 1 : 0);
+        for (size_t i = 0; o && i < o->nsearch_dirs; i++)
+            len += strlen(o->search_dirs[i]) + 1;
+        if (!(r->debuginfo_path = malloc(len)))
+            return oom(r);
+        char *p = r->debuginfo_path;
+        if (env && *env)
+            p += sprintf(p, "%s:", env);
+        for (size_t i = 0; o && i < o->nsearch_dirs; i++)
+            p += sprintf(p, "%s:", o->search_dirs[i]);
+        strcpy(p, DEFAULT_DEBUGINFO_PATH);
+    }
     r->cb.find_elf = dwfl_build_id_find_elf;
     r->cb.find_debuginfo = dwfl_standard_find_debuginfo;
     r->cb.section_address = dwfl_offline_section_address;
@@ -1174,7 +1230,13 @@ static void warn_untrusted(struct resolver *r)
 
 int symbols__resolve_db(sqlite3 *db, char *err, size_t errlen)
 {
-    struct resolver r = {.db = db, .err = err, .errlen = errlen};
+    return symbols__resolve_db_opts(db, NULL, err, errlen);
+}
+
+int symbols__resolve_db_opts(sqlite3 *db, const struct symbols_opts *o, char *err,
+                             size_t errlen)
+{
+    struct resolver r = {.db = db, .err = err, .errlen = errlen, .opts = o};
     int rc, in_savepoint = 0;
     if (errlen)
         err[0] = '\0';

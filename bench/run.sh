@@ -13,6 +13,8 @@
 # the median of that fraction taken within each repetition (this machine's
 # other guests slow all three runs of a repetition alike). Environment:
 #   BENCH_REPS=7            repetitions of each (workload, mode)
+#   BENCH_SAMPLE=512KiB     the rate of the sampled mode (VHEAP_SAMPLE); 0: no
+#                           sampled column
 #   BENCH_WORKLOADS="malloc_mt python_json sqlite compileall"   a subset, in this order
 #   BENCH_HEAPTRACK=raw     raw: `heaptrack -r` (record only; heaptrack_interpret
 #                           runs afterwards, outside the timed run); full: plain
@@ -176,6 +178,13 @@ run_one() {
         for f in "$tmp/ht.$_wl.$_rep".*; do
             [ -f "$f" ] && _cap=$((_cap + $(stat -c %s "$f")))
         done ;;
+    sampled)
+        launch "$_wl" env LD_PRELOAD="$lib" VHEAP_OUT="$tmp/vs.$_wl.$_rep.%p.vhcap" VHEAP_QUIET=1 \
+            VHEAP_SAMPLE="$sample" "$stamp" res || true
+        for f in "$tmp/vs.$_wl.$_rep".*.vhcap; do
+            [ -f "$f" ] && _cap=$((_cap + $(stat -c %s "$f")))
+        done
+        rm -f "$tmp/vs.$_wl.$_rep".* ;;
     vheap)
         launch "$_wl" env LD_PRELOAD="$lib" VHEAP_OUT="$tmp/vh.$_wl.$_rep.%p.vhcap" VHEAP_QUIET=1 \
             "$stamp" res || true
@@ -204,6 +213,8 @@ run_one() {
 modes=bare
 [ $have_heaptrack = 1 ] && modes="$modes heaptrack"
 [ $have_vheap = 1 ] && modes="$modes vheap"
+sample=${BENCH_SAMPLE:-512KiB}
+[ $have_vheap = 1 ] && [ "$sample" != 0 ] && modes="$modes sampled"
 : >results
 : >vhstat
 
@@ -270,6 +281,33 @@ say "sensitive to other load on the machine; heaptrack's zstd/interpreter exclud
 ratio_table cpu
 [ "$htmode" = raw ] && say "(heaptrack -r: records in-process exactly as plain heaptrack does, but" \
     "symbolizes later; plain heaptrack would also run heaptrack_interpret on the same 2 CPUs)"
+
+if [ $have_vheap = 1 ] && [ "$sample" != 0 ]; then
+    say ""
+    say "Sampled recording (VHEAP_SAMPLE=$sample): CPU seconds, overhead against bare as the"
+    say "median over repetitions of (sampled - bare) / bare (target <= 0.02), and the capture:"
+    printf '%-12s %8s %8s %9s %12s %14s\n' workload bare sampled overhead "capture" "capture/s"
+    for w in $wls; do
+        ov=$(awk -v w="$w" '$1 == w && $8 == 0 { v[$3 "," $2] = $5 + $6; rep[$3] = 1 }
+            END { for (r in rep) { b = v[r ",bare"]; s = v[r ",sampled"]
+                  if (b != "" && s != "" && b > 0) print (s - b) / b } }' results | median)
+        awk -v w="$w" -v b="$(col "$w" bare cpu | median)" -v s="$(col "$w" sampled cpu | median)" \
+            -v o="$ov" -v c="$(col "$w" sampled 9 | median)" -v t="$(col "$w" sampled 4 | median)" 'BEGIN {
+            printf "%-12s %8s %8s %9s %12s %14s\n", w, b, s,
+                o == "-" ? "-" : sprintf("%.3f %s", o, o <= 0.02 ? "ok" : "OVER"),
+                c == "-" ? "-" : sprintf("%.1f MB", c / 1e6),
+                (c == "-" || t == "-" || t <= 0) ? "-" : sprintf("%.2f MB/s", c / t / 1e6) }'
+    done
+    # The bound of issue 17: a program making 1M allocations a second for an
+    # hour, from malloc_mt's own count of its calls and its sampled capture.
+    calls=$(sed -n 's/^malloc_mt: .* allocs=\([0-9]*\) reallocs=\([0-9]*\).*/\1 \2/p' out.malloc_mt \
+            2>/dev/null | awk '{ print $1 + $2 }' | head -n 1)
+    cap=$(col malloc_mt sampled 9 | median)
+    [ -n "$calls" ] && [ "$cap" != "-" ] && awk -v n="$calls" -v c="$cap" 'BEGIN {
+        printf "  1M allocations/s of malloc_mt'"'"'s sizes for an hour, sampled: about %.0f MB" \
+               " (%.2f bytes of capture a call: %d calls, %.1f MB; the capture grows with the bytes" \
+               " allocated, about 1/rate samples a byte)\n", c / n * 3.6e9 / 1e6, c / n, n, c / 1e6 }'
+fi
 
 say ""
 say "Every run, wall seconds (run order within a repetition rotates):"

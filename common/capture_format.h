@@ -108,7 +108,13 @@ struct vh_capture_header {
     char ctl_mark[64];
     uint32_t recording;            /* atomic                                 */
     uint32_t reserved32b;
-    uint8_t reserved[VH_HEADER_SIZE - 264 - VH_EXE_MAX - VH_ARGV_MAX];
+    uint8_t reserved[VH_HEADER_SIZE - 272 - VH_EXE_MAX - VH_ARGV_MAX];
+    /* The header's last 8 bytes (new fields take reserved from its front):
+     * CLOCK_MONOTONIC at the END record, exact (ns since start), whatever
+     * clock the records used; 0: not written (no clean end, older writer).
+     * With coarse times a short run may fit in one tick: the reader spreads
+     * the coarse times over the real span (docs/capture-format.md). */
+    uint64_t exact_end;            /* atomic                                 */
 };
 
 struct vh_chunk_header {
@@ -306,6 +312,7 @@ _Static_assert(offsetof(struct vh_capture_header, sample_rate) == 3248 &&
                    offsetof(struct vh_capture_header, ctl_mark) == 3264 &&
                    offsetof(struct vh_capture_header, recording) == 3328,
                "header fields as docs/capture-format.md places them");
+_Static_assert(offsetof(struct vh_capture_header, exact_end) == VH_HEADER_SIZE - 8, "exact_end");
 _Static_assert(sizeof(struct vh_chunk_header) == 32, "chunk header");
 _Static_assert(sizeof(struct vh_rec_hdr) == 8, "record header");
 _Static_assert(sizeof(struct vh_rec_time) == 16, "time record");

@@ -27,6 +27,7 @@
 
 struct heap_slot {
     uint32_t live;                 /* atomic: read without the lock          */
+    uint32_t sampled;              /* atomic: its blocks in the sampled set  */
     uint16_t parent, first_child, next_sibling, pad;
     uint64_t base, size;
     char name[HEAP_NAME];
@@ -225,6 +226,7 @@ static int heap_create_locked(struct vh_tls *t, const char *name, int parent, vo
     if (parent && !h->parent)
         bad_heap("vheap_heap_create (parent)", parent);
     h->first_child = 0;
+    __atomic_store_n(&h->sampled, 0, __ATOMIC_RELAXED);
     h->next_sibling = h->parent ? heaps[h->parent].first_child : 0;
     if (h->parent)
         heaps[h->parent].first_child = (uint16_t)id;
@@ -236,6 +238,45 @@ static int heap_create_locked(struct vh_tls *t, const char *name, int parent, vo
     __atomic_store_n(&h->live, 1, __ATOMIC_RELEASE);
     put_heap_create(t, id, h, name ? name : "", len, vh_now());
     return (int)id;
+}
+
+/* Sweeps of the sampled set for the custom heaps (sample.c): the keys of
+ * destroyed heaps go, those in a freed range go, those in a moved range
+ * move. Without them, keys left behind would fill the set (Vere pops a
+ * road per event). Under api_lock. */
+static uint64_t sweep_dead(uint64_t key, void *arg)
+{
+    (void)arg;
+    uint32_t h = (uint32_t)(key >> 48);
+    return h && !__atomic_load_n(&heaps[h].live, __ATOMIC_RELAXED) ? 0 : key;
+}
+
+struct sweep_range {
+    uint16_t heap;
+    uint64_t from, to, len;
+    int move;
+};
+
+static uint64_t sweep_range(uint64_t key, void *arg)
+{
+    const struct sweep_range *r = arg;
+    uint64_t a = key & ((1ull << 48) - 1);
+    if ((uint16_t)(key >> 48) != r->heap || a - r->from >= r->len)
+        return key;
+    if (!r->move) {
+        __atomic_fetch_sub(&heaps[r->heap].sampled, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return vh_sample_key(r->heap, a - r->from + r->to);
+}
+
+/* The sampled blocks the heap tree `id` holds (before its release). */
+static uint64_t tree_sampled(uint32_t id)
+{
+    uint64_t n = __atomic_load_n(&heaps[id].sampled, __ATOMIC_RELAXED);
+    for (uint32_t c = heaps[id].first_child; c; c = heaps[c].next_sibling)
+        n += tree_sampled(c);
+    return n;
 }
 
 static int api_heap_create(const char *name, int parent, void *base, size_t size)
@@ -294,7 +335,10 @@ static void api_heap_destroy(int heap)
             /* One record: the reader frees the nested heaps' blocks too. */
             now = vh_now();
             vh_record_time(t, VH_REC_HEAP_DESTROY, (uint16_t)heap, 0, now);
+            int sweep = vh_sample_rate && tree_sampled((uint32_t)heap);
             heap_release_tree((uint32_t)heap);
+            if (sweep)
+                vh_sampled_sweep(sweep_dead, NULL);
         } else {
             bad_heap("vheap_heap_destroy", heap);
         }
@@ -306,6 +350,41 @@ static void api_heap_destroy(int heap)
 /* ---- blocks -------------------------------------------------------------------- */
 /* Records an allocation in `heap` with the caller's stack (the unwinder drops
  * every leading frame inside libvheap: the first frame is the caller's). */
+/* Under sampling: whether this allocation or resize is recorded, the set
+ * kept (sample.c). */
+static int sampled_block(struct vh_tls *t, int heap, unsigned type, const void *p, size_t size)
+{
+    uint64_t key = vh_sample_key((uint16_t)heap, (uintptr_t)p);
+    if (type == VH_REC_RESIZE) {
+        if (!vh_sampled_take(key))
+            return 0;
+        if (vh_sampled_add(key))
+            return 1;
+        __atomic_fetch_sub(&heaps[heap].sampled, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    if (!vh_sampled(t, size))
+        return 0;
+    if (p && !vh_sampled_add(key)) {
+        vh_dropped();
+        return 0;
+    }
+    if (p)
+        __atomic_fetch_add(&heaps[heap].sampled, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* A sampled block of `heap` leaves the set: 1 if it was there. */
+static int sampled_take(int heap, const void *p)
+{
+    if (!vh_sampled_take(vh_sample_key((uint16_t)heap, (uintptr_t)p)))
+        return 0;
+    __atomic_fetch_sub(&heaps[heap].sampled, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+
+
 static void block_alloc(int heap, unsigned func, unsigned type, unsigned flags,
                         const void *p, size_t size, size_t usable)
 {
@@ -315,6 +394,12 @@ static void block_alloc(int heap, unsigned func, unsigned type, unsigned flags,
         return;
     uint64_t now = 0;
     if (heap_live(heap)) {
+        /* Sampling, as the malloc hooks do: an in-place resize is recorded
+         * when its block was sampled, an allocation when its size is. */
+        if (vh_unlikely(vh_sample_rate) && !sampled_block(t, heap, type, p, size)) {
+            api_leave(t, g, now);
+            return;
+        }
         uint32_t stack = vh_stack_here(t);
         now = vh_now();
         if (!p)
@@ -335,6 +420,10 @@ static void block_free(int heap, unsigned func, unsigned flags, const void *p)
         return;
     uint64_t now = 0;
     if (heap_live(heap)) {
+        if (vh_unlikely(vh_sample_rate) && !sampled_take(heap, p)) {
+            api_leave(t, g, now);
+            return;
+        }
         now = vh_now();
         vh_record_free(t, (uint16_t)heap, func, flags, (uintptr_t)p, now);
     } else {
@@ -386,6 +475,16 @@ static void api_move(int heap, const void *from, const void *to)
         return;
     uint64_t now = 0;
     if (heap_live(heap)) {
+        if (vh_unlikely(vh_sample_rate)) {   /* a sampled block moves in the set */
+            if (!sampled_take(heap, from)) {
+                api_leave(t, g, now);
+                return;
+            }
+            if (!vh_sampled_add(vh_sample_key((uint16_t)heap, (uintptr_t)to)))
+                vh_dropped();      /* its free will not be recorded */
+            else
+                __atomic_fetch_add(&heaps[heap].sampled, 1, __ATOMIC_RELAXED);
+        }
         now = vh_now();
         put_move(t, (uint16_t)heap, (uintptr_t)from, (uintptr_t)to, now);
     } else {
@@ -395,6 +494,11 @@ static void api_move(int heap, const void *from, const void *to)
 }
 
 /* ---- marks and tags ------------------------------------------------------------- */
+void vh_api_mark(struct vh_tls *t, const char *label)
+{
+    put_label(t, VH_REC_MARK, 0, label, text_len(label), vh_now());
+}
+
 static void api_mark(const char *label)
 {
     struct vh_tls *t = &vh_tls;
@@ -670,6 +774,15 @@ static void api_range(int heap, unsigned op, const void *from, const void *to, s
         return;
     r = heap_rec_begin(t, heap, op == VH_RANGE_MOVE ? "vheap_move_range" : "vheap_free_range",
                        VH_REC_RANGE, (uint8_t)op, sizeof *r, &now);
+    if (vh_sample_rate && heap_live(heap) &&
+        __atomic_load_n(&heaps[heap].sampled, __ATOMIC_RELAXED)) {
+        struct sweep_range sr = { .heap = (uint16_t)heap, .from = (uintptr_t)from,
+                                  .to = (uintptr_t)to, .len = len,
+                                  .move = op == VH_RANGE_MOVE };
+        vh_lock(&api_lock);
+        vh_sampled_sweep(sweep_range, &sr);
+        vh_unlock(&api_lock);
+    }
     if (r) {
         r->time = now;
         r->from = (uintptr_t)from;

@@ -487,6 +487,8 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     h->unwind = vh_opt.unwind;
     h->exec_generation = (uint32_t)gen;
     h->coarse_res_ns = vh_clock_coarse_res();
+    h->sample_rate = vh_sample_rate;
+    h->recording = 1;
     h->precise_from = h->coarse_res_ns ? UINT64_MAX : 0;
     if (forked) {
         h->flags |= VH_HDR_FORKED;
@@ -716,6 +718,8 @@ void vh_capture_end(void)
         return;
     vh_rss_sample(t);              /* a last RSS sample */
     uint64_t now = vh_now();
+    /* exact, for a coarse-clock run that fit in a tick or two */
+    __atomic_store_n(&h->exact_end, vh_mono_ns() - vh_cap.start_mono, __ATOMIC_RELEASE);
     vh_record_time(t, VH_REC_END, 0, 0, now);
     __atomic_store_n(&h->end_time, now, __ATOMIC_RELEASE);
     __atomic_store_n(&h->last_time, now, __ATOMIC_RELEASE);

@@ -8,7 +8,9 @@
  * memory, inside dl_iterate_phdr so the object cannot go away meanwhile),
  * caches it in a process-wide table, and walks with a few loads per frame.
  * A return address at the signal trampoline is stepped through by reading
- * the interrupted registers the kernel saved (sigframe.h). Anything else
+ * the interrupted registers the kernel saved (sigframe.h); one without any
+ * DWARF rule (no FDE covers it, or no object) by the frame pointer
+ * (FP_RULE). Anything else
  * (DWARF expressions, missing tables, a stack we do not know) makes the walk
  * return -1 and the caller uses libunwind for that stack. Every read of the
  * stack is checked against the bounds of the stack being walked.
@@ -61,6 +63,15 @@ static inline uint64_t pack(unsigned kind, unsigned rbp_how, int rbp_off, unsign
 #define RULE_RBX_OFF(r) ((uint64_t)(int64_t)(int16_t)((r) >> 24))
 #define RULE_CFA_OFF(r) ((r) >> 40)
 #define END_RULE pack(R_END, 0, 0, 0, 0, 0)
+/* Where DWARF has no rule for an address — code without .eh_frame, such as
+ * V8's builtins embedded in node, or JIT code outside any object — the
+ * frame pointer chain: CFA = rbp + 16, the return address below it, the
+ * caller's rbp at CFA - 16 (what such code keeps; libunwind does the same).
+ * The walk's checks still hold: every CFA above the last, inside the stack
+ * (a frame that does not keep rbp ends the walk there, or adds one wrong
+ * frame where rbp happens to point up the stack). An address whose FDE
+ * says the return address is undefined (_start, clone) still ends it. */
+#define FP_RULE pack(R_RBP, S_AT, -16, S_LOST, 0, 16)
 
 int vh_cfi_init(void)
 {
@@ -526,7 +537,7 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
             hi = mid;
     }
     if (base + (int64_t)table[2 * lo] > q->ip) {
-        q->rule = END_RULE;      /* before any FDE: no info */
+        q->rule = FP_RULE;       /* before any FDE: no info */
         return 1;
     }
     /* The FDE. .eh_frame follows the header in the same segment; bound the
@@ -555,7 +566,7 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (f.bad)
         return 1;
     if (q->ip < start || q->ip >= start + range) {
-        q->rule = END_RULE;      /* a gap without unwind info */
+        q->rule = FP_RULE;       /* a gap without unwind info */
         return 1;
     }
     if (c.has_aug_data) {
@@ -593,7 +604,7 @@ static uint64_t compute_rule(uint64_t ip)
 {
     struct query q = { ip, END_RULE, 0 };
     dl_iterate_phdr(rule_cb, &q);
-    return q.found ? q.rule : END_RULE;   /* not in any object */
+    return q.found ? q.rule : FP_RULE;    /* not in any object: JIT code */
 }
 
 static VH_NOINLINE uint64_t lookup_shared(uint64_t ip, uint64_t key)

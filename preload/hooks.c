@@ -60,6 +60,11 @@ void vh_record_value(struct vh_tls *t, uint8_t type, uint64_t value, uint64_t ti
 VH_ALWAYS_INLINE void note_alloc(struct vh_tls *t, unsigned func, void *p, uint64_t size,
                                  uint32_t stack)
 {
+    /* Sampling: the block's free is recorded only if it is in the set. */
+    if (vh_unlikely(vh_sample_rate) && p && !vh_sampled_add((uintptr_t)p)) {
+        vh_dropped();
+        return;
+    }
     uint64_t usable = vh_usable_of(p);
     uint64_t now = vh_now();
     put_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, p ? 0 : VH_RF_FAILED, (uintptr_t)p,
@@ -121,11 +126,26 @@ static void *boot_realloc(void *p, size_t n)
             return passthrough;                                                \
     } while (0)
 
+/* An allocation of `size` the sampling leaves out (sample.c) goes straight
+ * to the real allocator: no walk, no record. */
+#define SAMPLED_OR(t, size, passthrough)                                       \
+    do {                                                                       \
+        if (vh_unlikely(vh_sample_rate) && !vh_sampled(t, size))               \
+            return passthrough;                                                \
+    } while (0)
+
+/* A free of a block the sampling left out: not recorded. */
+VH_ALWAYS_INLINE int unsampled_free(void *p)
+{
+    return vh_unlikely(vh_sample_rate) && !vh_sampled_take((uintptr_t)p);
+}
+
 /* ---- the malloc family -------------------------------------------------------------- */
 VH_EXPORT void *malloc(size_t size)
 {
     struct vh_tls *t = &vh_tls;
     ENTER_OR(t, pass_malloc(size));
+    SAMPLED_OR(t, size, pass_malloc(size));
     uint8_t g = t->guard;
     t->guard = VH_G_REAL;
     void *p = vh_real.malloc(size);
@@ -146,7 +166,7 @@ VH_EXPORT void free(void *p)
     if (vh_unlikely(vh_boot_owns(p)))
         return;
     struct vh_tls *t = &vh_tls;
-    if (vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t)) {
+    if ((vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t)) || unsampled_free(p)) {
         pass_free(p);
         return;
     }
@@ -169,6 +189,7 @@ VH_EXPORT void *calloc(size_t n, size_t each)
     uint64_t size;
     if (__builtin_mul_overflow((uint64_t)n, (uint64_t)each, &size))
         size = UINT64_MAX;         /* recorded as a failed request that big */
+    SAMPLED_OR(t, size, pass_calloc(n, each));
     uint8_t g = t->guard;
     t->guard = VH_G_REAL;
     void *p = vh_real.calloc(n, each);
@@ -215,8 +236,8 @@ VH_ALWAYS_INLINE void note_resize(struct vh_tls *t, unsigned func, void *p, void
  * exit; *err gets the errno the real call left). realloc(NULL, n) is an
  * allocation. Otherwise the free half is stamped before the real call: the
  * old block may be handed to another thread the moment realloc releases it. */
-VH_ALWAYS_INLINE void *realloc_recorded(struct vh_tls *t, unsigned func, void *p, size_t size,
-                                        int *err)
+VH_ALWAYS_INLINE void *realloc_all(struct vh_tls *t, unsigned func, void *p, size_t size,
+                                   int *err)
 {
     void *q;
     if (!p) {
@@ -237,6 +258,53 @@ VH_ALWAYS_INLINE void *realloc_recorded(struct vh_tls *t, unsigned func, void *p
     *err = *vh_errno_loc(t);
     note_resize(t, func, p, q, size, stack, t_free, 1);
     return q;
+}
+
+/* Under sampling (guard BUSY on entry and exit): the old block is known
+ * only if it was sampled, the new one is recorded only if its size is
+ * sampled now. */
+static VH_NOINLINE void *realloc_sampled(struct vh_tls *t, unsigned func, void *p, size_t size,
+                                         int *err)
+{
+    int was = p && vh_sampled_take((uintptr_t)p);
+    int now = vh_sampled(t, size);
+    void *q;
+    if (!was && !now) {            /* neither block is in the capture */
+        q = vh_real.realloc(p, size);
+        *err = *vh_errno_loc(t);
+        return q;
+    }
+    if (!was) {                    /* a block new to the capture */
+        q = vh_real.realloc(p, size);
+        *err = *vh_errno_loc(t);
+        if (q || size)
+            note_alloc(t, func, q, size, vh_stack_here(t));
+        return q;
+    }
+    if (!now) {                    /* the old block leaves the capture */
+        uint64_t t_free = vh_now();
+        q = vh_real.realloc(p, size);
+        *err = *vh_errno_loc(t);
+        if (q || size == 0)
+            put_free(t, VH_HEAP_SYSTEM, func, q ? VH_RF_REALLOC : 0, (uintptr_t)p, t_free);
+        else
+            vh_sampled_add((uintptr_t)p);   /* failed: the old block stays */
+        return q;
+    }
+    q = realloc_all(t, func, p, size, err);
+    if (q)
+        vh_sampled_add((uintptr_t)q);
+    else if (size)
+        vh_sampled_add((uintptr_t)p);       /* failed: the old block stays */
+    return q;
+}
+
+VH_ALWAYS_INLINE void *realloc_recorded(struct vh_tls *t, unsigned func, void *p, size_t size,
+                                        int *err)
+{
+    if (vh_unlikely(vh_sample_rate))
+        return realloc_sampled(t, func, p, size, err);
+    return realloc_all(t, func, p, size, err);
 }
 
 VH_EXPORT void *realloc(void *p, size_t size)
@@ -294,6 +362,8 @@ VH_EXPORT int posix_memalign(void **out, size_t align, size_t size)
         *out = p;
         return 0;
     }
+    if (vh_unlikely(vh_sample_rate) && !vh_sampled(t, size))
+        return real(out, align, size);
     uint8_t g = t->guard;
     int e = *vh_errno_loc(t);
     t->guard = VH_G_REAL;
@@ -312,6 +382,7 @@ VH_EXPORT int posix_memalign(void **out, size_t align, size_t size)
     {                                                                         \
         struct vh_tls *t = &vh_tls;                                           \
         ENTER_OR(t, pass);                                                    \
+        SAMPLED_OR(t, sizeexpr, pass);                                        \
         uint8_t g = t->guard;                                                 \
         t->guard = VH_G_REAL;                                                 \
         void *p = call;                                                       \
@@ -417,6 +488,7 @@ VH_EXPORT void *mallocx(size_t size, int flags)
     if (!vh_real.malloc)
         vh_resolve_real();
     ENTER_OR(t, call_mallocx(size, flags));
+    SAMPLED_OR(t, size, call_mallocx(size, flags));
     uint8_t g = t->guard;
     t->guard = VH_G_REAL;
     void *p = call_mallocx(size, flags);
@@ -436,6 +508,13 @@ VH_EXPORT void *rallocx(void *p, size_t size, int flags)
     if (vh_unlikely(vh_boot_owns(p)))
         return boot_realloc(p, size);
     ENTER_OR(t, call_rallocx(p, size, flags));
+    /* Sampling: recorded when the old block was sampled or the new size
+     * is (an old block that was not reads as an unknown free). */
+    if (vh_unlikely(vh_sample_rate)) {
+        int was = vh_sampled_take((uintptr_t)p), now = vh_sampled(t, size);
+        if (!was && !now)
+            return call_rallocx(p, size, flags);
+    }
     uint8_t g = vh_busy(t);
     int e = *vh_errno_loc(t);
     uint32_t stack = vh_stack_here(t);
@@ -444,6 +523,8 @@ VH_EXPORT void *rallocx(void *p, size_t size, int flags)
     void *q = call_rallocx(p, size, flags);
     e = *vh_errno_loc(t);
     note_resize(t, VH_FN_RALLOCX, p, q, size, stack, t_free, 0);
+    if (vh_unlikely(vh_sample_rate))
+        vh_sampled_add((uintptr_t)(q ? q : p));
     vh_unbusy(t, g);
     *vh_errno_loc(t) = e;
     return q;
@@ -457,6 +538,11 @@ VH_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
     if (vh_unlikely(vh_boot_owns(p)))
         return vh_boot_usable(p);
     ENTER_OR(t, call_xallocx(p, size, extra, flags));
+    if (vh_unlikely(vh_sample_rate)) {
+        if (!vh_sampled_take((uintptr_t)p))
+            return call_xallocx(p, size, extra, flags);
+        vh_sampled_add((uintptr_t)p);       /* it stays: in place */
+    }
     uint8_t g = t->guard;
     int e = *vh_errno_loc(t);
     t->guard = VH_G_REAL;
@@ -483,7 +569,7 @@ VH_ALWAYS_INLINE void free_x(void *p, size_t size, int flags, int sized)
     struct vh_tls *t = &vh_tls;
     if (!vh_real.malloc)
         vh_resolve_real();
-    if (vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t)) {
+    if ((vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t)) || unsampled_free(p)) {
         call_dallocx(p, size, flags, sized);
         return;
     }

@@ -255,6 +255,11 @@ VH_ALWAYS_INLINE void call_delete(enum cxx_op op, void *p, size_t size, size_t a
  * Called at the guard the hook was entered with; keeps errno. */
 VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_t size)
 {
+    /* Sampling: the block's delete is recorded only if it is in the set. */
+    if (vh_unlikely(vh_sample_rate) && p && !vh_sampled_add((uintptr_t)p)) {
+        vh_dropped();
+        return;
+    }
     uint8_t g = t->guard;
     int e = *vh_errno_loc(t);
     (void)vh_busy(t);
@@ -300,7 +305,8 @@ VH_ALWAYS_INLINE void *new_hook(enum cxx_op op, size_t size, size_t align, const
     /* Not recorded (nested in another real operator, or not recording):
      * still run with own raised, so what the real one calls is not counted
      * a second time as nested or dropped. */
-    int record = vh_likely(vh_fast_ok(t)) || vh_enter_slow(t);
+    int record = (vh_likely(vh_fast_ok(t)) || vh_enter_slow(t)) &&
+                 (vh_likely(!vh_sample_rate) || vh_sampled(t, size));
     void *p;
     {
         struct new_call c __attribute__((cleanup(new_call_end))) = {
@@ -324,7 +330,8 @@ VH_ALWAYS_INLINE void delete_hook(enum cxx_op op, void *p, size_t size, size_t a
     if (!p || vh_unlikely(vh_boot_owns(p)))
         return;
     struct vh_tls *t = &vh_tls;
-    if (vh_likely(vh_fast_ok(t)) || vh_enter_slow(t)) {
+    if ((vh_likely(vh_fast_ok(t)) || vh_enter_slow(t)) &&
+        (vh_likely(!vh_sample_rate) || vh_sampled_take((uintptr_t)p))) {
         /* Stamped before the real delete: the block may be another
          * thread's the moment it returns. */
         uint8_t g = t->guard;

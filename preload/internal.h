@@ -32,7 +32,10 @@ struct vh_options {
     uint64_t rss_interval_ns;      /* VHEAP_RSS_INTERVAL (ms), 0 = off      */
     uint32_t allow_setuid;         /* VHEAP_ALLOW_SETUID                     */
     uint32_t clock;                /* VHEAP_CLOCK: enum vh_clock_choice     */
+    uint64_t sample;               /* VHEAP_SAMPLE bytes, 0 = every call    */
+    uint32_t start;                /* VHEAP_START: enum vh_start_choice     */
 };
+enum vh_start_choice { VH_START_ON = 0, VH_START_PAUSED = 1 };
 enum vh_clock_choice { VH_CLOCK_AUTO = 0, VH_CLOCK_PRECISE = 1 };
 extern struct vh_options vh_opt;
 /* Reads every VHEAP_* variable from `environ` (no allocation); a bad value
@@ -143,6 +146,8 @@ struct vh_tls {
     uint32_t tid;
     uint64_t deferred;             /* signals (bit sig-1) held back while
                                       guard was BUSY (signals.c)            */
+    int64_t sample_left;           /* sample.c: bytes to the next sample    */
+    uint64_t rng;                  /* sample.c: its random state, 0 = none  */
     uintptr_t busy_sp;             /* frame that last raised guard to BUSY */
     struct vh_chunk_header *chunk; /* chunk this thread appends to         */
     char *pos, *end;               /* next record / end of that chunk      */
@@ -195,6 +200,8 @@ enum vh_mode {
     VH_MODE_ON,                    /* recording                              */
     VH_MODE_DROP,                  /* capture disabled: count, don't record  */
     VH_MODE_OFF,                   /* no capture at all: pass through        */
+    VH_MODE_PAUSED,                /* capture kept, recording paused (ctl):
+                                      pass through, watch the header's ctl  */
 };
 /* The mode lives in a page the kernel zeroes in every child (MADV_WIPEONFORK):
  * a child made by any fork, glibc's or a raw fork/clone system call that
@@ -492,6 +499,37 @@ VH_ALWAYS_INLINE uint64_t vh_now(void)
     return vh_now_slow();
 }
 
+/* ---- sampling (sample.c) ------------------------------------------------- */
+extern uint64_t vh_sample_rate;    /* 0: every call is recorded              */
+int vh_sample_init(uint64_t rate);
+void vh_sample_fork_child(void);
+/* The set of sampled blocks, by key (vh_sample_key): add says 0 when it
+ * has no room (the allocation is then not recorded, counted as dropped);
+ * take says whether the key was there, and removes it. */
+int vh_sampled_add(uint64_t key);
+int vh_sampled_take(uint64_t key);
+VH_NOINLINE int vh_sample_due(struct vh_tls *t);
+/* Every key in the set through fn: the key back keeps it, 0 drops it,
+ * another key moves it there (api.c: destroyed heaps, ranges). Slow: a
+ * pass over the whole set; called only when the heaps concerned hold
+ * sampled blocks. */
+void vh_sampled_sweep(uint64_t (*fn)(uint64_t key, void *arg), void *arg);
+
+VH_ALWAYS_INLINE uint64_t vh_sample_key(uint16_t heap, uint64_t addr)
+{
+    return addr ^ ((uint64_t)heap << 48);
+}
+
+/* Whether an allocation of `size` bytes is sampled: the byte countdown,
+ * a subtraction and a branch. */
+VH_ALWAYS_INLINE int vh_sampled(struct vh_tls *t, uint64_t size)
+{
+    t->sample_left -= (int64_t)(size < INT64_MAX ? size : INT64_MAX);
+    if (vh_likely(t->sample_left > 0))
+        return 0;
+    return vh_sample_due(t);
+}
+
 /* ---- the hot path --------------------------------------------------------- */
 /* errno is libc's thread variable, reached from here only through a PLT call
  * to __errno_location: each hook saves and restores it, so its address is
@@ -650,6 +688,8 @@ void vh_cxx_startup(void);
 /* api.c: the custom-heap and tag tables around fork (lifecycle.c calls
  * these); the child re-describes live heaps and tags in its new capture. */
 void vh_api_fork_prepare(void);
+/* A MARK record (at guard BUSY): `vheap-analyze ctl mark`. */
+void vh_api_mark(struct vh_tls *t, const char *label);
 void vh_api_fork_parent(void);
 void vh_api_fork_child(struct vh_tls *t);
 

@@ -141,24 +141,114 @@ void vh_rss_sample(struct vh_tls *t)
         __atomic_store_n(&vh_cap.hdr->last_time, now, __ATOMIC_RELAXED);
 }
 
+/* ---- recording on demand -------------------------------------------------------
+ * `vheap-analyze ctl` writes requests into the capture's header (ctl, and
+ * ctl_mark with ctl_mark_seq); the shim reads them where it already goes:
+ * at the periodic tick while recording (every RSS interval, or 10 ms with
+ * RSS samples off), at every allocator call while paused (those take the
+ * slow path anyway). No thread of its own, no signal. */
+#define CTL_TICK_NS (10 * 1000000ull)
+
+static void rss_restart_at(uint64_t now);
+
+static uint32_t marks_seen;        /* atomic: the last ctl_mark_seq acted on */
+
+static uint64_t tick_interval(void)
+{
+    return vh_opt.rss_interval_ns ? vh_opt.rss_interval_ns : CTL_TICK_NS;
+}
+
+/* At guard BUSY. */
+static void window(struct vh_tls *t, int on)
+{
+    vh_record_time(t, VH_REC_WINDOW, (uint16_t)on, 0, vh_now());
+    __atomic_store_n(&vh_cap.hdr->recording, (uint32_t)on, __ATOMIC_RELEASE);
+}
+
+/* A new `ctl mark` becomes a MARK record. At guard BUSY. */
+static void ctl_marks(struct vh_tls *t, const struct vh_capture_header *h)
+{
+    uint32_t seq = __atomic_load_n(&h->ctl_mark_seq, __ATOMIC_ACQUIRE);
+    uint32_t seen = __atomic_load_n(&marks_seen, __ATOMIC_RELAXED);
+    if (seq == seen ||
+        !__atomic_compare_exchange_n(&marks_seen, &seen, seq, 0, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
+        return;
+    char label[sizeof h->ctl_mark];
+    memcpy(label, h->ctl_mark, sizeof label);
+    label[sizeof label - 1] = '\0';
+    vh_api_mark(t, label);
+}
+
+/* While recording, at the tick (guard BUSY): a mark, or a pause. */
+static void ctl_poll(struct vh_tls *t)
+{
+    struct vh_capture_header *h = vh_cap.hdr;
+    if (!h)
+        return;
+    ctl_marks(t, h);
+    uint32_t c = __atomic_load_n(&h->ctl, __ATOMIC_ACQUIRE);
+    if (c == VH_CTL_NONE ||
+        !__atomic_compare_exchange_n(&h->ctl, &c, VH_CTL_NONE, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
+        return;
+    int on = VH_MODE_ON;
+    if (c == VH_CTL_STOP && __atomic_compare_exchange_n(&vh_mode, &on, VH_MODE_PAUSED, 0,
+                                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        window(t, 0);
+}
+
+/* While paused, at an allocator call: 1 if recording starts again now. */
+static int paused_poll(struct vh_tls *t)
+{
+    struct vh_capture_header *h = vh_cap.hdr;
+    if (!h || t->guard == VH_G_BUSY)
+        return 0;
+    int resumed = 0;
+    uint32_t c = __atomic_load_n(&h->ctl, __ATOMIC_ACQUIRE);
+    uint32_t seq = __atomic_load_n(&h->ctl_mark_seq, __ATOMIC_RELAXED);
+    if (c == VH_CTL_NONE && seq == __atomic_load_n(&marks_seen, __ATOMIC_RELAXED))
+        return 0;                  /* the common case: one look, nothing new */
+    uint8_t g = vh_busy(t);
+    ctl_marks(t, h);
+    if (c != VH_CTL_NONE &&
+        __atomic_compare_exchange_n(&h->ctl, &c, VH_CTL_NONE, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
+        int paused = VH_MODE_PAUSED;
+        if (c == VH_CTL_START &&
+            __atomic_compare_exchange_n(&vh_mode, &paused, VH_MODE_ON, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            window(t, 1);
+            rss_restart_at(vh_now());
+            resumed = 1;
+        }
+    }
+    vh_unbusy(t, g);
+    return resumed || __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON;
+}
+
 void vh_rss_tick(struct vh_tls *t, uint64_t now)
 {
     uint64_t next = __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED);
-    if (now < next || !__atomic_compare_exchange_n(&vh_next_rss, &next,
-                                                   now + vh_opt.rss_interval_ns, 0,
-                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    if (now < next || !__atomic_compare_exchange_n(&vh_next_rss, &next, now + tick_interval(),
+                                                   0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;
     /* Libraries loaded behind our back (glibc's own dlopen of NSS or iconv
      * modules) show up here at the latest. */
     vh_modules_poll(t);
-    vh_rss_sample(t);
+    if (vh_opt.rss_interval_ns)
+        vh_rss_sample(t);
+    ctl_poll(t);
+}
+
+static void rss_restart_at(uint64_t now)
+{
+    __atomic_store_n(&vh_next_rss, now + tick_interval(), __ATOMIC_RELAXED);
 }
 
 static void rss_restart(void)
 {
-    __atomic_store_n(&vh_next_rss,
-                     vh_opt.rss_interval_ns ? vh_now() + vh_opt.rss_interval_ns : UINT64_MAX,
-                     __ATOMIC_RELAXED);
+    rss_restart_at(vh_now());
 }
 
 /* ---- threads ----------------------------------------------------------------- */
@@ -232,14 +322,21 @@ static void fork_child_work(void)
     t->guard = VH_G_OUT;
     t->deferred = 0;
     /* Whether the parent recorded: it had a capture (the mode word itself
-     * reads UNINIT here, internal.h). */
+     * reads UNINIT here, internal.h); and whether it was paused. */
     int recorded = vh_cap.hdr != NULL;
+    int paused = recorded && !__atomic_load_n(&vh_cap.hdr->recording, __ATOMIC_ACQUIRE);
     vh_modules_fork_child();
     if (recorded) {
         vh_stacks_reset();
         vh_capture_fork_child();
         if (vh_cap.hdr) {
-            __atomic_store_n(&vh_mode, VH_MODE_ON, __ATOMIC_RELEASE);
+            vh_sample_fork_child(); /* the parent's sampled blocks are not ours */
+            if (paused) {
+                uint8_t g = vh_busy(t);
+                window(t, 0);
+                vh_unbusy(t, g);
+            }
+            __atomic_store_n(&vh_mode, paused ? VH_MODE_PAUSED : VH_MODE_ON, __ATOMIC_RELEASE);
             statm_forget();        /* the parent's statm */
             vh_modules_emit_all(t);
             vh_rss_sample(t);
@@ -338,7 +435,7 @@ static pid_t finished_pid;          /* END written for this process */
 static void finish(void)
 {
     int mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);
-    if (mode != VH_MODE_ON && mode != VH_MODE_DROP)
+    if (mode != VH_MODE_ON && mode != VH_MODE_DROP && mode != VH_MODE_PAUSED)
         return;
     if (vh_tls.vforked)
         return;                    /* a vfork child calling exit(): not ours */
@@ -415,15 +512,20 @@ static void init(void)
     thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     atexit(finish);
+    if (vh_opt.sample && vh_sample_init(vh_opt.sample) < 0)
+        vh_log("cannot map the set of sampled blocks; recording every call");
+    vh_cap.hdr->sample_rate = vh_sample_rate;
     uint8_t g = vh_busy(t);
     vh_modules_emit_all(t);
     vh_rss_sample(t);
+    if (vh_opt.start == VH_START_PAUSED)
+        window(t, 0);              /* VHEAP_START=paused */
     vh_unbusy(t, g);
     rss_restart();
     __atomic_fetch_add(&vh_cap.hdr->dropped_events,
                        __atomic_exchange_n(&preinit_dropped, 0, __ATOMIC_RELAXED),
                        __ATOMIC_RELAXED);
-    mode = VH_MODE_ON;
+    mode = vh_opt.start == VH_START_PAUSED ? VH_MODE_PAUSED : VH_MODE_ON;
 out:
     expected = VH_MODE_INIT;
     __atomic_compare_exchange_n(&vh_mode, &expected, mode, 0, __ATOMIC_ACQ_REL,
@@ -533,6 +635,11 @@ VH_NOINLINE int vh_enter_slow(struct vh_tls *t)
             vh_unbusy(t, g);
         }
         return 1;
+    case VH_MODE_PAUSED:
+        /* Not recorded, not counted: recording is off by request. */
+        if (!paused_poll(t))
+            return 0;
+        return vh_enter_slow(t);   /* recording again: decided as ON */
     case VH_MODE_DROP:
         vh_dropped();
         return 0;

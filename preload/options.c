@@ -19,9 +19,11 @@ struct vh_options vh_opt = {
     .rss_interval_ns = 10 * 1000000ull,
     .allow_setuid = 0,
     .clock = VH_CLOCK_AUTO,
+    .sample = 0,
+    .start = VH_START_ON,
 };
 
-enum kind { K_PATH, K_UINT, K_CHOICE, K_BOOL, K_SIZE, K_MS };
+enum kind { K_PATH, K_UINT, K_CHOICE, K_BOOL, K_SIZE, K_MS, K_BYTES };
 
 struct option {
     const char *name;
@@ -33,6 +35,7 @@ struct option {
 
 static const char *const unwind_names[] = { "libunwind", "fp", NULL };
 static const char *const clock_names[] = { "auto", "precise", NULL };
+static const char *const start_names[] = { "on", "paused", NULL };
 
 /* Order matches apply() below. */
 static const struct option table[] = {
@@ -46,6 +49,9 @@ static const struct option table[] = {
     { "VHEAP_RSS_INTERVAL", K_MS, 0, 60000, NULL, "milliseconds 0..60000, 0 = off" },
     { "VHEAP_ALLOW_SETUID", K_BOOL, 0, 1, NULL, "0 or 1" },
     { "VHEAP_CLOCK", K_CHOICE, 0, 0, clock_names, "auto or precise" },
+    { "VHEAP_SAMPLE", K_BYTES, 0, 1ull << 40, NULL,
+      "a size from 1 to 1TiB (512KiB: a sample every 512 KiB allocated on average), 0 = off" },
+    { "VHEAP_START", K_CHOICE, 0, 0, start_names, "on or paused" },
 };
 
 /* Decimal number with an optional binary suffix (K, KiB, M, MiB, G, GiB,
@@ -116,7 +122,8 @@ static int parse(const struct option *o, const char *val, uint64_t *num)
     case K_UINT:
     case K_MS:
     case K_SIZE:
-        if (parse_number(val, o->kind == K_SIZE, num) < 0)
+    case K_BYTES:
+        if (parse_number(val, o->kind == K_SIZE || o->kind == K_BYTES, num) < 0)
             return -1;
         if (*num < o->min || *num > o->max)
             return -1;
@@ -138,6 +145,8 @@ static void apply(size_t idx, const char *val, uint64_t num)
     case 5: vh_opt.rss_interval_ns = num * 1000000ull; break;
     case 6: vh_opt.allow_setuid = (uint32_t)num; break;
     case 7: vh_opt.clock = (uint32_t)num; break;
+    case 8: vh_opt.sample = num; break;
+    case 9: vh_opt.start = (uint32_t)num; break;
     }
 }
 

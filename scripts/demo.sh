@@ -38,12 +38,14 @@ say "Memory over time, and files for the tools you already use"
 "$A" chart "$db" -o "$out/memory.svg"
 "$A" export --format heaptrack "$db" -o "$out/demo_app.heaptrack.zst" 2>/dev/null
 "$A" export --format flamegraph --cost allocations "$db" -o "$out/demo_app.folded"
+"$A" export --format pprof "$db" -o "$out/demo_app.pb.gz" 2>/dev/null
 "$A" report "$db" -o "$out/report.html" 2>/dev/null
 echo "  report:     $out/report.html: one page (flame graph, memory over time,"
 echo "              tables), open it in a browser: xdg-open $out/report.html"
 echo "  chart:      $out/memory.svg (and memory-allocs.svg): open in a browser"
 echo "  heaptrack:  heaptrack_gui $out/demo_app.heaptrack.zst  (or heaptrack_print -f ...)"
 echo "  flamegraph: flamegraph.pl $out/demo_app.folded > flame.svg  (or speedscope, inferno)"
+echo "  pprof:      go tool pprof -top -sample_index=alloc_space $out/demo_app.pb.gz  (or -http=:)"
 
 say "What changed: the demo on README.md against the demo on its own sample"
 "$A" record --out "$out/demo_readme.vhcap" --no-load -- \

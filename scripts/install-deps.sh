@@ -9,11 +9,14 @@ set -eu
 # allocator; clang for the fuzz targets; libc6-dbg so the symbol tests can
 # check that libc frames get file:line through /usr/lib/debug/.build-id;
 # chromium renders the HTML report headless in the report tests;
+# heaptrack-gui, xvfb and imagemagick (import) so that a test opens the
+# heaptrack export in the GUI on a virtual screen and takes a screenshot;
+# golang-go for `go tool pprof`, which reads the pprof export back;
 # tcmalloc is another preloaded allocator the shim must live beside.
 PACKAGES="build-essential pkg-config libunwind-dev libsqlite3-dev sqlite3 \
 libdw-dev libelf-dev zlib1g-dev libzstd-dev libjemalloc-dev libcmocka-dev \
 heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg chromium \
-libtcmalloc-minimal4"
+heaptrack-gui xvfb imagemagick golang-go libtcmalloc-minimal4"
 
 missing=""
 for p in $PACKAGES; do

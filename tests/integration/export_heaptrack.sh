@@ -182,6 +182,7 @@ EOF
 # lowercase hex and well-formed lines throughout a plain export
 check_text() {
     awk '
+    BEGIN { used = 0; ninfo = 0 }
     /\r/ { print "CR in line " NR; bad = 1 }
     $1 == "s" {
         if ($2 !~ /^[0-9a-f]+$/) { print "line " NR ": " $0; bad = 1; next }
@@ -193,10 +194,21 @@ check_text() {
     $1 == "v" { if ($0 != "v 10400 3") { print "line " NR ": " $0; bad = 1 }; next }
     $1 ~ /^[itacR+I-]$/ {
         for (i = 2; i <= NF; i++) if ($i !~ /^[0-9a-f]+$/) { print "line " NR ": " $0; bad = 1 }
+        # heaptrack_gui grows its per-info list when a "+" names the info
+        # just past its end: infos must be first used in index order
+        if ($1 == "a") ninfo++
+        if ($1 == "+") {
+            k = 0; for (i = 1; i <= length($2); i++) k = k * 16 + index("0123456789abcdef", substr($2, i, 1)) - 1
+            if (k == used) used++
+            else if (k > used) { print "line " NR ": info " k " first used before info " used; bad = 1 }
+        }
         next
     }
     { print "unknown line " NR ": " $0; bad = 1 }
-    END { exit bad }' "$1" || die "$1 is not a well-formed heaptrack file (above)"
+    END {
+        if (used != ninfo) { print ninfo - used " infos never used by a +"; bad = 1 }
+        exit bad
+    }' "$1" || die "$1 is not a well-formed heaptrack file (above)"
 }
 
 # run NAME PROG HEAP: profile, export, read back, compare

@@ -31,7 +31,7 @@ for code in 0 3 42; do
     expect_eq "record's status for exit $code" "$rc" "$code"
     grep -q '^calls to allocation functions: ' out.$code ||
         die "no summary after exit $code: $(cat out.$code err.$code)"
-    grep -q 'record: capture: .*exit'"$code"'\.[0-9]*\.vhcap (pid [0-9]*)' err.$code ||
+    grep -q 'record: summarized: .*exit'"$code"'\.[0-9]*\.vhcap (pid [0-9]*, ' err.$code ||
         die "the main capture is not named on stderr: $(cat err.$code)"
 done
 

@@ -43,9 +43,9 @@ cc -O1 -o forker forker.c || die "cannot build forker"
 parent=$(sed -n 's/^parent=//p' out)
 child=$(sed -n 's/^child=//p' out)
 [ -n "$parent" ] && [ -n "$child" ] || die "forker printed no pids: $(cat out)"
-grep -q "record: capture: $PWD/f\.$parent\.vhcap (pid $parent)" err ||
+grep -q "record: summarized: $PWD/f\.$parent\.vhcap (pid $parent, " err ||
     die "main capture not listed: $(cat err)"
-grep -q "record: child capture: $PWD/f\.$child\.vhcap.* (pid $child, forked by $parent)" err ||
+grep -q "record: child capture: $PWD/f\.$child\.vhcap.* (pid $child, forker, forked by $parent)" err ||
     die "child capture not listed: $(cat err)"
 [ -f "f.$parent.vhcap" ] && [ -f "f.$child.vhcap" ] || die "captures missing: $(ls)"
 grep -q '^calls to allocation functions: ' out || die "no summary: $(cat out)"
@@ -63,9 +63,9 @@ grep -q '^fork child: yes$' child.txt || die "the child's capture is not marked 
     die "record (fork+exec) failed (exit $?): $(cat err2)"
 parent=$(sed -n 's/^parent=//p' out2)
 child=$(sed -n 's/^child=//p' out2)
-grep -q "record: capture: $PWD/e\.$parent\.vhcap (pid $parent)" err2 ||
+grep -q "record: summarized: $PWD/e\.$parent\.vhcap (pid $parent, " err2 ||
     die "fork+exec: main capture not listed: $(cat err2)"
-grep -q "record: child capture: .*(pid $child, exec #[0-9]*)" err2 ||
+grep -q "record: child capture: .*(pid $child, ht_leaky, exec #1)" err2 ||
     die "fork+exec: the exec'd image's capture is not listed: $(cat err2)"
 
 # A wrapper script that execs the real program: the program's image is the
@@ -75,6 +75,6 @@ chmod +x wrapper.sh
 "$ANALYZE" record --out "$PWD/w.%p.vhcap" -- ./wrapper.sh >out3 2>err3 ||
     die "record of the wrapper failed (exit $?): $(cat err3)"
 grep -q "^executable: .*/ht_leaky\$" out3 || die "the summary is not ht_leaky's: $(cat out3)"
-grep -q "record: earlier image: .*/w\.[0-9]*\.vhcap (pid [0-9]*, image 0 before an exec)" err3 ||
+grep -q "record: earlier image: .*/w\.[0-9]*\.vhcap (pid [0-9]*, [a-z]*: image 1 of 2, before an exec)" err3 ||
     die "the shell's image is not listed: $(cat err3)"
 exit 0

@@ -1,0 +1,73 @@
+# cli_small — small promises of the command line: `--version`; no command's
+# --help prints a printf escape ("%%") literally (frag's did), and every one
+# has examples; `frag --at` after the end
+# of the run is an error, not an empty answer; `load` and `dump` speak JSON
+# (`--format json`), and dump's JSON holds what its text holds; the
+# repository has its LICENSE (MIT, "the vheap authors").
+. "$TOP/tests/lib.sh"
+command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need "$ANALYZE" "$VHEAP_LIB" "$PROGS/basic"
+
+v=$("$ANALYZE" --version) || die "--version failed"
+case $v in "vheap-analyze "[0-9]*) ;; *) die "--version printed '$v'" ;; esac
+
+for c in $("$ANALYZE" --help | sed -n 's/^  \([a-z-]*\) .*/\1/p'); do
+    "$ANALYZE" "$c" --help >help.txt 2>&1 || die "$c --help failed"
+    # (record's --out documents its pattern's own "%%", which means '%')
+    grep -n '%%' help.txt | grep -v "%% a '%'" && die "$c --help prints a literal %% (above)"
+    grep -q '^examples:' help.txt || die "$c --help has no examples"
+done
+
+profile "$PWD/b.vhcap" "$PROGS/basic" >/dev/null || die "basic failed under vheap"
+"$ANALYZE" load b.vhcap b.sqlite --format json >load.json 2>load.err || die "load --format json failed"
+[ -s load.err ] && die "load --format json wrote to stderr: $(cat load.err)"
+python3 - <<'PY' || die "load's JSON is wrong: $(cat load.json)"
+import json, sqlite3
+d = json.load(open("load.json"))["load"]
+db = sqlite3.connect("b.sqlite")
+assert d["db"] == "b.sqlite" and d["capture"] == "b.vhcap", d
+assert d["records"] == int(db.execute("SELECT value FROM meta WHERE key = 'records'").fetchone()[0]), d
+assert d["stacks"] > 0 and d["frames"] > 0 and d["damage"] is None and d["damage_count"] == 0, d
+PY
+
+"$ANALYZE" dump b.vhcap >dump.txt || die "dump failed"
+"$ANALYZE" dump --format json b.vhcap >dump.json || die "dump --format json failed"
+"$ANALYZE" dump --format json --no-header b.vhcap >dump2.json || die "dump --format json --no-header failed"
+python3 - <<'PY' || die "dump's JSON differs from its text (above)"
+import json
+d = json.load(open("dump.json"))
+text = [l.split() for l in open("dump.txt") if l[0].isdigit()]
+recs = d["records"]
+assert len(recs) == len(text), (len(recs), len(text))
+assert json.load(open("dump2.json"))["records"] == recs
+for t, r in zip(text, recs):
+    assert int(t[0]) == r["time"] and int(t[1]) == r["tid"] and t[2] == r["kind"], (t, r)
+    for w in t[3:]:
+        if "=" in w:
+            k, v = w.split("=", 1)
+            got = r[k]
+            if isinstance(got, list):
+                got = ",".join(got)
+            assert str(got) == v, (k, v, r)
+        else:
+            assert w in r.get("flags", []), (w, r)
+tot = d["totals"]
+assert tot["records"] == len(recs) and tot["allocs"] == sum(r["kind"] == "alloc" for r in recs)
+hdr = next(l.split() for l in open("dump.txt") if l.startswith("header "))
+assert str(d["header"]["pid"]) == hdr[1].split("=")[1]
+print("dump JSON: %d records agree with the text" % len(recs))
+PY
+"$ANALYZE" dump --format xml b.vhcap >/dev/null 2>&1
+expect_eq "dump --format xml" "$?" 2
+
+runtime=$(sqlite3 b.sqlite "SELECT runtime_ns FROM processes")
+"$ANALYZE" frag b.sqlite --at 99s >/dev/null 2>err.txt
+rc=$?
+[ "$rc" -ne 0 ] || die "frag --at 99s on a ${runtime} ns run was accepted"
+grep -q "after the end of the run" err.txt || die "frag --at 99s: no reason given: $(cat err.txt)"
+"$ANALYZE" frag b.sqlite --at "$((runtime / 2))ns" >/dev/null 2>err.txt ||
+    die "frag --at within the run failed: $(cat err.txt)"
+
+grep -q "^MIT License" "$TOP/LICENSE" || die "no MIT LICENSE at the top of the repository"
+grep -q "Copyright (c) the vheap authors" "$TOP/LICENSE" || die "LICENSE names no vheap authors"
+echo "--version, --help texts, frag --at, load/dump JSON and the LICENSE are as promised"

@@ -1,0 +1,60 @@
+# daemon_growth — issue 17's daemon, end to end with the real shim: growd
+# holds a 20 MiB cache, churns from four stacks and leaks slowly from one
+# (leak_slowly). 1. The same rounds in full and sampled (32 KiB): the
+# analyzer's estimates for the top 5 stacks by bytes allocated are within
+# 10 % of the full capture's, in bytes and calls. 2. Run until killed
+# (SIGKILL after 3 s), full and sampled: `leaks --growth` ranks
+# leak_slowly's stack first, as steady growth, in both, above the cache
+# that holds far more.
+. "$TOP/tests/lib.sh"
+need "$VHEAP_LIB" "$ANALYZE" "$PROGS/growd"
+command -v python3 >/dev/null 2>&1 || die "python3 is needed (scripts/install-deps.sh)"
+
+VHEAP_OUT=full.vhcap VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" "$PROGS/growd" 2000 >/dev/null ||
+    die "growd (full) exited $?"
+VHEAP_SAMPLE=32KiB VHEAP_OUT=samp.vhcap VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" \
+    "$PROGS/growd" 2000 >/dev/null || die "growd (sampled) exited $?"
+for c in full samp; do
+    "$ANALYZE" top --by bytes --limit 0 --format json "$c.vhcap" >"$c.json" 2>"$c.err" ||
+        die "top $c: $(cat "$c.err")"
+done
+grep -q 'estimates' samp.err || die "the sampled capture's numbers are not called estimates"
+python3 - full.json samp.json <<'PY' || die "estimates off (above)"
+import json, sys
+def read(p):
+    d = {}
+    for e in json.load(open(p))["top"]:
+        fr = [f["function"] for f in e["stack"]]
+        name = fr[1] if len(fr) > 1 and fr[0] == "take" else "/".join(fr[:2])
+        b, c = d.get(name, (0, 0))
+        d[name] = (b + e["bytes_allocated"], c + e["allocations"])
+    return d
+full, samp = read(sys.argv[1]), read(sys.argv[2])
+bad = 0
+for name in sorted(full, key=lambda n: -full[n][0])[:5]:
+    (fb, fc), (sb, sc) = full[name], samp.get(name, (0, 0))
+    print("%-12s bytes %11d est %11d (%+.1f%%)  calls %7d est %7d (%+.1f%%)" %
+          (name, fb, sb, 100.0 * (sb - fb) / fb, fc, sc, 100.0 * (sc - fc) / fc))
+    bad += abs(sb - fb) > 0.1 * fb or abs(sc - fc) > 0.1 * fc
+sys.exit(1 if bad else 0)
+PY
+
+for mode in full sampled; do
+    rm -f run.vhcap*
+    if [ $mode = sampled ]; then s=32KiB; else s=0; fi
+    VHEAP_SAMPLE=$s VHEAP_OUT=run.vhcap VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" \
+        "$PROGS/growd" 0 1 >/dev/null &
+    pid=$!
+    sleep 3
+    kill -KILL $pid
+    wait $pid 2>/dev/null
+    "$ANALYZE" leaks --growth --limit 3 --format json run.vhcap >g.json 2>g.err ||
+        die "leaks --growth ($mode): $(cat g.err)"
+    first=$(python3 -c 'import json; e = json.load(open("g.json"))["growth"][0]
+print(("steady " if e.get("steady") else "unsteady ") + ",".join(f["function"] for f in e["stack"][:2]))')
+    case $first in
+    "steady take,leak_slowly") ;;
+    *) die "leaks --growth ($mode) ranks first: $first" ;;
+    esac
+    echo "growth ($mode): leak_slowly first"
+done

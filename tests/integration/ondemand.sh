@@ -1,0 +1,45 @@
+# ondemand — recording switched off, on, off, on from outside while the
+# program runs (VHEAP_START=paused, vheap-analyze ctl), with a mark: the
+# capture holds allocations only inside the on windows, WINDOW records
+# say when, the mark lands inside the first window, and the loaded DB
+# reports the windows. ctl on a process without the shim says so, exit 1.
+. "$TOP/tests/lib.sh"
+need "$VHEAP_LIB" "$ANALYZE" "$PROGS/growd"
+
+VHEAP_START=paused VHEAP_OUT=cap.vhcap VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" \
+    "$PROGS/growd" 0 2 >out.txt &
+pid=$!
+trap 'kill -KILL $pid 2>/dev/null' EXIT
+n=0
+while ! grep -q '^pid=' out.txt 2>/dev/null && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
+sleep 0.3
+"$ANALYZE" ctl status $pid >st.txt || die "ctl status: $(cat st.txt)"
+grep -q 'recording=0' st.txt || die "paused at start: $(cat st.txt)"
+"$ANALYZE" ctl start $pid || die "ctl start"
+sleep 0.4
+"$ANALYZE" ctl mark phase2 $pid || die "ctl mark"
+sleep 0.3
+"$ANALYZE" ctl stop $pid || die "ctl stop"
+sleep 0.4
+"$ANALYZE" ctl status cap.vhcap >st2.txt || die "ctl status by capture"
+grep -q 'recording=0' st2.txt || die "after stop: $(cat st2.txt)"
+"$ANALYZE" ctl start $pid || die "ctl start (again)"
+sleep 0.3
+kill -KILL $pid
+wait $pid 2>/dev/null
+trap - EXIT
+vh_dump cap.vhcap dump.txt
+awk '$3 == "window" { w++; on = ($4 == "recording=1"); next }
+     $3 == "mark" { if (!on) bad++; marks++; next }
+     $3 == "alloc" || $3 == "free" { if (on) ev++; else bad++ }
+     END { print w + 0, marks + 0, ev + 0, bad + 0 }' dump.txt >w.txt
+read -r windows marks events bad <w.txt
+expect_eq "WINDOW records (paused at start, on, off, on)" "$windows" 4
+expect_eq "marks" "$marks" 1
+expect_eq "events outside the on windows" "$bad" 0
+[ "$events" -gt 1000 ] || die "only $events events inside the windows"
+"$ANALYZE" load cap.vhcap db.sqlite >/dev/null 2>load.err || die "load: $(cat load.err)"
+expect_eq "recording windows in the DB" "$(sqlite3 db.sqlite 'SELECT count(*) FROM windows')" 2
+"$ANALYZE" ctl start $$ >bad.txt 2>&1 && die "ctl on a process without vheap succeeded"
+[ $? -eq 1 ] || die "ctl on a process without vheap: exit $?"
+echo "ondemand: $events events in 2 windows, mark inside, ctl refuses a plain process"

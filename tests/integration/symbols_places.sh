@@ -1,0 +1,107 @@
+# symbols_places — where the symbolizer looks, and symbolizing again.
+#   - VHEAP_DEBUGINFO_PATH adds directories: with it set to an unrelated
+#     directory, libc's frames still get file:line from /usr/lib/debug;
+#   - a program moved since the run: its frames stay module+offset, and
+#     `load --exe-path OLD=NEW` or `--search-dir DIR` find it (the build-id
+#     recorded must match: a different program there is not trusted);
+#   - `symbolize DB` resolves a loaded DB again: after the program came
+#     back, and when debug info appears later (a stripped program whose
+#     .debug file is then put under DIR/.build-id/ and named by
+#     VHEAP_DEBUGINFO_PATH), with before/after counts in JSON;
+#   - bad uses exit 2 or 1.
+. "$TOP/tests/lib.sh"
+need "$ANALYZE" "$VHEAP_LIB" "$PROGS/demo_app" "$PROGS/basic"
+command -v objcopy >/dev/null 2>&1 || { echo "objcopy is not installed (binutils)" >&2; exit 77; }
+
+# fn_frames DB FUNCTION: frames resolved to FUNCTION with a line
+fn_frames() { sqlite3 "$1" "SELECT count(*) FROM frames WHERE function = '$2' AND line > 0"; }
+
+mkdir A
+cp "$PROGS/demo_app" A/demo_app
+(cd A && "$ANALYZE" record --no-load --out "$PWD/run.vhcap" -- ./demo_app >/dev/null 2>&1) ||
+    die "demo_app failed under vheap"
+mv A/run.vhcap .
+mv A B
+
+"$ANALYZE" load -q run.vhcap plain.sqlite 2>plain.err || die "load failed: $(cat plain.err)"
+expect_eq "main resolved with the program gone" "$(fn_frames plain.sqlite main)" 0
+grep -q "A/demo_app: .*module+offset" plain.err || die "no warning for the missing program: $(cat plain.err)"
+
+"$ANALYZE" load -q run.vhcap mapped.sqlite --exe-path "$PWD/A=$PWD/B" 2>/dev/null ||
+    die "load --exe-path failed"
+[ "$(fn_frames mapped.sqlite main)" -ge 1 ] || die "--exe-path A=B: main is not resolved"
+"$ANALYZE" load -q run.vhcap mapped2.sqlite --exe-path "$PWD/A/demo_app=$PWD/B/demo_app" \
+    2>/dev/null || die "load --exe-path (file) failed"
+[ "$(fn_frames mapped2.sqlite main)" -ge 1 ] || die "--exe-path FILE=FILE: main is not resolved"
+"$ANALYZE" load -q run.vhcap searched.sqlite --search-dir B 2>/dev/null ||
+    die "load --search-dir failed"
+[ "$(fn_frames searched.sqlite main)" -ge 1 ] || die "--search-dir B: main is not resolved"
+# another program under the name: its build-id differs, it is not trusted
+mkdir C
+cp "$PROGS/basic" C/demo_app
+"$ANALYZE" load -q run.vhcap wrong.sqlite --search-dir C 2>wrong.err || die "load failed"
+expect_eq "main resolved from another program" "$(fn_frames wrong.sqlite main)" 0
+grep -q "build-id differs" wrong.err || die "no build-id warning: $(cat wrong.err)"
+
+# VHEAP_DEBUGINFO_PATH adds to /usr/lib/debug
+libc_lines() {
+    sqlite3 "$1" "SELECT count(*) FROM frames f JOIN modules m ON m.id = f.module_id
+                  WHERE m.path LIKE '%/libc.so%' AND f.line > 0"
+}
+if [ "$(libc_lines mapped.sqlite)" -gt 0 ]; then
+    VHEAP_DEBUGINFO_PATH="$PWD/C" "$ANALYZE" load -q run.vhcap dbgpath.sqlite \
+        --search-dir B 2>/dev/null || die "load with VHEAP_DEBUGINFO_PATH failed"
+    expect_eq "libc frames with a line under VHEAP_DEBUGINFO_PATH" \
+        "$(libc_lines dbgpath.sqlite)" "$(libc_lines mapped.sqlite)"
+else
+    echo "libc has no debug info here (libc6-dbg): VHEAP_DEBUGINFO_PATH part skipped"
+fi
+
+# symbolize again: the program is back
+mv B A
+"$ANALYZE" symbolize plain.sqlite --format json >sym.json 2>sym.err ||
+    die "symbolize failed: $(cat sym.err)"
+[ "$(fn_frames plain.sqlite main)" -ge 1 ] || die "symbolize: main is not resolved"
+grep -q '"with_line_before": [0-9]*, "with_line": [0-9]*' sym.json || die "symbolize JSON: $(cat sym.json)"
+python3 -c "
+import json, sys
+d = json.load(open('sym.json'))['symbolize']
+sys.exit(0 if d['resolved'] > d['resolved_before'] and d['with_line'] > d['with_line_before'] else 1)
+" || die "symbolize did not count more resolved frames: $(cat sym.json)"
+inl=$(sqlite3 plain.sqlite "SELECT count(*) FROM frame_inlines")
+"$ANALYZE" symbolize plain.sqlite >/dev/null 2>&1 || die "symbolize (again) failed"
+expect_eq "frame_inlines after symbolizing twice" "$(sqlite3 plain.sqlite "SELECT count(*) FROM frame_inlines")" "$inl"
+
+# debug info that appears later
+mkdir S
+cp "$PROGS/demo_app" S/demo_app
+objcopy --only-keep-debug S/demo_app S/demo_app.debug || die "objcopy --only-keep-debug failed"
+objcopy --strip-all S/demo_app || die "objcopy --strip-all failed"
+(cd S && "$ANALYZE" record --no-load --out "$PWD/s.vhcap" -- ./demo_app >/dev/null 2>&1) ||
+    die "stripped demo_app failed under vheap"
+mv S/demo_app.debug .
+"$ANALYZE" load -q S/s.vhcap s.sqlite 2>/dev/null || die "load of the stripped run failed"
+expect_eq "process_line with a line in a stripped program" "$(fn_frames s.sqlite process_line)" 0
+bid=$(sqlite3 s.sqlite "SELECT build_id FROM modules WHERE path LIKE '%/S/demo_app'")
+[ -n "$bid" ] || die "no build-id recorded for the stripped demo_app"
+mkdir -p "D/.build-id/$(echo "$bid" | cut -c1-2)"
+mv demo_app.debug "D/.build-id/$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-).debug"
+VHEAP_DEBUGINFO_PATH="$PWD/D" "$ANALYZE" symbolize s.sqlite >/dev/null 2>&1 ||
+    die "symbolize with the debug file failed"
+[ "$(fn_frames s.sqlite process_line)" -ge 1 ] ||
+    die "symbolize: the debug file under VHEAP_DEBUGINFO_PATH was not used"
+
+# bad uses
+"$ANALYZE" load run.vhcap x.sqlite --exe-path nothing 2>err.txt
+expect_eq "--exe-path without =" "$?" 2
+"$ANALYZE" load run.vhcap x.sqlite --search-dir nosuch 2>err.txt
+expect_eq "--search-dir missing" "$?" 2
+"$ANALYZE" symbolize 2>err.txt
+expect_eq "symbolize without a DB" "$?" 2
+"$ANALYZE" symbolize nosuch.sqlite 2>err.txt
+expect_eq "symbolize a missing DB" "$?" 1
+echo "not a db" >junk.sqlite
+"$ANALYZE" symbolize junk.sqlite 2>err.txt
+expect_eq "symbolize a non-DB" "$?" 1
+"$ANALYZE" symbolize --help | grep -q "^examples:" || die "symbolize --help has no examples"
+echo "moved programs, later debug info and VHEAP_DEBUGINFO_PATH are all found"

@@ -268,7 +268,7 @@ static void header_lines(const struct capture *c)
         { VH_HDR_ARGV_TRUNC, "argv_truncated" },
     };
     uint32_t hf = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
-    const char *argv, *w[sizeof flags / sizeof flags[0]];
+    const char *argv, *w[sizeof flags / sizeof flags[0]];   /* every flag may be set */
     size_t len, i, n, nw = 0;
 
     if (json) {

@@ -235,7 +235,7 @@ static int growth(struct vh_query *q)
         (rc = vh_step_one(q->cmd, q->db, tot)))
         return rc;
     if (!sqlite3_column_int64(tot, 1))
-        out__table_note(q->out, "no stack grows steadily (R^2 >= %.2f)", min_r2);
+        out__table_note(q->out, "no stack grows steadily (R^2 >= %g)", min_r2);
     return 0;
 }
 

@@ -2236,9 +2236,9 @@ static void write_stack_stats(struct loader *L, const uint32_t *order)
     rows_close(&rw);
 }
 
-/* Each (heap, stack, tag)'s live bytes fitted to a line over its time, from
- * its first allocation to the end (trend.h); heaps destroyed before the end
- * hold nothing and get no rows. */
+/* Each (heap, stack, tag)'s live bytes fitted to a line over the recorded
+ * time (trend.h; 0 before its first allocation); heaps destroyed before
+ * the end hold nothing and get no rows. */
 static void write_growth(struct loader *L, const uint32_t *order)
 {
     sqlite3_stmt *st = prep(L, "INSERT INTO growth(heap_id, stack_id, tag_id, start_time, "
@@ -2451,8 +2451,8 @@ static void write_process(struct loader *L)
     sqlite3_stmt *st = prep(L, "INSERT INTO processes(id, pid, ppid, exe, argv, "
                                "start_realtime_ns, runtime_ns, ended, forked, exec_generation, "
                                "page_size, phys_pages, max_depth, unwind, dropped_events, "
-                               "nested_events, stack_table_full, peak_rss, peak_rss_time, sample_rate) "
-                               "VALUES (1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                               "nested_events, stack_table_full, peak_rss, peak_rss_time, "
+                               "sample_rate) VALUES (1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     char exe[VH_EXE_MAX + 1];
     char *argv = argv_json(L);
 

@@ -14,7 +14,9 @@
 #include "analyze/events.h"
 #include "analyze/frag.h"
 #include "analyze/grow.h"
+#include "analyze/recording.h"
 #include "analyze/report.h"
+#include "analyze/weight.h"
 
 const char *const vh_rm_key[VH_RM_N] = { "allocations", "bytes", "temporary", "peak", "leaked" };
 
@@ -170,7 +172,9 @@ static int process_json(sqlite3 *db, const char *name, struct vh_xout *o, char *
                      " peak_rss, peak_rss_time, start_realtime_ns, dropped_events, nested_events,"
                      " stack_table_full,"
                      " (SELECT value FROM meta WHERE key = 'coarse_clock_ns'),"
-                     " (SELECT value FROM meta WHERE key = 'damage')"
+                     " (SELECT value FROM meta WHERE key = 'damage'), sample_rate,"
+                     " (SELECT count(*) FROM windows),"
+                     " (SELECT coalesce(sum(end_time - start_time), 0) FROM windows)"
                      " FROM processes WHERE id = 1",
                      o, err, errlen);
 }
@@ -267,6 +271,7 @@ struct replay {
     struct vh_map *hs;             /* heap -> series                         */
     int64_t *hlive;                /* per series: live now                   */
     int64_t total;                 /* every heap: live now                   */
+    uint64_t rate;                 /* sampled capture: a block weighs 1/p    */
 };
 
 static int rowlive_add(struct replay *r, int64_t row, int64_t delta)
@@ -349,9 +354,9 @@ static int replay_event(struct replay *r, const struct vh_ev *ev)
         if (existed)               /* not in a sound stream; undo the old one */
             r->rowlive[e->v1] -= e->v2, live_add(r, ser, -(int64_t)e->v2);
         e->v1 = (uint64_t)row;
-        e->v2 = ev->size;
-        live_add(r, ser, (int64_t)ev->size);
-        return rowlive_add(r, row, (int64_t)ev->size);
+        e->v2 = vh_weigh_bytes(ev->size, r->rate);     /* the block's estimate */
+        live_add(r, ser, (int64_t)e->v2);
+        return rowlive_add(r, row, (int64_t)e->v2);
     case VH_EV_FREE:
         if ((e = vh_map__find(r->blocks, ev->heap_id, ev->addr))) {
             r->rowlive[e->v1] -= e->v2;
@@ -366,9 +371,9 @@ static int replay_event(struct replay *r, const struct vh_ev *ev)
         if (existed)
             r->rowlive[e->v1] -= e->v2, live_add(r, ser, -(int64_t)e->v2);
         e->v1 = (uint64_t)row;
-        e->v2 = ev->size;
-        live_add(r, ser, (int64_t)ev->size);
-        return rowlive_add(r, row, (int64_t)ev->size);
+        e->v2 = vh_weigh_bytes(ev->size, r->rate);
+        live_add(r, ser, (int64_t)e->v2);
+        return rowlive_add(r, row, (int64_t)e->v2);
     case VH_EV_MOVE:
         if ((e = vh_map__find(r->blocks, ev->heap_id, ev->addr))) {
             uint64_t rw = e->v1, sz = e->v2;
@@ -836,7 +841,8 @@ int vh_report_json(sqlite3 *db, sqlite3 *base, const char *db_name, const char *
         vh_xout__puts(o, "}");
     }
     keys_json(&k, o);
-    r = (struct replay){ .tl = &tl, .sr = &sr, .t = t, .col0 = VH_RM_N };
+    r = (struct replay){ .tl = &tl, .sr = &sr, .t = t, .col0 = VH_RM_N,
+                         .rate = (uint64_t)vh_rec_sample_rate(db) };
     if ((rc = timeline(db, &r, &(struct vh_report_opts){ .points = opt->points,
                                                          .snapshots = nsnap },
                        o, err, errlen)))

@@ -543,6 +543,11 @@
     });
     $('summary').appendChild(cards);
     if (p[12]) $('summary').appendChild(el('p', { 'class': 'grew' }, 'The capture is damaged: ' + p[12]));
+    if (p[13]) $('summary').appendChild(el('p', { 'class': 'grew', 'data-note': 'sampled' },
+      'Sampled every ' + hb(p[13]) + ' allocated, on average: every number is an estimate.'));
+    if (p[14] !== 1 || p[15] < p[3]) $('summary').appendChild(el('p', { 'class': 'grew', 'data-note': 'windows' },
+      'Recorded in ' + p[14] + ' window' + (p[14] === 1 ? '' : 's') + ', ' + hs(p[15]) + ' of ' + hs(p[3] || 0) +
+      ': the numbers cover those windows only.'));
   }
 
   function update() {

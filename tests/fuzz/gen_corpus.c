@@ -64,6 +64,30 @@ static void seed_minimal(uint32_t version, const char *name)
     save(&b, name, 0);
 }
 
+/* Sampled (VHEAP_SAMPLE) and recorded in windows: started paused, on,
+ * off, on; a free of a block allocated while paused; a resize in place. */
+static void seed_sampled_windows(void)
+{
+    struct capb b;
+    capb__init(&b, 0);
+    capb__header(&b)->sample_rate = 524288;
+    capb__header(&b)->recording = 1;
+    uint32_t ch = capb__chunk(&b);
+    prologue(&b, ch, 10, 100);
+    capb__stack(&b, ch, 20, 1, frames, 3, 0);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 21, 1, 0);
+    capb__alloc(&b, ch, 22, 0x10000, 16, 24, 1);
+    capb__alloc(&b, ch, 23, 0x20000, 1 << 20, 1 << 20, 1);
+    capb__resize(&b, ch, 24, 0x10000, 4096, 4096, 1);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 25, 0, 0);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 40, 1, 0);
+    capb__free(&b, ch, 41, 0x30000);
+    capb__free(&b, ch, 42, 0x10000);
+    capb__end(&b, ch, 50);
+    capb__header(&b)->flags = VH_HDR_ENDED;
+    save(&b, "sampled_windows.vhcap", 0);
+}
+
 static void seed_every_type(uint32_t version, const char *name)
 {
     struct capb b;
@@ -339,6 +363,7 @@ int main(int argc, char **argv)
     seed_damage();
     seed_header_only();
     seed_deep();
+    seed_sampled_windows();
     for (int i = 2; i < argc; i++) {
         char name[128];
         const char *eq = strchr(argv[i], '=');

@@ -108,4 +108,18 @@ for t in full:
 PY
 "$ANALYZE" peak windows.sqlite >/dev/null 2>peak.err || die "peak failed"
 grep -q "cover those windows only" peak.err || die "peak: no windows note"
+# the HTML report says so too (when chromium is here to run its script)
+if CHROMIUM=$(command -v chromium || command -v chromium-browser); then
+    for c in full sampled windows; do
+        "$ANALYZE" report $c.sqlite -o $c.html 2>/dev/null || die "report $c failed"
+        timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run \
+            --user-data-dir="$PWD/chrome" --virtual-time-budget=5000 --dump-dom \
+            "file://$PWD/$c.html" >$c.dom 2>/dev/null || die "chromium failed on $c.html"
+    done
+    grep -q 'data-note="sampled">Sampled every 65.54K allocated, on average' sampled.dom ||
+        die "report: no sampling note"
+    grep -q 'data-note="windows">Recorded in 2 windows, 2400.000s of 7200.000s' windows.dom ||
+        die "report: no windows note"
+    grep -q 'data-note=' full.dom && die "report: a full capture has a note"
+fi
 echo "growth: ok"

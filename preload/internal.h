@@ -515,6 +515,25 @@ VH_NOINLINE int vh_sample_due(struct vh_tls *t);
  * sampled blocks. */
 void vh_sampled_sweep(uint64_t (*fn)(uint64_t key, void *arg), void *arg);
 
+/* The set's hash (the sweep's MOVING bit, 1 << 47, left out), and its
+ * count array: a zero count says at once that a key is not in the set,
+ * which is what nearly every free finds (inline: no call for it). */
+VH_ALWAYS_INLINE uint64_t vh_sample_mix(uint64_t key)
+{
+    key &= ~(1ull << 47);
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return key;
+}
+#define VH_SAMPLE_COUNTS (1u << 16)
+extern uint8_t vh_sample_counts[VH_SAMPLE_COUNTS];
+VH_ALWAYS_INLINE int vh_sampled_maybe(uint64_t key)
+{
+    return __atomic_load_n(&vh_sample_counts[vh_sample_mix(key) & (VH_SAMPLE_COUNTS - 1)],
+                           __ATOMIC_RELAXED) != 0;
+}
+
 VH_ALWAYS_INLINE uint64_t vh_sample_key(uint16_t heap, uint64_t addr)
 {
     return addr ^ ((uint64_t)heap << 48);

@@ -40,8 +40,8 @@ struct bucket {
 _Static_assert(sizeof(struct bucket) == 64, "one cache line");
 
 static struct bucket *set;
-#define COUNT_BITS 16u
-static uint8_t counts[1u << COUNT_BITS]; /* atomic; 255 sticks: always look */
+uint8_t vh_sample_counts[VH_SAMPLE_COUNTS]; /* atomic; 255 sticks: always look */
+#define counts vh_sample_counts
 
 int vh_sample_init(uint64_t rate)
 {
@@ -65,19 +65,11 @@ void vh_sample_fork_child(void)
 /* A key being moved by a sweep carries this bit (user addresses stay below
  * it); the hash leaves it out, so clearing it keeps the key's bucket. */
 #define MOVING (1ull << 47)
-
-static inline uint64_t mix(uint64_t key)
-{
-    key &= ~MOVING;
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return key;
-}
+#define mix vh_sample_mix
 
 static void count(uint64_t h, int up)
 {
-    uint8_t *c = &counts[h & ((1u << COUNT_BITS) - 1)];
+    uint8_t *c = &counts[h & (VH_SAMPLE_COUNTS - 1)];
     uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
     while (v != 255 && (up || v) &&
            !__atomic_compare_exchange_n(c, &v, (uint8_t)(up ? v + 1 : v - 1), 1,
@@ -111,7 +103,7 @@ int vh_sampled_add(uint64_t key)
 int vh_sampled_take(uint64_t key)
 {
     uint64_t h = mix(key);
-    if (vh_likely(!__atomic_load_n(&counts[h & ((1u << COUNT_BITS) - 1)], __ATOMIC_RELAXED)))
+    if (vh_likely(!__atomic_load_n(&counts[h & (VH_SAMPLE_COUNTS - 1)], __ATOMIC_RELAXED)))
         return 0;
     uint32_t b = (uint32_t)(h >> (64 - BUCKET_BITS));
     for (unsigned n = 0; n < SPILL; n++, b = (b + 1) & (NBUCKETS - 1)) {

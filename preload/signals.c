@@ -209,6 +209,12 @@ static int sigaction_impl(int sig, const struct sigaction *act, struct sigaction
         real_act(sig, act, &k, &rc);
         if (rc == 0)
             act_write(sig, NULL, 0, NULL);
+    } else if (act->sa_sigaction == trampoline) {
+        /* An action read behind our back (a raw rt_sigaction) given back:
+         * the kernel gets the trampoline again, the program's handler
+         * stays what it was (never the trampoline itself: it would call
+         * itself). */
+        real_act(sig, act, &k, &rc);
     } else {
         act_write(sig, (void *)act->sa_sigaction, act->sa_flags, &act->sa_mask);
         struct sigaction mine = *act;

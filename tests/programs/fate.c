@@ -11,6 +11,8 @@
  *                 returned to the program, sizes 7000..7099).
  *   longjmp-raw N the same with the handler installed by a raw rt_sigaction
  *                 system call, which the shim cannot hold back.
+ *   restore       a handler read back with a raw rt_sigaction and given
+ *                 back through sigaction runs once when raised.
  *   exitsig T     a SIGTERM handler that calls exit(0) while T threads
  *                 allocate (the caller sends SIGTERM).
  *   cancel        pthread_cancel of a worker that only calls malloc/free:
@@ -98,6 +100,38 @@ static void install_raw(int sig, void (*fn)(int))
     a.restorer = k.restorer;
     if (syscall(SYS_rt_sigaction, sig, &a, NULL, 8) != 0)
         FAIL("rt_sigaction");
+}
+
+/* An action read with a raw rt_sigaction and given back through
+ * sigaction (what a library saving and restoring handlers may do): under
+ * the shim the kernel's handler is its trampoline; given back, the
+ * program's handler must still run, once. */
+static volatile sig_atomic_t restored_runs;
+
+static void on_restored(int sig)
+{
+    (void)sig;
+    restored_runs++;
+}
+
+static int mode_restore(void)
+{
+    struct sigaction a;
+    memset(&a, 0, sizeof a);
+    a.sa_handler = on_restored;
+    if (sigaction(SIGUSR2, &a, NULL) != 0)
+        FAIL("sigaction");
+    struct kernel_act k;
+    if (syscall(SYS_rt_sigaction, SIGUSR2, NULL, &k, 8) != 0)
+        FAIL("rt_sigaction query");
+    memset(&a, 0, sizeof a);
+    a.sa_handler = k.handler;
+    a.sa_flags = SA_RESTART;
+    if (sigaction(SIGUSR2, &a, NULL) != 0)
+        FAIL("sigaction (given back)");
+    raise(SIGUSR2);
+    printf("restored_runs=%d\n", (int)restored_runs);
+    return restored_runs == 1 ? 0 : 1;
 }
 
 static int mode_longjmp(long want, int raw)
@@ -384,6 +418,8 @@ int main(int argc, char **argv)
         return mode_longjmp(n ? n : 2000, 0);
     if (!strcmp(m, "longjmp-raw"))
         return mode_longjmp(n ? n : 2000, 1);
+    if (!strcmp(m, "restore"))
+        return mode_restore();
     if (!strcmp(m, "exitsig"))
         return mode_exitsig(n ? (int)n : 1);
     if (!strcmp(m, "cancel"))

@@ -365,10 +365,8 @@ static int sampled_block(struct vh_tls *t, int heap, unsigned type, const void *
     }
     if (!vh_sampled(t, size))
         return 0;
-    if (p && !vh_sampled_add(key)) {
-        vh_dropped();
+    if (p && !vh_sample_keep(key))
         return 0;
-    }
     if (p)
         __atomic_fetch_add(&heaps[heap].sampled, 1, __ATOMIC_RELAXED);
     return 1;
@@ -480,9 +478,7 @@ static void api_move(int heap, const void *from, const void *to)
                 api_leave(t, g, now);
                 return;
             }
-            if (!vh_sampled_add(vh_sample_key((uint16_t)heap, (uintptr_t)to)))
-                vh_dropped();      /* its free will not be recorded */
-            else
+            if (vh_sample_keep(vh_sample_key((uint16_t)heap, (uintptr_t)to)))
                 __atomic_fetch_add(&heaps[heap].sampled, 1, __ATOMIC_RELAXED);
         }
         now = vh_now();

@@ -61,10 +61,8 @@ VH_ALWAYS_INLINE void note_alloc(struct vh_tls *t, unsigned func, void *p, uint6
                                  uint32_t stack)
 {
     /* Sampling: the block's free is recorded only if it is in the set. */
-    if (vh_unlikely(vh_sample_rate) && p && !vh_sampled_add((uintptr_t)p)) {
-        vh_dropped();
+    if (vh_unlikely(vh_sample_rate) && p && !vh_sample_keep((uintptr_t)p))
         return;
-    }
     uint64_t usable = vh_usable_of(p);
     uint64_t now = vh_now();
     put_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, p ? 0 : VH_RF_FAILED, (uintptr_t)p,
@@ -176,7 +174,9 @@ VH_EXPORT void *malloc(size_t size)
 static VH_NOINLINE void free_recorded(void *p)
 {
     struct vh_tls *t = &vh_tls;
-    if ((vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t)) || unsampled_free(p)) {
+    /* Under sampling free() passed the count test: look in the set. */
+    if ((vh_unlikely(!vh_fast_ok(t)) && !vh_enter_slow(t)) ||
+        (vh_unlikely(vh_sample_rate) && !vh_sampled_take((uintptr_t)p))) {
         pass_free(p);
         return;
     }

@@ -256,10 +256,8 @@ VH_ALWAYS_INLINE void call_delete(enum cxx_op op, void *p, size_t size, size_t a
 VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_t size)
 {
     /* Sampling: the block's delete is recorded only if it is in the set. */
-    if (vh_unlikely(vh_sample_rate) && p && !vh_sampled_add((uintptr_t)p)) {
-        vh_dropped();
+    if (vh_unlikely(vh_sample_rate) && p && !vh_sample_keep((uintptr_t)p))
         return;
-    }
     uint8_t g = t->guard;
     int e = *vh_errno_loc(t);
     (void)vh_busy(t);

@@ -655,6 +655,17 @@ VH_ALWAYS_INLINE void vh_dropped(void)
         vh_count(&vh_cap.hdr->dropped_events);
 }
 
+/* Under sampling, a block about to be recorded joins the set of sampled
+ * blocks (so that its free is recorded); 0, counted as dropped, when the
+ * set has no room: the block is then not recorded at all. */
+VH_ALWAYS_INLINE int vh_sample_keep(uint64_t key)
+{
+    if (vh_sampled_add(key))
+        return 1;
+    vh_dropped();
+    return 0;
+}
+
 /* The hot records, compact (capture_format.h): reserve the longest
  * encoding, encode against the chunk's cursor, publish what was used. */
 VH_ALWAYS_INLINE void vh_put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap, unsigned func,

@@ -127,8 +127,7 @@ void vh_signals_release(struct vh_tls *t)
     errno = e;
 }
 
-static struct sigaction *real_act(int sig, const struct sigaction *act, struct sigaction *old,
-                                  int *rc);
+static int real_act(int sig, const struct sigaction *act, struct sigaction *old);
 
 static void trampoline(int sig, siginfo_t *info, void *ucv)
 {
@@ -140,8 +139,7 @@ static void trampoline(int sig, siginfo_t *info, void *ucv)
         return;                    /* changed to SIG_DFL/SIG_IGN meanwhile */
     if (a.flags & SA_RESETHAND) {  /* emulated: see vh_sigaction */
         struct sigaction dfl = { .sa_handler = SIG_DFL };
-        int rc;
-        real_act(sig, &dfl, NULL, &rc);
+        real_act(sig, &dfl, NULL);
         act_write(sig, NULL, 0, NULL);
     }
     uint8_t g = t->guard, own = t->own;
@@ -166,18 +164,15 @@ static void trampoline(int sig, siginfo_t *info, void *ucv)
 }
 
 /* The kernel's sigaction through libc's (it supplies the restorer). */
-static struct sigaction *real_act(int sig, const struct sigaction *act, struct sigaction *old,
-                                  int *rc)
+static int real_act(int sig, const struct sigaction *act, struct sigaction *old)
 {
     if (!vh_real.sigaction)
         vh_resolve_real();
     if (!vh_real.sigaction) {
         errno = ENOSYS;
-        *rc = -1;
-        return old;
+        return -1;
     }
-    *rc = vh_real.sigaction(sig, act, old);
-    return old;
+    return vh_real.sigaction(sig, act, old);
 }
 
 static int sigaction_impl(int sig, const struct sigaction *act, struct sigaction *old)
@@ -185,7 +180,7 @@ static int sigaction_impl(int sig, const struct sigaction *act, struct sigaction
     int rc;
     if (sig <= 0 || sig >= _NSIG || sig == SIGKILL || sig == SIGSTOP || vh_tls.vforked) {
         struct sigaction k;
-        real_act(sig, act, old ? &k : NULL, &rc);
+        rc = real_act(sig, act, old ? &k : NULL);
         if (rc == 0 && old) {
             struct act a;
             *old = k;
@@ -204,9 +199,9 @@ static int sigaction_impl(int sig, const struct sigaction *act, struct sigaction
     struct act prev = acts[sig];
     struct sigaction k;
     if (!act) {
-        real_act(sig, NULL, &k, &rc);
+        rc = real_act(sig, NULL, &k);
     } else if (act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN) {
-        real_act(sig, act, &k, &rc);
+        rc = real_act(sig, act, &k);
         if (rc == 0)
             act_write(sig, NULL, 0, NULL);
     } else if (act->sa_sigaction == trampoline) {
@@ -214,7 +209,7 @@ static int sigaction_impl(int sig, const struct sigaction *act, struct sigaction
          * the kernel gets the trampoline again, the program's handler
          * stays what it was (never the trampoline itself: it would call
          * itself). */
-        real_act(sig, act, &k, &rc);
+        rc = real_act(sig, act, &k);
     } else {
         act_write(sig, (void *)act->sa_sigaction, act->sa_flags, &act->sa_mask);
         struct sigaction mine = *act;
@@ -224,7 +219,7 @@ static int sigaction_impl(int sig, const struct sigaction *act, struct sigaction
          * still find the program's handler when it comes again. */
         if (mine.sa_flags & SA_RESETHAND)
             mine.sa_flags = (mine.sa_flags & ~SA_RESETHAND) | SA_NODEFER;
-        real_act(sig, &mine, &k, &rc);
+        rc = real_act(sig, &mine, &k);
         if (rc != 0)
             act_write(sig, prev.fn, prev.flags, &prev.mask);
     }

@@ -20,14 +20,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "analyze/cli.h"
-#include "analyze/db.h"
-#include "analyze/events.h"
-#include "analyze/load.h"
+#include "analyze/cmd/cli.h"
+#include "analyze/store/db.h"
+#include "analyze/store/events.h"
+#include "analyze/load/load.h"
 #include "common/capture_format.h"
 
 /* Linked with every analyzer object but main.o, so the CLI helpers the
- * commands reference come from analyze/cli.c. */
+ * commands reference come from analyze/cmd/cli.c. */
 
 /* ---- the generator ------------------------------------------------------- */
 

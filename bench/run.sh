@@ -485,7 +485,7 @@ if [ "${BENCH_PERF:-0}" = 1 ] && [ $have_vheap = 1 ]; then
     fi
 fi
 
-# ---- the stored event stream (analyze/events.c) --------------------------------
+# ---- the stored event stream (analyze/store/events.c) --------------------------------
 # Appended by the event-stream work; bench/evbench.c. A synthetic capture of
 # BENCH_EVENTS events (default 20M; 0 skips this) with about 1M blocks live
 # and random sizes, addresses and times (a hard case for compression) is
@@ -508,7 +508,7 @@ if [ "$ev_n" -gt 0 ] && [ -d "$b/analyze" ]; then
         rm -f "$tmp/ev.vhcap"
         "$bdir/evbench" at "$tmp/ev.sqlite" 9 | sed 's/^/  /'
         "$bdir/evbench" scan "$tmp/ev.sqlite" | sed 's/^/  /'
-        # `frag` (analyze/cmd_frag.c) on the same DB: one moment, and the
+        # `frag` (analyze/cmd/frag.c) on the same DB: one moment, and the
         # series that replays every event into its sorted structures
         if [ -x "$analyze" ]; then
             for at in 0.5s 1s end "--series --heap malloc"; do

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/size_parse.h"
 #include "preload/internal.h"
 
 extern char **environ;
@@ -54,42 +55,6 @@ static const struct option table[] = {
     { "VHEAP_START", K_CHOICE, 0, 0, start_names, "on or paused" },
 };
 
-/* Decimal number with an optional binary suffix (K, KiB, M, MiB, G, GiB,
- * any case, trailing B optional when a multiplier is given). */
-static int parse_number(const char *s, int allow_suffix, uint64_t *out)
-{
-    uint64_t v = 0;
-    const char *p = s;
-    if (*p < '0' || *p > '9')
-        return -1;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        if (v > (UINT64_MAX - 9) / 10)
-            return -1;
-        v = v * 10 + (uint64_t)(*p - '0');
-    }
-    if (*p && allow_suffix) {
-        unsigned shift;
-        switch (*p | 0x20) {
-        case 'k': shift = 10; break;
-        case 'm': shift = 20; break;
-        case 'g': shift = 30; break;
-        default: return -1;
-        }
-        p++;
-        if ((*p | 0x20) == 'i')
-            p++;
-        if ((*p | 0x20) == 'b')
-            p++;
-        if (v > (UINT64_MAX >> shift))
-            return -1;
-        v <<= shift;
-    }
-    if (*p)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_bool(const char *s, uint64_t *out)
 {
     if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true"))
@@ -123,7 +88,7 @@ static int parse(const struct option *o, const char *val, uint64_t *num)
     case K_MS:
     case K_SIZE:
     case K_BYTES:
-        if (parse_number(val, o->kind == K_SIZE || o->kind == K_BYTES, num) < 0)
+        if (vh_parse_size(val, o->kind == K_SIZE || o->kind == K_BYTES, UINT64_MAX, num) < 0)
             return -1;
         if (*num < o->min || *num > o->max)
             return -1;

@@ -262,7 +262,7 @@ CREATE TABLE series (
     PRIMARY KEY (heap_id, bucket)
 ) WITHOUT ROWID;
 
--- The normalized event stream (analyze/events.h; read it through evstream
+-- The normalized event stream (analyze/store/events.h; read it through evstream
 -- and liveset__at, the blobs are not meant for SQL): every allocation, free,
 -- in-place resize, move and failed call in time order, numbered from 0
 -- (seq), in blocks of at most 65536 events. `data` is a zstd frame of

@@ -1,5 +1,5 @@
 /* report.js — draws `vheap-analyze report`'s page from the JSON embedded in
- * it (report_data.c writes it): the flame graph of the pruned call tree
+ * it (report/data.c writes it): the flame graph of the pruned call tree
  * (values summed up the tree per cost, heap and tag on every change), the
  * timeline (SVG) whose clicks pick a precomputed live-set snapshot, the
  * sortable top table, the heaps tree and fragmentation. The state lives in

@@ -1,10 +1,10 @@
 /* fuzz_demangle.c — libFuzzer target: the Rust demanglers of
- * analyze/demangle.c (legacy _ZN...17h<hash>E and v0 _R...), which read
+ * analyze/symbols/demangle.c (legacy _ZN...17h<hash>E and v0 _R...), which read
  * symbol names straight from ELF and DWARF files. The input, cut at its
  * first NUL, is a name. Checks: any result is non-empty, bounded text; a
  * name of the legacy Rust shape always demangles, and its hash does not
  * show (another hash gives the same text). */
-#include "analyze/demangle.h"
+#include "analyze/symbols/demangle.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

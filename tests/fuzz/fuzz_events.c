@@ -1,5 +1,5 @@
 /* fuzz_events.c — libFuzzer target: the event stream of a vheap DB
- * (analyze/events.c): the block decoder behind evstream and the live set at
+ * (analyze/store/events.c): the block decoder behind evstream and the live set at
  * time T (checkpoint + replay). The first input byte picks the mode:
  *   even: a round trip. The input becomes a valid event sequence (allocs,
  *         frees, resizes, moves, failed calls over a few heaps and threads,
@@ -14,8 +14,8 @@
 #include <errno.h>
 #include <zstd.h>
 
-#include "analyze/db.h"
-#include "analyze/events.h"
+#include "analyze/store/db.h"
+#include "analyze/store/events.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,4 +1,4 @@
-/* fuzz_load.c — libFuzzer target: the loader (analyze/load.c: capture ->
+/* fuzz_load.c — libFuzzer target: the loader (analyze/load/load.c: capture ->
  * SQLite) and then every query command on the DB it wrote, as a user would
  * run them: whatever the capture holds, load either refuses it with one
  * line or writes a DB that db__open_read accepts, leaves no temporary file
@@ -12,9 +12,9 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "analyze/cli.h"
-#include "analyze/db.h"
-#include "analyze/load.h"
+#include "analyze/cmd/cli.h"
+#include "analyze/store/db.h"
+#include "analyze/load/load.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,12 +1,12 @@
 /* fuzz_query_opts.c — libFuzzer target: the option parser every query
- * command shares (analyze/query_opts.c, vh_qopts_parse). The input is an
+ * command shares (analyze/cmd/query.c, vh_qopts_parse). The input is an
  * argv: NUL-separated words, the first being the command name. Checks that
  * parsing succeeds only with exactly one operand, that counts are never
  * negative, and that a --min-bytes value means what a reference reading of
  * its suffix says (4K = 4000, 4KiB = 4096). */
 #include <errno.h>
 
-#include "analyze/query_opts.h"
+#include "analyze/cmd/query.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,4 +1,4 @@
-/* fuzz_svg.c — libFuzzer target: the SVG chart writer (analyze/svg.c), which
+/* fuzz_svg.c — libFuzzer target: the SVG chart writer (analyze/render/svg.c), which
  * draws whatever a capture and its binaries hold: function names and paths
  * as labels and tooltips, sizes and times as values (NaN, infinities and
  * 2^63 included). The input is consumed as: axes, a point count, x and y
@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <math.h>
 
-#include "analyze/svg.h"
+#include "analyze/render/svg.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

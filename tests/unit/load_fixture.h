@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "analyze/db.h"
-#include "analyze/load.h"
+#include "analyze/store/db.h"
+#include "analyze/load/load.h"
 #include "tests/unit/capture_builder.h"
 
 /* The analyzer objects (cli.o among them) are linked without main.o, so the
- * CLI helpers the commands reference come from analyze/cli.c. */
+ * CLI helpers the commands reference come from analyze/cmd/cli.c. */
 
 /* Every test in a binary reuses one capture/DB path pair; done() removes them. */
 static char cap_path[256], db_path[300];

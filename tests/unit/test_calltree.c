@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyze/db.h"
-#include "analyze/load.h"
-#include "analyze/report.h"
+#include "analyze/store/db.h"
+#include "analyze/load/load.h"
+#include "analyze/report/report.h"
 #include "tests/unit/capture_builder.h"
 #include "tests/unit/load_fixture.h"
 

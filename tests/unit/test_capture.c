@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyze/capture.h"
-#include "analyze/cli.h"
+#include "analyze/capture/capture.h"
+#include "analyze/cmd/cli.h"
 #include "tests/unit/capture_builder.h"
 
 #define MAX_EVENTS 4096

@@ -16,10 +16,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "analyze/cli.h"
-#include "analyze/db.h"
-#include "analyze/events.h"
-#include "analyze/load.h"
+#include "analyze/cmd/cli.h"
+#include "analyze/store/db.h"
+#include "analyze/store/events.h"
+#include "analyze/load/load.h"
 #include "tests/unit/capture_builder.h"
 #include "tests/unit/load_fixture.h"
 

@@ -1,4 +1,4 @@
-/* test_frag.c — analyze/frag.c on synthetic live sets: slack and size
+/* test_frag.c — analyze/query/frag.c on synthetic live sets: slack and size
  * classes, page occupancy and pinned bytes charged to stacks, holes in a
  * heap with bounds and in clusters of a heap without, nested heaps carved
  * from their parent, bad input; and fragtrack, kept up to date through
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/frag.h"
+#include "analyze/query/frag.h"
 
 static struct vh_block blk(uint32_t heap, uint64_t addr, uint64_t size, uint64_t usable,
                            uint32_t stack)

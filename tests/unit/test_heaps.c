@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyze/db.h"
-#include "analyze/load.h"
-#include "analyze/query_opts.h"
+#include "analyze/store/db.h"
+#include "analyze/load/load.h"
+#include "analyze/cmd/query.h"
 #include "tests/unit/capture_builder.h"
 #include "tests/unit/load_fixture.h"
 

@@ -16,11 +16,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyze/cli.h"
-#include "analyze/db.h"
-#include "analyze/events.h"
-#include "analyze/livemap.h"
-#include "analyze/load.h"
+#include "analyze/load/ensure.h"
+#include "analyze/cmd/cli.h"
+#include "analyze/store/db.h"
+#include "analyze/store/events.h"
+#include "analyze/load/livemap.h"
+#include "analyze/load/load.h"
 #include "tests/unit/capture_builder.h"
 #include "tests/unit/load_fixture.h"
 
@@ -498,11 +499,12 @@ static void test_missing_stacks_bounded(void **state)
 static void test_process_and_series(void **state)
 {
     struct capb b;
-    const char *argv[] = { "./prog", "a \"quoted\" arg", "tab\there" };
+    /* the last: a Latin-1 byte, not UTF-8 (a file name from another era) */
+    const char *argv[] = { "./prog", "a \"quoted\" arg", "tab\there", "caf\xe9" };
     (void)state;
 
     capb__init(&b, 0);
-    capb__set_argv(&b, 3, argv);
+    capb__set_argv(&b, 4, argv);
     /* 10 s run: bucket 1 ms would give 10000 buckets (< 20000) */
     capb__header(&b)->end_time = 10000000000ull;
     capb__header(&b)->flags |= VH_HDR_FORKED;
@@ -517,7 +519,7 @@ static void test_process_and_series(void **state)
 
     char s[128];
     assert_string_equal(qs(db, "SELECT argv FROM processes", s, sizeof s),
-                        "[\"./prog\",\"a \\\"quoted\\\" arg\",\"tab\\u0009here\"]");
+                        "[\"./prog\",\"a \\\"quoted\\\" arg\",\"tab\\there\",\"caf\\ufffd\"]");
     assert_int_equal(q(db, "SELECT forked FROM processes"), 1);
     assert_int_equal(q(db, "SELECT ended FROM processes"), 0);
     assert_int_equal(q(db, "SELECT value FROM meta WHERE key='bucket_ns'"), 1000000);
@@ -578,7 +580,7 @@ static void test_not_a_capture(void **state)
     assert_non_null(strstr(err, "not a vheap capture"));
     assert_non_null(strstr(err, path));
     assert_int_equal(stat(db, &sb), -1);            /* no DB left behind */
-    assert_true(db__ensure(path, db, sizeof db, err, sizeof err) < 0);
+    assert_true(load__ensure(path, db, sizeof db, err, sizeof err) < 0);
     assert_non_null(strstr(err, "neither a vheap capture nor a vheap database"));
     unlink(path);
 }
@@ -637,7 +639,7 @@ static void test_open_read_checks(void **state)
     assert_true(db__open_read("/nonexistent/x.sqlite", &db, err, sizeof err) == -ENOENT);
 }
 
-/* db__ensure loads a capture into CAPTURE.sqlite once, reuses it while the
+/* load__ensure loads a capture into CAPTURE.sqlite once, reuses it while the
  * capture is unchanged, and reloads it when the capture changes. */
 static void test_ensure(void **state)
 {
@@ -650,7 +652,7 @@ static void test_ensure(void **state)
     uint32_t ch = capb__chunk(&b);
     capb__alloc(&b, ch, 1, 0x1000, 1, 1, 1);
     assert_int_equal(capb__write_tmp(&b, cap_path, sizeof cap_path), 0);
-    assert_int_equal(db__ensure(cap_path, dbp, sizeof dbp, err, sizeof err), 0);
+    assert_int_equal(load__ensure(cap_path, dbp, sizeof dbp, err, sizeof err), 0);
     assert_non_null(strstr(dbp, VH_DB_SUFFIX));
     assert_int_equal(db__open_read(dbp, &db, err, sizeof err), 0);
     assert_int_equal(HEAP(db, "allocations", 0), 1);
@@ -659,20 +661,20 @@ static void test_ensure(void **state)
     /* unchanged: the same DB file is used (its inode stays) */
     struct stat s1, s2;
     assert_int_equal(stat(dbp, &s1), 0);
-    assert_int_equal(db__ensure(cap_path, dbp, sizeof dbp, err, sizeof err), 0);
+    assert_int_equal(load__ensure(cap_path, dbp, sizeof dbp, err, sizeof err), 0);
     assert_int_equal(stat(dbp, &s2), 0);
     assert_int_equal(s1.st_ino, s2.st_ino);
 
     /* a DB path passes through unchanged */
     char again[512];
-    assert_int_equal(db__ensure(dbp, again, sizeof again, err, sizeof err), 0);
+    assert_int_equal(load__ensure(dbp, again, sizeof again, err, sizeof err), 0);
     assert_string_equal(again, dbp);
 
     /* the capture grows: reloaded */
     capb__alloc(&b, ch, 2, 0x2000, 1, 1, 1);
     capb__header(&b)->last_time = 2;
     assert_int_equal(capb__write(&b, cap_path), 0);
-    assert_int_equal(db__open_any(cap_path, &db, err, sizeof err), 0);
+    assert_int_equal(load__open_any(cap_path, &db, err, sizeof err), 0);
     assert_int_equal(HEAP(db, "allocations", 0), 2);
     sqlite3_close(db);
     unlink(dbp);

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyze/trend.h"
-#include "analyze/weight.h"
+#include "analyze/util/trend.h"
+#include "analyze/util/weight.h"
 #include "tests/unit/capture_builder.h"
 #include "tests/unit/load_fixture.h"
 

@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyze/db.h"
-#include "analyze/demangle.h"
-#include "analyze/symbols.h"
+#include "analyze/store/db.h"
+#include "analyze/symbols/demangle.h"
+#include "analyze/symbols/symbols.h"
 
 /* ---- probes: return addresses with known lines ---------------------------- */
 

@@ -1,0 +1,708 @@
+/* capture.c — the capture reader: maps a capture, validates it, indexes its
+ * STACK records, and merges its per-thread chunks into one time-ordered
+ * stream. Every byte of the file is untrusted: each length is checked against
+ * the snapshot taken at open, so a corrupt, truncated or still-growing
+ * capture is read as far as it is valid and never crashes the reader. */
+/* The merge runs over segments of chunks, each sorted by time. A chunk
+ * reused by a later thread may start that thread's records with a time a
+ * little before the previous owner's last one (the time was taken before
+ * the chunk was claimed): the chunk splits there, at the THREAD record.
+ * Version 2's compact records are decoded twice, in pass one to validate
+ * and index, in pass two into the event; each segment carries the cursor
+ * (time and address bases) its next record decodes against. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analyze/capture/capture.h"
+#include "analyze/util/grow.h"
+
+#define MIN_CHUNK_SIZE 4096u
+#define MAX_CHUNK_SIZE (1u << 30)
+#define CHDR ((uint64_t)sizeof(struct vh_chunk_header))
+/* Every record carries its header word and a time: nothing is shorter. */
+#define MIN_RECORD 16u
+
+/* A run of one chunk's records in time order: the whole chunk, or the part
+ * between THREAD records where the time went back. A run starts at the
+ * chunk's first record or at a THREAD record, so it decodes from a fresh
+ * cursor either way. */
+struct seg {
+    uint64_t first;                /* file offset of its first record       */
+    uint64_t end;                  /* file offset where it ends             */
+    uint64_t pos;                  /* next record to yield (pass two)       */
+    struct vh_cursor cur;          /* compact records' bases at pos         */
+    uint32_t tid;                  /* b of its THREAD record once yielded   */
+    uint32_t chunk;
+};
+
+/* A segment's place in the merge, keyed by its next record's (time,
+ * offset); the key is kept here so that sifting touches one array. */
+struct heap_ent {
+    uint64_t time, pos;
+    size_t seg;
+};
+
+struct stack_ent {
+    uint64_t off;                  /* file offset of the STACK record       */
+    uint32_t id;
+    uint32_t depth;
+};
+
+struct capture {
+    char *path;
+    const uint8_t *map;
+    uint64_t size;
+    const struct vh_capture_header *hdr;
+    int v1;                        /* version 1: struct records only        */
+
+    uint32_t nchunks;              /* chunks in the snapshot                */
+    struct seg *segs;              /* in file order                         */
+    size_t nsegs, capsegs;
+    struct heap_ent *heap;         /* min-heap of the segments with records */
+    size_t nheap;
+
+    struct stack_ent *stacks;      /* sorted by id once pass one is done    */
+    size_t nstacks, capstacks;
+    uint32_t *dense;               /* id -> stacks index + 1, when compact  */
+    uint32_t ndense;
+    uint32_t max_stack_id;
+
+    uint64_t consumed, total;      /* record bytes (PAD not counted)        */
+
+    unsigned damage;
+    uint64_t damage_off;           /* offset the kept message is about      */
+    char damage_msg[256];
+};
+
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Keeps the message about the lowest file offset: "first" means first in
+ * the file, whatever order the checks ran in. */
+__attribute__((format(printf, 3, 4)))
+static void damage(struct capture *c, uint64_t off, const char *fmt, ...)
+{
+    va_list ap;
+
+    c->damage++;
+    if (c->damage > 1 && off >= c->damage_off)
+        return;
+    c->damage_off = off;
+    va_start(ap, fmt);
+    vsnprintf(c->damage_msg, sizeof c->damage_msg, fmt, ap);
+    va_end(ap);
+}
+
+/* Smallest valid size of each variable-length type: its fixed part. */
+static size_t min_size(uint8_t type)
+{
+    switch (type) {
+    case VH_REC_STACK: return sizeof(struct vh_rec_stack);
+    case VH_REC_MODULE: return sizeof(struct vh_rec_module);
+    case VH_REC_HEAP_CREATE: return sizeof(struct vh_rec_heap);
+    case VH_REC_MARK:
+    case VH_REC_TAG: return sizeof(struct vh_rec_label);
+    case VH_REC_RANGE: return sizeof(struct vh_rec_range);
+    case VH_REC_REGION: return sizeof(struct vh_rec_region);
+    default: return MIN_RECORD;
+    }
+}
+
+/* A record decoded from the file. */
+struct rec {
+    const struct vh_rec_hdr *h;    /* in the mapping, or the caller's dec   */
+    size_t size;                   /* encoded size                          */
+    uint64_t time;
+};
+
+/* Decodes the record at `pos` (not a PAD) if it lies wholly below `limit`,
+ * moving the cursor as the writer did. 0 on damage, with the reason in *why
+ * and *cut set when the record runs past `limit`. A compact record is
+ * decoded into *dec. */
+static inline int rec_decode(const struct capture *c, uint64_t pos, uint64_t limit,
+                      struct vh_cursor *cur, union vh_rec_compact *dec, struct rec *r,
+                      const char **why, int *cut)
+{
+    const uint8_t *p = c->map + pos;
+    const struct vh_rec_hdr *h = (const void *)p;
+    size_t size;
+
+    *cut = 0;
+    if (!c->v1 && vh_rec_is_compact(p[0])) {
+        long n = vh_dec_compact(p, c->map + limit, cur, dec);
+        if (n < 0) {
+            *why = vh_dec_why((int)n);
+            *cut = n == VH_DEC_CUT;
+            return 0;
+        }
+        r->h = &dec->h;
+        r->size = (size_t)n;
+        r->time = dec->alloc.time;
+        return 1;
+    }
+    /* The type byte alone says whether the reader knows it; the struct is
+     * only looked at once its alignment is known. */
+    if (p[0] < VH_REC_VARIABLE && !vh_record_size(&(struct vh_rec_hdr){ .type = p[0] })) {
+        *why = "has an unknown fixed-size type";
+        return 0;
+    }
+    if (pos & 7) {
+        *why = "is a struct record at an offset not a multiple of 8";
+        return 0;
+    }
+    if (limit - pos < sizeof *h) {
+        *why = "runs past used";
+        *cut = 1;
+        return 0;
+    }
+    size = vh_record_size(h);
+    if (size == 0) {
+        *why = "has length 0";
+        return 0;
+    }
+    if (size > limit - pos) {
+        *why = "runs past used";
+        *cut = 1;
+        return 0;
+    }
+    if (size < min_size(h->type)) {
+        *why = "is too short for its type";
+        return 0;
+    }
+    r->h = h;
+    r->size = size;
+    r->time = rd64(p + 8);
+    cur->time = r->time;
+    if (h->type == VH_REC_THREAD)
+        cur->addr = 0;
+    return 1;
+}
+
+/* Starts a segment at `pos` in chunk i. */
+static int seg_push(struct capture *c, uint32_t i, uint64_t pos)
+{
+    if (vh_grow(&c->segs, &c->capsegs, c->nsegs, sizeof *c->segs, 64))
+        return -ENOMEM;
+    c->segs[c->nsegs++] = (struct seg){ .first = pos, .end = pos, .pos = pos, .chunk = i };
+    return 0;
+}
+
+static int stack_push(struct capture *c, uint32_t id, uint32_t depth, uint64_t off)
+{
+    if (vh_grow(&c->stacks, &c->capstacks, c->nstacks, sizeof *c->stacks, 256))
+        return -ENOMEM;
+    c->stacks[c->nstacks++] = (struct stack_ent){ .off = off, .id = id, .depth = depth };
+    return 0;
+}
+
+/* Pass one over chunk i: splits it into segments, finds where its valid
+ * records end, indexes its stacks. Damage ends the chunk; only -ENOMEM is
+ * an error. */
+static int chunk_scan(struct capture *c, uint32_t i)
+{
+    const struct vh_capture_header *hdr = c->hdr;
+    uint64_t base = hdr->chunk_offset + (uint64_t)i * hdr->chunk_size;
+    uint64_t avail = c->size - base; /* base < size: the snapshot is clamped */
+    const struct vh_chunk_header *chdr = (const void *)(c->map + base);
+    struct vh_cursor cur = { 0, 0 };
+    union vh_rec_compact dec;
+    uint64_t used, limit, pos, last = 0;
+
+    if (avail > hdr->chunk_size)
+        avail = hdr->chunk_size;
+    if (avail < CHDR) {
+        damage(c, base, "chunk %u at offset 0x%llx: cut by the end of the file at 0x%llx", i,
+               (unsigned long long)base, (unsigned long long)c->size);
+        return 0;
+    }
+    /* used first, with acquire: what it covers was written before it. */
+    used = __atomic_load_n(&chdr->used, __ATOMIC_ACQUIRE);
+    if (c->v1) {
+        /* A version 1 writer counted a chunk before writing its header. */
+        if (used == 0 && (chdr->magic == 0 || chdr->magic == VH_CHUNK_MAGIC))
+            return 0; /* claimed, nothing published yet */
+    } else if (used == 0 && chdr->magic == 0 && chdr->index == 0) {
+        /* Version 2 writes the header before it counts the chunk: no
+         * header below chunks_claimed is lost data, never a race. */
+        damage(c, base, "chunk %u at offset 0x%llx: no chunk header", i,
+               (unsigned long long)base);
+        return 0;
+    }
+    if (chdr->magic != VH_CHUNK_MAGIC) {
+        damage(c, base, "chunk %u at offset 0x%llx: bad chunk magic 0x%08x", i,
+               (unsigned long long)base, chdr->magic);
+        return 0;
+    }
+    if (chdr->index != i) {
+        damage(c, base, "chunk %u at offset 0x%llx: header says it is chunk %u", i,
+               (unsigned long long)base, chdr->index);
+        return 0;
+    }
+    if (used > hdr->chunk_size || used < CHDR) {
+        damage(c, base, "chunk %u at offset 0x%llx: used %llu outside %llu..%u", i,
+               (unsigned long long)base, (unsigned long long)used, (unsigned long long)CHDR,
+               hdr->chunk_size);
+        return 0;
+    }
+    limit = used;
+    if (used > avail) {
+        damage(c, base + avail,
+               "chunk %u at offset 0x%llx: used %llu runs past the end of the file at 0x%llx", i,
+               (unsigned long long)base, (unsigned long long)used, (unsigned long long)c->size);
+        limit = avail;
+    }
+    limit += base;
+
+    pos = base + CHDR;
+    if (pos < limit && seg_push(c, i, pos))
+        return -ENOMEM;
+    while (pos < limit) {
+        const char *why = NULL;
+        struct rec r;
+        int cut;
+
+        if (!c->v1 && c->map[pos] == VH_REC_PAD) {
+            if (!(pos & 7)) {
+                damage(c, pos, "chunk %u at offset 0x%llx: padding at 0x%llx is not before "
+                       "an 8-aligned record", i, (unsigned long long)base,
+                       (unsigned long long)pos);
+                break;
+            }
+            pos++;
+            continue;
+        }
+        if (!rec_decode(c, pos, limit, &cur, &dec, &r, &why, &cut)) {
+            /* A record cut by the end of the file is the damage already
+             * reported for this chunk, not another region. */
+            if (limit < base + used && cut)
+                break;
+            damage(c, pos, "chunk %u at offset 0x%llx: record at 0x%llx (type 0x%02x) %s", i,
+                   (unsigned long long)base, (unsigned long long)pos, c->map[pos], why);
+            break;
+        }
+        /* A new owner whose time lies before the last owner's: its records
+         * become a segment of their own (rare: only then is one needed). */
+        if (r.h->type == VH_REC_THREAD && r.time < last) {
+            c->segs[c->nsegs - 1].end = pos;
+            if (seg_push(c, i, pos))
+                return -ENOMEM;
+            last = 0;
+        }
+        if (r.time < last) {
+            damage(c, pos,
+                   "chunk %u at offset 0x%llx: time goes backwards at record 0x%llx "
+                   "(%llu after %llu)",
+                   i, (unsigned long long)base, (unsigned long long)pos,
+                   (unsigned long long)r.time, (unsigned long long)last);
+            break;
+        }
+        last = r.time;
+        if (r.h->type == VH_REC_STACK) {
+            if (r.h->b == 0) {
+                damage(c, pos, "chunk %u at offset 0x%llx: stack record at 0x%llx has id 0", i,
+                       (unsigned long long)base, (unsigned long long)pos);
+            } else if (stack_push(c, r.h->b,
+                                  (uint32_t)(r.size - sizeof(struct vh_rec_stack)) / 8, pos)) {
+                return -ENOMEM;
+            }
+        }
+        c->total += r.size;
+        pos += r.size;
+    }
+    if (c->nsegs && c->segs[c->nsegs - 1].chunk == i)
+        c->segs[c->nsegs - 1].end = pos;
+    return 0;
+}
+
+static int by_id_then_offset(const void *a, const void *b)
+{
+    const struct stack_ent *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+/* Sorts the stacks, drops later definitions of an id (damage when their
+ * frames differ from the first), and builds a dense id index when the ids
+ * are compact enough for it to stay O(stacks). */
+static int stacks_finish(struct capture *c)
+{
+    size_t n = 0;
+
+    if (!c->nstacks)
+        return 0;
+    qsort(c->stacks, c->nstacks, sizeof *c->stacks, by_id_then_offset);
+    for (size_t i = 0; i < c->nstacks; i++) {
+        struct stack_ent *e = &c->stacks[i];
+        if (n && c->stacks[n - 1].id == e->id) {
+            const struct stack_ent *k = &c->stacks[n - 1];
+            if (k->depth != e->depth ||
+                memcmp(c->map + k->off + 16, c->map + e->off + 16, (size_t)k->depth * 8))
+                damage(c, e->off,
+                       "stack record at 0x%llx: id %u already defined at 0x%llx "
+                       "with other frames",
+                       (unsigned long long)e->off, e->id, (unsigned long long)k->off);
+            continue;
+        }
+        c->stacks[n++] = *e;
+    }
+    c->nstacks = n;
+    c->max_stack_id = c->stacks[n - 1].id;
+    if ((uint64_t)c->max_stack_id <= 4 * (uint64_t)n + 65536) {
+        c->ndense = c->max_stack_id + 1;
+        c->dense = calloc(c->ndense, sizeof *c->dense);
+        if (!c->dense)
+            return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+            c->dense[c->stacks[i].id] = (uint32_t)i + 1;
+    }
+    return 0;
+}
+
+static int before(const struct heap_ent *x, const struct heap_ent *y)
+{
+    return x->time != y->time ? x->time < y->time : x->pos < y->pos;
+}
+
+static void sift_down(struct capture *c, size_t i)
+{
+    struct heap_ent *h = c->heap;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        struct heap_ent t;
+        if (l < c->nheap && before(&h[l], &h[m]))
+            m = l;
+        if (r < c->nheap && before(&h[r], &h[m]))
+            m = r;
+        if (m == i)
+            return;
+        t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* Moves segment sg past PAD bytes to its next record and fills `e` with
+ * that record's merge key; 0 when the segment has no record left. A time
+ * that does not decode is taken as the cursor's: capture__next then finds
+ * the record damaged. */
+static int seg_peek(const struct capture *c, struct seg *sg, struct heap_ent *e)
+{
+    const uint8_t *m = c->map;
+    uint64_t t = sg->cur.time;
+
+    if (!c->v1)
+        while (sg->pos < sg->end && m[sg->pos] == VH_REC_PAD)
+            sg->pos++;
+    if (sg->pos >= sg->end)
+        return 0;
+    if (!c->v1 && vh_rec_is_compact(m[sg->pos]))
+        vh_dec_compact_time(m + sg->pos, m + sg->end, &sg->cur, &t);
+    else if (sg->end - sg->pos >= MIN_RECORD)
+        t = rd64(m + sg->pos + 8);
+    e->time = t;
+    e->pos = sg->pos;
+    return 1;
+}
+
+void capture__rewind(struct capture *c)
+{
+    c->nheap = 0;
+    c->consumed = 0;
+    for (size_t i = 0; i < c->nsegs; i++) {
+        struct seg *sg = &c->segs[i];
+        sg->pos = sg->first;
+        sg->tid = 0;
+        sg->cur = (struct vh_cursor){ 0, 0 };
+        if (seg_peek(c, sg, &c->heap[c->nheap])) {
+            c->heap[c->nheap].seg = i;
+            c->nheap++;
+        }
+    }
+    for (size_t i = c->nheap / 2; i-- > 0;)
+        sift_down(c, i);
+}
+
+int capture__next(struct capture *c, struct vh_event *ev)
+{
+    while (c->nheap) {
+        struct seg *sg = &c->segs[c->heap[0].seg];
+        const char *why;
+        struct rec r;
+        int cut;
+
+        /* Decoded again: the bytes are shared with whoever else has the
+         * file open, and pass one's verdict must not be trusted blindly. */
+        if (!rec_decode(c, sg->pos, sg->end, &sg->cur, &ev->dec, &r, &why, &cut)) {
+            damage(c, sg->pos, "chunk %u: record at 0x%llx %s (changed while being read)",
+                   sg->chunk, (unsigned long long)sg->pos, why);
+            sg->end = sg->pos;
+            c->heap[0] = c->heap[--c->nheap];
+            sift_down(c, 0);
+            continue;
+        }
+        if (r.h->type == VH_REC_THREAD)
+            sg->tid = r.h->b;
+        ev->rec = r.h;
+        ev->size = r.size;
+        ev->time = r.time;
+        ev->offset = sg->pos;
+        ev->tid = sg->tid;
+        ev->chunk = sg->chunk;
+        sg->pos += r.size;
+        c->consumed += r.size;
+        if (!seg_peek(c, sg, &c->heap[0]))
+            c->heap[0] = c->heap[--c->nheap];
+        sift_down(c, 0);
+        return 1;
+    }
+    return 0;
+}
+
+/* Header checks that make the file unreadable as a whole. */
+static int header_check(const struct vh_capture_header *h, char *err, size_t errlen)
+{
+    if (memcmp(h->magic, VH_CAPTURE_MAGIC, sizeof h->magic)) {
+        snprintf(err, errlen, "not a vheap capture (bad magic)");
+        return -EINVAL;
+    }
+    if (h->version != VH_CAPTURE_VERSION && h->version != VH_CAPTURE_VERSION_V1) {
+        snprintf(err, errlen, "capture format version %u, this vheap reads %u and %u",
+                 h->version, VH_CAPTURE_VERSION_V1, VH_CAPTURE_VERSION);
+        return -EINVAL;
+    }
+    if (h->header_size != VH_HEADER_SIZE) {
+        snprintf(err, errlen, "bad header at 0xc: header size %u, version %u has %u",
+                 h->header_size, h->version, VH_HEADER_SIZE);
+        return -EINVAL;
+    }
+    if (h->chunk_size < MIN_CHUNK_SIZE || h->chunk_size > MAX_CHUNK_SIZE ||
+        (h->chunk_size & (h->chunk_size - 1))) {
+        snprintf(err, errlen,
+                 "bad header at 0x10: chunk size %u is not a power of two in 4 KiB..1 GiB",
+                 h->chunk_size);
+        return -EINVAL;
+    }
+    if (h->chunk_header_size != CHDR) {
+        snprintf(err, errlen, "bad header at 0x14: chunk header size %u, version %u has %u",
+                 h->chunk_header_size, h->version, (unsigned)CHDR);
+        return -EINVAL;
+    }
+    if (h->chunk_offset < VH_HEADER_SIZE || (h->chunk_offset & 7) ||
+        h->chunk_offset > (1ull << 62)) {
+        snprintf(err, errlen, "bad header at 0x18: chunk offset 0x%llx",
+                 (unsigned long long)h->chunk_offset);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int capture__open(const char *path, struct capture **out, char *err, size_t errlen)
+{
+    struct capture *c = NULL;
+    struct stat st;
+    int fd = -1, rc = 0;
+    uint64_t claimed, holds = 0, n;
+
+    *out = NULL;
+    if (errlen)
+        err[0] = '\0';
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
+     * below like any other file that is not regular. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot open: %s", strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = -EINVAL;
+        snprintf(err, errlen, "not a regular file");
+        goto out;
+    }
+    if ((uint64_t)st.st_size < VH_HEADER_SIZE) {
+        char magic[8];
+        rc = -EINVAL;
+        if (st.st_size < (off_t)sizeof magic || pread(fd, magic, sizeof magic, 0) != sizeof magic ||
+            memcmp(magic, VH_CAPTURE_MAGIC, sizeof magic))
+            snprintf(err, errlen, "not a vheap capture (bad magic)");
+        else
+            snprintf(err, errlen, "truncated header: file ends at 0x%llx, header needs 0x%x",
+                     (unsigned long long)st.st_size, VH_HEADER_SIZE);
+        goto out;
+    }
+    c = calloc(1, sizeof *c);
+    if (!c || !(c->path = strdup(path))) {
+        rc = -ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    c->size = (uint64_t)st.st_size;
+    c->map = mmap(NULL, c->size, PROT_READ, MAP_SHARED, fd, 0);
+    if (c->map == MAP_FAILED) {
+        c->map = NULL;
+        rc = -errno;
+        snprintf(err, errlen, "cannot map: %s", strerror(errno));
+        goto out;
+    }
+    c->hdr = (const void *)c->map;
+    rc = header_check(c->hdr, err, errlen);
+    if (rc)
+        goto out;
+    c->v1 = c->hdr->version == VH_CAPTURE_VERSION_V1;
+
+    claimed = __atomic_load_n(&c->hdr->chunks_claimed, __ATOMIC_ACQUIRE);
+    if (c->size > c->hdr->chunk_offset)
+        holds = (c->size - c->hdr->chunk_offset + c->hdr->chunk_size - 1) / c->hdr->chunk_size;
+    n = claimed < holds ? claimed : holds;
+    c->nchunks = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX - 1; /* reported below */
+    for (uint32_t i = 0; i < c->nchunks && !rc; i++)
+        rc = chunk_scan(c, i);
+    if (!rc && !(c->heap = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->heap)))
+        rc = -ENOMEM;
+    /* After the chunks, so that a chunk cut at the same offset keeps the
+     * first message: it says which records were lost. */
+    if (claimed > holds)
+        damage(c, c->size, "truncated: header claims %llu chunks, file holds %llu (ends at 0x%llx)",
+               (unsigned long long)claimed, (unsigned long long)holds,
+               (unsigned long long)c->size);
+    else if (claimed > c->nchunks)
+        damage(c, c->size, "header at 0x20: %llu chunks is more than this reader handles",
+               (unsigned long long)claimed);
+    if (!rc)
+        rc = stacks_finish(c);
+    if (rc) {
+        snprintf(err, errlen, "out of memory indexing the capture");
+        goto out;
+    }
+    capture__rewind(c);
+    *out = c;
+    c = NULL;
+out:
+    if (fd >= 0)
+        close(fd);
+    capture__close(c);
+    return rc;
+}
+
+const struct vh_capture_header *capture__header(const struct capture *c)
+{
+    return c->hdr;
+}
+
+const char *capture__path(const struct capture *c)
+{
+    return c->path;
+}
+
+uint64_t capture__file_size(const struct capture *c)
+{
+    return c->size;
+}
+
+uint32_t capture__chunks(const struct capture *c)
+{
+    return c->nchunks;
+}
+
+const char *capture__argv(const struct capture *c, size_t *len)
+{
+    uint32_t n = c->hdr->argv_len;
+    *len = n < VH_ARGV_MAX ? n : VH_ARGV_MAX;
+    return c->hdr->argv;
+}
+
+const uint64_t *capture__stack(const struct capture *c, uint32_t id, uint32_t *depth,
+                               uint8_t *flags)
+{
+    const struct stack_ent *e = NULL;
+
+    if (c->dense) {
+        if (id < c->ndense && c->dense[id])
+            e = &c->stacks[c->dense[id] - 1];
+    } else {
+        size_t lo = 0, hi = c->nstacks;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (c->stacks[mid].id < id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < c->nstacks && c->stacks[lo].id == id)
+            e = &c->stacks[lo];
+    }
+    if (!e)
+        return NULL;
+    if (depth)
+        *depth = e->depth;
+    if (flags)
+        *flags = ((const struct vh_rec_hdr *)(c->map + e->off))->flags;
+    return (const uint64_t *)(c->map + e->off + sizeof(struct vh_rec_stack));
+}
+
+uint32_t capture__max_stack_id(const struct capture *c)
+{
+    return c->max_stack_id;
+}
+
+unsigned capture__damage(const struct capture *c, const char **first)
+{
+    if (first)
+        *first = c->damage ? c->damage_msg : NULL;
+    return c->damage;
+}
+
+uint64_t capture__progress(const struct capture *c, uint64_t *total)
+{
+    if (total)
+        *total = c->total;
+    return c->consumed;
+}
+
+const char *vh_event_text(const struct vh_event *ev, size_t *len)
+{
+    size_t at;
+    const char *s;
+
+    switch (ev->rec->type) {
+    case VH_REC_MODULE: at = sizeof(struct vh_rec_module); break;
+    case VH_REC_HEAP_CREATE: at = sizeof(struct vh_rec_heap); break;
+    case VH_REC_MARK:
+    case VH_REC_TAG: at = sizeof(struct vh_rec_label); break;
+    default: *len = 0; return NULL;
+    }
+    if (ev->size < at) {
+        *len = 0;
+        return NULL;
+    }
+    s = (const char *)ev->rec + at;
+    *len = strnlen(s, ev->size - at);
+    return s;
+}
+
+void capture__close(struct capture *c)
+{
+    if (!c)
+        return;
+    if (c->map)
+        munmap((void *)c->map, c->size);
+    free(c->segs);
+    free(c->heap);
+    free(c->stacks);
+    free(c->dense);
+    free(c->path);
+    free(c);
+}

@@ -1,0 +1,393 @@
+/* cmd/export.c — `vheap-analyze export`: the recording in another tool's
+ * format (heaptrack, flame-graph folded stacks, massif, Chrome trace
+ * events, pprof). This file owns the command line, the chosen heaps, the process
+ * facts every format needs, and the helpers of export.h: the output file
+ * with its compression, and the hash tables. The formats are export_*.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "analyze/store/db.h"
+#include "analyze/export/export.h"
+#include "analyze/cmd/query.h"
+
+static const char usage[] =
+    "usage: vheap-analyze export --format FORMAT [OPTIONS] DB|CAPTURE -o FILE\n"
+    "\n"
+    "Writes the recording in another tool's format, so that it can be read with\n"
+    "the tools people already use. FORMAT is one of:\n"
+    "  heaptrack     heaptrack's data file, for heaptrack_print and heaptrack_gui:\n"
+    "                every allocation and free in order, stacks with inlined\n"
+    "                frames, RSS. Compressed by FILE's suffix: .gz (gzip), .zst\n"
+    "                (zstd), else plain text. heaptrack_print reads regular files\n"
+    "                only, not pipes\n"
+    "  flamegraph    folded stacks, one 'outer;...;inner VALUE' line per stack, for\n"
+    "                flamegraph.pl, inferno and speedscope\n"
+    "  massif        a massif.out file for valgrind's ms_print and\n"
+    "                massif-visualizer: memory over time in about 100 snapshots,\n"
+    "                the peak and every 10th in detail (the stack tree)\n"
+    "  chrome-trace  Trace Event JSON for Perfetto and chrome://tracing: live bytes\n"
+    "                of each heap and RSS as counter tracks, marks as instant\n"
+    "                events\n"
+    "A CAPTURE is loaded into CAPTURE.sqlite first (reused while up to date).\n"
+    "\n"
+    "options:\n"
+    "  --format F, -f F  the format (required)\n"
+    "  -o FILE           where to write ('-' = stdout, uncompressed). FILE is\n"
+    "                    written under a temporary name and renamed when complete\n"
+    "                    (mode 0600, like the capture)\n"
+    "  --heap NAME       which heaps: a name, an id, or NAME/* with the heaps\n"
+    "                    nested in it. heaptrack and massif files hold one heap:\n"
+    "                    default 'malloc' (the system allocator); several heaps\n"
+    "                    chosen are merged into one. flamegraph, chrome-trace and\n"
+    "                    pprof default to every heap (a flame graph of several heaps\n"
+    "                    gets one root frame per heap, '[heap NAME]')\n"
+    "  --cost C          flamegraph: what a stack's value is: allocations\n"
+    "                    (calls, default), bytes (allocated), leaked (bytes),\n"
+    "                    peak (bytes live at the heap's peak), temporary (calls)\n"
+    "  --depth N         flamegraph, massif: at most the N innermost frames of\n"
+    "                    each stack (default: all recorded)\n"
+    "  --clock C         chrome-trace: 'wall' (default) gives ts in microseconds\n"
+    "                    since the Unix epoch, like `urbit -j` traces, so the two\n"
+    "                    line up; 'start' in microseconds since the process started\n"
+    "  --merge TRACE     chrome-trace: also copy the events of TRACE, a JSON array\n"
+    "                    trace such as urbit -j writes (.urbit/put/trace/N.json,\n"
+    "                    finished or not), so that one file shows both\n"
+    "  -h, --help        this text\n"
+    "\n"
+    "What a format cannot hold is said on stderr (heaptrack: block addresses,\n"
+    "threads, usable sizes, failed calls, times finer than 1 ms, other heaps).\n"
+    "\n"
+    "examples:\n"
+    "  vheap-analyze export --format heaptrack run.sqlite -o run.heaptrack.zst\n"
+    "  heaptrack_print run.heaptrack.zst       # or: heaptrack_gui run.heaptrack.zst\n"
+    "  vheap-analyze export -f flamegraph --cost leaked run.sqlite -o - | flamegraph.pl >leaks.svg\n"
+    "  vheap-analyze export -f massif run.sqlite -o massif.out.1234 && ms_print massif.out.1234\n"
+    "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --heap 'loom/*' -o mem.json\n"
+    "  vheap-analyze export -f pprof run.sqlite -o run.pb.gz\n"
+    "  go tool pprof -top -sample_index=alloc_space run.pb.gz\n"
+    "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --merge pier/.urbit/put/trace/0.json -o both.json\n";
+
+static int run(int argc, char **argv);
+
+VH_COMMAND(cmd_export, {
+    .name = "export",
+    .summary = "write heaptrack, flame-graph, massif, Chrome trace or pprof files",
+    .usage = usage,
+    .run = run,
+    .order = 80,
+});
+
+/* ---- options ------------------------------------------------------------------- */
+
+enum fmt { F_NONE, F_HEAPTRACK, F_FLAMEGRAPH, F_MASSIF, F_CHROME, F_PPROF };
+
+static const struct {
+    const char *name;
+    enum fmt fmt;
+} formats[] = {
+    { "heaptrack", F_HEAPTRACK },
+    { "flamegraph", F_FLAMEGRAPH },
+    { "massif", F_MASSIF },
+    { "chrome-trace", F_CHROME },
+    { "pprof", F_PPROF },
+};
+
+static const char *const costs[] = {
+    [VH_COST_ALLOCATIONS] = "allocations", [VH_COST_BYTES] = "bytes",
+    [VH_COST_LEAKED] = "leaked",           [VH_COST_PEAK] = "peak",
+    [VH_COST_TEMPORARY] = "temporary",
+};
+
+struct eopts {
+    struct vh_qopts q;
+    enum fmt fmt;
+    const char *out;
+    struct vh_export x;
+};
+
+/* Takes export's own options out of argv and hands the rest (--heap,
+ * --depth, the operand) to the shared parser. */
+static int parse_opts(int argc, char **argv, struct eopts *o)
+{
+    const char *format = NULL, *cost = NULL, *clock = NULL, *merge = NULL;
+    const struct vh_command *cmd = &cmd_export;
+    const struct vh_opt own[] = {
+        VH_OPT_VALUE("--format", &format), VH_OPT_VALUE("-f", &format),
+        VH_OPT_VALUE("-o", &o->out),       VH_OPT_VALUE("--output", &o->out),
+        VH_OPT_VALUE("--cost", &cost),     VH_OPT_VALUE("--clock", &clock),
+        VH_OPT_VALUE("--merge", &merge),
+        /* one file, not a list, and not a table */
+        VH_OPT_REFUSE_VALUE("--limit"),    VH_OPT_REFUSE_FLAG("--bytes"),
+    };
+    int rc = vh_qopts_parse_own(cmd, 0, own, sizeof own / sizeof own[0], argc, argv, &o->q);
+    if (rc)
+        return rc;
+    if (!format) {
+        vh_errorf(cmd->name, "--format is needed: heaptrack, flamegraph, massif, chrome-trace "
+                             "or pprof");
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (!strcmp(format, formats[i].name))
+            o->fmt = formats[i].fmt;
+    if (o->fmt == F_NONE) {
+        vh_errorf(cmd->name, "--format: '%s' is not heaptrack, flamegraph, massif, "
+                             "chrome-trace or pprof", format);
+        return -EINVAL;
+    }
+    if (!o->out || !*o->out) {
+        vh_errorf(cmd->name, "-o FILE is needed ('-' writes to stdout)");
+        return -EINVAL;
+    }
+    if (cost) {
+        size_t i;
+        for (i = 0; i < sizeof costs / sizeof costs[0]; i++)
+            if (!strcmp(cost, costs[i]))
+                break;
+        if (i == sizeof costs / sizeof costs[0]) {
+            vh_errorf(cmd->name, "--cost: '%s' is not allocations, bytes, leaked, peak or "
+                                 "temporary", cost);
+            return -EINVAL;
+        }
+        if (o->fmt != F_FLAMEGRAPH) {
+            vh_errorf(cmd->name, "--cost applies to --format flamegraph only");
+            return -EINVAL;
+        }
+        o->x.cost = (enum vh_cost)i;
+        o->x.cost_given = 1;
+    }
+    if (clock) {
+        if (o->fmt != F_CHROME) {
+            vh_errorf(cmd->name, "--clock applies to --format chrome-trace only");
+            return -EINVAL;
+        }
+        if (!strcmp(clock, "wall"))
+            o->x.clock = VH_CLOCK_WALL;
+        else if (!strcmp(clock, "start"))
+            o->x.clock = VH_CLOCK_START;
+        else {
+            vh_errorf(cmd->name, "--clock: '%s' is not wall or start", clock);
+            return -EINVAL;
+        }
+        o->x.clock_given = 1;
+    }
+    if (merge) {
+        if (o->fmt != F_CHROME) {
+            vh_errorf(cmd->name, "--merge applies to --format chrome-trace only");
+            return -EINVAL;
+        }
+        if (clock && o->x.clock != VH_CLOCK_WALL) {
+            vh_errorf(cmd->name, "--merge needs --clock wall: urbit -j traces count "
+                                 "microseconds since the Unix epoch");
+            return -EINVAL;
+        }
+        o->x.merge = merge;
+    }
+    if (o->q.depth && o->fmt != F_FLAMEGRAPH && o->fmt != F_MASSIF) {
+        vh_errorf(cmd->name, "--depth applies to --format flamegraph and massif only");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* ---- what every format needs ------------------------------------------------------ */
+
+static char *col_strdup(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+static int read_process(struct vh_export *x)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = vh_export_prepare(x,
+                               "SELECT pid, exe, start_realtime_ns, runtime_ns, page_size,"
+                               "       phys_pages FROM processes ORDER BY id LIMIT 1",
+                               &st);
+    if (rc)
+        return rc;
+    if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+        vh_errorf(x->cmd, rc == SQLITE_DONE ? "the DB describes no process"
+                                                  : "reading processes: %s",
+                  sqlite3_errmsg(x->db));
+        sqlite3_finalize(st);
+        return -EIO;
+    }
+    x->pid = sqlite3_column_int64(st, 0);
+    x->exe = col_strdup(st, 1);
+    x->start_realtime_ns = sqlite3_column_int64(st, 2);
+    int64_t rt = sqlite3_column_int64(st, 3);
+    x->runtime_ns = rt > 0 ? (uint64_t)rt : 0;
+    x->page_size = sqlite3_column_int64(st, 4);
+    x->phys_pages = sqlite3_column_int64(st, 5);
+    sqlite3_finalize(st);
+
+    /* argv is a JSON array; a DB edited by hand may hold anything */
+    if (sqlite3_prepare_v2(x->db,
+                           "SELECT group_concat(v, ' ') FROM"
+                           " (SELECT j.value AS v FROM processes p, json_each(p.argv) j"
+                           "  WHERE p.id = (SELECT min(id) FROM processes)"
+                           "    AND json_valid(p.argv) AND json_type(p.argv) = 'array'"
+                           "  ORDER BY j.key)",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        x->argv_text = col_strdup(st, 0);
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* Loads the chosen heaps (temp.vh_heap_sel after --heap, else all). */
+static int read_heaps(struct vh_export *x, const char *heap, int defaulted)
+{
+    sqlite3_stmt *st = NULL;
+    char *name = NULL;
+    int rc = vh_export_prepare(x,
+                               heap ? "SELECT s.id, h.name FROM temp.vh_heap_sel s"
+                                      " JOIN heaps h ON h.id = s.id ORDER BY s.id"
+                                    : "SELECT id, name FROM heaps ORDER BY id",
+                               &st);
+    if (rc)
+        return rc;
+    uint32_t cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id < 0 || id > UINT32_MAX - 1)
+            continue;
+        if ((uint32_t)id >= cap) {
+            uint32_t ncap = cap ? cap : 64;
+            while (ncap <= (uint32_t)id)
+                ncap *= 2;
+            uint8_t *on = realloc(x->heap_on, ncap);
+            if (!on) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            memset(on + cap, 0, ncap - cap);
+            x->heap_on = on;
+            cap = ncap;
+        }
+        x->heap_on[id] = 1;
+        if ((uint32_t)id > x->heap_max)
+            x->heap_max = (uint32_t)id;
+        if (!x->nheaps++)
+            name = col_strdup(st, 1);
+    }
+    if (rc != SQLITE_DONE) {
+        vh_errorf(x->cmd, "reading heaps: %s", sqlite3_errmsg(x->db));
+        rc = -EIO;
+        goto out;
+    }
+    rc = 0;
+    if (!x->heap_on) {              /* no heaps at all: an empty recording */
+        if (!(x->heap_on = calloc(1, 1))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    size_t n = 64 + (heap ? strlen(heap) : 0) + (name ? strlen(name) : 0);
+    if (!(x->heap_desc = malloc(n))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (x->nheaps == 1 && name)
+        snprintf(x->heap_desc, n, "%s", name);
+    else if (heap && !defaulted)
+        snprintf(x->heap_desc, n, "%s (%u heaps)", heap, x->nheaps);
+    else
+        snprintf(x->heap_desc, n, "every heap (%u)", x->nheaps);
+out:
+    free(name);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* -o must not name the DB (or the capture) being read. */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static int run(int argc, char **argv)
+{
+    struct eopts o;
+    struct vh_export *x = &o.x;
+    char err[512], dbpath[4200];
+    int rc, defaulted = 0;
+
+    memset(&o, 0, sizeof o);
+    x->cmd = cmd_export.name;
+    if (parse_opts(argc, argv, &o))
+        return VH_EXIT_USAGE;
+    x->out_path = o.out;
+    x->heap = o.q.heap;
+    x->depth = o.q.depth;
+    snprintf(dbpath, sizeof dbpath, "%s%s", o.q.input, VH_DB_SUFFIX);
+    if (strcmp(o.out, "-") && (same_file(o.out, o.q.input) || same_file(o.out, dbpath))) {
+        vh_errorf(x->cmd, "-o %s is the file being read", o.out);
+        return VH_EXIT_USAGE;
+    }
+    /* heaptrack and massif describe one heap: the system allocator unless
+     * --heap says otherwise. */
+    if (!o.q.heap && (o.fmt == F_HEAPTRACK || o.fmt == F_MASSIF)) {
+        o.q.heap = "0";
+        defaulted = 1;
+    }
+    if (vh_query_open(&cmd_export, &o.q, &x->db))
+        return VH_EXIT_DATA;
+    rc = read_process(x);
+    if (!rc)
+        rc = read_heaps(x, o.q.heap, defaulted);
+    if (rc)
+        goto out;
+    if (!x->clock_given && !x->start_realtime_ns)
+        x->clock = VH_CLOCK_START;
+    if (x->merge && !x->start_realtime_ns) {
+        vh_errorf(x->cmd, "--merge: the recording has no wall-clock start time to line "
+                                "up with another trace");
+        rc = -EINVAL;
+        goto out;
+    }
+    x->notes_f = open_memstream(&x->notes, &x->notes_len);    /* else: stderr */
+    if ((rc = vh_xout__open(o.out, &x->out, err, sizeof err))) {
+        vh_errorf(x->cmd, "%s", err);
+        goto out;
+    }
+    switch (o.fmt) {
+    case F_HEAPTRACK: rc = vh_export_heaptrack(x); break;
+    case F_FLAMEGRAPH: rc = vh_export_flamegraph(x); break;
+    case F_MASSIF: rc = vh_export_massif(x); break;
+    case F_CHROME: rc = vh_export_chrome(x); break;
+    case F_PPROF: rc = vh_export_pprof(x); break;
+    case F_NONE: rc = -EINVAL; break;
+    }
+    if (rc) {
+        vh_xout__discard(x->out);
+        goto out;
+    }
+    if ((rc = vh_xout__commit(x->out, err, sizeof err)))
+        vh_errorf(x->cmd, "%s", err);
+    else if (x->notes_f && !fflush(x->notes_f) && x->notes)
+        fputs(x->notes, stderr);
+out:
+    if (x->notes_f)
+        fclose(x->notes_f);
+    free(x->notes);
+    free(x->heap_on);
+    free(x->heap_desc);
+    free(x->exe);
+    free(x->argv_text);
+    sqlite3_close(x->db);
+    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+}

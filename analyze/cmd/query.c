@@ -1,0 +1,510 @@
+/* cmd/query.c — option parsing, DB opening, stack reading and the run of a
+ * query command, shared by the query commands (cmd/query.h). Every
+ * statement binds its parameters: no SQL is ever built from what the user
+ * typed. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/size_parse.h"
+#include "analyze/load/ensure.h"
+#include "analyze/store/db.h"
+#include "analyze/cmd/query.h"
+#include "analyze/query/recording.h"
+
+/* A count, or a size (common/size_parse.h) if `sized`; non-negative. */
+static int parse_count(const char *s, int sized, int64_t *out)
+{
+    uint64_t v;
+    if (vh_parse_size(s, sized, INT64_MAX, &v))
+        return -EINVAL;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* The value of option argv[*i] given as "--opt VALUE" or "--opt=VALUE". */
+static const char *opt_value(const struct vh_command *cmd, const char *name, int argc,
+                             char **argv, int *i)
+{
+    size_t n = strlen(name);
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (*i + 1 >= argc) {
+        vh_errorf(cmd->name, "%s needs a value (see --help)", name);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int is_opt(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
+}
+
+static int unknown_opt(const struct vh_command *cmd, const char *arg)
+{
+    vh_errorf(cmd->name, "unknown option '%s' (see vheap-analyze %s --help)", arg, cmd->name);
+    return -EINVAL;
+}
+
+/* Option argv[*i], a count (a size if `sized`, parse_count): 0, or -EINVAL
+ * with "NAME: 'VALUE' is not WHAT" printed. */
+static int count_opt(const struct vh_command *cmd, const char *name, int sized, const char *what,
+                     int argc, char **argv, int *i, int64_t *out)
+{
+    const char *v = opt_value(cmd, name, argc, argv, i);
+    if (!v)
+        return -EINVAL;
+    if (parse_count(v, sized, out)) {
+        vh_errorf(cmd->name, "%s: '%s' is not %s", name, v, what);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char **argv,
+                   struct vh_qopts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->format = OUT_TABLE;
+    o->limit = 10;
+    int only_operands = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (only_operands || a[0] != '-' || !a[1]) {
+            if (o->input) {
+                vh_errorf(cmd->name, "one DB or capture expected, got '%s' and '%s'",
+                          o->input, a);
+                return -EINVAL;
+            }
+            o->input = a;
+        } else if (!strcmp(a, "--")) {
+            only_operands = 1;
+        } else if (is_opt(a, "--format")) {
+            if (!(v = opt_value(cmd, "--format", argc, argv, &i)))
+                return -EINVAL;
+            if (out__parse_format(v, &o->format)) {
+                vh_errorf(cmd->name, "--format: '%s' is not table, json or csv", v);
+                return -EINVAL;
+            }
+        } else if (is_opt(a, "--limit")) {
+            if (count_opt(cmd, "--limit", 0, "a count (0 = no limit)", argc, argv, &i,
+                          &o->limit))
+                return -EINVAL;
+            o->limit_given = 1;
+        } else if (is_opt(a, "--depth")) {
+            if (count_opt(cmd, "--depth", 0, "a count (0 = every frame)", argc, argv, &i,
+                          &o->depth))
+                return -EINVAL;
+        } else if (is_opt(a, "--heap")) {
+            if (!(v = opt_value(cmd, "--heap", argc, argv, &i)))
+                return -EINVAL;
+            o->heap = v;
+        } else if (!strcmp(a, "--bytes")) {
+            o->raw_bytes = 1;
+        } else if ((extra & VH_QOPT_MIN_BYTES) && is_opt(a, "--min-bytes")) {
+            if (count_opt(cmd, "--min-bytes", 1, "a size (e.g. 4096, 4K, 1MiB)", argc, argv,
+                          &i, &o->min_bytes))
+                return -EINVAL;
+        } else if ((extra & VH_QOPT_BY_TAG) && !strcmp(a, "--by-tag")) {
+            o->by_tag = 1;
+        } else if ((extra & VH_QOPT_TEMPORARY) && is_opt(a, "--temporary")) {
+            if (!(v = opt_value(cmd, "--temporary", argc, argv, &i)))
+                return -EINVAL;
+            if (!strcmp(v, "heaptrack"))
+                o->temporary = VH_TEMP_HEAPTRACK;
+            else if (!strcmp(v, "vheap"))
+                o->temporary = VH_TEMP_VHEAP;
+            else {
+                vh_errorf(cmd->name, "--temporary: '%s' is not vheap or heaptrack", v);
+                return -EINVAL;
+            }
+        } else if ((extra & VH_QOPT_BY) && is_opt(a, "--by")) {
+            if (!(v = opt_value(cmd, "--by", argc, argv, &i)))
+                return -EINVAL;
+            o->by = v;
+        } else {
+            return unknown_opt(cmd, a);
+        }
+    }
+    if (!o->input) {
+        vh_errorf(cmd->name, "a DB or capture is needed (see vheap-analyze %s --help)",
+                  cmd->name);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* The entry of `own` that argument `a` names, or NULL. */
+static const struct vh_opt *own_opt(const struct vh_opt *own, size_t nown, const char *a)
+{
+    for (size_t k = 0; k < nown; k++)
+        if (own[k].name &&
+            (own[k].has_value ? is_opt(a, own[k].name) : !strcmp(a, own[k].name)))
+            return &own[k];
+    return NULL;
+}
+
+int vh_qopts_parse_own(const struct vh_command *cmd, unsigned extra, const struct vh_opt *own,
+                       size_t nown, int argc, char **argv, struct vh_qopts *o)
+{
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0, rc = -EINVAL, operands = 0;
+
+    if (!rest)
+        return -ENOMEM;
+    rest[nrest++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        const struct vh_opt *opt = NULL;
+        operands |= !strcmp(a, "--");
+        if (operands || !(opt = own_opt(own, nown, a))) {
+            rest[nrest++] = argv[i];
+        } else if (!opt->value && !opt->flag) {
+            unknown_opt(cmd, a);
+            goto out;
+        } else if (!opt->has_value) {
+            *opt->flag = 1;
+        } else if ((v = opt_value(cmd, opt->name, argc, argv, &i))) {
+            *opt->value = v;
+        } else {
+            goto out;
+        }
+    }
+    rc = vh_qopts_parse(cmd, extra, nrest, rest, o);
+out:
+    free(rest);
+    return rc;
+}
+
+int vh_bind_heap(sqlite3_stmt *st, int idx, const struct vh_qopts *o)
+{
+    int rc = o->heap ? sqlite3_bind_text(st, idx, o->heap, -1, SQLITE_STATIC)
+                     : sqlite3_bind_null(st, idx);
+    return rc == SQLITE_OK ? 0 : -EINVAL;
+}
+
+/* ---- --heap ------------------------------------------------------------------ */
+
+struct hnode {
+    int64_t id, parent;                /* parent -1: none                    */
+    int on;
+};
+
+static int by_node_id(const void *a, const void *b)
+{
+    int64_t x = ((const struct hnode *)a)->id, y = ((const struct hnode *)b)->id;
+    return (x > y) - (x < y);
+}
+
+static struct hnode *node_find(struct hnode *n, size_t count, int64_t id)
+{
+    struct hnode key = { .id = id };
+    return bsearch(&key, n, count, sizeof *n, by_node_id);
+}
+
+/* Marks the heaps matching `name` (by name or id); with `subtree`, also
+ * every heap below them. The tree is walked in memory: one pass per level
+ * of nesting, never a query per heap (a Vere run has very many roads). */
+static int mark_heaps(sqlite3 *db, const char *name, int subtree, struct hnode **out,
+                      size_t *count, size_t *chosen)
+{
+    sqlite3_stmt *st = NULL;
+    struct hnode *n = NULL;
+    size_t len = 0, cap = 0;
+    int rc;
+
+    *chosen = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT id, coalesce(parent_id, -1),"
+                           "       name = ?1 OR CAST(id AS TEXT) = ?1"
+                           " FROM heaps ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct hnode *p = realloc(n, cap * sizeof *p);
+            if (!p) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            n = p;
+        }
+        n[len] = (struct hnode){ .id = sqlite3_column_int64(st, 0),
+                                 .parent = sqlite3_column_int64(st, 1),
+                                 .on = sqlite3_column_int(st, 2) };
+        *chosen += (size_t)n[len].on;
+        len++;
+    }
+    if (rc != SQLITE_DONE) {
+        rc = -EIO;
+        goto out;
+    }
+    rc = 0;
+    for (int changed = subtree && *chosen; changed;) {
+        changed = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (n[i].on || n[i].parent < 0)
+                continue;
+            struct hnode *p = node_find(n, len, n[i].parent);
+            if (p && p->on) {
+                n[i].on = 1;
+                (*chosen)++;
+                changed = 1;
+            }
+        }
+    }
+out:
+    sqlite3_finalize(st);
+    if (rc) {
+        free(n);
+        n = NULL;
+        len = 0;
+    }
+    *out = n;
+    *count = len;
+    return rc;
+}
+
+int vh_heap_select(sqlite3 *db, const char *heap, const char *sel, char *err, size_t errlen)
+{
+    struct hnode *n = NULL;
+    size_t count = 0, chosen = 0;
+    sqlite3_stmt *ins = NULL;
+    char sql[160], *base = NULL;
+    int rc;
+
+    snprintf(sql, sizeof sql, "DELETE FROM %s", sel);
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        goto sqlerr;
+    snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO %s(id) VALUES (?1)", sel);
+    if (sqlite3_prepare_v2(db, sql, -1, &ins, NULL) != SQLITE_OK)
+        goto sqlerr;
+    if ((rc = mark_heaps(db, heap, 0, &n, &count, &chosen)))
+        goto fail;
+    size_t len = strlen(heap);
+    if (!chosen && len > 2 && !strcmp(heap + len - 2, "/*")) {
+        free(n);
+        if (!(base = strndup(heap, len - 2))) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        if ((rc = mark_heaps(db, base, 1, &n, &count, &chosen)))
+            goto fail;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (!n[i].on)
+            continue;
+        sqlite3_bind_int64(ins, 1, n[i].id);
+        if (sqlite3_step(ins) != SQLITE_DONE)
+            goto sqlerr;
+        sqlite3_reset(ins);
+    }
+    rc = (int)(chosen > INT32_MAX ? INT32_MAX : chosen);
+    goto out;
+sqlerr:
+    rc = -EIO;
+    snprintf(err, errlen, "reading heaps: %s", sqlite3_errmsg(db));
+    goto out;
+fail:
+    snprintf(err, errlen, "reading heaps: %s",
+             rc == -ENOMEM ? "out of memory" : sqlite3_errmsg(db));
+out:
+    sqlite3_finalize(ins);
+    free(n);
+    free(base);
+    return rc;
+}
+
+/* --heap must choose a heap: a typo would otherwise read as "no leaks". The
+ * temp table exists on every connection, so statements always prepare. */
+static int select_heaps(const struct vh_command *cmd, sqlite3 *db, const char *heap)
+{
+    sqlite3_stmt *st = NULL;
+    char err[256];
+    int rc;
+
+    if (sqlite3_exec(db, "PRAGMA temp_store = MEMORY;"
+                         "CREATE TEMP TABLE IF NOT EXISTS vh_heap_sel(id INTEGER PRIMARY KEY)",
+                     NULL, NULL, NULL) != SQLITE_OK) {
+        vh_errorf(cmd->name, "cannot make a temporary table: %s", sqlite3_errmsg(db));
+        return -EIO;
+    }
+    if (!heap)
+        return 0;
+    rc = vh_heap_select(db, heap, "temp.vh_heap_sel", err, sizeof err);
+    if (rc < 0) {
+        vh_errorf(cmd->name, "%s (is this DB from another vheap version?)", err);
+        return rc;
+    }
+    if (rc > 0)
+        return 0;
+    rc = vh_prepare(cmd->name, db,
+                    "SELECT group_concat(name, ', ') FROM"
+                    " (SELECT name FROM heaps GROUP BY name ORDER BY min(id) LIMIT 20)",
+                    &st);
+    if (rc)
+        return rc;
+    const unsigned char *names = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_text(st, 0)
+                                                                : NULL;
+    vh_errorf(cmd->name, "no heap named '%s' (heaps: %s; NAME/* adds the heaps nested in NAME)",
+              heap, names ? (const char *)names : "none");
+    sqlite3_finalize(st);
+    return -ENOENT;
+}
+
+int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite3 **db)
+{
+    char err[512];
+    *db = NULL;
+    int rc = load__open_any(o->input, db, err, sizeof err);
+    if (rc) {
+        vh_errorf(cmd->name, "%s", err);
+        return rc;
+    }
+    if ((rc = select_heaps(cmd, *db, o->heap)) ||
+        (rc = vh_shadow_apply(cmd->name, *db, o->temporary))) {
+        sqlite3_close(*db);
+        *db = NULL;
+        return rc;
+    }
+    vh_rec_notes(cmd->name, *db);
+    return 0;
+}
+
+int vh_stack_row(const struct vh_command *cmd, struct out *out, struct vh_stacks *stacks,
+                 sqlite3_stmt *st, int ncols, int stack_col)
+{
+    struct out_val v[VH_ROW_MAX];
+    if (ncols > VH_ROW_MAX)
+        return -EINVAL;
+    for (int i = 0; i < ncols; i++)
+        v[i] = vh_col_val(st, i);
+    if (stack_col < 0)
+        return out__row(out, v, NULL);
+    int err;
+    struct out_stack *stack = vh_stacks__get(stacks, sqlite3_column_int64(st, stack_col), &err);
+    if (!stack) {
+        vh_errorf(cmd->name, "reading stack %lld failed",
+                  (long long)sqlite3_column_int64(st, stack_col));
+        return err;
+    }
+    return out__row(out, v, stack);
+}
+
+struct out_val vh_col_val(sqlite3_stmt *st, int i)
+{
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER: return OV_I(sqlite3_column_int64(st, i));
+    case SQLITE_FLOAT: return OV_R(sqlite3_column_double(st, i));
+    case SQLITE_NULL: return OV_NULLV;
+    default: return OV_S((const char *)sqlite3_column_text(st, i));
+    }
+}
+
+int vh_out_end(const struct vh_command *cmd, struct out *o)
+{
+    int rc = out__end(o);
+    if (rc == -ENOMEM)
+        vh_errorf(cmd->name, "out of memory while rendering");
+    else if (rc)
+        vh_errorf(cmd->name, "writing the output failed");
+    return rc;
+}
+
+/* ---- a query command's run ---------------------------------------------------- */
+
+int vh_query__parse(struct vh_query *q, const struct vh_command *cmd, unsigned extra, int argc,
+                    char **argv)
+{
+    memset(q, 0, sizeof *q);
+    q->cmd = cmd;
+    if (vh_qopts_parse(cmd, extra, argc, argv, &q->o)) {
+        q->usage = 1;
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int vh_query__usage(struct vh_query *q, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    vh_errorf(q->cmd->name, "%s", msg);
+    q->usage = 1;
+    return -EINVAL;
+}
+
+int vh_query__open(struct vh_query *q, int stacks)
+{
+    int rc = vh_query_open(q->cmd, &q->o, &q->db);
+    if (rc)
+        return rc;
+    if (!(q->out = vh_out_begin(&q->o))) {
+        vh_errorf(q->cmd->name, "out of memory");
+        return -ENOMEM;
+    }
+    return stacks ? vh_stacks__open(q->cmd->name, q->db, q->o.depth, &q->stacks) : 0;
+}
+
+int vh_query__stack_row(struct vh_query *q, sqlite3_stmt *st, int ncols, int stack_col)
+{
+    return vh_stack_row(q->cmd, q->out, q->stacks, st, ncols, stack_col);
+}
+
+int vh_query__prepare(struct vh_query *q, const char *sql, sqlite3_stmt **st)
+{
+    if (q->nst == VH_QUERY_STMTS) {    /* a command asking for too many: a bug */
+        vh_errorf(q->cmd->name, "internal error: more than %d statements", VH_QUERY_STMTS);
+        return -ENOSPC;
+    }
+    int rc = vh_prepare(q->cmd->name, q->db, sql, st);
+    if (!rc)
+        q->st[q->nst++] = *st;
+    return rc;
+}
+
+int vh_query__finish(struct vh_query *q, int rc)
+{
+    if (!rc && q->out)
+        rc = vh_out_end(q->cmd, q->out);
+    else
+        out__abort(q->out);
+    q->out = NULL;
+    for (int i = 0; i < q->nst; i++)
+        sqlite3_finalize(q->st[i]);
+    q->nst = 0;
+    vh_stacks__free(q->stacks);
+    q->stacks = NULL;
+    sqlite3_close(q->db);
+    q->db = NULL;
+    if (q->usage)
+        return VH_EXIT_USAGE;
+    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+}
+
+int vh_query_run(const struct vh_command *cmd, unsigned extra, int stacks, int argc,
+                 char **argv, int (*body)(struct vh_query *q))
+{
+    struct vh_query q;
+    int rc = vh_query__parse(&q, cmd, extra, argc, argv);
+    if (!rc && !(rc = vh_query__open(&q, stacks)))
+        rc = body(&q);
+    return vh_query__finish(&q, rc);
+}
+
+/* ---- stacks ------------------------------------------------------------------ */
+
+struct out *vh_out_begin(const struct vh_qopts *o)
+{
+    return out__begin(o->format, o->raw_bytes ? OUT_RAW_BYTES : 0, stdout);
+}

@@ -1,0 +1,424 @@
+/* cmd/summary.c — `vheap-analyze summary`: the whole run in a few numbers,
+ * per heap — heaptrack_print's summary lines (calls, temporary, peak, peak
+ * RSS, leaked) plus what vheap records beyond them (frees, failures, loss,
+ * the process identity, whether it exited cleanly). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analyze/store/db.h"
+#include "analyze/cmd/query.h"
+#include "analyze/query/recording.h"
+
+static const char usage[] =
+    "usage: vheap-analyze summary [OPTIONS] DB|CAPTURE\n"
+    "\n"
+    "The run in numbers: runtime, calls to allocation functions, frees,\n"
+    "temporary allocations, peak heap (live bytes) and when, peak RSS, bytes\n"
+    "and blocks leaked, events lost, for each heap; and the process (pid,\n"
+    "command, executable, whether it exited cleanly). A CAPTURE is loaded into\n"
+    "CAPTURE.sqlite first (reused while up to date).\n"
+    "Definitions are heaptrack's: see docs/usage.md.\n"
+    "\n"
+    "options:\n"
+    "  --heap NAME      only this heap (a name from the heaps table, or its id;\n"
+    "                   the system allocator is 'malloc'); NAME/* adds the\n"
+    "                   heaps nested in it\n"
+    "  --format FMT     table (default), json or csv (one row per heap)\n"
+    "  --bytes          exact byte counts instead of 2.20K-style sizes\n"
+    VH_HELP_TEMPORARY
+    "  --limit N, --depth N   accepted for symmetry; unused here\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "A warning goes to stderr when the process did not exit cleanly (_exit,\n"
+    "killed, crashed, exec'd or still running), when events were lost, or when\n"
+    "the capture was damaged. libstdc++'s emergency exception pool (72.70K,\n"
+    "allocated by its initializer, freed at exit only under heaptrack) is not\n"
+    "counted as leaked: a 'suppressed leaks' line says so.\n"
+    "\n"
+    "examples:\n"
+    "  vheap-analyze summary vheap.myprog.1234.vhcap\n"
+    "  vheap-analyze summary run.sqlite --format json | python3 -m json.tool\n"
+    "  vheap-analyze summary run.sqlite --heap malloc --bytes\n"
+    "  vheap-analyze summary run.sqlite --temporary heaptrack   # heaptrack's count\n";
+
+static int run(int argc, char **argv);
+
+VH_COMMAND(cmd_summary, {
+    .name = "summary",
+    .summary = "runtime, calls, temporary, peak, leaked, per heap",
+    .usage = usage,
+    .run = run,
+    .order = 25,
+});
+
+enum {
+    P_PID, P_PPID, P_EXE, P_ARGV, P_FORKED, P_EXEC_GEN, P_ENDED, P_STARTED, P_START_NS,
+    P_RUNTIME, P_PEAK_RSS, P_PEAK_RSS_TIME, P_DROPPED, P_NESTED, P_NO_STACK, P_UNWIND,
+    P_MAX_DEPTH, P_CAPTURE, P_DAMAGE, P_DAMAGE_COUNT,
+    /* only for a sampled capture or one recorded in windows (a full one's
+     * output stays what it was) */
+    P_SAMPLED, P_SAMPLE_RATE, P_WINDOWS, P_RECORDED, P_N
+};
+
+static const struct out_col pcols[P_N] = {
+    [P_PID] = { "pid", "pid", OUT_INT, 0 },
+    [P_PPID] = { "ppid", "parent pid", OUT_INT, 0 },
+    [P_EXE] = { "exe", "executable", OUT_TEXT, 0 },
+    [P_ARGV] = { "argv", "command", OUT_WORDS, 0 },
+    [P_FORKED] = { "forked", "fork child", OUT_BOOL, 0 },
+    [P_EXEC_GEN] = { "exec_generation", "exec generation", OUT_INT, OUT_F_NO_TABLE },
+    [P_ENDED] = { "ended", "exited cleanly", OUT_BOOL, 0 },
+    [P_STARTED] = { "started", "started", OUT_TEXT, 0 },
+    [P_START_NS] = { "start_realtime_ns", "start", OUT_INT, OUT_F_NO_TABLE },
+    [P_RUNTIME] = { "runtime_ns", "total runtime", OUT_NS, 0 },
+    [P_PEAK_RSS] = { "peak_rss", "peak RSS (including vheap overhead)", OUT_BYTES, 0 },
+    [P_PEAK_RSS_TIME] = { "peak_rss_time_ns", "peak RSS time", OUT_NS, OUT_F_NO_TABLE },
+    [P_DROPPED] = { "dropped_events", "events not recorded (recording disabled)", OUT_INT, OUT_F_HIDE_ZERO },
+    [P_NESTED] = { "nested_events", "events not recorded (nested in the shim)", OUT_INT, OUT_F_HIDE_ZERO },
+    [P_NO_STACK] = { "stack_table_full", "events recorded without a stack", OUT_INT, OUT_F_HIDE_ZERO },
+    [P_UNWIND] = { "unwind", "unwinder", OUT_TEXT, 0 },
+    [P_MAX_DEPTH] = { "max_depth", "max stack depth", OUT_INT, 0 },
+    [P_CAPTURE] = { "capture", "capture", OUT_TEXT, 0 },
+    [P_DAMAGE] = { "damage", "capture damage", OUT_TEXT, 0 },
+    [P_DAMAGE_COUNT] = { "damage_count", "damage count", OUT_INT, OUT_F_NO_TABLE },
+    [P_SAMPLED] = { "sampled", "sampled", OUT_BOOL, OUT_F_NO_TABLE },
+    [P_SAMPLE_RATE] = { "sample_rate", "sampled every (on average)", OUT_BYTES, OUT_F_HIDE_ZERO },
+    [P_WINDOWS] = { "windows", "recorded over", OUT_TEXT, 0 },
+    [P_RECORDED] = { "recorded_ns", "recorded time", OUT_NS, OUT_F_NO_TABLE },
+};
+
+enum {
+    H_ID, H_NAME, H_ALLOCS, H_ALLOCS_RATE, H_FAILED, H_FREES, H_TEMP, H_TEMP_RATE, H_BYTES,
+    H_PEAK, H_PEAK_BLOCKS, H_PEAK_TIME, H_LIVE, H_LIVE_BLOCKS, H_LEAKED, H_LEAKED_BLOCKS,
+    H_SUPPRESSED, H_SUPPRESSED_BLOCKS, H_UNKNOWN_FREES, H_DESTROYED, H_RUNTIME, H_PEAK_RSS, H_DROPPED, H_N
+};
+
+static const struct out_col hcols[H_N] = {
+    [H_ID] = { "heap_id", "heap id", OUT_INT, OUT_F_NO_TABLE },
+    [H_NAME] = { "heap", "heap", OUT_TEXT, 0 },
+    [H_ALLOCS] = { "allocations", "calls to allocation functions", OUT_INT, 0 },
+    [H_ALLOCS_RATE] = { "allocations_per_s", "calls per second", OUT_REAL, OUT_F_NO_TABLE },
+    [H_FAILED] = { "failed", "failed allocation calls", OUT_INT, OUT_F_HIDE_ZERO },
+    [H_FREES] = { "frees", "calls to free", OUT_INT, 0 },
+    [H_TEMP] = { "temporary", "temporary memory allocations", OUT_INT, 0 },
+    [H_TEMP_RATE] = { "temporary_per_s", "temporary per second", OUT_REAL, OUT_F_NO_TABLE },
+    [H_BYTES] = { "bytes_allocated", "bytes allocated in total", OUT_BYTES, 0 },
+    [H_PEAK] = { "peak_bytes", "peak heap memory consumption", OUT_BYTES, 0 },
+    [H_PEAK_BLOCKS] = { "peak_blocks", "blocks at peak", OUT_INT, OUT_F_NO_TABLE },
+    [H_PEAK_TIME] = { "peak_time_ns", "peak time", OUT_NS, OUT_F_NO_TABLE },
+    [H_LIVE] = { "live_bytes", "live at end", OUT_BYTES, 0 },
+    [H_LIVE_BLOCKS] = { "live_blocks", "blocks live at end", OUT_INT, OUT_F_NO_TABLE },
+    [H_LEAKED] = { "leaked_bytes", "total memory leaked", OUT_BYTES, 0 },
+    [H_LEAKED_BLOCKS] = { "leaked_blocks", "blocks leaked", OUT_INT, OUT_F_NO_TABLE },
+    /* live at the end but not leaked: libstdc++'s emergency pool (shadow.h) */
+    [H_SUPPRESSED] = { "suppressed_bytes", "suppressed leaks", OUT_BYTES, OUT_F_HIDE_ZERO },
+    [H_SUPPRESSED_BLOCKS] = { "suppressed_blocks", "suppressed blocks", OUT_INT,
+                              OUT_F_NO_TABLE },
+    [H_UNKNOWN_FREES] = { "unknown_frees", "frees of unknown addresses", OUT_INT, OUT_F_HIDE_ZERO },
+    [H_DESTROYED] = { "destroyed_ns", "destroyed at", OUT_NS, 0 },
+    /* A CSV has no process object: carry the per-process numbers that
+     * heaptrack_print prints beside the heap's. */
+    [H_RUNTIME] = { "runtime_ns", "total runtime", OUT_NS, OUT_F_CSV_ONLY },
+    [H_PEAK_RSS] = { "peak_rss", "peak RSS", OUT_BYTES, OUT_F_CSV_ONLY },
+    [H_DROPPED] = { "dropped_events", "dropped events", OUT_INT, OUT_F_CSV_ONLY },
+};
+
+struct ctx {
+    const struct vh_command *cmd;
+    sqlite3 *db;
+    struct out *out;
+    int64_t runtime_ns;
+    int64_t peak_rss;
+    int64_t dropped;
+};
+
+static const char *fmt_ns(int64_t ns, char *b, size_t n) { return out__human_ns(ns, b, n); }
+
+static double per_s(int64_t count, int64_t runtime_ns)
+{
+    /* heaptrack_print rates over the runtime it prints (whole ms). */
+    return runtime_ns > 0 ? (double)count * 1e9 / (double)runtime_ns : NAN;
+}
+
+/* "2024-05-01T12:00:00.123Z", from ns since the epoch. */
+static const char *iso_time(int64_t ns, char *b, size_t n)
+{
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tm;
+    if (ns <= 0 || !gmtime_r(&t, &tm))
+        return NULL;
+    char d[32];
+    strftime(d, sizeof d, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(b, n, "%s.%03dZ", d, (int)(ns / 1000000 % 1000));
+    return b;
+}
+
+static char *meta_text(sqlite3 *db, const char *key)
+{
+    sqlite3_stmt *st;
+    char *v = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL))
+        return NULL;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* argv is stored as a JSON array; a DB edited by hand may hold anything. */
+static int read_argv(sqlite3 *db, char ***words, size_t *n)
+{
+    sqlite3_stmt *st;
+    size_t cap = 0;
+    *words = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT j.value FROM processes p, json_each(p.argv) j"
+                           " WHERE json_valid(p.argv) AND json_type(p.argv) = 'array'"
+                           " ORDER BY p.id, j.key",
+                           -1, &st, NULL))
+        return -EINVAL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **nw = realloc(*words, cap * sizeof *nw);
+            if (!nw)
+                break;
+            *words = nw;
+        }
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        (*words)[(*n)++] = strdup(t ? (const char *)t : "");
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static int process_section(struct ctx *c)
+{
+    sqlite3_stmt *st = NULL;
+    char **words = NULL;
+    size_t nwords = 0;
+    char *capture = NULL, *damage = NULL;
+    char started[64], rss_note[64], damage_note[64], windows[256];
+    int64_t rate = vh_rec_sample_rate(c->db), on_ns;
+    int partial = vh_rec_windows(c->db, windows, sizeof windows, &on_ns);
+    int rc = vh_prepare(c->cmd->name, c->db,
+                        "SELECT pid, ppid, exe, argv, forked, exec_generation, ended,"
+                        "       start_realtime_ns, runtime_ns, peak_rss, peak_rss_time,"
+                        "       dropped_events, nested_events, stack_table_full, unwind,"
+                        "       max_depth"
+                        " FROM processes ORDER BY id LIMIT 1",
+                        &st);
+    if (rc)
+        return rc;
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        vh_errorf(c->cmd->name, rc == SQLITE_DONE ? "the DB describes no process"
+                                                  : "reading processes: %s",
+                  sqlite3_errmsg(c->db));
+        rc = rc == SQLITE_DONE ? -ENOENT : -EIO;
+        goto out;
+    }
+    read_argv(c->db, &words, &nwords);
+    capture = meta_text(c->db, "capture_path");
+    damage = meta_text(c->db, "damage");
+
+    struct out_val v[P_N];
+    v[P_PID] = vh_col_val(st, 0);
+    v[P_PPID] = vh_col_val(st, 1);
+    v[P_EXE] = vh_col_val(st, 2);
+    if (words || sqlite3_column_type(st, 3) == SQLITE_NULL)
+        v[P_ARGV] = words ? (struct out_val){ .kind = OV_WORDS,
+                                              .words = (const char *const *)words,
+                                              .nwords = nwords }
+                          : OV_NULLV;
+    else
+        v[P_ARGV] = vh_col_val(st, 3);
+    v[P_FORKED] = vh_col_val(st, 4);
+    v[P_EXEC_GEN] = vh_col_val(st, 5);
+    v[P_ENDED] = vh_col_val(st, 6);
+    int64_t start = sqlite3_column_int64(st, 7);
+    v[P_STARTED] = OV_S(iso_time(start, started, sizeof started));
+    v[P_START_NS] = vh_col_val(st, 7);
+    v[P_RUNTIME] = vh_col_val(st, 8);
+    c->runtime_ns = sqlite3_column_int64(st, 8);
+    v[P_PEAK_RSS] = vh_col_val(st, 9);
+    c->peak_rss = sqlite3_column_int64(st, 9);
+    if (sqlite3_column_type(st, 10) != SQLITE_NULL && sqlite3_column_int64(st, 9) > 0) {
+        char t[32];
+        snprintf(rss_note, sizeof rss_note, "at %s",
+                 fmt_ns(sqlite3_column_int64(st, 10), t, sizeof t));
+        v[P_PEAK_RSS].note = rss_note;
+    }
+    v[P_PEAK_RSS_TIME] = vh_col_val(st, 10);
+    v[P_DROPPED] = vh_col_val(st, 11);
+    c->dropped = sqlite3_column_int64(st, 11);
+    v[P_NESTED] = vh_col_val(st, 12);
+    v[P_NO_STACK] = vh_col_val(st, 13);
+    v[P_UNWIND] = vh_col_val(st, 14);
+    v[P_MAX_DEPTH] = vh_col_val(st, 15);
+    v[P_CAPTURE] = OV_S(capture);
+    v[P_DAMAGE] = OV_S(damage);
+    long long ndamage = db__meta_int(c->db, "damage_count", damage ? 1 : 0);
+    v[P_DAMAGE_COUNT] = OV_I(ndamage);
+    if (damage) {
+        snprintf(damage_note, sizeof damage_note, "%lld damaged region%s", ndamage,
+                 ndamage == 1 ? "" : "s");
+        v[P_DAMAGE].note = damage_note;
+    }
+
+    /* Warnings are diagnostics: stderr, whatever the format. */
+    if (sqlite3_column_type(st, 6) != SQLITE_NULL && !sqlite3_column_int64(st, 6))
+        vh_errorf(c->cmd->name,
+                  "warning: pid %lld did not exit cleanly (it called _exit, was killed, "
+                  "crashed, exec'd or is still running): the numbers cover the run up to its last record, and blocks "
+                  "live then count as leaked",
+                  (long long)sqlite3_column_int64(st, 0));
+    if (c->dropped > 0)
+        vh_errorf(c->cmd->name, "warning: %lld events were not recorded: recording stopped "
+                                "early (the disk or a limit was full; the program said why "
+                                "on stderr); blocks live at the last record may have been "
+                                "freed later, so they are not known leaks",
+                  (long long)c->dropped);
+    long long nested = sqlite3_column_int64(st, 12);
+    if (nested > 0)
+        vh_errorf(c->cmd->name, "warning: %lld allocator calls were not recorded: a signal "
+                                "handler the shim could not hold back (installed by a raw "
+                                "rt_sigaction system call) made them while its thread was "
+                                "inside the shim",
+                  nested);
+    if (damage)
+        vh_errorf(c->cmd->name, "warning: the capture is damaged (%s); what came before "
+                                "the damage is loaded",
+                  damage);
+
+    v[P_SAMPLED] = (struct out_val){ .kind = OV_INT, .i = rate > 0 };
+    v[P_SAMPLE_RATE] = OV_I(rate);
+    if (rate)
+        v[P_SAMPLE_RATE].note = "numbers are estimates";
+    v[P_WINDOWS] = (struct out_val){ .kind = OV_TEXT, .s = partial ? windows : "the whole run" };
+    v[P_RECORDED] = OV_I(on_ns);
+    if ((rc = out__section(c->out, "process", OUT_OBJECT, NULL, pcols,
+                           rate || partial ? P_N : P_SAMPLED)) ||
+        (rc = out__row(c->out, v, NULL)))
+        goto out;
+out:
+    for (size_t i = 0; i < nwords; i++)
+        free(words[i]);
+    free(words);
+    free(capture);
+    free(damage);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int heap_row(sqlite3_stmt *st, void *arg)
+{
+    struct ctx *c = arg;
+    struct out_val v[H_N];
+    char arate[48], trate[48], peak_note[96], live_note[48], leak_note[48], t[32];
+    char sup_note[128];
+    int64_t allocs = sqlite3_column_int64(st, 2), temp = sqlite3_column_int64(st, 5);
+    double ar = per_s(allocs, c->runtime_ns), tr = per_s(temp, c->runtime_ns);
+
+    for (int i = 0; i < 2; i++)
+        v[H_ID + i] = vh_col_val(st, i);
+    v[H_ALLOCS] = vh_col_val(st, 2);
+    v[H_ALLOCS_RATE] = OV_R(ar);
+    v[H_FAILED] = vh_col_val(st, 3);
+    v[H_FREES] = vh_col_val(st, 4);
+    v[H_TEMP] = vh_col_val(st, 5);
+    v[H_TEMP_RATE] = OV_R(tr);
+    v[H_BYTES] = vh_col_val(st, 6);
+    v[H_PEAK] = vh_col_val(st, 7);
+    v[H_PEAK_BLOCKS] = vh_col_val(st, 8);
+    v[H_PEAK_TIME] = vh_col_val(st, 9);
+    v[H_LIVE] = vh_col_val(st, 10);
+    v[H_LIVE_BLOCKS] = vh_col_val(st, 11);
+    v[H_LEAKED] = vh_col_val(st, 12);
+    v[H_LEAKED_BLOCKS] = vh_col_val(st, 13);
+    v[H_UNKNOWN_FREES] = vh_col_val(st, 14);
+    v[H_DESTROYED] = vh_col_val(st, 15);
+    v[H_SUPPRESSED] = vh_col_val(st, 16);
+    v[H_SUPPRESSED_BLOCKS] = vh_col_val(st, 17);
+    snprintf(sup_note, sizeof sup_note, "%lld block%s: libstdc++'s emergency exception pool, "
+             "which heaptrack frees at exit", (long long)sqlite3_column_int64(st, 17),
+             sqlite3_column_int64(st, 17) == 1 ? "" : "s");
+    v[H_SUPPRESSED].note = sup_note;
+    v[H_RUNTIME] = OV_I(c->runtime_ns);
+    v[H_PEAK_RSS] = OV_I(c->peak_rss);
+    v[H_DROPPED] = OV_I(c->dropped);
+
+    if (!isnan(ar)) {
+        snprintf(arate, sizeof arate, "%.0f/s", ar);
+        snprintf(trate, sizeof trate, "%.0f/s", tr);
+        v[H_ALLOCS].note = arate;
+        v[H_TEMP].note = trate;
+    }
+    if (sqlite3_column_type(st, 9) != SQLITE_NULL)
+        snprintf(peak_note, sizeof peak_note, "%lld blocks, at %s",
+                 (long long)sqlite3_column_int64(st, 8),
+                 fmt_ns(sqlite3_column_int64(st, 9), t, sizeof t));
+    else
+        snprintf(peak_note, sizeof peak_note, "%lld blocks",
+                 (long long)sqlite3_column_int64(st, 8));
+    v[H_PEAK].note = peak_note;
+    snprintf(live_note, sizeof live_note, "%lld blocks", (long long)sqlite3_column_int64(st, 11));
+    v[H_LIVE].note = live_note;
+    snprintf(leak_note, sizeof leak_note, "%lld blocks", (long long)sqlite3_column_int64(st, 13));
+    v[H_LEAKED].note = leak_note;
+    return out__row(c->out, v, NULL);
+}
+
+static int heaps_section(struct ctx *c, const struct vh_qopts *o)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = vh_prepare(c->cmd->name, c->db,
+                        "SELECT id, name, allocations, failed, frees, temporary,"
+                        "       bytes_allocated, peak_bytes, peak_blocks, peak_time,"
+                        "       live_bytes, live_blocks, leaked_bytes, leaked_blocks,"
+                        "       unknown_frees, destroy_time,"
+                        "       (SELECT coalesce(sum(bytes), 0) FROM temp.vh_suppressed v"
+                        "        WHERE v.heap_id = h.id),"
+                        "       (SELECT coalesce(sum(blocks), 0) FROM temp.vh_suppressed v"
+                        "        WHERE v.heap_id = h.id)"
+                        " FROM heaps h"
+                        " WHERE " VH_HEAP_SEL("h.id", "?1")
+                        " ORDER BY h.id",
+                        &st);
+    if (rc)
+        return rc;
+    vh_bind_heap(st, 1, o);
+    if (!(rc = out__section(c->out, "heaps", OUT_RECORDS, NULL, hcols, H_N)))
+        rc = vh_step_all(c->cmd->name, c->db, st, heap_row, c);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    struct vh_qopts o;
+    struct ctx c = { .cmd = &cmd_summary };
+    if (vh_qopts_parse(&cmd_summary, VH_QOPT_TEMPORARY, argc, argv, &o))
+        return VH_EXIT_USAGE;
+    if (vh_query_open(&cmd_summary, &o, &c.db))
+        return VH_EXIT_DATA;
+    int rc = -ENOMEM;
+    c.out = vh_out_begin(&o);
+    if (!c.out)
+        goto out;
+    if ((rc = process_section(&c)) || (rc = heaps_section(&c, &o))) {
+        out__abort(c.out);
+        goto out;
+    }
+    rc = vh_out_end(&cmd_summary, c.out);
+out:
+    sqlite3_close(c.db);
+    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+}

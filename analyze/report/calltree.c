@@ -1,0 +1,334 @@
+/* calltree.c — the report's call tree (calltree.h): nodes found by (parent,
+ * name, module) in a hash map, rows by (leaf, heap, tag) in another; pruning
+ * sums each column up the tree in one pass per column (children always have
+ * higher ids than their parents), so it costs columns x (nodes + rows). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/report/calltree.h"
+#include "analyze/util/grow.h"
+
+struct node {
+    uint32_t parent, name, module, where;
+};
+
+struct vh_ctree {
+    size_t ncols;
+    struct vh_strtab *str;
+    struct node *nodes;
+    size_t nnodes, ncap;
+    struct vh_map *children;       /* (parent << 32 | name, module) -> node  */
+    struct vh_map *rowmap;         /* (leaf, heap << 32 | tag) -> row        */
+    uint32_t *row_key;             /* per row: leaf, heap, tag               */
+    uint64_t *vals;                /* per row: ncols values                  */
+    size_t nrows, rcap, vcap;
+    struct xlate {                 /* a source's string ids -> the tree's    */
+        const struct vh_snames *src;
+        uint32_t *id;              /* 0: not yet seen                        */
+        size_t n;
+    } xl[2];
+};
+
+struct vh_ctree *vh_ctree__new(size_t ncols)
+{
+    struct vh_ctree *t = calloc(1, sizeof *t);
+    if (!t || !(t->str = vh_strtab__new()) || !(t->children = vh_map__new()) ||
+        !(t->rowmap = vh_map__new()) ||
+        vh_grow(&t->nodes, &t->ncap, 0, sizeof *t->nodes, 1024)) {
+        vh_ctree__free(t);
+        return NULL;
+    }
+    t->ncols = ncols;
+    t->nodes[0] = (struct node){ 0, 0, 0, 0 };     /* the root */
+    t->nnodes = 1;
+    return t;
+}
+
+void vh_ctree__free(struct vh_ctree *t)
+{
+    if (!t)
+        return;
+    vh_strtab__free(t->str);
+    vh_map__free(t->children);
+    vh_map__free(t->rowmap);
+    free(t->xl[0].id);
+    free(t->xl[1].id);
+    free(t->nodes);
+    free(t->row_key);
+    free(t->vals);
+    free(t);
+}
+
+static uint32_t intern(struct vh_ctree *t, const char *s)
+{
+    int added;
+    return s ? vh_strtab__intern(t->str, s, strlen(s), &added) : 0;
+}
+
+/* The tree's id of string `id` of `names`: interned once per source (a
+ * stack's frames repeat the same few names millions of times). */
+static uint32_t xlate(struct vh_ctree *t, const struct vh_snames *names, uint32_t id)
+{
+    if (!id)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        struct xlate *x = &t->xl[i];
+        if (x->src && x->src != names)
+            continue;
+        x->src = names;
+        if (id >= x->n) {
+            size_t n = (size_t)id * 2 + 1024;
+            uint32_t *p = realloc(x->id, n * sizeof *p);
+            if (!p)
+                return 0;
+            memset(p + x->n, 0, (n - x->n) * sizeof *p);
+            x->id = p;
+            x->n = n;
+        }
+        if (!x->id[id])
+            x->id[id] = intern(t, vh_snames__str(names, id));
+        return x->id[id];
+    }
+    return intern(t, vh_snames__str(names, id));
+}
+
+static int64_t child(struct vh_ctree *t, uint32_t parent, const struct vh_sname *f,
+                     const struct vh_snames *names)
+{
+    int existed;
+    uint32_t name = xlate(t, names, f->name);
+    uint32_t module = xlate(t, names, f->module);
+    if (!name)
+        return -ENOMEM;
+    struct vh_map_ent *e = vh_map__insert(t->children, (uint64_t)parent << 32 | name, module,
+                                          &existed);
+    if (!e)
+        return -ENOMEM;
+    if (existed)
+        return (int64_t)e->v1;
+    if (t->nnodes > UINT32_MAX - 2 ||
+        vh_grow(&t->nodes, &t->ncap, t->nnodes, sizeof *t->nodes, 1024)) {
+        vh_map__remove(t->children, e);
+        return -ENOMEM;
+    }
+    e->v1 = t->nnodes;
+    t->nodes[t->nnodes] = (struct node){ parent, name, module, xlate(t, names, f->where) };
+    return (int64_t)t->nnodes++;
+}
+
+int64_t vh_ctree__row(struct vh_ctree *t, const struct vh_sname *path, size_t n,
+                      const struct vh_snames *names, uint32_t heap, uint32_t tag)
+{
+    int64_t at = 0;
+    int existed;
+    for (size_t i = 0; i < n; i++)
+        if ((at = child(t, (uint32_t)at, &path[i], names)) < 0)
+            return at;
+    struct vh_map_ent *e = vh_map__insert(t->rowmap, (uint64_t)at, (uint64_t)heap << 32 | tag,
+                                          &existed);
+    if (!e)
+        return -ENOMEM;
+    if (existed)
+        return (int64_t)e->v1;
+    size_t vc = t->vcap;
+    if (vh_grow(&t->row_key, &t->rcap, t->nrows * 3 + 2, sizeof *t->row_key, 3072) ||
+        vh_grow(&t->vals, &t->vcap, (t->nrows + 1) * t->ncols - 1, sizeof *t->vals,
+                1024 * t->ncols)) {
+        vh_map__remove(t->rowmap, e);
+        return -ENOMEM;
+    }
+    if (t->vcap != vc)
+        memset(t->vals + vc, 0, (t->vcap - vc) * sizeof *t->vals);
+    t->row_key[t->nrows * 3] = (uint32_t)at;
+    t->row_key[t->nrows * 3 + 1] = heap;
+    t->row_key[t->nrows * 3 + 2] = tag;
+    e->v1 = t->nrows;
+    return (int64_t)t->nrows++;
+}
+
+uint64_t *vh_ctree__vals(struct vh_ctree *t, int64_t row)
+{
+    return t->vals + (size_t)row * t->ncols;
+}
+
+size_t vh_ctree__count(const struct vh_ctree *t)
+{
+    return t->nrows;
+}
+
+void vh_ctree__key(const struct vh_ctree *t, int64_t row, uint32_t *leaf, uint32_t *heap,
+                   uint32_t *tag)
+{
+    *leaf = t->row_key[row * 3];
+    *heap = t->row_key[row * 3 + 1];
+    *tag = t->row_key[row * 3 + 2];
+}
+
+/* keep[i] = 1 for the nodes holding at least frac of some column's total. */
+static size_t mark(const struct vh_ctree *t, double frac, uint64_t *sum, uint8_t *keep)
+{
+    size_t kept = 0;
+    memset(keep, 0, t->nnodes);
+    keep[0] = 1;
+    for (size_t c = 0; c < t->ncols; c++) {
+        uint64_t total = 0;
+        memset(sum, 0, t->nnodes * sizeof *sum);
+        for (size_t r = 0; r < t->nrows; r++) {
+            sum[t->row_key[r * 3]] += t->vals[r * t->ncols + c];
+            total += t->vals[r * t->ncols + c];
+        }
+        if (!total)
+            continue;
+        for (size_t i = t->nnodes; i-- > 1;)
+            sum[t->nodes[i].parent] += sum[i];
+        double thr = (double)total * frac;
+        for (size_t i = 1; i < t->nnodes; i++)
+            if (sum[i] && (double)sum[i] >= thr)
+                keep[i] = 1;
+    }
+    for (size_t i = 0; i < t->nnodes; i++)
+        kept += keep[i];
+    return kept;
+}
+
+static void put_u32s(struct vh_xout *o, const char *key, const uint32_t *v, size_t n,
+                     size_t stride)
+{
+    vh_xout__printf(o, "\"%s\":[", key);
+    for (size_t i = 0; i < n; i++)
+        vh_xout__printf(o, "%s%" PRIu32, i ? "," : "", v[i * stride]);
+    vh_xout__puts(o, "]");
+}
+
+int vh_ctree__write_json(struct vh_ctree *t, struct vh_xout *o, size_t dense, double frac,
+                         size_t max_nodes, struct vh_ctree_stats *stats)
+{
+    uint64_t *sum = malloc((t->nnodes ? t->nnodes : 1) * sizeof *sum);
+    uint8_t *keep = malloc(t->nnodes ? t->nnodes : 1);
+    uint32_t *newid = malloc((t->nnodes ? t->nnodes : 1) * sizeof *newid);
+    uint32_t *anc = malloc((t->nnodes ? t->nnodes : 1) * sizeof *anc);
+    struct node *out = NULL;       /* kept and "[N smaller stacks]" nodes    */
+    uint32_t *pruned_n = NULL;     /* per out node: rows merged into it       */
+    uint32_t *okey = NULL;         /* out rows: node, heap, tag              */
+    uint64_t *ovals = NULL;
+    size_t nout = 0, ocap = 0, pcap = 0, nok = 0, okcap = 0, ovcap = 0, kept;
+    struct vh_map *pnode = vh_map__new(), *orow = vh_map__new();
+    int rc = -ENOMEM, existed;
+
+    if (!sum || !keep || !newid || !anc || !pnode || !orow)
+        goto out;
+    while ((kept = mark(t, frac, sum, keep)) > max_nodes && frac < 0.5)
+        frac *= 2;
+    *stats = (struct vh_ctree_stats){ .nodes = t->nnodes, .kept = kept, .rows = t->nrows,
+                                      .frac = frac };
+    /* kept nodes in id order, so parents still come first */
+    for (size_t i = 0; i < t->nnodes; i++) {
+        anc[i] = keep[i] ? (uint32_t)i : anc[t->nodes[i].parent];
+        if (!keep[i])
+            continue;
+        if (vh_grow(&out, &ocap, nout, sizeof *out, 1024) ||
+            vh_grow(&pruned_n, &pcap, nout, sizeof *pruned_n, 1024))
+            goto out;
+        newid[i] = (uint32_t)nout;
+        out[nout] = t->nodes[i];
+        out[nout].parent = i ? newid[t->nodes[i].parent] : 0;
+        pruned_n[nout++] = 0;
+    }
+    uint32_t smaller = intern(t, "[smaller stacks]");
+    if (!smaller)
+        goto out;
+    for (size_t r = 0; r < t->nrows; r++) {
+        uint32_t leaf = t->row_key[r * 3], node;
+        if (keep[leaf]) {
+            node = newid[leaf];
+        } else {
+            /* one "[smaller stacks]" node under each kept ancestor */
+            struct vh_map_ent *e = vh_map__insert(pnode, anc[leaf], 0, &existed);
+            if (!e)
+                goto out;
+            if (!existed) {
+                if (vh_grow(&out, &ocap, nout, sizeof *out, 1024) ||
+                    vh_grow(&pruned_n, &pcap, nout, sizeof *pruned_n, 1024))
+                    goto out;
+                out[nout] = (struct node){ newid[anc[leaf]], smaller, 0, 0 };
+                pruned_n[nout] = 0;
+                e->v1 = nout++;
+            }
+            node = (uint32_t)e->v1;
+            pruned_n[node]++;
+            stats->pruned_rows++;
+        }
+        struct vh_map_ent *e = vh_map__insert(orow, node,
+                                              (uint64_t)t->row_key[r * 3 + 1] << 32 |
+                                                  t->row_key[r * 3 + 2], &existed);
+        if (!e)
+            goto out;
+        if (!existed) {
+            size_t vc = ovcap;
+            if (vh_grow(&okey, &okcap, nok * 3 + 2, sizeof *okey, 3072) ||
+                vh_grow(&ovals, &ovcap, (nok + 1) * t->ncols - 1, sizeof *ovals, 1024 * t->ncols))
+                goto out;
+            if (ovcap != vc)
+                memset(ovals + vc, 0, (ovcap - vc) * sizeof *ovals);
+            okey[nok * 3] = node;
+            okey[nok * 3 + 1] = t->row_key[r * 3 + 1];
+            okey[nok * 3 + 2] = t->row_key[r * 3 + 2];
+            e->v1 = nok++;
+        }
+        for (size_t c = 0; c < t->ncols; c++)
+            ovals[e->v1 * t->ncols + c] += t->vals[r * t->ncols + c];
+    }
+
+    /* the JSON: strings by id (index 0 is none) */
+    vh_xout__puts(o, "{\"strings\":[null");
+    for (uint32_t i = 1; i <= vh_strtab__count(t->str); i++) {
+        vh_xout__puts(o, ",");
+        vh_xout__json_str(o, vh_strtab__get(t->str, i));
+    }
+    vh_xout__puts(o, "],");
+    put_u32s(o, "parent", &out[0].parent, nout, 4);
+    vh_xout__puts(o, ",");
+    put_u32s(o, "name", &out[0].name, nout, 4);
+    vh_xout__puts(o, ",");
+    put_u32s(o, "module", &out[0].module, nout, 4);
+    vh_xout__puts(o, ",");
+    put_u32s(o, "where", &out[0].where, nout, 4);
+    vh_xout__puts(o, ",");
+    put_u32s(o, "pruned", pruned_n, nout, 1);
+    vh_xout__puts(o, ",\"rows\":[");
+    for (size_t r = 0; r < nok; r++) {
+        vh_xout__printf(o, "%s%" PRIu32 ",%" PRIu32 ",%" PRIu32, r ? "," : "", okey[r * 3],
+                        okey[r * 3 + 1], okey[r * 3 + 2]);
+        for (size_t c = 0; c < dense && c < t->ncols; c++)
+            vh_xout__printf(o, ",%" PRIu64, ovals[r * t->ncols + c]);
+    }
+    vh_xout__puts(o, "],\"sparse\":[");
+    for (size_t c = dense; c < t->ncols; c++) {
+        int first = 1;
+        vh_xout__puts(o, c > dense ? ",[" : "[");
+        for (size_t r = 0; r < nok; r++)
+            if (ovals[r * t->ncols + c]) {
+                vh_xout__printf(o, "%s%zu,%" PRIu64, first ? "" : ",", r, ovals[r * t->ncols + c]);
+                first = 0;
+            }
+        vh_xout__puts(o, "]");
+    }
+    vh_xout__printf(o, "],\"stats\":{\"nodes\":%zu,\"kept\":%zu,\"shown\":%zu,\"rows\":%zu,"
+                       "\"pruned_rows\":%zu,\"frac\":%g}}",
+                    stats->nodes, stats->kept, nout, stats->rows, stats->pruned_rows, frac);
+    rc = 0;
+out:
+    free(sum);
+    free(keep);
+    free(newid);
+    free(anc);
+    free(out);
+    free(pruned_n);
+    free(okey);
+    free(ovals);
+    vh_map__free(pnode);
+    vh_map__free(orow);
+    return rc;
+}

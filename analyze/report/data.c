@@ -1,0 +1,883 @@
+/* report/data.c — the data of the HTML report (report.h), as one JSON
+ * object: the process, heaps and tags, the call tree with every measure
+ * (and live-set snapshots over time, or a baseline run's measures), memory
+ * over time per heap with RSS and marks, the top stacks and fragmentation at
+ * the end and at the peak. The timeline and the snapshots come from one
+ * replay of the event stream. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/store/events.h"
+#include "analyze/query/frag.h"
+#include "analyze/util/grow.h"
+#include "analyze/query/recording.h"
+#include "analyze/report/report.h"
+#include "analyze/util/weight.h"
+
+const char *const vh_rm_key[VH_RM_N] = { "allocations", "bytes", "temporary", "peak", "leaked" };
+
+static int dbfail(sqlite3 *db, const char *what, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
+    return -EIO;
+}
+
+static uint32_t key_of(const struct vh_rkeys *k, int64_t id, const char *name, const char *none)
+{
+    int added;
+    if (!k->keys)
+        return (uint32_t)id;
+    if (!name)
+        name = none;
+    return vh_strtab__intern(k->keys, name, strlen(name), &added);
+}
+
+uint32_t vh_rkey_heap(const struct vh_rkeys *k, int64_t id, const char *name)
+{
+    return key_of(k, id, name, "?");
+}
+
+uint32_t vh_rkey_tag(const struct vh_rkeys *k, int64_t id, const char *label)
+{
+    if (k->no_tags || (!label && k->keys))
+        return 0;                  /* by label: no tag is 0 in every run */
+    return key_of(k, id, label, "");
+}
+
+int vh_report_add_stats(struct vh_ctree *t, sqlite3 *db, const struct vh_snames *sn, size_t col0,
+                        const struct vh_rkeys *k,
+                        int (*row)(void *arg, int64_t trow, int64_t heap, int64_t stack,
+                                   int64_t tag),
+                        void *arg, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    struct vh_sname *path = NULL;
+    size_t cap = 0;
+    int rc;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT s.heap_id, h.name, s.stack_id, s.tag_id, t.label,"
+                           "       sum(s.allocations), sum(s.bytes_allocated), sum(s.temporary),"
+                           "       sum(s.peak_bytes), sum(s.leaked_bytes)"
+                           " FROM stack_stats s LEFT JOIN heaps h ON h.id = s.heap_id"
+                           " LEFT JOIN tags t ON t.id = s.tag_id AND s.tag_id != 0"
+                           " GROUP BY s.heap_id, s.stack_id, s.tag_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return dbfail(db, "reading stack_stats", err, errlen);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int n = vh_snames__stack(sn, sqlite3_column_int64(st, 2), 0, &path, &cap);
+        int64_t r = n < 0 ? n
+                          : vh_ctree__row(t, path, (size_t)n, sn,
+                                          vh_rkey_heap(k, sqlite3_column_int64(st, 0),
+                                                       (const char *)sqlite3_column_text(st, 1)),
+                                          vh_rkey_tag(k, sqlite3_column_int64(st, 3),
+                                                      (const char *)sqlite3_column_text(st, 4)));
+        if (r < 0) {
+            rc = -ENOMEM;
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        uint64_t *v = vh_ctree__vals(t, r) + col0;
+        for (int m = 0; m < VH_RM_N; m++) {
+            int64_t x = sqlite3_column_int64(st, 5 + m);
+            v[m] += x > 0 ? (uint64_t)x : 0;
+        }
+        if (row && (rc = row(arg, r, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 2),
+                             sqlite3_column_int64(st, 3)))) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+    }
+    rc = rc == SQLITE_DONE ? 0 : dbfail(db, "reading stack_stats", err, errlen);
+out:
+    sqlite3_finalize(st);
+    free(path);
+    return rc;
+}
+
+/* ---- small readers ----------------------------------------------------------- */
+
+static int64_t one_int(sqlite3 *db, const char *sql, int64_t dflt)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = dflt;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* JSON text copied, '<' (only ever inside its strings) as \u003c, so that
+ * it can sit inside an HTML <script>. */
+static void json_text(struct vh_xout *o, const char *s)
+{
+    for (const char *lt; (lt = strchr(s, '<')); s = lt + 1) {
+        vh_xout__write(o, s, (size_t)(lt - s));
+        vh_xout__puts(o, "\\u003c");
+    }
+    vh_xout__puts(o, s);
+}
+
+/* Every row of `sql` as a JSON array of arrays (integers, reals, strings,
+ * null; a column named json_* is copied as JSON text). */
+static int rows_json(sqlite3 *db, const char *sql, struct vh_xout *o, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int rc, first = 1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return dbfail(db, "reading the database", err, errlen);
+    vh_xout__puts(o, "[");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        vh_xout__puts(o, first ? "[" : ",[");
+        first = 0;
+        for (int c = 0; c < sqlite3_column_count(st); c++) {
+            if (c)
+                vh_xout__puts(o, ",");
+            switch (sqlite3_column_type(st, c)) {
+            case SQLITE_INTEGER:
+                vh_xout__printf(o, "%" PRId64, (int64_t)sqlite3_column_int64(st, c));
+                break;
+            case SQLITE_FLOAT:
+                vh_xout__printf(o, "%.17g", sqlite3_column_double(st, c));
+                break;
+            case SQLITE_NULL:
+                vh_xout__puts(o, "null");
+                break;
+            default:
+                if (!strncmp(sqlite3_column_name(st, c), "json_", 5))
+                    json_text(o, (const char *)sqlite3_column_text(st, c));
+                else
+                    vh_xout__json_str(o, (const char *)sqlite3_column_text(st, c));
+            }
+        }
+        vh_xout__puts(o, "]");
+    }
+    vh_xout__puts(o, "]");
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : dbfail(db, "reading the database", err, errlen);
+}
+
+static int process_json(sqlite3 *db, const char *name, struct vh_xout *o, char *err,
+                        size_t errlen)
+{
+    vh_xout__puts(o, "{\"db\":");
+    vh_xout__json_str(o, name);
+    vh_xout__puts(o, ",\"process\":");
+    return rows_json(db,
+                     "SELECT pid, exe, coalesce(argv, '[]') AS json_argv, runtime_ns, ended,"
+                     " peak_rss, peak_rss_time, start_realtime_ns, dropped_events, nested_events,"
+                     " stack_table_full,"
+                     " (SELECT value FROM meta WHERE key = 'coarse_clock_ns'),"
+                     " (SELECT value FROM meta WHERE key = 'damage'), sample_rate,"
+                     " (SELECT count(*) FROM windows),"
+                     " (SELECT coalesce(sum(end_time - start_time), 0) FROM windows)"
+                     " FROM processes WHERE id = 1",
+                     o, err, errlen);
+}
+
+/* ---- the timeline and the snapshots: one replay -------------------------------- */
+
+#define TL_HEAPS 24                /* heaps with a series of their own       */
+
+struct stackrow {                  /* (heap, stack, tag) -> tree row         */
+    struct vh_map *map;
+    struct vh_ctree *t;
+    const struct vh_snames *sn;
+    const struct vh_rkeys *k;
+};
+
+static int remember_row(void *arg, int64_t trow, int64_t heap, int64_t stack, int64_t tag)
+{
+    struct stackrow *s = arg;
+    int existed;
+    struct vh_map_ent *e = vh_map__insert(s->map, (uint64_t)heap << 32 | (uint32_t)tag,
+                                          (uint64_t)stack, &existed);
+    if (!e)
+        return -ENOMEM;
+    e->v1 = (uint64_t)trow;
+    return 0;
+}
+
+/* The tree row of a block: a (heap, stack, tag) stack_stats lacks gets one. */
+static int64_t row_of(struct stackrow *s, uint32_t heap, uint32_t stack, uint32_t tag)
+{
+    struct vh_map_ent *e = vh_map__find(s->map, (uint64_t)heap << 32 | tag, stack);
+    struct vh_sname *path = NULL;
+    size_t cap = 0;
+    if (e)
+        return (int64_t)e->v1;
+    int n = vh_snames__stack(s->sn, stack, 0, &path, &cap);
+    int64_t r = n < 0 ? -ENOMEM
+                      : vh_ctree__row(s->t, path, (size_t)n, s->sn,
+                                      vh_rkey_heap(s->k, heap, NULL), vh_rkey_tag(s->k, tag, NULL));
+    free(path);
+    if (r >= 0 && remember_row(s, r, heap, stack, tag))
+        r = -ENOMEM;
+    return r;
+}
+
+/* An RSS sample (v: bytes) or a mark (label), and the point it falls in. */
+struct instant {
+    uint64_t time;
+    int64_t v;
+    char *label;
+    unsigned point;
+};
+
+struct timeline {
+    unsigned points;
+    int by_event;                  /* x is the event count, not time         */
+    uint64_t width;                /* ns (or events) per point               */
+    uint64_t nevents, runtime;
+    size_t nser;                   /* TL_HEAPS at most, + "other", + total   */
+    int64_t heap_of_ser[TL_HEAPS + 1];
+    uint64_t *live, *max;          /* nser x points                          */
+    uint8_t *seen;                 /* points with an event                   */
+    int64_t *rss;                  /* per point, -1 none                     */
+    uint64_t *snap_point;          /* per snapshot: its point                */
+    uint64_t *snap_time;
+    struct instant *rs, *mk;       /* RSS samples and marks, by time         */
+    size_t nrs, nmk, irs, imk;
+};
+
+static unsigned point_of(const struct timeline *tl, const struct vh_ev *ev)
+{
+    uint64_t x = tl->by_event ? ev->seq : ev->time;
+    uint64_t p = x / tl->width;
+    return p >= tl->points ? tl->points - 1 : (unsigned)p;
+}
+
+/* The series a heap's bytes go to: its own (the TL_HEAPS largest peaks),
+ * else "other heaps" (index TL_HEAPS). */
+static size_t ser_of(const struct timeline *tl, struct vh_map *hs, uint32_t heap)
+{
+    struct vh_map_ent *e = vh_map__find(hs, heap, 0);
+    return e ? (size_t)e->v1 : TL_HEAPS;
+}
+
+struct replay {
+    struct timeline *tl;
+    struct stackrow *sr;
+    struct vh_ctree *t;
+    size_t col0;                   /* the first snapshot column              */
+    unsigned nsnap, next_snap;
+    uint64_t *rowlive;             /* per tree row: live bytes now           */
+    size_t nrowlive;
+    struct vh_map *blocks;         /* (heap, addr) -> (row, size)            */
+    struct vh_map *hs;             /* heap -> series                         */
+    int64_t *hlive;                /* per series: live now                   */
+    int64_t total;                 /* every heap: live now                   */
+    uint64_t rate;                 /* sampled capture: a block weighs 1/p    */
+};
+
+static int rowlive_add(struct replay *r, int64_t row, int64_t delta)
+{
+    if ((size_t)row >= r->nrowlive) {
+        size_t n = (size_t)row * 2 + 1024;
+        uint64_t *p = realloc(r->rowlive, n * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        memset(p + r->nrowlive, 0, (n - r->nrowlive) * sizeof *p);
+        r->rowlive = p;
+        r->nrowlive = n;
+    }
+    r->rowlive[row] += (uint64_t)delta;
+    return 0;
+}
+
+/* Snapshots due before point p: the live bytes of every row into their
+ * columns. */
+static void take_snaps(struct replay *r, unsigned p)
+{
+    while (r->next_snap < r->nsnap && r->tl->snap_point[r->next_snap] < p) {
+        for (size_t i = 0; i < r->nrowlive; i++)
+            if (r->rowlive[i])
+                vh_ctree__vals(r->t, (int64_t)i)[r->col0 + r->next_snap] = r->rowlive[i];
+        r->next_snap++;
+    }
+}
+
+/* Opening point p: every series' live bytes so far are its floor there. */
+static void open_point(struct replay *r, unsigned p)
+{
+    struct timeline *tl = r->tl;
+    for (size_t s = 0; s < tl->nser; s++) {
+        int64_t v = s == tl->nser - 1 ? r->total : r->hlive[s];
+        tl->max[s * tl->points + p] = v > 0 ? (uint64_t)v : 0;
+    }
+    tl->seen[p] = 1;
+}
+
+/* Closing it: the live bytes at its end. */
+static void close_point(struct replay *r, unsigned p)
+{
+    struct timeline *tl = r->tl;
+    for (size_t s = 0; s < tl->nser; s++) {
+        int64_t v = s == tl->nser - 1 ? r->total : r->hlive[s];
+        tl->live[s * tl->points + p] = v > 0 ? (uint64_t)v : 0;
+    }
+}
+
+/* After an event in series `ser`: the highs of it and of the total. */
+static void touch(struct replay *r, unsigned p, size_t ser)
+{
+    struct timeline *tl = r->tl;
+    uint64_t *m = &tl->max[ser * tl->points + p];
+    uint64_t *mt = &tl->max[(tl->nser - 1) * tl->points + p];
+    if (r->hlive[ser] > 0 && (uint64_t)r->hlive[ser] > *m)
+        *m = (uint64_t)r->hlive[ser];
+    if (r->total > 0 && (uint64_t)r->total > *mt)
+        *mt = (uint64_t)r->total;
+}
+
+static void live_add(struct replay *r, size_t ser, int64_t d)
+{
+    r->hlive[ser] += d;
+    r->total += d;
+}
+
+static int replay_event(struct replay *r, const struct vh_ev *ev)
+{
+    int existed;
+    size_t ser = ser_of(r->tl, r->hs, ev->heap_id);
+    struct vh_map_ent *e;
+    int64_t row;
+    switch (ev->kind) {
+    case VH_EV_ALLOC:
+        if ((row = row_of(r->sr, ev->heap_id, ev->stack_id, ev->tag_id)) < 0 ||
+            !(e = vh_map__insert(r->blocks, ev->heap_id, ev->addr, &existed)))
+            return -ENOMEM;
+        if (existed)               /* not in a sound stream; undo the old one */
+            r->rowlive[e->v1] -= e->v2, live_add(r, ser, -(int64_t)e->v2);
+        e->v1 = (uint64_t)row;
+        e->v2 = vh_weigh_bytes(ev->size, r->rate);     /* the block's estimate */
+        live_add(r, ser, (int64_t)e->v2);
+        return rowlive_add(r, row, (int64_t)e->v2);
+    case VH_EV_FREE:
+        if ((e = vh_map__find(r->blocks, ev->heap_id, ev->addr))) {
+            r->rowlive[e->v1] -= e->v2;
+            live_add(r, ser, -(int64_t)e->v2);
+            vh_map__remove(r->blocks, e);
+        }
+        return 0;
+    case VH_EV_RESIZE:
+        if ((row = row_of(r->sr, ev->heap_id, ev->stack_id, ev->tag_id)) < 0 ||
+            !(e = vh_map__insert(r->blocks, ev->heap_id, ev->addr, &existed)))
+            return -ENOMEM;
+        if (existed)
+            r->rowlive[e->v1] -= e->v2, live_add(r, ser, -(int64_t)e->v2);
+        e->v1 = (uint64_t)row;
+        e->v2 = vh_weigh_bytes(ev->size, r->rate);
+        live_add(r, ser, (int64_t)e->v2);
+        return rowlive_add(r, row, (int64_t)e->v2);
+    case VH_EV_MOVE:
+        if ((e = vh_map__find(r->blocks, ev->heap_id, ev->addr))) {
+            uint64_t rw = e->v1, sz = e->v2;
+            vh_map__remove(r->blocks, e);
+            if (!(e = vh_map__insert(r->blocks, ev->heap_id, ev->to, &existed)))
+                return -ENOMEM;
+            if (existed)
+                r->rowlive[e->v1] -= e->v2, live_add(r, ser, -(int64_t)e->v2);
+            e->v1 = rw;
+            e->v2 = sz;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* The RSS samples and marks up to `time` fall in point p: by their own
+ * time on a time axis, where the events stand on an axis of events. */
+static void place(struct timeline *tl, uint64_t time, unsigned p)
+{
+    struct instant *lists[2] = { tl->rs, tl->mk };
+    size_t n[2] = { tl->nrs, tl->nmk }, *at[2] = { &tl->irs, &tl->imk };
+    for (int k = 0; k < 2; k++)
+        for (; *at[k] < n[k] && lists[k][*at[k]].time <= time; (*at[k])++) {
+            uint64_t q = lists[k][*at[k]].time / tl->width;
+            lists[k][*at[k]].point = tl->by_event ? p : q < tl->points ? (unsigned)q
+                                                                        : tl->points - 1;
+        }
+}
+
+static int replay(sqlite3 *db, struct replay *r, char *err, size_t errlen)
+{
+    struct evstream *es = NULL;
+    struct vh_ev ev;
+    int rc, p_last = -1;
+    if ((rc = evstream__open(db, 0, &es, err, errlen)))
+        return rc;
+    while ((rc = evstream__next(es, &ev)) == 1) {
+        unsigned p = point_of(r->tl, &ev);
+        if ((int)p != p_last) {
+            if (p_last >= 0)
+                close_point(r, (unsigned)p_last);
+            take_snaps(r, p);
+            open_point(r, p);
+            p_last = (int)p;
+        }
+        place(r->tl, ev.time, p);
+        if ((rc = replay_event(r, &ev))) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        touch(r, p, ser_of(r->tl, r->hs, ev.heap_id));
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", evstream__error(es));
+        goto out;
+    }
+    if (p_last >= 0)
+        close_point(r, (unsigned)p_last);
+    place(r->tl, UINT64_MAX, r->tl->points - 1);
+    take_snaps(r, r->tl->points + 1);
+    rc = 0;
+out:
+    evstream__close(es);
+    return rc;
+}
+
+static int instants(sqlite3 *db, const char *sql, struct instant **out, size_t *n, char *err,
+                    size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    size_t cap = 0;
+    int rc;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return dbfail(db, "reading rss and marks", err, errlen);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const unsigned char *l = sqlite3_column_text(st, 2);
+        if (vh_grow(out, &cap, *n, sizeof **out, 256) || (l && !(l = (const unsigned char *)
+                                                                      strdup((const char *)l)))) {
+            sqlite3_finalize(st);
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        int64_t t = sqlite3_column_int64(st, 0);
+        (*out)[(*n)++] = (struct instant){ t > 0 ? (uint64_t)t : 0, sqlite3_column_int64(st, 1),
+                                           (char *)l, 0 };
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : dbfail(db, "reading rss and marks", err, errlen);
+}
+
+/* RSS per point: the last sample in it, carried forward. */
+static void rss_points(struct timeline *tl)
+{
+    for (unsigned i = 0; i < tl->points; i++)
+        tl->rss[i] = -1;
+    for (size_t i = 0; i < tl->nrs; i++)
+        tl->rss[tl->rs[i].point] = tl->rs[i].v;
+    for (unsigned i = 1; i < tl->points; i++)
+        if (tl->rss[i] < 0)
+            tl->rss[i] = tl->rss[i - 1];
+}
+
+static void u64s(struct vh_xout *o, const uint64_t *v, size_t n)
+{
+    vh_xout__puts(o, "[");
+    for (size_t i = 0; i < n; i++)
+        vh_xout__printf(o, "%s%" PRIu64, i ? "," : "", v[i]);
+    vh_xout__puts(o, "]");
+}
+
+static void timeline_json(const struct timeline *tl, struct vh_xout *o, unsigned nsnap)
+{
+    vh_xout__printf(o, "{\"points\":%u,\"by_event\":%s,\"width\":%" PRIu64 ",\"events\":%" PRIu64
+                       ",\"runtime\":%" PRIu64 ",\"series\":[",
+                    tl->points, tl->by_event ? "true" : "false", tl->width, tl->nevents,
+                    tl->runtime);
+    for (size_t s = 0; s < tl->nser; s++) {
+        vh_xout__printf(o, "%s{\"heap\":", s ? "," : "");
+        if (s == tl->nser - 1)
+            vh_xout__puts(o, "\"all\"");
+        else if (s == TL_HEAPS)
+            vh_xout__puts(o, "\"other\"");
+        else
+            vh_xout__printf(o, "%" PRId64, tl->heap_of_ser[s]);
+        vh_xout__puts(o, ",\"live\":");
+        u64s(o, tl->live + s * tl->points, tl->points);
+        vh_xout__puts(o, ",\"max\":");
+        u64s(o, tl->max + s * tl->points, tl->points);
+        vh_xout__puts(o, "}");
+    }
+    vh_xout__puts(o, "],\"rss\":[");
+    for (unsigned i = 0; i < tl->points; i++)
+        vh_xout__printf(o, "%s%" PRId64, i ? "," : "", tl->rss[i]);
+    vh_xout__puts(o, "],\"snapshots\":");
+    u64s(o, tl->snap_point, nsnap);
+    vh_xout__puts(o, ",\"snapshot_times\":");
+    u64s(o, tl->snap_time, nsnap);
+    vh_xout__puts(o, ",\"marks\":[");
+    for (size_t i = 0; i < tl->nmk; i++) {
+        vh_xout__printf(o, "%s[%" PRIu64 ",", i ? "," : "", tl->mk[i].time);
+        vh_xout__json_str(o, tl->mk[i].label);
+        vh_xout__printf(o, ",%u]", tl->mk[i].point);
+    }
+    vh_xout__puts(o, "]}");
+}
+
+/* Chooses the axis and the series, replays, writes "timeline". */
+static int timeline(sqlite3 *db, struct replay *r, const struct vh_report_opts *opt,
+                    struct vh_xout *o, char *err, size_t errlen)
+{
+    struct timeline *tl = r->tl;
+    sqlite3_stmt *st = NULL;
+    int rc = -ENOMEM, existed;
+    int64_t coarse = one_int(db, "SELECT value FROM meta WHERE key = 'coarse_clock_ns'", 0);
+    int64_t precise_from = one_int(db, "SELECT value FROM meta WHERE key = 'precise_from'", 0);
+    tl->runtime = (uint64_t)one_int(db, "SELECT max(runtime_ns, 0) FROM processes", 0);
+    tl->nevents = (uint64_t)one_int(db, "SELECT sum(count) FROM events", 0);
+    tl->points = opt->points;
+    if (tl->nevents && tl->nevents < tl->points)
+        tl->points = (unsigned)tl->nevents;
+    if (!tl->points)
+        tl->points = 1;
+    /* The coarse clock (one tick, 4 ms here) cannot place the events of a
+     * run only a few ticks long: their order is then the honest axis. */
+    tl->by_event = coarse > 0 && precise_from == -1 &&
+                   tl->runtime < 50 * (uint64_t)coarse && tl->nevents > 0;
+    uint64_t span = tl->by_event ? tl->nevents : tl->runtime + 1;
+    tl->width = (span + tl->points - 1) / tl->points;
+    if (!tl->width)
+        tl->width = 1;
+    tl->points = (unsigned)((span + tl->width - 1) / tl->width);
+
+    if (!(r->hs = vh_map__new()))
+        return -ENOMEM;
+    if (sqlite3_prepare_v2(db, "SELECT id FROM heaps ORDER BY peak_bytes DESC, id LIMIT 24", -1,
+                           &st, NULL) != SQLITE_OK)
+        return dbfail(db, "reading heaps", err, errlen);
+    size_t n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < TL_HEAPS) {
+        struct vh_map_ent *e = vh_map__insert(r->hs, (uint64_t)sqlite3_column_int64(st, 0), 0,
+                                              &existed);
+        if (!e) {
+            sqlite3_finalize(st);
+            return -ENOMEM;
+        }
+        e->v1 = n;
+        tl->heap_of_ser[n++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    for (; n < TL_HEAPS; n++)
+        tl->heap_of_ser[n] = -1;
+    tl->nser = TL_HEAPS + 2;
+    r->nsnap = opt->snapshots;
+    if (!(tl->live = calloc(tl->nser * tl->points, sizeof *tl->live)) ||
+        !(tl->max = calloc(tl->nser * tl->points, sizeof *tl->max)) ||
+        !(tl->seen = calloc(tl->points, 1)) ||
+        !(tl->rss = calloc(tl->points, sizeof *tl->rss)) ||
+        !(tl->snap_point = calloc(r->nsnap + 1, sizeof *tl->snap_point)) ||
+        !(tl->snap_time = calloc(r->nsnap + 1, sizeof *tl->snap_time)) ||
+        !(r->hlive = calloc(tl->nser, sizeof *r->hlive)) || !(r->blocks = vh_map__new()))
+        return -ENOMEM;
+    /* snapshots at the ends of evenly spread points, the last at the end */
+    for (unsigned s = 0; s < r->nsnap; s++) {
+        uint64_t p = ((uint64_t)(s + 1) * tl->points + r->nsnap - 1) / r->nsnap;
+        tl->snap_point[s] = p ? p - 1 : 0;
+        tl->snap_time[s] = tl->by_event ? (p * tl->width) : p * tl->width;
+    }
+    if ((rc = instants(db, "SELECT time, bytes, NULL FROM rss ORDER BY time", &tl->rs, &tl->nrs,
+                       err, errlen)) ||
+        (rc = instants(db, "SELECT time, 0, label FROM marks ORDER BY time LIMIT 2000", &tl->mk,
+                       &tl->nmk, err, errlen)) ||
+        (rc = replay(db, r, err, errlen)))
+        return rc;
+    rss_points(tl);
+    /* points without an event keep the live bytes of the point before */
+    for (unsigned p = 1; p < tl->points; p++)
+        if (!tl->seen[p])
+            for (size_t s = 0; s < tl->nser; s++)
+                tl->live[s * tl->points + p] = tl->max[s * tl->points + p] =
+                    tl->live[s * tl->points + p - 1];
+    vh_xout__puts(o, ",\"timeline\":");
+    timeline_json(tl, o, r->nsnap);
+    return 0;
+}
+
+/* ---- fragmentation at the end and at the peak ----------------------------------- */
+
+static int frag_at(sqlite3 *db, uint64_t t, const char *what, struct vh_xout *o, char *err,
+                   size_t errlen)
+{
+    struct liveset *ls = NULL;
+    struct frag_report *fr = NULL;
+    struct frag_heap *fh = NULL;
+    struct frag_opts fo;
+    sqlite3_stmt *st = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+
+    frag_opts__default(&fo);
+    if ((rc = liveset__at(db, t, -1, &ls, err, errlen)))
+        return rc;
+    if (sqlite3_prepare_v2(db,
+                           /* The heaps, then their declared regions, that exist
+                            * at ?1, as `frag --at` takes them. */
+                           "SELECT id, coalesce(base, 0), coalesce(size, 0),"
+                           " coalesce(parent_id, -1), 0"
+                           " FROM heaps WHERE create_time <= ?1 AND"
+                           " (destroy_time IS NULL OR destroy_time > ?1)"
+                           " UNION ALL SELECT ?2 + r.rowid, r.base, r.size, r.heap_id, 1"
+                           " FROM regions r JOIN heaps h ON h.id = r.heap_id"
+                           " WHERE r.start_time <= ?1 AND (r.end_time IS NULL OR r.end_time > ?1)"
+                           " AND h.create_time <= ?1 AND"
+                           " (h.destroy_time IS NULL OR h.destroy_time > ?1) ORDER BY 1",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = dbfail(db, "reading heaps", err, errlen);
+        goto out;
+    }
+    sqlite3_bind_int64(st, 1, (int64_t)t);
+    sqlite3_bind_int64(st, 2, FRAG_REGION_ID0);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (vh_grow(&fh, &cap, n, sizeof *fh, 64)) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        fh[n++] = (struct frag_heap){ .id = (uint32_t)sqlite3_column_int64(st, 0),
+                                      .base = (uint64_t)sqlite3_column_int64(st, 1),
+                                      .size = (uint64_t)sqlite3_column_int64(st, 2),
+                                      .parent = sqlite3_column_int64(st, 3),
+                                      .region = sqlite3_column_int(st, 4) };
+    }
+    if (rc != SQLITE_DONE) {
+        rc = dbfail(db, "reading heaps", err, errlen);
+        goto out;
+    }
+    if ((rc = frag__analyze(ls->blocks, ls->n, fh, n, &fo, &fr))) {
+        snprintf(err, errlen, "fragmentation: %s", rc == -ENOMEM ? "out of memory"
+                                                                 : "the live set is not in order");
+        goto out;
+    }
+    const struct frag_totals *x = &fr->t;
+    vh_xout__printf(o, "{\"what\":\"%s\",\"time\":%" PRIu64 ",\"blocks\":%" PRIu64
+                       ",\"requested\":%" PRIu64 ",\"usable\":%" PRIu64 ",\"pages\":%" PRIu64
+                       ",\"page_bytes_used\":%" PRIu64 ",\"page_size\":%" PRIu64
+                       ",\"sparse_pages\":%" PRIu64 ",\"pinned\":%" PRIu64
+                       ",\"regions\":%" PRIu64 ",\"footprint\":%" PRIu64 ",\"free\":%" PRIu64
+                       ",\"holes\":%" PRIu64 ",\"largest_hole\":%" PRIu64 ",\"unusable\":%" PRIu64
+                       "}",
+                    what, t, x->blocks, x->requested, x->usable, x->pages, x->page_bytes_used,
+                    fo.page_size, x->sparse_pages, x->pinned, x->regions, x->footprint, x->free,
+                    x->holes, x->largest, x->unusable);
+    rc = 0;
+out:
+    sqlite3_finalize(st);
+    liveset__free(ls);
+    frag_report__free(fr);
+    free(fh);
+    return rc;
+}
+
+static int frag_json(sqlite3 *db, struct vh_xout *o, char *err, size_t errlen)
+{
+    int64_t end = one_int(db, "SELECT runtime_ns FROM processes WHERE id = 1", 0);
+    int64_t peak = one_int(db, "SELECT peak_time FROM heaps ORDER BY peak_bytes DESC, id LIMIT 1",
+                           -1);
+    int rc;
+    vh_xout__puts(o, ",\"frag\":[");
+    if ((rc = frag_at(db, end > 0 ? (uint64_t)end : 0, "end", o, err, errlen)))
+        return rc;
+    if (peak >= 0 && peak != end) {
+        vh_xout__puts(o, ",");
+        if ((rc = frag_at(db, (uint64_t)peak, "peak", o, err, errlen)))
+            return rc;
+    }
+    vh_xout__puts(o, "]");
+    return 0;
+}
+
+/* ---- the top stacks ------------------------------------------------------------- */
+
+static int top_json(sqlite3 *db, const struct vh_snames *sn, unsigned limit, struct vh_xout *o,
+                    char *err, size_t errlen)
+{
+    static const char *const by[] = { "allocations", "bytes_allocated", "temporary", "peak_bytes",
+                                      "leaked_bytes", "max_live_bytes" };
+    char sql[2048];
+    int n = snprintf(sql, sizeof sql, "SELECT heap_id, stack_id, tag_id, allocations,"
+                                      " bytes_allocated, temporary, peak_bytes, leaked_bytes,"
+                                      " max_live_bytes, frees FROM stack_stats"
+                                      " WHERE (heap_id, stack_id, tag_id) IN (");
+    for (size_t i = 0; i < sizeof by / sizeof by[0]; i++)
+        n += snprintf(sql + n, sizeof sql - (size_t)n,
+                      "%sSELECT * FROM (SELECT heap_id, stack_id, tag_id FROM stack_stats"
+                      " WHERE %s > 0"
+                      " ORDER BY %s DESC LIMIT %u)",
+                      i ? " UNION " : "", by[i], by[i], limit);
+    snprintf(sql + n, sizeof sql - (size_t)n, ")");
+    sqlite3_stmt *st = NULL;
+    struct vh_sname *path = NULL;
+    size_t cap = 0;
+    int rc, first = 1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return dbfail(db, "reading stack_stats", err, errlen);
+    vh_xout__puts(o, ",\"top\":[");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        vh_xout__puts(o, first ? "[" : ",[");
+        first = 0;
+        for (int c = 0; c < 10; c++)
+            vh_xout__printf(o, "%s%" PRId64, c ? "," : "", (int64_t)sqlite3_column_int64(st, c));
+        int k = vh_snames__stack(sn, sqlite3_column_int64(st, 1), 0, &path, &cap);
+        vh_xout__puts(o, ",[");
+        for (int i = k; i-- > 0;) {    /* innermost first, as the tables show */
+            vh_xout__puts(o, i + 1 < k ? ",[" : "[");
+            vh_xout__json_str(o, vh_snames__str(sn, path[i].name));
+            vh_xout__puts(o, ",");
+            vh_xout__json_str(o, vh_snames__str(sn, path[i].where));
+            vh_xout__puts(o, ",");
+            vh_xout__json_str(o, vh_snames__str(sn, path[i].module));
+            vh_xout__puts(o, "]");
+        }
+        vh_xout__puts(o, "]]");
+        if (k < 0) {
+            rc = -ENOMEM;
+            break;
+        }
+    }
+    vh_xout__puts(o, "]");
+    sqlite3_finalize(st);
+    free(path);
+    if (rc == -ENOMEM) {
+        snprintf(err, errlen, "out of memory");
+        return rc;
+    }
+    return rc == SQLITE_DONE ? 0 : dbfail(db, "reading stack_stats", err, errlen);
+}
+
+/* ---- heaps and tags ------------------------------------------------------------- */
+
+/* Heaps: id (or, in a diff, the key of its name), name, parent, created,
+ * destroyed, calls, bytes, peak, peak time, live, leaked, leaked blocks, frees. */
+static int heaps_json(sqlite3 *db, const struct vh_rkeys *k, struct vh_xout *o, char *err,
+                      size_t errlen)
+{
+    int rc;
+    vh_xout__puts(o, ",\"heaps\":");
+    if ((rc = rows_json(db,
+                        "SELECT id, name, parent_id, create_time, destroy_time, allocations,"
+                        " bytes_allocated, peak_bytes, peak_time, live_bytes, leaked_bytes,"
+                        " leaked_blocks, frees, temporary FROM heaps ORDER BY id LIMIT 5000",
+                        o, err, errlen)))
+        return rc;
+    vh_xout__puts(o, ",\"heaps_total\":");
+    vh_xout__printf(o, "%" PRId64, one_int(db, "SELECT count(*) FROM heaps", 0));
+    vh_xout__puts(o, ",\"tags\":");
+    if ((rc = rows_json(db, "SELECT id, label FROM tags ORDER BY id", o, err, errlen)))
+        return rc;
+    if (k->keys) {                 /* the keys the tree's rows use, by id */
+        sqlite3_stmt *st = NULL;
+        vh_xout__puts(o, ",\"heap_keys\":{");
+        if (sqlite3_prepare_v2(db, "SELECT id, name FROM heaps ORDER BY id LIMIT 5000", -1, &st,
+                               NULL) != SQLITE_OK)
+            return dbfail(db, "reading heaps", err, errlen);
+        for (int first = 1; sqlite3_step(st) == SQLITE_ROW; first = 0)
+            vh_xout__printf(o, "%s\"%" PRId64 "\":%" PRIu32, first ? "" : ",",
+                            (int64_t)sqlite3_column_int64(st, 0),
+                            vh_rkey_heap(k, sqlite3_column_int64(st, 0),
+                                         (const char *)sqlite3_column_text(st, 1)));
+        sqlite3_finalize(st);
+        vh_xout__puts(o, "}");
+    }
+    return 0;
+}
+
+static void keys_json(const struct vh_rkeys *k, struct vh_xout *o)
+{
+    vh_xout__puts(o, ",\"keys\":[null");
+    for (uint32_t i = 1; k->keys && i <= vh_strtab__count(k->keys); i++) {
+        vh_xout__puts(o, ",");
+        vh_xout__json_str(o, vh_strtab__get(k->keys, i));
+    }
+    vh_xout__puts(o, "]");
+}
+
+int vh_report_json(sqlite3 *db, sqlite3 *base, const char *db_name, const char *base_name,
+                   const struct vh_report_opts *opt, struct vh_xout *o, char *err, size_t errlen)
+{
+    struct vh_snames *sn = NULL, *bsn = NULL;
+    struct vh_ctree *t = NULL;
+    struct vh_rkeys k = { 0 };
+    struct timeline tl = { 0 };
+    struct replay r = { 0 };
+    struct stackrow sr = { 0 };
+    struct vh_ctree_stats stats;
+    unsigned nsnap = base ? 0 : opt->snapshots;
+    size_t ncols = VH_RM_N + (base ? VH_RM_N : nsnap);
+    int rc = -ENOMEM;
+
+    if (base && !(k.keys = vh_strtab__new()))
+        goto nomem;
+    if ((rc = vh_snames__load(db, &sn, err, errlen)) ||
+        (base && (rc = vh_snames__load(base, &bsn, err, errlen))))
+        goto out;
+    if (!(t = vh_ctree__new(ncols)) || !(sr.map = vh_map__new()))
+        goto nomem;
+    sr = (struct stackrow){ sr.map, t, sn, &k };
+    /* a diff: the baseline's columns first, then this run's */
+    if (base && (rc = vh_report_add_stats(t, base, bsn, 0, &k, NULL, NULL, err, errlen)))
+        goto out;
+    if ((rc = vh_report_add_stats(t, db, sn, base ? VH_RM_N : 0, &k, remember_row, &sr, err,
+                                  errlen)))
+        goto out;
+
+    vh_xout__puts(o, "{\"run\":");
+    if ((rc = process_json(db, db_name, o, err, errlen)))
+        goto out;
+    if ((rc = heaps_json(db, &k, o, err, errlen)))
+        goto out;
+    vh_xout__puts(o, "}");
+    if (base) {
+        vh_xout__puts(o, ",\"base\":");
+        if ((rc = process_json(base, base_name, o, err, errlen)) ||
+            (rc = heaps_json(base, &k, o, err, errlen)))
+            goto out;
+        vh_xout__puts(o, "}");
+    }
+    keys_json(&k, o);
+    r = (struct replay){ .tl = &tl, .sr = &sr, .t = t, .col0 = VH_RM_N,
+                         .rate = (uint64_t)vh_rec_sample_rate(db) };
+    if ((rc = timeline(db, &r, &(struct vh_report_opts){ .points = opt->points,
+                                                         .snapshots = nsnap },
+                       o, err, errlen)))
+        goto out;
+    if ((rc = top_json(db, sn, opt->top, o, err, errlen)) || (rc = frag_json(db, o, err, errlen)))
+        goto out;
+    vh_xout__puts(o, ",\"tree\":");
+    if ((rc = vh_ctree__write_json(t, o, base ? 2 * VH_RM_N : VH_RM_N, opt->prune, opt->max_nodes,
+                                   &stats)))
+        goto nomem;
+    vh_xout__puts(o, "}");
+    rc = 0;
+    goto out;
+nomem:
+    rc = -ENOMEM;
+    snprintf(err, errlen, "out of memory");
+out:
+    vh_snames__free(sn);
+    vh_snames__free(bsn);
+    vh_ctree__free(t);
+    vh_strtab__free(k.keys);
+    vh_map__free(sr.map);
+    vh_map__free(r.blocks);
+    vh_map__free(r.hs);
+    free(r.rowlive);
+    free(r.hlive);
+    free(tl.live);
+    free(tl.max);
+    free(tl.seen);
+    free(tl.rss);
+    free(tl.snap_point);
+    free(tl.snap_time);
+    for (size_t i = 0; i < tl.nmk; i++)
+        free(tl.mk[i].label);
+    free(tl.mk);
+    free(tl.rs);
+    return rc;
+}

@@ -31,6 +31,18 @@ need() {
     for _f; do [ -e "$_f" ] || die "missing $_f (build it: make integration)"; done
 }
 
+# json_diff WANT GOT: diff -u of two JSON files one value a line (a whole
+# document on one line makes a diff nobody can read); status as diff's.
+json_diff() {
+    if command -v python3 >/dev/null &&
+        python3 -m json.tool "$1" >"$2.want.pretty" 2>/dev/null &&
+        python3 -m json.tool "$2" >"$2.got.pretty" 2>/dev/null; then
+        diff -u "$2.want.pretty" "$2.got.pretty"
+    else
+        cmp -s "$1" "$2" || { diff -u "$1" "$2" | cut -c 1-200; false; }
+    fi
+}
+
 # vh_dump CAPTURE OUT: the dump text in OUT; a failing dump fails the test.
 vh_dump() {
     [ -f "$1" ] || die "no capture $1 (files here: $(ls | tr '\n' ' '))"

@@ -48,7 +48,7 @@ for spec in "$golden"/*.spec; do
         elif [ ! -f "$golden/$name.$key.json" ]; then
             echo "FAIL: $name: no $golden/$name.$key.json (GOLDEN_UPDATE=1 makes it)" >&2
             fails=$((fails + 1))
-        elif ! diff -u "$golden/$name.$key.json" "$name.$key.json" >&2; then
+        elif ! json_diff "$golden/$name.$key.json" "$name.$key.json" >&2; then
             echo "FAIL: $name: $key output differs from $name.$key.json" >&2
             fails=$((fails + 1))
         fi

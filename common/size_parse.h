@@ -20,9 +20,10 @@ static inline int vh_parse_size(const char *s, int units, uint64_t max, uint64_t
     if (*p < '0' || *p > '9')
         return -1;
     for (; *p >= '0' && *p <= '9'; p++) {
-        if (v > (UINT64_MAX - 9) / 10)
+        unsigned d = (unsigned)(*p - '0');
+        if (v > UINT64_MAX / 10 || (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
             return -1;
-        v = v * 10 + (uint64_t)(*p - '0');
+        v = v * 10 + d;
     }
     if (*p && units) {
         static const char letters[] = "kmgt";

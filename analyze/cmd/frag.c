@@ -14,6 +14,7 @@
 #include "analyze/store/db.h"
 #include "analyze/store/events.h"
 #include "analyze/query/frag.h"
+#include "analyze/report/frag_map.h"
 #include "analyze/util/grow.h"
 #include "analyze/cmd/query.h"
 #include "analyze/render/svg.h"

@@ -1,5 +1,5 @@
 /* frag_map.c — `frag --map`: one heap's address space at one moment as an
- * SVG picture (frag.h). svg.h draws charts over an x axis; a map is a grid
+ * SVG picture (frag_map.h). svg.h draws charts over an x axis; a map is a grid
  * of equal cells instead, so it is drawn here, with svg.h's text escaping.
  * Cells of the same colour and shade in a row merge into one rectangle, so
  * the document stays small whatever the number of blocks. */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/query/frag.h"
+#include "analyze/report/frag_map.h"
 #include "analyze/render/output.h"
 #include "analyze/render/svg.h"
 

@@ -3,7 +3,7 @@
  * argv: NUL-separated words, the first being the command name. Checks that
  * parsing succeeds only with exactly one operand, that counts are never
  * negative, and that a --min-bytes value means what a reference reading of
- * its suffix says (4K = 4000, 4KiB = 4096). */
+ * its suffix says (4K = 4000, 4KiB = 4096, 3B = 3). */
 #include <errno.h>
 
 #include "analyze/cmd/query.h"
@@ -13,14 +13,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_ARGS 64
 
-/* The reference: digits, then an optional K|M|G|T (any case) followed by
- * nothing, "B" (1000-based) or "i"/"iB" (1024-based). -1 if not a size or
+/* The reference (common/size_parse.h's rule, read another way): digits,
+ * then a suffix that, lowercased, is one of a table's. -1 if not a size or
  * it does not fit in int64. */
 static int64_t ref_size(const char *s)
 {
-    unsigned __int128 v = 0, mul = 1;
+    static const struct { const char *suffix; unsigned __int128 mul; } units[] = {
+        { "", 1 }, { "b", 1 },
+        { "k", 1000 }, { "kb", 1000 }, { "ki", 1024 }, { "kib", 1024 },
+        { "m", 1000000 }, { "mb", 1000000 }, { "mi", 1 << 20 }, { "mib", 1 << 20 },
+        { "g", 1000000000 }, { "gb", 1000000000 }, { "gi", 1 << 30 }, { "gib", 1 << 30 },
+        { "t", 1000000000000ull }, { "tb", 1000000000000ull },
+        { "ti", 1ull << 40 }, { "tib", 1ull << 40 },
+    };
+    unsigned __int128 v = 0;
     const char *p = s;
-    static const char units[] = "KMGT";
+    char low[8];
 
     if (*p < '0' || *p > '9')
         return -1;
@@ -29,21 +37,18 @@ static int64_t ref_size(const char *s)
         if (v > INT64_MAX)
             return -1;
     }
-    if (*p) {
-        const char *u = NULL;
-        for (int k = 0; k < 4; k++)
-            if ((*p & ~0x20) == units[k])
-                u = units + k;
-        if (!u)
-            return -1;
-        int bin = !strcmp(p + 1, "iB") || !strcmp(p + 1, "i");
-        if (!bin && strcmp(p + 1, "") && strcmp(p + 1, "B"))
-            return -1;
-        for (const char *k = units; k <= u; k++)
-            mul *= bin ? 1024 : 1000;
+    size_t n = strlen(p);
+    if (n >= sizeof low)
+        return -1;
+    for (size_t i = 0; i <= n; i++)
+        low[i] = (char)((p[i] >= 'A' && p[i] <= 'Z') ? p[i] + 32 : p[i]);
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(low, units[i].suffix))
+            continue;
+        v *= units[i].mul;
+        return v > INT64_MAX ? -1 : (int64_t)v;
     }
-    v *= mul;
-    return v > INT64_MAX ? -1 : (int64_t)v;
+    return -1;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

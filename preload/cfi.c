@@ -187,7 +187,7 @@ static int64_t sleb(struct rd *r)
         shift += 7;
         if (!(b & 0x80)) {
             if (shift < 64 && (b & 0x40))
-                v |= -((int64_t)1 << shift);
+                v |= (int64_t)(~(uint64_t)0 << shift);   /* sign-extend */
             return v;
         }
     }
@@ -313,6 +313,14 @@ static int plt_cfa(const uint8_t *e, uint64_t len, uint64_t target, struct state
     return 0;
 }
 
+/* A factored offset times the CIE's data alignment, wrapping (the range
+ * checks after the run reject what makes no sense; overflow must not be
+ * undefined behaviour on a damaged table). */
+static inline int64_t factored(uint64_t v, const struct cie *c)
+{
+    return (int64_t)(v * (uint64_t)c->data_align);
+}
+
 /* Runs CFA instructions from `r` while loc <= target. `init` is the state
  * after the CIE's initial instructions (for DW_CFA_restore). Returns 0. */
 static void run(struct rd *r, const struct cie *c, struct state *s, const struct state *init,
@@ -329,7 +337,7 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
             delta = (op & DW_CFA_low_mask) * c->code_align;
             goto advance;
         case DW_CFA_offset:
-            off = (int64_t)uleb(r) * c->data_align;
+            off = factored(uleb(r), c);
             set_reg(s, op & DW_CFA_low_mask, S_AT, off, c->ra_reg);
             continue;
         case DW_CFA_restore:
@@ -350,12 +358,12 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
         case DW_CFA_advance_loc4: delta = fixed(r, 4) * c->code_align; goto advance;
         case DW_CFA_offset_extended:
             reg = uleb(r);
-            off = (int64_t)uleb(r) * c->data_align;
+            off = factored(uleb(r), c);
             set_reg(s, reg, S_AT, off, c->ra_reg);
             break;
         case DW_CFA_offset_extended_sf:
             reg = uleb(r);
-            off = sleb(r) * c->data_align;
+            off = factored((uint64_t)sleb(r), c);
             set_reg(s, reg, S_AT, off, c->ra_reg);
             break;
         case DW_CFA_restore_extended:
@@ -405,11 +413,11 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
             break;
         case DW_CFA_def_cfa_sf:
             s->cfa_reg = (int)uleb(r);
-            s->cfa_off = sleb(r) * c->data_align;
+            s->cfa_off = factored((uint64_t)sleb(r), c);
             break;
         case DW_CFA_def_cfa_register: s->cfa_reg = (int)uleb(r); break;
         case DW_CFA_def_cfa_offset: s->cfa_off = (int64_t)uleb(r); break;
-        case DW_CFA_def_cfa_offset_sf: s->cfa_off = sleb(r) * c->data_align; break;
+        case DW_CFA_def_cfa_offset_sf: s->cfa_off = factored((uint64_t)sleb(r), c); break;
         case DW_CFA_def_cfa_expression: {
             uint64_t len = uleb(r);
             if (len > (uint64_t)(r->end - r->p)) {
@@ -449,7 +457,7 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
         case DW_CFA_GNU_args_size: uleb(r); break;
         case DW_CFA_GNU_negative_offset_extended:
             reg = uleb(r);
-            off = -(int64_t)uleb(r) * c->data_align;
+            off = factored(0 - uleb(r), c);
             set_reg(s, reg, S_AT, off, c->ra_reg);
             break;
         default:
@@ -521,6 +529,14 @@ static int parse_cie(const uint8_t *p, const uint8_t *limit, struct cie *c)
     return 0;
 }
 
+/* Field i of the .eh_frame_hdr search table (int32s, maybe unaligned). */
+static inline int64_t table_at(const uint8_t *table, uint64_t i)
+{
+    int32_t v;
+    memcpy(&v, table + 4 * i, 4);
+    return v;
+}
+
 struct query {
     uint64_t ip;                   /* address inside the call instruction */
     uint64_t rule;
@@ -557,20 +573,24 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
         q->rule = pack(R_SIGNAL, 0, 0, 0, 0, 0);
         return 1;
     }
-    /* Reads of the tables stay inside the segment that holds them. */
-    const uint8_t *seg_end = NULL;
+    /* Reads of the tables stay inside the segment that holds them: the
+     * object's other pages may be a gap (PROT_NONE) or another object. */
+    const uint8_t *seg_start = NULL, *seg_end = NULL;
     for (int i = 0; hdr_ph && i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_LOAD && hdr_ph->p_vaddr >= ph->p_vaddr &&
-            hdr_ph->p_vaddr < ph->p_vaddr + ph->p_memsz)
-            seg_end = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
+            hdr_ph->p_vaddr < ph->p_vaddr + ph->p_memsz) {
+            seg_start = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+            seg_end = seg_start + ph->p_memsz;
+        }
     }
     q->found = 1;
     q->rule = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
     if (!hdr_ph || !seg_end)
         return 1;
     const uint8_t *hdr = (const uint8_t *)(info->dlpi_addr + hdr_ph->p_vaddr);
-    struct rd r = { hdr, hdr + hdr_ph->p_memsz, 0 };
+    struct rd r = { hdr, hdr_ph->p_memsz < (uint64_t)(seg_end - hdr) ? hdr + hdr_ph->p_memsz
+                                                                     : seg_end, 0 };
     uint64_t base = (uintptr_t)hdr;
     if (fixed(&r, 1) != 1)
         return 1;
@@ -582,24 +602,26 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (r.bad || table_enc != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || count == 0 ||
         count > (uint64_t)(r.end - r.p) / 8)
         return 1;
-    const int32_t *table = (const int32_t *)r.p;
+    /* Entries of two int32s; the encodings before them may leave the
+     * table unaligned. */
+    const uint8_t *table = r.p;
     /* Last entry whose start is <= ip. */
     uint64_t lo = 0, hi = count;
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (base + (int64_t)table[2 * mid] <= q->ip)
+        if (base + table_at(table, 2 * mid) <= q->ip)
             lo = mid;
         else
             hi = mid;
     }
-    if (base + (int64_t)table[2 * lo] > q->ip) {
+    if (base + table_at(table, 2 * lo) > q->ip) {
         q->rule = FP_RULE;       /* before any FDE: no info */
         return 1;
     }
     /* The FDE. .eh_frame follows the header in the same segment; bound the
      * reads by the end of the object's mapping. */
-    const uint8_t *fde = (const uint8_t *)(base + (int64_t)table[2 * lo + 1]);
-    if (fde >= seg_end)
+    const uint8_t *fde = (const uint8_t *)(base + table_at(table, 2 * lo + 1));
+    if (fde < seg_start || fde >= seg_end)
         return 1;
     struct rd f = { fde, seg_end, 0 };
     uint64_t len = fixed(&f, 4);
@@ -614,7 +636,7 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
         return 1;                  /* that is a CIE, not an FDE */
     struct cie c;
     const uint8_t *cie = cie_ptr_at - cie_off;
-    if (cie >= seg_end || cie < (const uint8_t *)(uintptr_t)info->dlpi_addr ||
+    if (cie >= seg_end || cie < seg_start ||
         parse_cie(cie, seg_end, &c) < 0 || c.signal)
         return 1;
     uint64_t start = pointer(&f, c.fde_enc, base);

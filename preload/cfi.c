@@ -99,6 +99,60 @@ int vh_cfi_init(void)
 #define DW_EH_PE_pcrel 0x10
 #define DW_EH_PE_datarel 0x30
 #define DW_EH_PE_indirect 0x80
+#define DW_EH_PE_format 0x0f       /* mask: how the value is stored        */
+#define DW_EH_PE_base 0x70         /* mask: what it is relative to         */
+
+/* Call frame instructions (DWARF 5, section 6.4.2; the GNU ones from
+ * GCC's dwarf2.def). The first three carry an operand in their low 6
+ * bits: the opcode is in the high 2. */
+enum {
+    DW_CFA_advance_loc = 0x40,
+    DW_CFA_offset = 0x80,
+    DW_CFA_restore = 0xc0,
+    DW_CFA_high_mask = 0xc0,
+    DW_CFA_low_mask = 0x3f,
+    DW_CFA_nop = 0x00,
+    DW_CFA_set_loc = 0x01,
+    DW_CFA_advance_loc1 = 0x02,
+    DW_CFA_advance_loc2 = 0x03,
+    DW_CFA_advance_loc4 = 0x04,
+    DW_CFA_offset_extended = 0x05,
+    DW_CFA_restore_extended = 0x06,
+    DW_CFA_undefined = 0x07,
+    DW_CFA_same_value = 0x08,
+    DW_CFA_register = 0x09,
+    DW_CFA_remember_state = 0x0a,
+    DW_CFA_restore_state = 0x0b,
+    DW_CFA_def_cfa = 0x0c,
+    DW_CFA_def_cfa_register = 0x0d,
+    DW_CFA_def_cfa_offset = 0x0e,
+    DW_CFA_def_cfa_expression = 0x0f,
+    DW_CFA_expression = 0x10,
+    DW_CFA_offset_extended_sf = 0x11,
+    DW_CFA_def_cfa_sf = 0x12,
+    DW_CFA_def_cfa_offset_sf = 0x13,
+    DW_CFA_val_offset = 0x14,
+    DW_CFA_val_offset_sf = 0x15,
+    DW_CFA_val_expression = 0x16,
+    DW_CFA_GNU_args_size = 0x2e,
+    DW_CFA_GNU_negative_offset_extended = 0x2f,
+};
+
+/* The DWARF expression operations of the one expression understood
+ * (plt_cfa). */
+enum {
+    DW_OP_and = 0x1a,
+    DW_OP_plus = 0x22,
+    DW_OP_shl = 0x24,
+    DW_OP_ge = 0x2a,
+    DW_OP_lit0 = 0x30,
+    DW_OP_lit3 = 0x33,
+    DW_OP_lit10 = 0x3a,
+    DW_OP_lit11 = 0x3b,
+    DW_OP_lit15 = 0x3f,
+    DW_OP_breg7 = 0x77,            /* rsp + sleb offset */
+    DW_OP_breg16 = 0x80,           /* rip + sleb offset */
+};
 
 struct rd {
     const uint8_t *p, *end;
@@ -133,7 +187,7 @@ static int64_t sleb(struct rd *r)
         shift += 7;
         if (!(b & 0x80)) {
             if (shift < 64 && (b & 0x40))
-                v |= -((int64_t)1 << shift);
+                v |= (int64_t)(~(uint64_t)0 << shift);   /* sign-extend */
             return v;
         }
     }
@@ -159,7 +213,7 @@ static uint64_t pointer(struct rd *r, uint8_t enc, uint64_t datarel)
     if (enc == DW_EH_PE_omit)
         return 0;
     uint64_t at = (uintptr_t)r->p, v;
-    switch (enc & 0x0f) {
+    switch (enc & DW_EH_PE_format) {
     case DW_EH_PE_absptr: v = fixed(r, 8); break;
     case DW_EH_PE_uleb128: v = uleb(r); break;
     case DW_EH_PE_udata2: v = fixed(r, 2); break;
@@ -171,7 +225,7 @@ static uint64_t pointer(struct rd *r, uint8_t enc, uint64_t datarel)
     case DW_EH_PE_sdata8: v = fixed(r, 8); break;
     default: r->bad = 1; return 0;
     }
-    switch (enc & 0x70) {
+    switch (enc & DW_EH_PE_base) {
     case 0: break;
     case DW_EH_PE_pcrel: v += at; break;
     case DW_EH_PE_datarel: v += datarel; break;
@@ -244,17 +298,27 @@ static void restore_reg(struct state *s, const struct state *init, uint64_t reg,
  * "rsp + 8 + ((rip & 15) >= K ? 8 : 0)" (K = 11, or 10 with IBT): 8 more
  * once the entry pushed its index. A signal can land in a PLT entry; a rule
  * is per address, so rip is `target` and the rule is a plain rsp offset. */
+#define PLT_K_AT 6                 /* where litK is in the expression       */
 static int plt_cfa(const uint8_t *e, uint64_t len, uint64_t target, struct state *s)
 {
-    /* breg7 8; breg16 0; lit15; and; litK; ge; lit3; shl; plus */
-    static const uint8_t expr[11] = { 0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a,
-                                      0x00, 0x2a, 0x33, 0x24, 0x22 };
-    if (len != sizeof expr || memcmp(e, expr, 6) != 0 || memcmp(e + 7, expr + 7, 4) != 0 ||
-        (e[6] != 0x3a && e[6] != 0x3b) || target == UINT64_MAX)
+    static const uint8_t expr[11] = { DW_OP_breg7, 8, DW_OP_breg16, 0, DW_OP_lit15, DW_OP_and,
+                                      0 /* litK */, DW_OP_ge, DW_OP_lit3, DW_OP_shl,
+                                      DW_OP_plus };
+    if (len != sizeof expr || memcmp(e, expr, PLT_K_AT) != 0 ||
+        memcmp(e + PLT_K_AT + 1, expr + PLT_K_AT + 1, sizeof expr - PLT_K_AT - 1) != 0 ||
+        (e[PLT_K_AT] != DW_OP_lit10 && e[PLT_K_AT] != DW_OP_lit11) || target == UINT64_MAX)
         return -1;
     s->cfa_reg = DW_RSP;
-    s->cfa_off = 8 + ((target & 15) >= (uint64_t)(e[6] - 0x30) ? 8 : 0);
+    s->cfa_off = 8 + ((target & 15) >= (uint64_t)(e[PLT_K_AT] - DW_OP_lit0) ? 8 : 0);
     return 0;
+}
+
+/* A factored offset times the CIE's data alignment, wrapping (the range
+ * checks after the run reject what makes no sense; overflow must not be
+ * undefined behaviour on a damaged table). */
+static inline int64_t factored(uint64_t v, const struct cie *c)
+{
+    return (int64_t)(v * (uint64_t)c->data_align);
 }
 
 /* Runs CFA instructions from `r` while loc <= target. `init` is the state
@@ -268,44 +332,44 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
         uint8_t op = *r->p++;
         uint64_t reg, delta = 0;
         int64_t off;
-        switch (op & 0xc0) {
-        case 0x40:
-            delta = (op & 0x3f) * c->code_align;
+        switch (op & DW_CFA_high_mask) {
+        case DW_CFA_advance_loc:
+            delta = (op & DW_CFA_low_mask) * c->code_align;
             goto advance;
-        case 0x80:
-            off = (int64_t)uleb(r) * c->data_align;
-            set_reg(s, op & 0x3f, S_AT, off, c->ra_reg);
+        case DW_CFA_offset:
+            off = factored(uleb(r), c);
+            set_reg(s, op & DW_CFA_low_mask, S_AT, off, c->ra_reg);
             continue;
-        case 0xc0:
-            restore_reg(s, init, op & 0x3f, c->ra_reg);
+        case DW_CFA_restore:
+            restore_reg(s, init, op & DW_CFA_low_mask, c->ra_reg);
             continue;
         }
         switch (op) {
-        case 0x00: break;                                      /* nop */
-        case 0x01: {                                           /* set_loc */
+        case DW_CFA_nop: break;
+        case DW_CFA_set_loc: {
             uint64_t nloc = pointer(r, c->fde_enc, datarel);
             if (nloc > target)
                 return;
             loc = nloc;
             break;
         }
-        case 0x02: delta = fixed(r, 1) * c->code_align; goto advance;
-        case 0x03: delta = fixed(r, 2) * c->code_align; goto advance;
-        case 0x04: delta = fixed(r, 4) * c->code_align; goto advance;
-        case 0x05:                                             /* offset_extended */
+        case DW_CFA_advance_loc1: delta = fixed(r, 1) * c->code_align; goto advance;
+        case DW_CFA_advance_loc2: delta = fixed(r, 2) * c->code_align; goto advance;
+        case DW_CFA_advance_loc4: delta = fixed(r, 4) * c->code_align; goto advance;
+        case DW_CFA_offset_extended:
             reg = uleb(r);
-            off = (int64_t)uleb(r) * c->data_align;
+            off = factored(uleb(r), c);
             set_reg(s, reg, S_AT, off, c->ra_reg);
             break;
-        case 0x11:                                             /* offset_extended_sf */
+        case DW_CFA_offset_extended_sf:
             reg = uleb(r);
-            off = sleb(r) * c->data_align;
+            off = factored((uint64_t)sleb(r), c);
             set_reg(s, reg, S_AT, off, c->ra_reg);
             break;
-        case 0x06:                                             /* restore_extended */
+        case DW_CFA_restore_extended:
             restore_reg(s, init, uleb(r), c->ra_reg);
             break;
-        case 0x07:                                             /* undefined */
+        case DW_CFA_undefined:
             reg = uleb(r);
             if (reg == c->ra_reg)
                 s->ra_undef = 1;
@@ -314,7 +378,7 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
             else if (reg == DW_RBX)
                 s->rbx_how = S_LOST;
             break;
-        case 0x08:                                             /* same_value */
+        case DW_CFA_same_value:
             reg = uleb(r);
             if (reg == DW_RBP)
                 s->rbp_how = S_SAME;
@@ -323,7 +387,7 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
             else if (reg == c->ra_reg)
                 s->unsupported = 1;
             break;
-        case 0x09:                                             /* register */
+        case DW_CFA_register:
             reg = uleb(r);
             uleb(r);
             if (reg == DW_RBP || reg == c->ra_reg)
@@ -331,30 +395,30 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
             else if (reg == DW_RBX)
                 s->rbx_how = S_LOST;
             break;
-        case 0x0a:                                             /* remember_state */
+        case DW_CFA_remember_state:
             if (depth == 8)
                 s->unsupported = 1;
             else
                 stack[depth++] = *s;
             break;
-        case 0x0b:                                             /* restore_state */
+        case DW_CFA_restore_state:
             if (depth == 0)
                 s->unsupported = 1;
             else
                 *s = stack[--depth];
             break;
-        case 0x0c:                                             /* def_cfa */
+        case DW_CFA_def_cfa:
             s->cfa_reg = (int)uleb(r);
             s->cfa_off = (int64_t)uleb(r);
             break;
-        case 0x12:                                             /* def_cfa_sf */
+        case DW_CFA_def_cfa_sf:
             s->cfa_reg = (int)uleb(r);
-            s->cfa_off = sleb(r) * c->data_align;
+            s->cfa_off = factored((uint64_t)sleb(r), c);
             break;
-        case 0x0d: s->cfa_reg = (int)uleb(r); break;           /* def_cfa_register */
-        case 0x0e: s->cfa_off = (int64_t)uleb(r); break;       /* def_cfa_offset */
-        case 0x13: s->cfa_off = sleb(r) * c->data_align; break; /* def_cfa_offset_sf */
-        case 0x0f: {                                           /* def_cfa_expression */
+        case DW_CFA_def_cfa_register: s->cfa_reg = (int)uleb(r); break;
+        case DW_CFA_def_cfa_offset: s->cfa_off = (int64_t)uleb(r); break;
+        case DW_CFA_def_cfa_offset_sf: s->cfa_off = factored((uint64_t)sleb(r), c); break;
+        case DW_CFA_def_cfa_expression: {
             uint64_t len = uleb(r);
             if (len > (uint64_t)(r->end - r->p)) {
                 r->bad = 1;
@@ -365,8 +429,8 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
             r->p += len;
             break;
         }
-        case 0x10:                                             /* expression */
-        case 0x16: {                                           /* val_expression */
+        case DW_CFA_expression:
+        case DW_CFA_val_expression: {
             reg = uleb(r);
             uint64_t len = uleb(r);
             if (reg == DW_RBP || reg == c->ra_reg || len > (uint64_t)(r->end - r->p)) {
@@ -378,10 +442,10 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
             }
             break;
         }
-        case 0x14:                                             /* val_offset */
-        case 0x15:                                             /* val_offset_sf */
+        case DW_CFA_val_offset:
+        case DW_CFA_val_offset_sf:
             reg = uleb(r);
-            if (op == 0x14)
+            if (op == DW_CFA_val_offset)
                 uleb(r);
             else
                 sleb(r);
@@ -390,10 +454,10 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
             else if (reg == DW_RBX)
                 s->rbx_how = S_LOST;
             break;
-        case 0x2e: uleb(r); break;                             /* GNU_args_size */
-        case 0x2f:                                             /* GNU_negative_offset_ext */
+        case DW_CFA_GNU_args_size: uleb(r); break;
+        case DW_CFA_GNU_negative_offset_extended:
             reg = uleb(r);
-            off = -(int64_t)uleb(r) * c->data_align;
+            off = factored(0 - uleb(r), c);
             set_reg(s, reg, S_AT, off, c->ra_reg);
             break;
         default:
@@ -446,7 +510,7 @@ static int parse_cie(const uint8_t *p, const uint8_t *limit, struct cie *c)
             case 'L': fixed(&r, 1); break;
             case 'P': {
                 uint8_t enc = (uint8_t)fixed(&r, 1);
-                pointer(&r, enc & 0x7f, 0);   /* skip; value unused */
+                pointer(&r, enc & (uint8_t)~DW_EH_PE_indirect, 0);   /* skip; value unused */
                 break;
             }
             case 'S': c->signal = 1; break;
@@ -463,6 +527,14 @@ static int parse_cie(const uint8_t *p, const uint8_t *limit, struct cie *c)
     c->insns = r.p;
     c->end = r.end;
     return 0;
+}
+
+/* Field i of the .eh_frame_hdr search table (int32s, maybe unaligned). */
+static inline int64_t table_at(const uint8_t *table, uint64_t i)
+{
+    int32_t v;
+    memcpy(&v, table + 4 * i, 4);
+    return v;
 }
 
 struct query {
@@ -501,20 +573,24 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
         q->rule = pack(R_SIGNAL, 0, 0, 0, 0, 0);
         return 1;
     }
-    /* Reads of the tables stay inside the segment that holds them. */
-    const uint8_t *seg_end = NULL;
+    /* Reads of the tables stay inside the segment that holds them: the
+     * object's other pages may be a gap (PROT_NONE) or another object. */
+    const uint8_t *seg_start = NULL, *seg_end = NULL;
     for (int i = 0; hdr_ph && i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_LOAD && hdr_ph->p_vaddr >= ph->p_vaddr &&
-            hdr_ph->p_vaddr < ph->p_vaddr + ph->p_memsz)
-            seg_end = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
+            hdr_ph->p_vaddr < ph->p_vaddr + ph->p_memsz) {
+            seg_start = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+            seg_end = seg_start + ph->p_memsz;
+        }
     }
     q->found = 1;
     q->rule = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
     if (!hdr_ph || !seg_end)
         return 1;
     const uint8_t *hdr = (const uint8_t *)(info->dlpi_addr + hdr_ph->p_vaddr);
-    struct rd r = { hdr, hdr + hdr_ph->p_memsz, 0 };
+    struct rd r = { hdr, hdr_ph->p_memsz < (uint64_t)(seg_end - hdr) ? hdr + hdr_ph->p_memsz
+                                                                     : seg_end, 0 };
     uint64_t base = (uintptr_t)hdr;
     if (fixed(&r, 1) != 1)
         return 1;
@@ -526,24 +602,26 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (r.bad || table_enc != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || count == 0 ||
         count > (uint64_t)(r.end - r.p) / 8)
         return 1;
-    const int32_t *table = (const int32_t *)r.p;
+    /* Entries of two int32s; the encodings before them may leave the
+     * table unaligned. */
+    const uint8_t *table = r.p;
     /* Last entry whose start is <= ip. */
     uint64_t lo = 0, hi = count;
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (base + (int64_t)table[2 * mid] <= q->ip)
+        if (base + table_at(table, 2 * mid) <= q->ip)
             lo = mid;
         else
             hi = mid;
     }
-    if (base + (int64_t)table[2 * lo] > q->ip) {
+    if (base + table_at(table, 2 * lo) > q->ip) {
         q->rule = FP_RULE;       /* before any FDE: no info */
         return 1;
     }
     /* The FDE. .eh_frame follows the header in the same segment; bound the
      * reads by the end of the object's mapping. */
-    const uint8_t *fde = (const uint8_t *)(base + (int64_t)table[2 * lo + 1]);
-    if (fde >= seg_end)
+    const uint8_t *fde = (const uint8_t *)(base + table_at(table, 2 * lo + 1));
+    if (fde < seg_start || fde >= seg_end)
         return 1;
     struct rd f = { fde, seg_end, 0 };
     uint64_t len = fixed(&f, 4);
@@ -558,11 +636,11 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
         return 1;                  /* that is a CIE, not an FDE */
     struct cie c;
     const uint8_t *cie = cie_ptr_at - cie_off;
-    if (cie >= seg_end || cie < (const uint8_t *)(uintptr_t)info->dlpi_addr ||
+    if (cie >= seg_end || cie < seg_start ||
         parse_cie(cie, seg_end, &c) < 0 || c.signal)
         return 1;
     uint64_t start = pointer(&f, c.fde_enc, base);
-    uint64_t range = pointer(&f, c.fde_enc & 0x0f, 0);
+    uint64_t range = pointer(&f, c.fde_enc & DW_EH_PE_format, 0);
     if (f.bad)
         return 1;
     if (q->ip < start || q->ip >= start + range) {

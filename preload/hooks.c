@@ -149,16 +149,13 @@ static VH_NOINLINE void *malloc_recorded(size_t size)
 {
     struct vh_tls *t = &vh_tls;
     ENTER_OR(t, pass_malloc(size));
-    uint8_t g = t->guard;
-    t->guard = VH_G_REAL;
+    uint8_t g = vh_real_begin(t);
     void *p = vh_real.malloc(size);
     if (vh_unlikely(!p) && vh_oom_retry())
         p = vh_real.malloc(size);
-    int e = *vh_errno_loc(t);
-    (void)vh_busy(t);
+    struct vh_hook h = vh_real_end(t, g);
     note_alloc(t, VH_FN_MALLOC, p, size, vh_stack_here(t));
-    vh_unbusy(t, g);
-    *vh_errno_loc(t) = e;
+    vh_hook_leave(t, h);
     return p;
 }
 
@@ -180,16 +177,13 @@ static VH_NOINLINE void free_recorded(void *p)
         pass_free(p);
         return;
     }
-    uint8_t g = t->guard;
-    int e = *vh_errno_loc(t);
-    (void)vh_busy(t);
+    struct vh_hook h = vh_hook_enter(t);
     uint64_t now = vh_now();
     put_free(t, VH_HEAP_SYSTEM, VH_FN_FREE, 0, (uintptr_t)p, now);
     vh_rss_due(t, now);
-    *vh_errno_loc(t) = e;
-    vh_unbusy(t, VH_G_REAL);
+    vh_hook_to_real(t, h);
     vh_real.free(p);
-    vh_unbusy(t, g);
+    vh_unbusy(t, h.guard);
 }
 
 VH_EXPORT void free(void *p)
@@ -213,16 +207,13 @@ VH_EXPORT void *calloc(size_t n, size_t each)
     if (__builtin_mul_overflow((uint64_t)n, (uint64_t)each, &size))
         size = UINT64_MAX;         /* recorded as a failed request that big */
     SAMPLED_OR(t, size, vh_real.calloc(n, each));
-    uint8_t g = t->guard;
-    t->guard = VH_G_REAL;
+    uint8_t g = vh_real_begin(t);
     void *p = vh_real.calloc(n, each);
     if (vh_unlikely(!p) && vh_oom_retry())
         p = vh_real.calloc(n, each);
-    int e = *vh_errno_loc(t);
-    (void)vh_busy(t);
+    struct vh_hook h = vh_real_end(t, g);
     note_alloc(t, VH_FN_CALLOC, p, size, vh_stack_here(t));
-    vh_unbusy(t, g);
-    *vh_errno_loc(t) = e;
+    vh_hook_leave(t, h);
     return p;
 }
 
@@ -340,8 +331,7 @@ VH_EXPORT void *realloc(void *p, size_t size)
     uint8_t g = vh_busy(t);
     int e;
     void *q = realloc_recorded(t, VH_FN_REALLOC, p, size, &e);
-    vh_unbusy(t, g);
-    *vh_errno_loc(t) = e;
+    vh_hook_leave(t, (struct vh_hook){ .guard = g, .err = e });
     return q;
 }
 
@@ -367,8 +357,7 @@ VH_EXPORT void *reallocarray(void *p, size_t n, size_t each)
     } else {
         q = realloc_recorded(t, VH_FN_REALLOCARRAY, p, size, &e);
     }
-    vh_unbusy(t, g);
-    *vh_errno_loc(t) = e;
+    vh_hook_leave(t, (struct vh_hook){ .guard = g, .err = e });
     return q;
 }
 
@@ -387,16 +376,15 @@ VH_EXPORT int posix_memalign(void **out, size_t align, size_t size)
     }
     if (vh_unlikely(vh_sample_rate) && !vh_sampled(t, size))
         return real(out, align, size);
-    uint8_t g = t->guard;
-    int e = *vh_errno_loc(t);
+    /* errno as before the call: posix_memalign reports by its result. */
+    struct vh_hook h = { .guard = t->guard, .err = *vh_errno_loc(t) };
     t->guard = VH_G_REAL;
     int rc = real(out, align, size);
     if (vh_unlikely(rc == ENOMEM) && vh_oom_retry())
         rc = real(out, align, size);
     (void)vh_busy(t);
     note_alloc(t, VH_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size, vh_stack_here(t));
-    vh_unbusy(t, g);
-    *vh_errno_loc(t) = e;
+    vh_hook_leave(t, h);
     return rc;
 }
 
@@ -406,16 +394,13 @@ VH_EXPORT int posix_memalign(void **out, size_t align, size_t size)
         struct vh_tls *t = &vh_tls;                                           \
         ENTER_OR(t, pass);                                                    \
         SAMPLED_OR(t, sizeexpr, pass);                                        \
-        uint8_t g = t->guard;                                                 \
-        t->guard = VH_G_REAL;                                                 \
+        uint8_t g = vh_real_begin(t);                                         \
         void *p = call;                                                       \
         if (vh_unlikely(!p) && vh_oom_retry())                                \
             p = call;                                                         \
-        int e = *vh_errno_loc(t);                                                        \
-        (void)vh_busy(t);                                                     \
+        struct vh_hook h = vh_real_end(t, g);                                 \
         note_alloc(t, FN, p, sizeexpr, vh_stack_here(t));                     \
-        vh_unbusy(t, g);                                                      \
-        *vh_errno_loc(t) = e;                                                            \
+        vh_hook_leave(t, h);                                                  \
         return p;                                                             \
     }
 
@@ -512,14 +497,11 @@ VH_EXPORT void *mallocx(size_t size, int flags)
         vh_resolve_real();
     ENTER_OR(t, call_mallocx(size, flags));
     SAMPLED_OR(t, size, call_mallocx(size, flags));
-    uint8_t g = t->guard;
-    t->guard = VH_G_REAL;
+    uint8_t g = vh_real_begin(t);
     void *p = call_mallocx(size, flags);
-    int e = *vh_errno_loc(t);
-    (void)vh_busy(t);
+    struct vh_hook h = vh_real_end(t, g);
     note_alloc(t, VH_FN_MALLOCX, p, size, vh_stack_here(t));
-    vh_unbusy(t, g);
-    *vh_errno_loc(t) = e;
+    vh_hook_leave(t, h);
     return p;
 }
 
@@ -538,18 +520,16 @@ VH_EXPORT void *rallocx(void *p, size_t size, int flags)
         if (!was && !now)
             return call_rallocx(p, size, flags);
     }
-    uint8_t g = vh_busy(t);
-    int e = *vh_errno_loc(t);
+    struct vh_hook h = vh_hook_enter(t);
     uint32_t stack = vh_stack_here(t);
     uint64_t t_free = vh_now();
-    *vh_errno_loc(t) = e;
+    *vh_errno_loc(t) = h.err;
     void *q = call_rallocx(p, size, flags);
-    e = *vh_errno_loc(t);
+    h.err = *vh_errno_loc(t);
     note_resize(t, VH_FN_RALLOCX, p, q, size, stack, t_free, 0);
     if (vh_unlikely(vh_sample_rate))
         vh_sampled_add((uintptr_t)(q ? q : p));
-    vh_unbusy(t, g);
-    *vh_errno_loc(t) = e;
+    vh_hook_leave(t, h);
     return q;
 }
 
@@ -566,8 +546,8 @@ VH_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
             return call_xallocx(p, size, extra, flags);
         vh_sampled_add((uintptr_t)p);       /* it stays: in place */
     }
-    uint8_t g = t->guard;
-    int e = *vh_errno_loc(t);
+    /* errno as before the call: xallocx reports by its result. */
+    struct vh_hook h = { .guard = t->guard, .err = *vh_errno_loc(t) };
     t->guard = VH_G_REAL;
     size_t got = call_xallocx(p, size, extra, flags);
     (void)vh_busy(t);
@@ -580,8 +560,7 @@ VH_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
                   got, stack, t->tag, now);
         vh_rss_due(t, now);
     }
-    vh_unbusy(t, g);
-    *vh_errno_loc(t) = e;
+    vh_hook_leave(t, h);
     return got;
 }
 
@@ -596,16 +575,13 @@ VH_ALWAYS_INLINE void free_x(void *p, size_t size, int flags, int sized)
         call_dallocx(p, size, flags, sized);
         return;
     }
-    uint8_t g = t->guard;
-    int e = *vh_errno_loc(t);
-    (void)vh_busy(t);
+    struct vh_hook h = vh_hook_enter(t);
     uint64_t now = vh_now();
     put_free(t, VH_HEAP_SYSTEM, sized ? VH_FN_SDALLOCX : VH_FN_DALLOCX, 0, (uintptr_t)p, now);
     vh_rss_due(t, now);
-    *vh_errno_loc(t) = e;
-    vh_unbusy(t, VH_G_REAL);
+    vh_hook_to_real(t, h);
     call_dallocx(p, size, flags, sized);
-    vh_unbusy(t, g);
+    vh_unbusy(t, h.guard);
 }
 
 VH_EXPORT void sdallocx(void *p, size_t size, int flags)

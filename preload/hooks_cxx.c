@@ -258,17 +258,14 @@ VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_
     /* Sampling: the block's delete is recorded only if it is in the set. */
     if (vh_unlikely(vh_sample_rate) && p && !vh_sample_keep((uintptr_t)p))
         return;
-    uint8_t g = t->guard;
-    int e = *vh_errno_loc(t);
-    (void)vh_busy(t);
+    struct vh_hook h = vh_hook_enter(t);
     uint32_t stack = vh_stack_here(t);
     uint64_t usable = vh_usable_of(p);
     uint64_t now = vh_now();
     vh_record_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, p ? 0 : VH_RF_FAILED,
                     (uintptr_t)p, size, usable, stack, t->tag, now);
     vh_rss_due(t, now);
-    vh_unbusy(t, g);
-    *vh_errno_loc(t) = e;
+    vh_hook_leave(t, h);
 }
 
 /* ---- the hooks ------------------------------------------------------------------ */
@@ -332,14 +329,11 @@ VH_ALWAYS_INLINE void delete_hook(enum cxx_op op, void *p, size_t size, size_t a
         (vh_likely(!vh_sample_rate) || vh_sampled_take((uintptr_t)p))) {
         /* Stamped before the real delete: the block may be another
          * thread's the moment it returns. */
-        uint8_t g = t->guard;
-        int e = *vh_errno_loc(t);
-        (void)vh_busy(t);
+        struct vh_hook h = vh_hook_enter(t);
         uint64_t now = vh_now();
         vh_record_free(t, VH_HEAP_SYSTEM, VH_FN_OPERATOR_NEW + op, 0, (uintptr_t)p, now);
         vh_rss_due(t, now);
-        vh_unbusy(t, g);
-        *vh_errno_loc(t) = e;
+        vh_hook_leave(t, h);
     }
     uintptr_t outer_sp = t->cxx_sp;
     t->cxx_sp = (uintptr_t)__builtin_frame_address(0);

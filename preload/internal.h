@@ -292,17 +292,28 @@ extern uintptr_t vh_self_lo, vh_self_hi;   /* libvheap.so's code */
 void vh_unwind_bounds(struct vh_tls *t);
 /* Size of the buffer vh_unwind needs for `max` frames. */
 uint32_t vh_unwind_want(uint32_t max);
-/* Walks the current stack into buf (vh_unwind_want(max) entries); the
- * frames start at buf + *skip (the shim's own frames removed), innermost
- * first, at most max of them; *truncated set if there were more. *fold is
- * vh_hash_fold of those frames when the walk knew it (cfi.c's memo), else 0;
- * *tag is vh_cfi_walk's (NULL from the other walkers): when the word there
- * is of `era` (its high half), that word is the walk's and the frames were
- * not written (the count is 0).
- * `fp` is the caller's frame pointer (the shim keeps frame pointers): the
- * shim's frames are skipped from there. Returns the count. */
-uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip, uint64_t *fold, uint64_t **tag, uint32_t era);
+/* One walk: what the caller asks for and what the walk gives back (the
+ * caller owns it, on its stack). */
+struct vh_walk {
+    uint64_t *buf;                 /* in: vh_unwind_want(max) entries       */
+    uint32_t max;                  /* in: at most this many frames          */
+    uint32_t era;                  /* in: the stack table's (stacks.c)      */
+    uint32_t skip;                 /* out: the frames start at buf + skip
+                                      (the shim's own frames removed),
+                                      innermost first                       */
+    int truncated;                 /* out: there were more than max         */
+    uint64_t fold;                 /* out: vh_hash_fold of the frames when
+                                      the walk knew it (cfi.c's memo), or 0 */
+    uint64_t *tag;                 /* out: vh_cfi_walk's (NULL from the
+                                      other walkers): when the word there is
+                                      of `era` (its high half), that word is
+                                      the walk's and the frames were not
+                                      written (the count is 0)              */
+};
+/* Walks the current stack into w->buf; `fp` is the caller's frame pointer
+ * (the shim keeps frame pointers): the shim's frames are skipped from
+ * there. Returns the frame count. */
+uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, struct vh_walk *w);
 
 /* The stack hash: a fold over the frames from the outermost inwards, so
  * that a walk which reuses the previous walk's outer frames (cfi.c) starts
@@ -598,6 +609,59 @@ VH_ALWAYS_INLINE void vh_unbusy(struct vh_tls *t, uint8_t g)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (vh_unlikely(t->deferred))
         vh_signals_release(t);
+}
+
+/* A hook's way through the shim, the same in every hook: what it gives
+ * back on leaving (the caller's guard, and the errno the program is to
+ * see), and the steps around the real call:
+ *   allocation: g = vh_real_begin(t); real call; h = vh_real_end(t, g);
+ *               record; vh_hook_leave(t, h)
+ *   free:       h = vh_hook_enter(t); record; vh_hook_to_real(t, h);
+ *               real call; vh_unbusy(t, h.guard)
+ *   no real call in between: h = vh_hook_enter(t); record; vh_hook_leave(t, h) */
+struct vh_hook {
+    uint8_t guard;
+    int err;
+};
+
+/* Into the real allocator (guard REAL: a handler's call there is an event
+ * of its own); returns the guard to go back to. */
+VH_ALWAYS_INLINE uint8_t vh_real_begin(struct vh_tls *t)
+{
+    uint8_t g = t->guard;
+    t->guard = VH_G_REAL;
+    return g;
+}
+
+/* Back from it into the bookkeeping, keeping the errno it left. */
+VH_ALWAYS_INLINE struct vh_hook vh_real_end(struct vh_tls *t, uint8_t g)
+{
+    struct vh_hook h = { .guard = g, .err = *vh_errno_loc(t) };
+    (void)vh_busy(t);
+    return h;
+}
+
+/* Into the bookkeeping from the program, keeping the program's errno. */
+VH_ALWAYS_INLINE struct vh_hook vh_hook_enter(struct vh_tls *t)
+{
+    struct vh_hook h = { .guard = t->guard, .err = *vh_errno_loc(t) };
+    (void)vh_busy(t);
+    return h;
+}
+
+/* From the bookkeeping into the real call (a free's, after its record):
+ * errno back to the program's first. */
+VH_ALWAYS_INLINE void vh_hook_to_real(struct vh_tls *t, struct vh_hook h)
+{
+    *vh_errno_loc(t) = h.err;
+    vh_unbusy(t, VH_G_REAL);
+}
+
+/* Out to the program: its guard, and the errno it is to see. */
+VH_ALWAYS_INLINE void vh_hook_leave(struct vh_tls *t, struct vh_hook h)
+{
+    vh_unbusy(t, h.guard);
+    *vh_errno_loc(t) = h.err;
 }
 
 /* Room for `size` bytes at t->pos in this thread's chunk (claiming one if

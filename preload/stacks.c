@@ -275,19 +275,17 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
         vh_modules_poll(t);
     uint32_t max = vh_opt.depth;
     uint64_t buf[vh_unwind_want(max)];
-    int truncated;
-    uint32_t skip;
-    uint64_t fold, *tag;
     uint32_t ep = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
-    uint32_t n = vh_unwind(t, (uintptr_t)__builtin_frame_address(0), buf, max, &truncated, &skip,
-                           &fold, &tag, ep);
+    struct vh_walk w = { .buf = buf, .max = max, .era = ep };
+    uint32_t n = vh_unwind(t, (uintptr_t)__builtin_frame_address(0), &w);
+    uint64_t *tag = w.tag;
     /* A walk known from before (cfi.c): its id is kept with it. */
     if (tag && *tag >> 32 == ep)
         return (uint32_t)*tag;
-    uint64_t *f = buf + skip;
-    n = drop_trampoline(f, n, &fold);
-    uint64_t h = hash_frames(f, n, truncated, __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE),
-                             fold);
+    uint64_t *f = buf + w.skip;
+    n = drop_trampoline(f, n, &w.fold);
+    uint64_t h = hash_frames(f, n, w.truncated,
+                             __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE), w.fold);
     struct idc *c = t->ids ? &t->ids->c[(h >> 32) & (IDC_SLOTS - 1)] : NULL;
     uint32_t id;
     if (vh_likely(c && c->hash == h && c->epoch == ep)) {
@@ -296,7 +294,7 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
         id = lookup(h);
         if (!id) {
             int full;
-            id = insert(t, h, f, n, truncated, &full);
+            id = insert(t, h, f, n, w.truncated, &full);
             if (!id) {
                 if (full && vh_cap.hdr)
                     vh_count(&vh_cap.hdr->stack_table_full);

@@ -297,28 +297,35 @@ __attribute__((destructor)) static void verify_report(void)
 }
 #endif
 
-uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip, uint64_t *fold, uint64_t **tag, uint32_t era)
+uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, struct vh_walk *w)
 {
+    uint64_t *buf = w->buf;
+    uint32_t max = w->max;
     uint32_t want = vh_unwind_want(max);
     uint32_t n = 0;
-    *fold = 0;
-    *tag = NULL;
+    /* Locals, not w's fields, go down to the CFI walk: w itself never has
+     * its address taken, so once this is inlined (LTO) its fields live in
+     * registers, as the out-parameters this replaced did. */
+    uint64_t fold = 0, *tag = NULL;
+    w->fold = 0;
+    w->tag = NULL;
     /* Bounds are asked for at the thread's first event (vh_enter_slow);
      * never here, where this may be a signal handler inside malloc. */
     if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi) {
-        int r = cfi_unwind(t, fp, buf, max + 1, fold, tag, era);
+        int r = cfi_unwind(t, fp, buf, max + 1, &fold, &tag, w->era);
+        w->fold = fold;
+        w->tag = tag;
 #ifdef VH_CFI_VERIFY
-        verify(t, buf, r, max + 1, r == VH_WALK_KNOWN ? *tag : NULL);
+        verify(t, buf, r, max + 1, r == VH_WALK_KNOWN ? tag : NULL);
 #endif
         if (vh_likely(r == VH_WALK_KNOWN)) {
-            *skip = 0;
-            *truncated = 0;
-            return 0;              /* the word at *tag says it all */
+            w->skip = 0;
+            w->truncated = 0;
+            return 0;              /* the word at w->tag says it all */
         }
         if (vh_likely(r >= 0)) {
-            *skip = 0;
-            *truncated = (uint32_t)r > max;
+            w->skip = 0;
+            w->truncated = (uint32_t)r > max;
             return (uint32_t)r > max ? max : (uint32_t)r;
         }
     }
@@ -342,7 +349,7 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, i
     while (k < n && is_own(buf[k]))
         k++;
     n -= k;
-    *skip = k;
-    *truncated = n > max;
+    w->skip = k;
+    w->truncated = n > max;
     return n > max ? max : n;
 }

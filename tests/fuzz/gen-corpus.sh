@@ -57,4 +57,14 @@ for i, n in enumerate([64, 300, 1200, 3000, 800, 2000]):
     open(f"{sys.argv[1]}/seed{i}", "wb").write(bytes(b))
 PY
 
+# CFI: real objects' unwind tables (the shim's, a test program built as
+# users build theirs, and system libraries with hand-written CFI: libgcc_s
+# and libz), as fuzz_cfi.c reads them.
+d=$top/tests/fuzz/corpus/cfi
+rm -rf "$d"; mkdir -p "$d"
+"${CC:-cc}" -O1 -g -Wall -Wextra -Werror -o "$tmp/gen_cfi_seeds" "$top/tests/fuzz/gen_cfi_seeds.c"
+libdir=$(dirname "$(ldd "$b/libvheap.so" | awk '/libc\.so/ {print $3}')")
+"$tmp/gen_cfi_seeds" "$d" "$b/libvheap.so" "$b/tests/programs/basic" \
+    "$libdir/libgcc_s.so.1" "$libdir/libz.so.1"
+
 du -sh "$top/tests/fuzz/corpus"

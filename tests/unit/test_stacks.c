@@ -57,25 +57,24 @@ static int tag_mode;
 static uint64_t tag_slot;
 static uint32_t seen_era;          /* the era vh_stack_here asked with */
 
-uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t max, int *truncated,
-                   uint32_t *skip, uint64_t *fold, uint64_t **tag, uint32_t era)
+uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, struct vh_walk *w)
 {
     (void)fp;
-    seen_era = era;
-    *tag = tag_mode ? &tag_slot : NULL;
-    if (tag_mode && tag_slot >> 32 == era) {
+    seen_era = w->era;
+    w->tag = tag_mode ? &tag_slot : NULL;
+    if (tag_mode && tag_slot >> 32 == w->era) {
         /* A known walk (cfi.c): its frames are not written. */
-        *fold = 0;
-        *truncated = 0;
-        *skip = 0;
+        w->fold = 0;
+        w->truncated = 0;
+        w->skip = 0;
         unwound_at = ++calls;
         return 0;
     }
-    *fold = fold_mode ? vh_hash_fold(frames, nframes) ^ (fold_mode == 2) : 0;
+    w->fold = fold_mode ? vh_hash_fold(frames, nframes) ^ (fold_mode == 2) : 0;
     unwound_at = ++calls;
-    memcpy(buf, frames, nframes * sizeof *buf);
-    *truncated = 0;
-    *skip = 0;
+    memcpy(w->buf, frames, nframes * sizeof *w->buf);
+    w->truncated = 0;
+    w->skip = 0;
     return nframes;
 }
 

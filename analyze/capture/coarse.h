@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "analyze/capture/capture.h"
+#include "analyze/capture/reader.h"
 
 struct coarse_map;
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyze/capture/capture.h"
+#include "analyze/capture/reader.h"
 #include "analyze/cmd/cli.h"
 
 static const char usage[] =

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "analyze/capture/capture.h"
+#include "analyze/capture/reader.h"
 #include "analyze/util/diag.h"
 #include "analyze/util/json.h"
 #include "analyze/capture/coarse.h"

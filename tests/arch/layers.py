@@ -71,10 +71,13 @@ def symbols(obj):
     return defined, used
 
 
-def check_cycles(objdir):
+def check_cycles(src, objdir):
     objs = []
     for root, _, files in os.walk(objdir):
         objs += [os.path.join(root, f) for f in files if f.endswith(".o")]
+    # an object left behind by a source since moved or removed is not code
+    objs = [o for o in objs
+            if os.path.exists(os.path.join(src, os.path.relpath(o, objdir)[:-2] + ".c"))]
     owner, uses = {}, {}
     for o in sorted(objs):
         name = os.path.relpath(o, objdir)[:-2]
@@ -134,7 +137,7 @@ def main():
     bad = check_includes(sys.argv[1])
     nobj = 0
     if len(sys.argv) == 3:
-        cyc, nobj = check_cycles(sys.argv[2])
+        cyc, nobj = check_cycles(sys.argv[1], sys.argv[2])
         bad += cyc
     for b in bad:
         print("layers: " + b, file=sys.stderr)

@@ -1,11 +1,11 @@
-/* fuzz_capture.c — libFuzzer target: the capture reader (analyze/capture/capture.c)
+/* fuzz_capture.c — libFuzzer target: the capture reader (analyze/capture/reader.c)
  * and `vheap-analyze dump` (analyze/cmd/dump.c) on any file contents.
  * Besides "no crash", it checks what the reader promises: every record it
  * yields lies inside the file (a struct record in place and 8-aligned, a
  * compact one decoded into the event), times never go back, stack frames
  * lie inside the file, a rewind yields the same stream, and a file that
  * does not change shows no new damage while it is read. */
-#include "analyze/capture/capture.h"
+#include "analyze/capture/reader.h"
 #include "analyze/cmd/cli.h"
 #include "tests/fuzz/fuzz_util.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/capture/capture.h"
+#include "analyze/capture/reader.h"
 #include "tests/unit/capture_builder.h"
 
 #define SEED_CHUNKS 5u   /* a re-packed real capture: at most this many chunks */

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyze/capture/capture.h"
+#include "analyze/capture/reader.h"
 #include "analyze/cmd/cli.h"
 #include "tests/unit/capture_builder.h"
 

@@ -1,4 +1,4 @@
-/* capture.h — reading a vheap capture: validation and the merged event stream.
+/* reader.h — reading a vheap capture: validation and the merged event stream.
  *
  * A capture is a set of per-thread chunks (common/capture_format.h). The
  * reader maps the file read-only, takes one snapshot of how much each chunk

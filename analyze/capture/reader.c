@@ -1,4 +1,4 @@
-/* capture.c — the capture reader: maps a capture, validates it, indexes its
+/* reader.c — the capture reader: maps a capture, validates it, indexes its
  * STACK records, and merges its per-thread chunks into one time-ordered
  * stream. Every byte of the file is untrusted: each length is checked against
  * the snapshot taken at open, so a corrupt, truncated or still-growing
@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyze/capture/capture.h"
+#include "analyze/capture/reader.h"
 #include "analyze/util/grow.h"
 
 #define MIN_CHUNK_SIZE 4096u

@@ -37,6 +37,11 @@ void *vh_boot_alloc(size_t size, size_t align)
         if (__atomic_compare_exchange_n(&boot_used, &cur, next, 0, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED)) {
             memcpy(vh_boot_buf + start - 8, &(uint64_t){ size }, 8);
+            /* Under sampling, free() looks at the count array before
+             * anything else: a block marked there for good (255 sticks)
+             * goes on to free_recorded, which knows bootstrap blocks. */
+            __atomic_store_n(&vh_sample_counts[vh_sample_slot((uintptr_t)(vh_boot_buf + start))],
+                             255, __ATOMIC_RELAXED);
             return vh_boot_buf + start;   /* static storage: already zero */
         }
     }

@@ -107,7 +107,7 @@ static void pass_free(void *p)
 }
 
 /* realloc of a block from the bootstrap buffer: copy it out. */
-static void *boot_realloc(void *p, size_t n)
+static VH_NOINLINE void *boot_realloc(void *p, size_t n)
 {
     if (!p)
         return pass_malloc(n);     /* realloc(NULL, n) before the real one is known */
@@ -188,25 +188,33 @@ static VH_NOINLINE void free_recorded(void *p)
 
 VH_EXPORT void free(void *p)
 {
+    /* Under sampling, the count array first: a zero says the block was not
+     * sampled (NULL included; bootstrap blocks never have one), and the
+     * call goes to the real free as early as an unsampled malloc does. */
+    if (vh_unlikely(vh_sample_rate) && !vh_sampled_maybe((uintptr_t)p)) {
+        vh_real.free(p);
+        return;
+    }
     if (!p)
         return;                    /* free(NULL): nothing happened */
     if (vh_unlikely(vh_boot_owns(p)))
         return;
-    if (vh_unlikely(vh_sample_rate) && !vh_sampled_maybe((uintptr_t)p)) {
-        vh_real.free(p);           /* not sampled: as early as malloc's */
-        return;
-    }
     free_recorded(p);
 }
 
-VH_EXPORT void *calloc(size_t n, size_t each)
+/* The request's size; an overflow is recorded as a failed request that
+ * big (and under sampling always sampled: no countdown is that long). */
+VH_ALWAYS_INLINE uint64_t calloc_size(size_t n, size_t each)
+{
+    uint64_t size;
+    return __builtin_mul_overflow((uint64_t)n, (uint64_t)each, &size) ? UINT64_MAX : size;
+}
+
+static VH_NOINLINE void *calloc_recorded(size_t n, size_t each)
 {
     struct vh_tls *t = &vh_tls;
     ENTER_OR(t, pass_calloc(n, each));
-    uint64_t size;
-    if (__builtin_mul_overflow((uint64_t)n, (uint64_t)each, &size))
-        size = UINT64_MAX;         /* recorded as a failed request that big */
-    SAMPLED_OR(t, size, vh_real.calloc(n, each));
+    uint64_t size = calloc_size(n, each);
     uint8_t g = vh_real_begin(t);
     void *p = vh_real.calloc(n, each);
     if (vh_unlikely(!p) && vh_oom_retry())
@@ -215,6 +223,28 @@ VH_EXPORT void *calloc(size_t n, size_t each)
     note_alloc(t, VH_FN_CALLOC, p, size, vh_stack_here(t));
     vh_hook_leave(t, h);
     return p;
+}
+
+/* The countdown reached (under sampling): sampled, or not after all (a
+ * thread's first draw). Apart, so that calloc's common path saves no
+ * registers for this call. */
+static VH_NOINLINE void *calloc_due(size_t n, size_t each)
+{
+    if (vh_sample_due(&vh_tls, calloc_size(n, each)))
+        return calloc_recorded(n, each);
+    return vh_real.calloc(n, each);
+}
+
+/* Split as malloc is. */
+VH_EXPORT void *calloc(size_t n, size_t each)
+{
+    if (vh_likely(!vh_sample_rate))
+        return calloc_recorded(n, each);
+    uint64_t size = calloc_size(n, each), left = vh_tls.sample_left;
+    if (vh_unlikely(size >= left))
+        return calloc_due(n, each);
+    vh_tls.sample_left = left - size;   /* vh_sampled's common case */
+    return vh_real.calloc(n, each);
 }
 
 /* The common part of realloc, reallocarray and rallocx. `call` does the real
@@ -275,13 +305,12 @@ VH_ALWAYS_INLINE void *realloc_all(struct vh_tls *t, unsigned func, void *p, siz
 }
 
 /* Under sampling (guard BUSY on entry and exit): the old block is known
- * only if it was sampled, the new one is recorded only if its size is
- * sampled now. */
+ * only if it was sampled, the new one is recorded only if its size was
+ * sampled (`now`: the caller's vh_sampled). */
 static VH_NOINLINE void *realloc_sampled(struct vh_tls *t, unsigned func, void *p, size_t size,
-                                         int *err)
+                                         int *err, int now)
 {
     int was = p && vh_sampled_take((uintptr_t)p);
-    int now = vh_sampled(t, size);
     void *q;
     if (!was && !now) {            /* neither block is in the capture */
         q = vh_real.realloc(p, size);
@@ -314,25 +343,47 @@ static VH_NOINLINE void *realloc_sampled(struct vh_tls *t, unsigned func, void *
 }
 
 VH_ALWAYS_INLINE void *realloc_recorded(struct vh_tls *t, unsigned func, void *p, size_t size,
-                                        int *err)
+                                        int *err, int now)
 {
     if (vh_unlikely(vh_sample_rate))
-        return realloc_sampled(t, func, p, size, err);
+        return realloc_sampled(t, func, p, size, err, now);
     return realloc_all(t, func, p, size, err);
+}
+
+/* realloc's body, split from the checks as malloc's is; `now`: whether
+ * the new size was sampled (under sampling). */
+static VH_NOINLINE void *realloc_body(void *p, size_t size, int now)
+{
+    struct vh_tls *t = &vh_tls;
+    void *(*real)(void *, size_t) = vh_real.realloc;
+    ENTER_OR(t, real ? real(p, size) : boot_realloc(p, size));
+    uint8_t g = vh_busy(t);
+    int e;
+    void *q = realloc_recorded(t, VH_FN_REALLOC, p, size, &e, now);
+    vh_hook_leave(t, (struct vh_hook){ .guard = g, .err = e });
+    return q;
+}
+
+/* Under sampling, past the common case: the countdown decides. */
+static VH_NOINLINE void *realloc_counted(void *p, size_t size)
+{
+    return realloc_body(p, size, vh_sampled(&vh_tls, size));
 }
 
 VH_EXPORT void *realloc(void *p, size_t size)
 {
     if (vh_unlikely(vh_boot_owns(p)))
         return boot_realloc(p, size);
-    struct vh_tls *t = &vh_tls;
-    void *(*real)(void *, size_t) = vh_real.realloc;
-    ENTER_OR(t, real ? real(p, size) : boot_realloc(p, size));
-    uint8_t g = vh_busy(t);
-    int e;
-    void *q = realloc_recorded(t, VH_FN_REALLOC, p, size, &e);
-    vh_hook_leave(t, (struct vh_hook){ .guard = g, .err = e });
-    return q;
+    if (vh_likely(!vh_sample_rate))
+        return realloc_body(p, size, 0);
+    /* Under sampling, a realloc whose new size is not sampled and whose
+     * old block was not (the count array says so at once) goes straight
+     * to the real one, before anything else, as an unsampled malloc does. */
+    uint64_t left = vh_tls.sample_left;
+    if (vh_unlikely(size >= left) || (p && vh_sampled_maybe((uintptr_t)p)))
+        return realloc_counted(p, size);
+    vh_tls.sample_left = left - size;   /* vh_sampled's common case */
+    return vh_real.realloc(p, size);
 }
 
 VH_EXPORT void *reallocarray(void *p, size_t n, size_t each)
@@ -355,7 +406,8 @@ VH_EXPORT void *reallocarray(void *p, size_t n, size_t each)
         q = NULL;
         e = ENOMEM;
     } else {
-        q = realloc_recorded(t, VH_FN_REALLOCARRAY, p, size, &e);
+        q = realloc_recorded(t, VH_FN_REALLOCARRAY, p, size, &e,
+                             vh_unlikely(vh_sample_rate) && vh_sampled(t, size));
     }
     vh_hook_leave(t, (struct vh_hook){ .guard = g, .err = e });
     return q;

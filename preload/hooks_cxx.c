@@ -325,8 +325,10 @@ VH_ALWAYS_INLINE void delete_hook(enum cxx_op op, void *p, size_t size, size_t a
     if (!p || vh_unlikely(vh_boot_owns(p)))
         return;
     struct vh_tls *t = &vh_tls;
-    if ((vh_likely(vh_fast_ok(t)) || vh_enter_slow(t)) &&
-        (vh_likely(!vh_sample_rate) || vh_sampled_take((uintptr_t)p))) {
+    /* Under sampling, the count array answers nearly every delete inline. */
+    if ((vh_likely(!vh_sample_rate) ||
+         (vh_sampled_maybe((uintptr_t)p) && vh_sampled_take((uintptr_t)p))) &&
+        (vh_likely(vh_fast_ok(t)) || vh_enter_slow(t))) {
         /* Stamped before the real delete: the block may be another
          * thread's the moment it returns. */
         struct vh_hook h = vh_hook_enter(t);

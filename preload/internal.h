@@ -91,7 +91,7 @@ extern char vh_boot_buf[];
 extern const size_t vh_boot_size;
 VH_ALWAYS_INLINE int vh_boot_owns(const void *p)
 {
-    return (const char *)p >= vh_boot_buf && (const char *)p < vh_boot_buf + vh_boot_size;
+    return (uintptr_t)p - (uintptr_t)vh_boot_buf < vh_boot_size;   /* one compare */
 }
 size_t vh_boot_usable(const void *p);
 
@@ -146,7 +146,7 @@ struct vh_tls {
     uint32_t tid;
     uint64_t deferred;             /* signals (bit sig-1) held back while
                                       guard was BUSY (signals.c)            */
-    int64_t sample_left;           /* sample.c: bytes to the next sample    */
+    uint64_t sample_left;          /* sample.c: bytes to the next sample    */
     uint64_t rng;                  /* sample.c: its random state, 0 = none  */
     uintptr_t busy_sp;             /* frame that last raised guard to BUSY */
     struct vh_chunk_header *chunk; /* chunk this thread appends to         */
@@ -519,30 +519,32 @@ void vh_sample_fork_child(void);
  * take says whether the key was there, and removes it. */
 int vh_sampled_add(uint64_t key);
 int vh_sampled_take(uint64_t key);
-VH_NOINLINE int vh_sample_due(struct vh_tls *t);
+/* The countdown reached: `size` bytes from t->sample_left on hold a
+ * sampling point (or the thread has no countdown yet). */
+VH_NOINLINE int vh_sample_due(struct vh_tls *t, uint64_t size);
 /* Every key in the set through fn: the key back keeps it, 0 drops it,
  * another key moves it there (api.c: destroyed heaps, ranges). Slow: a
  * pass over the whole set; called only when the heaps concerned hold
  * sampled blocks. */
 void vh_sampled_sweep(uint64_t (*fn)(uint64_t key, void *arg), void *arg);
 
-/* The set's hash (the sweep's MOVING bit, 1 << 47, left out), and its
- * count array: a zero count says at once that a key is not in the set,
- * which is what nearly every free finds (inline: no call for it). */
-VH_ALWAYS_INLINE uint64_t vh_sample_mix(uint64_t key)
-{
-    key &= ~(1ull << 47);
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return key;
-}
-#define VH_SAMPLE_COUNTS (1u << 16)
+/* The set's count array: a zero count says at once that a key is not in
+ * the set, which is what nearly every free finds (inline: no call for
+ * it). A key's slot is the top 16 bits of its low 32 times 2^32/phi
+ * (Fibonacci hashing: every one of those address bits moves them; two
+ * instructions). Addresses 4 GiB apart share a slot, as do a custom
+ * heap's keys and the system heap's for one address: a shared slot costs
+ * a look in the set, never a wrong answer. */
+#define VH_SAMPLE_COUNT_BITS 16
+#define VH_SAMPLE_COUNTS (1u << VH_SAMPLE_COUNT_BITS)
 extern uint8_t vh_sample_counts[VH_SAMPLE_COUNTS];
+VH_ALWAYS_INLINE uint32_t vh_sample_slot(uint64_t key)
+{
+    return ((uint32_t)key * 0x9e3779b1u) >> (32 - VH_SAMPLE_COUNT_BITS);
+}
 VH_ALWAYS_INLINE int vh_sampled_maybe(uint64_t key)
 {
-    return __atomic_load_n(&vh_sample_counts[vh_sample_mix(key) & (VH_SAMPLE_COUNTS - 1)],
-                           __ATOMIC_RELAXED) != 0;
+    return __atomic_load_n(&vh_sample_counts[vh_sample_slot(key)], __ATOMIC_RELAXED) != 0;
 }
 
 VH_ALWAYS_INLINE uint64_t vh_sample_key(uint16_t heap, uint64_t addr)
@@ -550,14 +552,17 @@ VH_ALWAYS_INLINE uint64_t vh_sample_key(uint16_t heap, uint64_t addr)
     return addr ^ ((uint64_t)heap << 48);
 }
 
-/* Whether an allocation of `size` bytes is sampled: the byte countdown,
- * a subtraction and a branch. */
+/* Whether an allocation of `size` bytes is sampled: the byte countdown
+ * (bytes before the next sampling point, never negative; 0 until the
+ * thread's first draw), a compare, a branch and a subtraction. */
 VH_ALWAYS_INLINE int vh_sampled(struct vh_tls *t, uint64_t size)
 {
-    t->sample_left -= (int64_t)(size < INT64_MAX ? size : INT64_MAX);
-    if (vh_likely(t->sample_left > 0))
+    uint64_t left = t->sample_left;
+    if (vh_likely(size < left)) {
+        t->sample_left = left - size;
         return 0;
-    return vh_sample_due(t);
+    }
+    return vh_sample_due(t, size);
 }
 
 /* ---- the hot path --------------------------------------------------------- */

@@ -40,7 +40,8 @@ struct bucket {
 _Static_assert(sizeof(struct bucket) == 64, "one cache line");
 
 static struct bucket *set;
-uint8_t vh_sample_counts[VH_SAMPLE_COUNTS]; /* atomic; 255 sticks: always look */
+uint8_t vh_sample_counts[VH_SAMPLE_COUNTS]; /* atomic; 255 sticks: always look
+                                               (bootstrap blocks' slots too) */
 #define counts vh_sample_counts
 
 int vh_sample_init(uint64_t rate)
@@ -54,22 +55,35 @@ int vh_sample_init(uint64_t rate)
     return 0;
 }
 
-/* A fork child starts with no sampled blocks of its own recorded. */
+/* A fork child starts with no sampled blocks of its own recorded. Counts
+ * stuck at 255 stay: they mark bootstrap blocks too (bootstrap.c), which
+ * the child may free; for others, one look in the set too many. */
 void vh_sample_fork_child(void)
 {
     if (set)
         memset(set, 0, (size_t)NBUCKETS * sizeof *set);
-    memset(counts, 0, sizeof counts);
+    for (uint32_t i = 0; i < VH_SAMPLE_COUNTS; i++)
+        if (counts[i] != 255)
+            counts[i] = 0;
 }
 
 /* A key being moved by a sweep carries this bit (user addresses stay below
  * it); the hash leaves it out, so clearing it keeps the key's bucket. */
 #define MOVING (1ull << 47)
-#define mix vh_sample_mix
 
-static void count(uint64_t h, int up)
+/* The set's hash (MOVING left out). */
+static inline uint64_t mix(uint64_t key)
 {
-    uint8_t *c = &counts[h & (VH_SAMPLE_COUNTS - 1)];
+    key &= ~MOVING;
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return key;
+}
+
+static void count(uint64_t key, int up)
+{
+    uint8_t *c = &counts[vh_sample_slot(key)];   /* MOVING: not in the slot's bits */
     uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
     while (v != 255 && (up || v) &&
            !__atomic_compare_exchange_n(c, &v, (uint8_t)(up ? v + 1 : v - 1), 1,
@@ -81,13 +95,13 @@ int vh_sampled_add(uint64_t key)
 {
     uint64_t h = mix(key);
     uint32_t b = (uint32_t)(h >> (64 - BUCKET_BITS));
-    count(h, 1);                   /* before the key: a take finds it counted */
+    count(key, 1);                 /* before the key: a take finds it counted */
     for (unsigned n = 0; n < SPILL; n++, b = (b + 1) & (NBUCKETS - 1)) {
         struct bucket *B = &set[b];
         for (unsigned i = 0; i < KEYS; i++) {
             uint64_t cur = __atomic_load_n(&B->key[i], __ATOMIC_RELAXED);
             if (cur == key) {
-                count(h, 0);       /* still there: a custom heap's stale key */
+                count(key, 0);     /* still there: a custom heap's stale key */
                 return 1;
             }
             if (cur == 0 && __atomic_compare_exchange_n(&B->key[i], &cur, key, 0,
@@ -96,15 +110,15 @@ int vh_sampled_add(uint64_t key)
         }
         __atomic_store_n(&B->spilled, 1, __ATOMIC_RELAXED);
     }
-    count(h, 0);
+    count(key, 0);
     return 0;
 }
 
 int vh_sampled_take(uint64_t key)
 {
-    uint64_t h = mix(key);
-    if (vh_likely(!__atomic_load_n(&counts[h & (VH_SAMPLE_COUNTS - 1)], __ATOMIC_RELAXED)))
+    if (vh_likely(!vh_sampled_maybe(key)))
         return 0;
+    uint64_t h = mix(key);
     uint32_t b = (uint32_t)(h >> (64 - BUCKET_BITS));
     for (unsigned n = 0; n < SPILL; n++, b = (b + 1) & (NBUCKETS - 1)) {
         struct bucket *B = &set[b];
@@ -113,7 +127,7 @@ int vh_sampled_take(uint64_t key)
             if (__atomic_load_n(&B->key[i], __ATOMIC_RELAXED) == key &&
                 __atomic_compare_exchange_n(&B->key[i], &cur, 0, 0, __ATOMIC_RELAXED,
                                             __ATOMIC_RELAXED)) {
-                count(h, 0);
+                count(key, 0);
                 return 1;
             }
         }
@@ -142,7 +156,7 @@ static int64_t interval(struct vh_tls *t)
     return v < 1.0 ? 1 : v > 9.0e18 ? INT64_MAX / 2 : (int64_t)v;
 }
 
-VH_NOINLINE int vh_sample_due(struct vh_tls *t)
+VH_NOINLINE int vh_sample_due(struct vh_tls *t, uint64_t size)
 {
     if (vh_unlikely(!t->rng)) {
         /* A thread's first draw: its countdown starts now, so its first
@@ -150,14 +164,16 @@ VH_NOINLINE int vh_sample_due(struct vh_tls *t)
         t->rng = (uint64_t)(uintptr_t)t ^ vh_tsc(0) ^ 0x9e3779b97f4a7c15ull;
         if (!t->rng)
             t->rng = 1;
-        t->sample_left += interval(t);
-        if (t->sample_left > 0)
+        uint64_t left = (uint64_t)interval(t);
+        if (size < left) {
+            t->sample_left = left - size;
             return 0;
+        }
     }
-    /* One sample however many points the allocation spans. */
-    do
-        t->sample_left += interval(t);
-    while (t->sample_left <= 0);
+    /* One sample however many points the allocation spans. The points
+     * are a Poisson process: the distance from the allocation's end to
+     * the next one is a fresh exponential draw, whatever came before. */
+    t->sample_left = (uint64_t)interval(t);
     return 1;
 }
 
@@ -177,7 +193,7 @@ void vh_sampled_sweep(uint64_t (*fn)(uint64_t key, void *arg), void *arg)
             if (nk == k || !__atomic_compare_exchange_n(&set[b].key[i], &k, 0, 0,
                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
                 continue;
-            count(mix(k), 0);
+            count(k, 0);
             if (nk)
                 vh_sampled_add(nk | MOVING);
         }

@@ -35,7 +35,7 @@ for line in open(dump):
             i = max((k for k in range(len(syms)) if syms[k][0] <= off), default=None)
             if i is not None and i + 1 < len(syms) and off < syms[i + 1][0]:
                 n = syms[i][1]
-                if n.startswith(("cache_", "churn_", "leak_")):
+                if n.startswith(("cache_", "churn_", "leak_", "new_")):
                     name = n
                     break
         b = est.setdefault(name, [0.0, 0.0])

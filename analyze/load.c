@@ -203,6 +203,11 @@ struct loader {
     size_t nactive;
     struct idxmap frame_map;           /* (address, module id) -> frame id   */
     uint64_t nframes;
+    uint64_t *seen_bits;               /* stack ids below seen_n with a row
+                                          written, a bit each (ids are dense:
+                                          the capture's largest id bounds
+                                          them); larger ids in stack_seen  */
+    uint32_t seen_n;
     struct idxmap stack_seen;          /* stack ids with a row written: a set,
                                           since ids in a damaged capture may
                                           be anything                        */
@@ -424,6 +429,14 @@ static inline __attribute__((always_inline)) struct thread *thread_get(struct lo
     return t;
 }
 
+/* Whether stack id has its stacks row (stack_mark). */
+static inline int stack_seen(const struct loader *L, uint32_t id)
+{
+    if (id < L->seen_n)
+        return (int)(L->seen_bits[id / 64] >> (id % 64) & 1);
+    return idx_get(&L->stack_seen, id, 0) != UINT32_MAX;
+}
+
 /* Aggregates are keyed (tag << 32 | stack, DB heap id). */
 static inline uint64_t agg_key(uint16_t tag, uint32_t stack)
 {
@@ -437,7 +450,7 @@ static inline uint32_t agg_get(struct loader *L, uint32_t heap, uint32_t stack, 
 
     if (__builtin_expect(i != UINT32_MAX, 1))
         return i;
-    if (stack && idx_get(&L->stack_seen, stack, 0) == UINT32_MAX) {
+    if (stack && !stack_seen(L, stack)) {
         if (L->missing_aggs >= (L->opts->max_missing_stacks ? L->opts->max_missing_stacks
                                                             : MAX_MISSING_STACKS)) {
             L->missing_merged++;
@@ -1258,7 +1271,8 @@ struct rows {
     struct loader *L;
     sqlite3_stmt *many, *one;
     int cols, k;
-    int64_t v[ROWS * ROWS_MAX_COLS];
+    unsigned real;                     /* bit c: column c is REAL           */
+    union { int64_t i; double d; } v[ROWS * ROWS_MAX_COLS];
 };
 
 /* sql: "INSERT INTO t(a, b, ...) VALUES " for `cols` integer columns. */
@@ -1298,15 +1312,31 @@ static int rows_open(struct loader *L, struct rows *r, const char *sql, int cols
 
 static inline void rows_set(struct rows *r, int col, int64_t v)
 {
-    r->v[r->k * r->cols + col] = v;
+    r->v[r->k * r->cols + col].i = v;
+}
+
+/* A REAL column (r->real says which): set before the first row. */
+static inline void rows_set_real(struct rows *r, int col, double v)
+{
+    r->v[r->k * r->cols + col].d = v;
+}
+
+static void rows_bind(struct rows *r, sqlite3_stmt *st, int from, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int c = i % r->cols;
+        if (r->real >> c & 1)
+            sqlite3_bind_double(st, i + 1, r->v[from + i].d);
+        else
+            sqlite3_bind_int64(st, i + 1, r->v[from + i].i);
+    }
 }
 
 static void rows_next(struct rows *r)
 {
     if (++r->k < ROWS)
         return;
-    for (int i = 0; i < ROWS * r->cols; i++)
-        sqlite3_bind_int64(r->many, i + 1, r->v[i]);
+    rows_bind(r, r->many, 0, ROWS * r->cols);
     run(r->L, r->many);
     r->k = 0;
 }
@@ -1315,8 +1345,7 @@ static void rows_next(struct rows *r)
 static void rows_close(struct rows *r)
 {
     for (int i = 0; r->one && i < r->k && !r->L->failed; i++) {
-        for (int c = 0; c < r->cols; c++)
-            sqlite3_bind_int64(r->one, c + 1, r->v[i * r->cols + c]);
+        rows_bind(r, r->one, i * r->cols, r->cols);
         run(r->L, r->one);
     }
     sqlite3_finalize(r->one);
@@ -1451,8 +1480,12 @@ static uint64_t frame_id(struct loader *L, uint64_t addr)
 /* Marks stack id as written; 1 if it already was. */
 static int stack_mark(struct loader *L, uint32_t id)
 {
-    if (idx_get(&L->stack_seen, id, 0) != UINT32_MAX)
+    if (stack_seen(L, id))
         return 1;
+    if (id < L->seen_n) {
+        L->seen_bits[id / 64] |= 1ull << (id % 64);
+        return 0;
+    }
     if (idx_put(&L->stack_seen, id, 0, 0)) {
         fail(L, -ENOMEM, "out of memory");
         return 1;
@@ -2241,33 +2274,35 @@ static void write_stack_stats(struct loader *L, const uint32_t *order)
  * the end hold nothing and get no rows. */
 static void write_growth(struct loader *L, const uint32_t *order)
 {
-    sqlite3_stmt *st = prep(L, "INSERT INTO growth(heap_id, stack_id, tag_id, start_time, "
-                               "first_time, end_time, live_bytes, mean_bytes, bytes_per_hour, "
-                               "r2) VALUES (?,?,?,?,?,?,?,?,?,?)");
+    struct rows rw;
+    int ok = !rows_open(L, &rw, "INSERT INTO growth(heap_id, stack_id, tag_id, start_time, "
+                                "first_time, end_time, live_bytes, mean_bytes, bytes_per_hour, "
+                                "r2) VALUES", 10);
     /* the fit ends where recording did: at the end, or where it paused */
     uint64_t rec_end = rec_time(L, L->recording_off ? L->pause_start : L->last_time);
     uint64_t start = L->nwindows ? L->windows[0].start : 0;
 
-    for (size_t k = 0; st && k < L->naggs && !L->failed; k++) {
+    rw.real = 1u << 8 | 1u << 9;
+    for (size_t k = 0; ok && k < L->naggs && !L->failed; k++) {
         const struct agg *a = &L->aggs[order[k]];
         struct trend_fit f;
 
         if (a->tr.first == UINT64_MAX || L->byid[a->heap]->destroyed)
             continue;
         f = trend__fit(&a->tr, rec_end);
-        sqlite3_bind_int64(st, 1, a->heap);
-        sqlite3_bind_int64(st, 2, a->stack);
-        sqlite3_bind_int64(st, 3, a->tag);
-        sqlite3_bind_int64(st, 4, (sqlite3_int64)start);
-        sqlite3_bind_int64(st, 5, (sqlite3_int64)a->first_time);
-        sqlite3_bind_int64(st, 6, (sqlite3_int64)L->last_time);
-        sqlite3_bind_int64(st, 7, (sqlite3_int64)a->live_bytes);
-        sqlite3_bind_int64(st, 8, (sqlite3_int64)llround(f.mean));
-        sqlite3_bind_double(st, 9, f.slope * 3600.0);
-        sqlite3_bind_double(st, 10, f.r2);
-        run(L, st);
+        rows_set(&rw, 0, a->heap);
+        rows_set(&rw, 1, a->stack);
+        rows_set(&rw, 2, a->tag);
+        rows_set(&rw, 3, (sqlite3_int64)start);
+        rows_set(&rw, 4, (sqlite3_int64)a->first_time);
+        rows_set(&rw, 5, (sqlite3_int64)L->last_time);
+        rows_set(&rw, 6, (sqlite3_int64)a->live_bytes);
+        rows_set(&rw, 7, (sqlite3_int64)llround(f.mean));
+        rows_set_real(&rw, 8, f.slope * 3600.0);
+        rows_set_real(&rw, 9, f.r2);
+        rows_next(&rw);
     }
-    sqlite3_finalize(st);
+    rows_close(&rw);
 }
 
 /* When recording was on (WINDOW records; one window from 0 when none). */
@@ -2650,6 +2685,9 @@ static void loader_free(struct loader *L)
     free(L->active);
     free(L->frame_map.s);
     free(L->stack_seen.s);
+    free(L->seen_bits);
+    L->seen_bits = NULL;
+    L->seen_n = 0;
     free(L->node_map.s);
     free(L->prev_addr);
     free(L->prev_node);
@@ -2776,6 +2814,16 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         rc = evwriter__new(L.db, &eo, &L.evw, msg, sizeof msg);
         if (rc) {
             fail(&L, rc, "event stream: %s", msg);
+            goto fail;
+        }
+    }
+    /* The capture's ids are dense (the recorder counts them up): a bit an
+     * id up to its largest, if that is not absurd (a damaged capture's
+     * ids may be anything; those beyond go to the hash set). */
+    if (capture__max_stack_id(L.cap) < (1u << 28)) {
+        L.seen_n = capture__max_stack_id(L.cap) + 1;
+        if (!(L.seen_bits = calloc((L.seen_n + 63) / 64, sizeof *L.seen_bits))) {
+            fail(&L, -ENOMEM, "out of memory");
             goto fail;
         }
     }

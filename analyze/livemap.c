@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/grow.h"
 #include "analyze/livemap.h"
 
 #define MIN_BITS 4
@@ -18,7 +19,7 @@ static inline size_t home(const struct livemap *m, uint64_t addr)
 static int setup(struct livemap *m, unsigned bits)
 {
     size_t n = (size_t)1 << bits;
-    m->slots = calloc(n, sizeof *m->slots);
+    m->slots = vh_calloc_table(n, sizeof *m->slots);
     if (!m->slots)
         return -1;
     m->mask = n - 1;

@@ -26,6 +26,7 @@
 #include "analyze/grow.h"
 #include "analyze/livemap.h"
 #include "analyze/load.h"
+#include "analyze/rowq.h"
 #include "analyze/trend.h"
 #include "analyze/weight.h"
 
@@ -97,7 +98,7 @@ static int idx_put(struct idxmap *m, uint64_t a, uint64_t b, uint32_t v)
 {
     if ((m->count + 1) * 2 > m->mask + 1 || !m->s) {
         size_t n = m->s ? (m->mask + 1) * 2 : 1024;
-        struct idx_slot *s = calloc(n, sizeof *s);
+        struct idx_slot *s = vh_calloc_table(n, sizeof *s);
         if (!s)
             return -ENOMEM;
         for (size_t i = 0; m->s && i <= m->mask; i++) {
@@ -239,6 +240,7 @@ struct loader {
 
     struct rows *node_rows, *stack_rows;   /* stack_nodes, stacks: many rows
                                           a statement (rows_open)            */
+    struct rowq *rowq;                 /* their writer thread while streaming */
     sqlite3_stmt *ins_frame, *ins_rss, *ins_mark, *ins_tag,
         *ins_series, *ins_region;
     struct open_region *regions;       /* declared and not ended yet         */
@@ -1260,19 +1262,20 @@ out:
 }
 
 /* ---- many rows per INSERT --------------------------------------------------
- * The big tables (stack_nodes and stacks while streaming; leaks and
- * stack_stats at the end: a row per live block, per (heap, stack, tag)) go
- * ROWS rows per statement: a statement's own cost (start, halt, reset) is
- * about a third of a one-row insert. */
-#define ROWS 64
-#define ROWS_MAX_COLS 16
+ * The big tables (stack_nodes and stacks while streaming; leaks,
+ * stack_stats and growth at the end: a row per live block, per (heap,
+ * stack, tag)) go ROWS rows per statement: a statement's own cost (start,
+ * halt, reset) is about a third of a one-row insert. While streaming, a
+ * writer thread steps them (rowq.h), when there is one. */
+#define ROWS VH_ROWS
 
 struct rows {
     struct loader *L;
     sqlite3_stmt *many, *one;
+    struct rowq *q;                    /* the writer thread, or NULL         */
     int cols, k;
     unsigned real;                     /* bit c: column c is REAL           */
-    union { int64_t i; double d; } v[ROWS * ROWS_MAX_COLS];
+    union vh_rowv v[ROWS * VH_ROWS_MAX_COLS];
 };
 
 /* sql: "INSERT INTO t(a, b, ...) VALUES " for `cols` integer columns. */
@@ -1321,33 +1324,44 @@ static inline void rows_set_real(struct rows *r, int col, double v)
     r->v[r->k * r->cols + col].d = v;
 }
 
-static void rows_bind(struct rows *r, sqlite3_stmt *st, int from, int n)
+static void rows_step(struct rows *r, sqlite3_stmt *st, const union vh_rowv *v, int n)
 {
-    for (int i = 0; i < n; i++) {
-        int c = i % r->cols;
-        if (r->real >> c & 1)
-            sqlite3_bind_double(st, i + 1, r->v[from + i].d);
-        else
-            sqlite3_bind_int64(st, i + 1, r->v[from + i].i);
-    }
+    char msg[256];
+
+    if (r->q)
+        rowq__put(r->q, st, r->real, r->cols, v, n);
+    else if (rowq__step(r->L->db, st, r->real, r->cols, v, n, msg, sizeof msg))
+        fail(r->L, -EIO, "%s", msg);
 }
 
 static void rows_next(struct rows *r)
 {
     if (++r->k < ROWS)
         return;
-    rows_bind(r, r->many, 0, ROWS * r->cols);
-    run(r->L, r->many);
+    rows_step(r, r->many, r->v, ROWS * r->cols);
     r->k = 0;
 }
 
-/* The rows left, one by one; then the statements go. */
+/* Ends the writer thread, once what it was given is stored; the rows
+ * that follow are stepped where they are made. */
+static void rows_unqueue(struct loader *L)
+{
+    char msg[256];
+
+    if (!L->rowq)
+        return;
+    if (rowq__stop(L->rowq, msg, sizeof msg))
+        fail(L, -EIO, "%s", msg);
+    L->rowq = NULL;
+    L->node_rows->q = L->stack_rows->q = NULL;
+}
+
+/* The rows left, one by one (never queued); then the statements go. */
 static void rows_close(struct rows *r)
 {
-    for (int i = 0; r->one && i < r->k && !r->L->failed; i++) {
-        rows_bind(r, r->one, i * r->cols, r->cols);
-        run(r->L, r->one);
-    }
+    r->q = NULL;
+    for (int i = 0; r->one && i < r->k && !r->L->failed; i++)
+        rows_step(r, r->one, r->v + i * r->cols, r->cols);
     sqlite3_finalize(r->one);
     sqlite3_finalize(r->many);
     r->one = r->many = NULL;
@@ -2796,6 +2810,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     if (rows_open(&L, L.node_rows, "INSERT INTO stack_nodes(id, parent, frame_id) VALUES", 3) ||
         rows_open(&L, L.stack_rows, "INSERT INTO stacks(id, depth, truncated, node) VALUES", 4))
         goto fail;
+    L.rowq = L.node_rows->q = L.stack_rows->q = rowq__start(L.db);
     L.ins_frame = prep(&L, "INSERT INTO frames(id, address, module_id, module_offset) "
                            "VALUES (?,?,?,?)");
     L.ins_rss = prep(&L, "INSERT INTO rss(time, bytes) VALUES (?,?)");
@@ -2890,6 +2905,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     }
     L.cur_b = NULL;
     feeder_stop(&F);                   /* capture__damage() is ours again */
+    rows_unqueue(&L);
     if (show)
         progress(&L, &last_pct, 1, 0, 0);
     t1 = now_s();
@@ -2975,6 +2991,7 @@ fail:
     snprintf(err, errlen, "%s: %s", capture, L.errmsg[0] ? L.errmsg : "load failed");
 out:
     feeder_stop(&F);
+    rows_unqueue(&L);
     loader_free(&L);
     if (dbn.db || dbn.tmp[0])
         db__discard(&dbn);

@@ -121,6 +121,65 @@ static int idx_put(struct idxmap *m, uint64_t a, uint64_t b, uint32_t v)
     return 0;
 }
 
+/* ---- the call tree's nodes: (parent, frame) -> node ----------------------
+ * Millions of entries probed at random (compileall: 2.1M), so a slot is
+ * 16 bytes, the key one word, and a miss becomes the insert at the slot it
+ * ended on: one probe sequence a new node, not two. */
+struct node_slot {
+    uint64_t key;                      /* parent << 32 | frame; 0: empty
+                                          (frame ids start at 1)            */
+    uint32_t id;
+};
+
+struct nodemap {
+    struct node_slot *s;
+    size_t mask, count;
+};
+
+static int nodemap_grow(struct nodemap *m)
+{
+    size_t n = m->s ? (m->mask + 1) * 2 : 4096;
+    struct node_slot *s = vh_calloc_table(n, sizeof *s);
+
+    if (!s)
+        return -ENOMEM;
+    for (size_t i = 0; m->s && i <= m->mask; i++) {
+        if (!m->s[i].key)
+            continue;
+        size_t j = mix(m->s[i].key, 0) & (n - 1);
+        while (s[j].key)
+            j = (j + 1) & (n - 1);
+        s[j] = m->s[i];
+    }
+    free(m->s);
+    m->s = s;
+    m->mask = n - 1;
+    return 0;
+}
+
+/* The node of (parent, frame): its id, or, when there is none, the id
+ * `next` given to it (*made = 1). UINT32_MAX when out of memory. */
+static inline uint32_t nodemap_get(struct nodemap *m, uint32_t parent, uint32_t frame,
+                                   uint32_t next, int *made)
+{
+    uint64_t key = (uint64_t)parent << 32 | frame;
+    size_t i;
+
+    *made = 0;
+    /* grown at 5/8 full: linear probes stay short */
+    if (!m->s || (m->count + 1) * 8 > (m->mask + 1) * 5) {
+        if (nodemap_grow(m))
+            return UINT32_MAX;
+    }
+    for (i = mix(key, 0) & m->mask; m->s[i].key; i = (i + 1) & m->mask)
+        if (m->s[i].key == key)
+            return m->s[i].id;
+    m->s[i] = (struct node_slot){ .key = key, .id = next };
+    m->count++;
+    *made = 1;
+    return next;
+}
+
 /* ---- loader state -------------------------------------------------------- */
 
 /* Activity of one heap in the current series bucket. */
@@ -213,7 +272,7 @@ struct loader {
                                           since ids in a damaged capture may
                                           be anything                        */
     uint64_t nstacks;
-    struct idxmap node_map;            /* (parent node, frame id) -> node id */
+    struct nodemap node_map;           /* (parent node, frame id) -> node id */
     uint64_t nnodes;
     uint64_t *prev_addr;               /* the latest STACK's frames from the */
     uint32_t *prev_node;               /* outermost in, and their nodes: the */
@@ -1519,27 +1578,29 @@ static void stack_row(struct loader *L, uint32_t id, uint32_t depth, int truncat
 }
 
 /* The call-tree node of the frame at addr under node `parent` (0: an
- * outermost frame); a new one gets its row. `fresh`: parent was just made,
- * so it has no child yet (no lookup). 0 on failure. */
-static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr, int fresh)
+ * outermost frame); a new one gets its row. 0 on failure. */
+static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr)
 {
-    uint64_t frame = frame_id(L, addr);
-    uint32_t id = fresh ? UINT32_MAX : idx_get(&L->node_map, parent, frame);
+    uint32_t frame = (uint32_t)frame_id(L, addr), id;
+    int made;
 
-    if (id != UINT32_MAX || L->failed)
-        return L->failed ? 0 : id;
+    if (L->failed)
+        return 0;
     if (L->nnodes >= UINT32_MAX - 1) {
         fail(L, -EOVERFLOW, "more than %u distinct call-tree nodes", UINT32_MAX - 2);
         return 0;
     }
-    id = (uint32_t)++L->nnodes;
-    if (idx_put(&L->node_map, parent, frame, id)) {
+    id = nodemap_get(&L->node_map, parent, frame, (uint32_t)L->nnodes + 1, &made);
+    if (id == UINT32_MAX) {
         fail(L, -ENOMEM, "out of memory");
         return 0;
     }
+    if (!made)
+        return id;
+    L->nnodes++;
     rows_set(L->node_rows, 0, id);
     rows_set(L->node_rows, 1, parent);
-    rows_set(L->node_rows, 2, (sqlite3_int64)frame);
+    rows_set(L->node_rows, 2, frame);
     rows_next(L->node_rows);
     return id;
 }
@@ -1554,7 +1615,6 @@ static void on_stack(struct loader *L, const struct vh_event *ev)
     const struct vh_rec_stack *r = (const struct vh_rec_stack *)ev->rec;
     const uint8_t *fr = (const uint8_t *)r + sizeof *r;
     uint32_t depth, node = 0;
-    uint64_t made = L->nnodes;
     size_t k = 0;
 
     if (ev->size < sizeof *r || stack_mark(L, r->h.b))
@@ -1580,8 +1640,7 @@ static void on_stack(struct loader *L, const struct vh_event *ev)
             continue;
         }
         L->prev_n = k;                 /* from here on the path is new */
-        /* below a node made for this stack, every node is new */
-        if (!(node = node_get(L, node, addr, node > made)))
+        if (!(node = node_get(L, node, addr)))
             return;
         L->prev_addr[k] = addr;
         L->prev_node[k] = node;

@@ -8,10 +8,12 @@
  * little before the previous owner's last one (the time was taken before
  * the chunk was claimed): the chunk splits there, at the THREAD record.
  * Version 2's compact records are decoded twice, in pass one to validate
- * and index, in pass two into the event; each segment carries the cursor
- * (time and address bases) its next record decodes against. */
+ * and index (the chunks split between threads on a big capture), in pass
+ * two into the event; each segment carries the cursor (time and address
+ * bases) its next record decodes against. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,6 +327,94 @@ static int chunk_scan(struct capture *c, uint32_t i)
     return 0;
 }
 
+/* Pass one over the chunks [from, to) of a copy of the capture: its own
+ * segments, stacks, byte count and damage, merged in chunk order after. */
+struct scan_part {
+    struct capture c;
+    uint32_t from, to;
+    int rc;
+    pthread_t thread;
+};
+
+static void *scan_part_main(void *arg)
+{
+    struct scan_part *p = arg;
+    for (uint32_t i = p->from; i < p->to && !p->rc; i++)
+        p->rc = chunk_scan(&p->c, i);
+    return NULL;
+}
+
+/* Appends part p's findings to c, which holds the chunks before p's. */
+static int scan_merge(struct capture *c, struct scan_part *p)
+{
+    const struct capture *b = &p->c;
+
+    for (size_t i = 0; i < b->nsegs; i++) {
+        if (vh_grow(&c->segs, &c->capsegs, c->nsegs, sizeof *c->segs, 64))
+            return -ENOMEM;
+        c->segs[c->nsegs++] = b->segs[i];
+    }
+    for (size_t i = 0; i < b->nstacks; i++) {
+        if (vh_grow(&c->stacks, &c->capstacks, c->nstacks, sizeof *c->stacks, 256))
+            return -ENOMEM;
+        c->stacks[c->nstacks++] = b->stacks[i];
+    }
+    c->total += b->total;
+    /* the message about the lowest offset; at a tie, the earlier chunk's */
+    if (b->damage && (!c->damage || b->damage_off < c->damage_off)) {
+        c->damage_off = b->damage_off;
+        memcpy(c->damage_msg, b->damage_msg, sizeof c->damage_msg);
+    }
+    c->damage += b->damage;
+    return p->rc;
+}
+
+/* Pass one over every chunk. Chunks are independent, so a big capture's
+ * are split between this thread and others (one a CPU, up to SCAN_PARTS
+ * in all): decoding every record is most of what opening costs, and the
+ * load cannot start before it is done. */
+#define SCAN_PARTS 4
+#define SCAN_PART_MIN (4u << 20)       /* bytes of chunks a part, at least */
+
+static int scan_chunks(struct capture *c)
+{
+    struct scan_part part[SCAN_PARTS - 1];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t bytes = (uint64_t)c->nchunks * c->hdr->chunk_size;
+    uint32_t nparts = cpus > 1 ? (uint32_t)(cpus < SCAN_PARTS ? cpus : SCAN_PARTS) : 1;
+    uint32_t started = 0, mine = c->nchunks;
+    int rc = 0;
+
+    while (nparts > 1 && bytes / nparts < SCAN_PART_MIN)
+        nparts--;
+    for (uint32_t k = 1; k < nparts; k++) {
+        struct scan_part *p = &part[started];
+        memset(p, 0, sizeof *p);
+        p->c.map = c->map;
+        p->c.size = c->size;
+        p->c.hdr = c->hdr;
+        p->c.v1 = c->v1;
+        p->from = (uint32_t)((uint64_t)c->nchunks * k / nparts);
+        p->to = (uint32_t)((uint64_t)c->nchunks * (k + 1) / nparts);
+        if (pthread_create(&p->thread, NULL, scan_part_main, p))
+            break;
+        started++;
+    }
+    if (started == nparts - 1 && started)
+        mine = part[0].from;
+    for (uint32_t i = 0; i < mine && !rc; i++)
+        rc = chunk_scan(c, i);
+    for (uint32_t k = 0; k < started; k++) {
+        pthread_join(part[k].thread, NULL);
+        /* all parts or none: without a thread for one, this one did all */
+        if (!rc && mine < c->nchunks)
+            rc = scan_merge(c, &part[k]);
+        free(part[k].c.segs);
+        free(part[k].c.stacks);
+    }
+    return rc;
+}
+
 static int by_id_then_offset(const void *a, const void *b)
 {
     const struct stack_ent *x = a, *y = b;
@@ -568,8 +658,7 @@ int capture__open(const char *path, struct capture **out, char *err, size_t errl
         holds = (c->size - c->hdr->chunk_offset + c->hdr->chunk_size - 1) / c->hdr->chunk_size;
     n = claimed < holds ? claimed : holds;
     c->nchunks = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX - 1; /* reported below */
-    for (uint32_t i = 0; i < c->nchunks && !rc; i++)
-        rc = chunk_scan(c, i);
+    rc = scan_chunks(c);
     if (!rc && !(c->heap = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->heap)))
         rc = -ENOMEM;
     /* After the chunks, so that a chunk cut at the same offset keeps the

@@ -67,8 +67,10 @@ struct capture {
     uint32_t nchunks;              /* chunks in the snapshot                */
     struct seg *segs;              /* in file order                         */
     size_t nsegs, capsegs;
-    struct heap_ent *heap;         /* min-heap of the segments with records */
+    struct heap_ent *heap;         /* min-heap of the segments under way    */
     size_t nheap;
+    struct heap_ent *pend;         /* segments not reached yet, by their    */
+    size_t npend, ipend;           /* first record's key; from ipend on     */
 
     struct stack_ent *stacks;      /* sorted by id once pass one is done    */
     size_t nstacks, capstacks;
@@ -484,6 +486,40 @@ static void sift_down(struct capture *c, size_t i)
     }
 }
 
+static void sift_up(struct capture *c, size_t i)
+{
+    struct heap_ent *h = c->heap;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        struct heap_ent t;
+        if (!before(&h[i], &h[up]))
+            return;
+        t = h[i];
+        h[i] = h[up];
+        h[up] = t;
+        i = up;
+    }
+}
+
+/* A segment joins the heap once the merge reaches its first record: the
+ * heap then holds about one segment a thread running at that time, not
+ * every chunk of the capture (hundreds), which makes each record's sift
+ * short. The order is the same: the next record is still the least of
+ * the heap's and the waiting segments' first ones. */
+static void activate(struct capture *c)
+{
+    while (c->ipend < c->npend &&
+           (!c->nheap || before(&c->pend[c->ipend], &c->heap[0]))) {
+        c->heap[c->nheap] = c->pend[c->ipend++];
+        sift_up(c, c->nheap++);
+    }
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return before(a, b) ? -1 : before(b, a);
+}
+
 /* Moves segment sg past PAD bytes to its next record and fills `e` with
  * that record's merge key; 0 when the segment has no record left. A time
  * that does not decode is taken as the cursor's: capture__next then finds
@@ -510,24 +546,27 @@ static int seg_peek(const struct capture *c, struct seg *sg, struct heap_ent *e)
 void capture__rewind(struct capture *c)
 {
     c->nheap = 0;
+    c->npend = c->ipend = 0;
     c->consumed = 0;
     for (size_t i = 0; i < c->nsegs; i++) {
         struct seg *sg = &c->segs[i];
         sg->pos = sg->first;
         sg->tid = 0;
         sg->cur = (struct vh_cursor){ 0, 0 };
-        if (seg_peek(c, sg, &c->heap[c->nheap])) {
-            c->heap[c->nheap].seg = i;
-            c->nheap++;
+        if (seg_peek(c, sg, &c->pend[c->npend])) {
+            c->pend[c->npend].seg = i;
+            c->npend++;
         }
     }
-    for (size_t i = c->nheap / 2; i-- > 0;)
-        sift_down(c, i);
+    qsort(c->pend, c->npend, sizeof *c->pend, by_key);
 }
 
 int capture__next(struct capture *c, struct vh_event *ev)
 {
-    while (c->nheap) {
+    for (;;) {
+        activate(c);
+        if (!c->nheap)
+            return 0;
         struct seg *sg = &c->segs[c->heap[0].seg];
         const char *why;
         struct rec r;
@@ -558,7 +597,6 @@ int capture__next(struct capture *c, struct vh_event *ev)
         sift_down(c, 0);
         return 1;
     }
-    return 0;
 }
 
 /* Header checks that make the file unreadable as a whole. */
@@ -659,7 +697,8 @@ int capture__open(const char *path, struct capture **out, char *err, size_t errl
     n = claimed < holds ? claimed : holds;
     c->nchunks = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX - 1; /* reported below */
     rc = scan_chunks(c);
-    if (!rc && !(c->heap = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->heap)))
+    if (!rc && (!(c->heap = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->heap)) ||
+                !(c->pend = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->pend))))
         rc = -ENOMEM;
     /* After the chunks, so that a chunk cut at the same offset keeps the
      * first message: it says which records were lost. */
@@ -790,6 +829,7 @@ void capture__close(struct capture *c)
         munmap((void *)c->map, c->size);
     free(c->segs);
     free(c->heap);
+    free(c->pend);
     free(c->stacks);
     free(c->dense);
     free(c->path);

@@ -786,6 +786,11 @@ uint32_t capture__max_stack_id(const struct capture *c)
     return c->max_stack_id;
 }
 
+uint32_t capture__dense_stacks(const struct capture *c)
+{
+    return c->dense ? c->ndense : 0;
+}
+
 unsigned capture__damage(const struct capture *c, const char **first)
 {
     if (first)

@@ -253,6 +253,12 @@ struct loader {
     struct agg *aggs;
     size_t naggs, capaggs;
     struct idxmap agg_map;             /* (heap<<48 | tag<<32 | stack) -> agg */
+    uint32_t *agg_sys;                 /* the system heap's untagged counters
+                                          by stack id below nagg_sys (the
+                                          capture's dense ids; most events):
+                                          an array, not agg_map; UINT32_MAX
+                                          none yet                          */
+    uint32_t nagg_sys;
     struct thread *threads;
     size_t nthreads, capthreads;
     struct idxmap thread_map;
@@ -504,10 +510,26 @@ static inline uint64_t agg_key(uint16_t tag, uint32_t stack)
     return (uint64_t)tag << 32 | stack;
 }
 
+/* Where (heap, stack, tag)'s counters' index is in agg_sys, or NULL: it
+ * is in agg_map. */
+static inline uint32_t *agg_sys_at(const struct loader *L, uint32_t heap, uint32_t stack,
+                                   uint16_t tag)
+{
+    return (heap | tag) == 0 && stack < L->nagg_sys ? &L->agg_sys[stack] : NULL;
+}
+
+/* The index of (heap, stack, tag)'s counters, or UINT32_MAX. */
+static inline uint32_t agg_find(const struct loader *L, uint32_t heap, uint32_t stack,
+                                uint16_t tag)
+{
+    const uint32_t *at = agg_sys_at(L, heap, stack, tag);
+    return at ? *at : idx_get(&L->agg_map, agg_key(tag, stack), heap);
+}
+
 static inline uint32_t agg_get(struct loader *L, uint32_t heap, uint32_t stack, uint16_t tag)
 {
     uint64_t key = agg_key(tag, stack);
-    uint32_t i = idx_get(&L->agg_map, key, heap);
+    uint32_t i = agg_find(L, heap, stack, tag), *at;
 
     if (__builtin_expect(i != UINT32_MAX, 1))
         return i;
@@ -528,7 +550,9 @@ static inline uint32_t agg_get(struct loader *L, uint32_t heap, uint32_t stack, 
         L->capaggs = n;
     }
     i = (uint32_t)L->naggs;
-    if (idx_put(&L->agg_map, key, heap, i))
+    if ((at = agg_sys_at(L, heap, stack, tag)))
+        *at = i;
+    else if (idx_put(&L->agg_map, key, heap, i))
         goto oom;
     /* Born at the heap's current epoch with nothing live: it held nothing
      * at the latest peak, which is what peak_* = 0 says. */
@@ -1804,10 +1828,14 @@ static inline void prefetch(const struct loader *L, const struct vh_event *ev)
         hp = L->heaps[h->a];
         if (hp)    /* ALLOC, RESIZE and FREE all have addr at offset 16 */
             livemap__prefetch(hp->live, ((const struct vh_rec_alloc *)h)->addr);
-        if (hp && h->type != VH_REC_FREE && L->agg_map.s) {
+        if (hp && h->type != VH_REC_FREE) {
             const struct vh_rec_alloc *r = (const struct vh_rec_alloc *)h;
-            __builtin_prefetch(
-                &L->agg_map.s[mix(agg_key(r->tag, h->b), hp->id) & L->agg_map.mask]);
+            const uint32_t *at = agg_sys_at(L, hp->id, h->b, r->tag);
+            if (at)
+                __builtin_prefetch(at);
+            else if (L->agg_map.s)
+                __builtin_prefetch(
+                    &L->agg_map.s[mix(agg_key(r->tag, h->b), hp->id) & L->agg_map.mask]);
         }
     }
 }
@@ -1821,8 +1849,7 @@ static inline uint32_t prefetch_agg(struct loader *L, const struct vh_event *ev,
     uint32_t i = UINT32_MAX;
 
     if ((h->type == VH_REC_ALLOC || h->type == VH_REC_RESIZE) && L->heaps[h->a]) {
-        i = idx_get(&L->agg_map, agg_key(((const struct vh_rec_alloc *)h)->tag, h->b),
-                    L->heaps[h->a]->id);
+        i = agg_find(L, L->heaps[h->a]->id, h->b, ((const struct vh_rec_alloc *)h)->tag);
     } else if (h->type == VH_REC_FREE && L->heaps[h->a]) {
         struct livemap *m = L->heaps[h->a]->live;
         const struct vh_live_block *b = livemap__find(m, ((const struct vh_rec_free *)h)->addr);
@@ -2752,6 +2779,9 @@ static void loader_free(struct loader *L)
     free(L->heaps);
     free(L->aggs);
     free(L->agg_map.s);
+    free(L->agg_sys);
+    L->agg_sys = NULL;
+    L->nagg_sys = 0;
     free(L->threads);
     free(L->thread_map.s);
     free(L->mods);
@@ -2891,15 +2921,18 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
             goto fail;
         }
     }
-    /* The capture's ids are dense (the recorder counts them up): a bit an
-     * id up to its largest, if that is not absurd (a damaged capture's
-     * ids may be anything; those beyond go to the hash set). */
-    if (capture__max_stack_id(L.cap) < (1u << 28)) {
-        L.seen_n = capture__max_stack_id(L.cap) + 1;
-        if (!(L.seen_bits = calloc((L.seen_n + 63) / 64, sizeof *L.seen_bits))) {
+    /* The capture's ids are dense (the recorder counts them up): arrays
+     * by id up to its largest, unless that is absurd (a damaged capture's
+     * ids may be anything; then, and for ids beyond, the hashes). */
+    L.seen_n = L.nagg_sys = capture__dense_stacks(L.cap);
+    if (L.seen_n) {
+        L.seen_bits = calloc((L.seen_n + 63) / 64, sizeof *L.seen_bits);
+        L.agg_sys = malloc(L.nagg_sys * sizeof *L.agg_sys);
+        if (!L.seen_bits || !L.agg_sys) {
             fail(&L, -ENOMEM, "out of memory");
             goto fail;
         }
+        memset(L.agg_sys, 0xff, L.nagg_sys * sizeof *L.agg_sys);
     }
     stack_mark(&L, 0);
     stack_row(&L, 0, 0, 0, 0);         /* 0: no stack recorded */

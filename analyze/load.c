@@ -180,6 +180,30 @@ static inline uint32_t nodemap_get(struct nodemap *m, uint32_t parent, uint32_t 
     return next;
 }
 
+/* Room for `more` new nodes without growing. 0 or -ENOMEM. */
+static int nodemap_reserve(struct nodemap *m, size_t more)
+{
+    while (!m->s || (m->count + more) * 8 > (m->mask + 1) * 5)
+        if (nodemap_grow(m))
+            return -ENOMEM;
+    return 0;
+}
+
+static inline size_t nodemap_home(const struct nodemap *m, uint64_t key)
+{
+    return mix(key, 0) & m->mask;
+}
+
+/* Adds key -> id, known to be absent, with room reserved. */
+static inline void nodemap_add(struct nodemap *m, uint64_t key, uint32_t id)
+{
+    size_t i = nodemap_home(m, key);
+    while (m->s[i].key)
+        i = (i + 1) & m->mask;
+    m->s[i] = (struct node_slot){ .key = key, .id = id };
+    m->count++;
+}
+
 /* ---- loader state -------------------------------------------------------- */
 
 /* Activity of one heap in the current series bucket. */
@@ -282,6 +306,7 @@ struct loader {
     uint64_t nnodes;
     uint64_t *prev_addr;               /* the latest STACK's frames from the */
     uint32_t *prev_node;               /* outermost in, and their nodes: the */
+    uint32_t *chain_frame;             /* (on_stack's new frames' ids)       */
     size_t prev_n, prev_cap;           /* next stack mostly shares its outer
                                           frames (see on_stack)              */
 
@@ -1603,23 +1628,23 @@ static void stack_row(struct loader *L, uint32_t id, uint32_t depth, int truncat
 
 /* The call-tree node of the frame at addr under node `parent` (0: an
  * outermost frame); a new one gets its row. 0 on failure. */
-static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr)
+static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr, int *made)
 {
     uint32_t frame = (uint32_t)frame_id(L, addr), id;
-    int made;
 
+    *made = 0;
     if (L->failed)
         return 0;
     if (L->nnodes >= UINT32_MAX - 1) {
         fail(L, -EOVERFLOW, "more than %u distinct call-tree nodes", UINT32_MAX - 2);
         return 0;
     }
-    id = nodemap_get(&L->node_map, parent, frame, (uint32_t)L->nnodes + 1, &made);
+    id = nodemap_get(&L->node_map, parent, frame, (uint32_t)L->nnodes + 1, made);
     if (id == UINT32_MAX) {
         fail(L, -ENOMEM, "out of memory");
         return 0;
     }
-    if (!made)
+    if (!*made)
         return id;
     L->nnodes++;
     rows_set(L->node_rows, 0, id);
@@ -1629,17 +1654,61 @@ static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr)
     return id;
 }
 
+/* Below a node just made, every node is new: frames k.. of the stack at
+ * fr (depth frames, innermost first) under node `node`. Their ids follow
+ * one another, so every key is known before any is stored: all their
+ * slots are fetched at once, then filled, instead of one cache miss after
+ * the other. The last node's id, 0 on failure. */
+static uint32_t node_chain(struct loader *L, const uint8_t *fr, uint32_t depth, size_t k,
+                           uint32_t node)
+{
+    struct nodemap *m = &L->node_map;
+    size_t n = depth - k;
+
+    if (L->nnodes + n >= UINT32_MAX - 1) {
+        fail(L, -EOVERFLOW, "more than %u distinct call-tree nodes", UINT32_MAX - 2);
+        return 0;
+    }
+    if (nodemap_reserve(m, n)) {
+        fail(L, -ENOMEM, "out of memory");
+        return 0;
+    }
+    for (size_t j = k; j < depth; j++) {
+        uint64_t addr;
+        memcpy(&addr, fr + 8 * (size_t)(depth - 1 - j), sizeof addr);
+        L->chain_frame[j] = (uint32_t)frame_id(L, addr);
+        L->prev_addr[j] = addr;
+        L->prev_node[j] = (uint32_t)(L->nnodes + 1 + (j - k));
+        __builtin_prefetch(&m->s[nodemap_home(m, (uint64_t)(j > k ? L->prev_node[j - 1] : node)
+                                                        << 32 | L->chain_frame[j])], 1);
+    }
+    if (L->failed)
+        return 0;
+    for (size_t j = k; j < depth; j++) {
+        uint32_t parent = j > k ? L->prev_node[j - 1] : node;
+        nodemap_add(m, (uint64_t)parent << 32 | L->chain_frame[j], L->prev_node[j]);
+        rows_set(L->node_rows, 0, L->prev_node[j]);
+        rows_set(L->node_rows, 1, parent);
+        rows_set(L->node_rows, 2, L->chain_frame[j]);
+        rows_next(L->node_rows);
+    }
+    L->nnodes += n;
+    return L->prev_node[depth - 1];
+}
+
 /* A stack becomes a path in the call tree, from its outermost frame in.
  * Stacks recorded one after the other mostly share their outer frames (the
  * same caller allocating from another place), so the frames it shares with
  * the previous STACK record, compared as raw addresses, take that one's
- * nodes without a lookup; module changes reset that (active_rebuild). */
+ * nodes without a lookup; module changes reset that (active_rebuild). The
+ * next frames are looked up, until one is new: from there on node_chain. */
 static void on_stack(struct loader *L, const struct vh_event *ev)
 {
     const struct vh_rec_stack *r = (const struct vh_rec_stack *)ev->rec;
     const uint8_t *fr = (const uint8_t *)r + sizeof *r;
     uint32_t depth, node = 0;
     size_t k = 0;
+    int made = 0;
 
     if (ev->size < sizeof *r || stack_mark(L, r->h.b))
         return;
@@ -1647,16 +1716,19 @@ static void on_stack(struct loader *L, const struct vh_event *ev)
     if (depth > L->prev_cap) {
         uint64_t *a = realloc(L->prev_addr, depth * sizeof *a);
         uint32_t *n = a ? realloc(L->prev_node, depth * sizeof *n) : NULL;
+        uint32_t *f = n ? realloc(L->chain_frame, depth * sizeof *f) : NULL;
         if (a)
             L->prev_addr = a;
-        if (!n) {
+        if (n)
+            L->prev_node = n;
+        if (!f) {
             fail(L, -ENOMEM, "out of memory");
             return;
         }
-        L->prev_node = n;
+        L->chain_frame = f;
         L->prev_cap = depth;
     }
-    for (; k < depth; k++) {           /* frame k from the outermost */
+    for (; k < depth && !made; k++) {  /* frame k from the outermost */
         uint64_t addr;
         memcpy(&addr, fr + 8 * (size_t)(depth - 1 - k), sizeof addr);
         if (k < L->prev_n && L->prev_addr[k] == addr) {
@@ -1664,11 +1736,13 @@ static void on_stack(struct loader *L, const struct vh_event *ev)
             continue;
         }
         L->prev_n = k;                 /* from here on the path is new */
-        if (!(node = node_get(L, node, addr)))
+        if (!(node = node_get(L, node, addr, &made)))
             return;
         L->prev_addr[k] = addr;
         L->prev_node[k] = node;
     }
+    if (k < depth && !(node = node_chain(L, fr, depth, k, node)))
+        return;
     L->prev_n = depth;
     stack_row(L, r->h.b, depth, !!(r->h.flags & VH_RF_TRUNCATED), node);
 }
@@ -2794,6 +2868,8 @@ static void loader_free(struct loader *L)
     free(L->node_map.s);
     free(L->prev_addr);
     free(L->prev_node);
+    free(L->chain_frame);
+    L->chain_frame = NULL;
     L->node_map.s = NULL;
     L->node_map.count = 0;
     L->prev_addr = NULL;

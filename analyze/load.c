@@ -136,24 +136,37 @@ struct nodemap {
     size_t mask, count;
 };
 
+static inline size_t nodemap_home(const struct nodemap *m, uint64_t key)
+{
+    return mix(key, 0) & m->mask;
+}
+
+/* Adds key -> id, known to be absent, with room reserved. */
+static inline void nodemap_add(struct nodemap *m, uint64_t key, uint32_t id)
+{
+    size_t i = nodemap_home(m, key);
+    while (m->s[i].key)
+        i = (i + 1) & m->mask;
+    m->s[i] = (struct node_slot){ .key = key, .id = id };
+    m->count++;
+}
+
+/* Twice the slots, every node added again. */
 static int nodemap_grow(struct nodemap *m)
 {
+    struct nodemap old = *m;
     size_t n = m->s ? (m->mask + 1) * 2 : 4096;
-    struct node_slot *s = vh_calloc_table(n, sizeof *s);
 
-    if (!s)
+    if (!(m->s = vh_calloc_table(n, sizeof *m->s))) {
+        *m = old;
         return -ENOMEM;
-    for (size_t i = 0; m->s && i <= m->mask; i++) {
-        if (!m->s[i].key)
-            continue;
-        size_t j = mix(m->s[i].key, 0) & (n - 1);
-        while (s[j].key)
-            j = (j + 1) & (n - 1);
-        s[j] = m->s[i];
     }
-    free(m->s);
-    m->s = s;
     m->mask = n - 1;
+    m->count = 0;
+    for (size_t i = 0; old.s && i <= old.mask; i++)
+        if (old.s[i].key)
+            nodemap_add(m, old.s[i].key, old.s[i].id);
+    free(old.s);
     return 0;
 }
 
@@ -171,7 +184,7 @@ static inline uint32_t nodemap_get(struct nodemap *m, uint32_t parent, uint32_t 
         if (nodemap_grow(m))
             return UINT32_MAX;
     }
-    for (i = mix(key, 0) & m->mask; m->s[i].key; i = (i + 1) & m->mask)
+    for (i = nodemap_home(m, key); m->s[i].key; i = (i + 1) & m->mask)
         if (m->s[i].key == key)
             return m->s[i].id;
     m->s[i] = (struct node_slot){ .key = key, .id = next };
@@ -187,21 +200,6 @@ static int nodemap_reserve(struct nodemap *m, size_t more)
         if (nodemap_grow(m))
             return -ENOMEM;
     return 0;
-}
-
-static inline size_t nodemap_home(const struct nodemap *m, uint64_t key)
-{
-    return mix(key, 0) & m->mask;
-}
-
-/* Adds key -> id, known to be absent, with room reserved. */
-static inline void nodemap_add(struct nodemap *m, uint64_t key, uint32_t id)
-{
-    size_t i = nodemap_home(m, key);
-    while (m->s[i].key)
-        i = (i + 1) & m->mask;
-    m->s[i] = (struct node_slot){ .key = key, .id = id };
-    m->count++;
 }
 
 /* ---- loader state -------------------------------------------------------- */

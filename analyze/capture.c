@@ -40,6 +40,12 @@ struct seg {
     uint64_t end;                  /* file offset where it ends             */
     uint64_t pos;                  /* next record to yield (pass two)       */
     struct vh_cursor cur;          /* compact records' bases at pos         */
+    long dec_n;                    /* the compact record at pos as seg_peek
+                                      decoded it: its length, in dec with
+                                      the cursor after it in dec_cur; < 0:
+                                      why it did not decode; 0: not one   */
+    union vh_rec_compact dec;
+    struct vh_cursor dec_cur;
     uint32_t tid;                  /* b of its THREAD record once yielded   */
     uint32_t chunk;
 };
@@ -532,11 +538,20 @@ static int seg_peek(const struct capture *c, struct seg *sg, struct heap_ent *e)
     if (!c->v1)
         while (sg->pos < sg->end && m[sg->pos] == VH_REC_PAD)
             sg->pos++;
+    sg->dec_n = 0;
     if (sg->pos >= sg->end)
         return 0;
-    if (!c->v1 && vh_rec_is_compact(m[sg->pos]))
-        vh_dec_compact_time(m + sg->pos, m + sg->end, &sg->cur, &t);
-    else if (sg->end - sg->pos >= MIN_RECORD)
+    if (!c->v1 && vh_rec_is_compact(m[sg->pos])) {
+        /* decoded whole, once: capture__next hands this out */
+        struct vh_cursor cur = sg->cur;
+        sg->dec_n = vh_dec_compact(m + sg->pos, m + sg->end, &cur, &sg->dec);
+        if (sg->dec_n > 0) {
+            t = sg->dec.alloc.time;
+            sg->dec_cur = cur;
+        } else {
+            vh_dec_compact_time(m + sg->pos, m + sg->end, &sg->cur, &t);
+        }
+    } else if (sg->end - sg->pos >= MIN_RECORD)
         t = rd64(m + sg->pos + 8);
     e->time = t;
     e->pos = sg->pos;
@@ -568,13 +583,26 @@ int capture__next(struct capture *c, struct vh_event *ev)
         if (!c->nheap)
             return 0;
         struct seg *sg = &c->segs[c->heap[0].seg];
-        const char *why;
+        const char *why = NULL;
         struct rec r;
-        int cut;
+        int cut, ok;
 
-        /* Decoded again: the bytes are shared with whoever else has the
-         * file open, and pass one's verdict must not be trusted blindly. */
-        if (!rec_decode(c, sg->pos, sg->end, &sg->cur, &ev->dec, &r, &why, &cut)) {
+        /* Decoded again (a compact record by seg_peek): the bytes are
+         * shared with whoever else has the file open, and pass one's
+         * verdict must not be trusted blindly. */
+        if (sg->dec_n > 0) {
+            ev->dec = sg->dec;
+            sg->cur = sg->dec_cur;
+            r = (struct rec){ .h = &ev->dec.h, .size = (size_t)sg->dec_n,
+                              .time = ev->dec.alloc.time };
+            ok = 1;
+        } else if (sg->dec_n < 0) {
+            why = vh_dec_why((int)sg->dec_n);
+            ok = 0;
+        } else {
+            ok = rec_decode(c, sg->pos, sg->end, &sg->cur, &ev->dec, &r, &why, &cut);
+        }
+        if (!ok) {
             damage(c, sg->pos, "chunk %u: record at 0x%llx %s (changed while being read)",
                    sg->chunk, (unsigned long long)sg->pos, why);
             sg->end = sg->pos;

@@ -8,10 +8,12 @@
  * little before the previous owner's last one (the time was taken before
  * the chunk was claimed): the chunk splits there, at the THREAD record.
  * Version 2's compact records are decoded twice, in pass one to validate
- * and index, in pass two into the event; each segment carries the cursor
- * (time and address bases) its next record decodes against. */
+ * and index (the chunks split between threads on a big capture), in pass
+ * two into the event; each segment carries the cursor (time and address
+ * bases) its next record decodes against. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,12 @@ struct seg {
     uint64_t end;                  /* file offset where it ends             */
     uint64_t pos;                  /* next record to yield (pass two)       */
     struct vh_cursor cur;          /* compact records' bases at pos         */
+    long dec_n;                    /* the compact record at pos as seg_peek
+                                      decoded it: its length, in dec with
+                                      the cursor after it in dec_cur; < 0:
+                                      why it did not decode; 0: not one   */
+    union vh_rec_compact dec;
+    struct vh_cursor dec_cur;
     uint32_t tid;                  /* b of its THREAD record once yielded   */
     uint32_t chunk;
 };
@@ -65,8 +73,10 @@ struct capture {
     uint32_t nchunks;              /* chunks in the snapshot                */
     struct seg *segs;              /* in file order                         */
     size_t nsegs, capsegs;
-    struct heap_ent *heap;         /* min-heap of the segments with records */
+    struct heap_ent *heap;         /* min-heap of the segments under way    */
     size_t nheap;
+    struct heap_ent *pend;         /* segments not reached yet, by their    */
+    size_t npend, ipend;           /* first record's key; from ipend on     */
 
     struct stack_ent *stacks;      /* sorted by id once pass one is done    */
     size_t nstacks, capstacks;
@@ -325,6 +335,94 @@ static int chunk_scan(struct capture *c, uint32_t i)
     return 0;
 }
 
+/* Pass one over the chunks [from, to) of a copy of the capture: its own
+ * segments, stacks, byte count and damage, merged in chunk order after. */
+struct scan_part {
+    struct capture c;
+    uint32_t from, to;
+    int rc;
+    pthread_t thread;
+};
+
+static void *scan_part_main(void *arg)
+{
+    struct scan_part *p = arg;
+    for (uint32_t i = p->from; i < p->to && !p->rc; i++)
+        p->rc = chunk_scan(&p->c, i);
+    return NULL;
+}
+
+/* Appends part p's findings to c, which holds the chunks before p's. */
+static int scan_merge(struct capture *c, struct scan_part *p)
+{
+    const struct capture *b = &p->c;
+
+    for (size_t i = 0; i < b->nsegs; i++) {
+        if (vh_grow(&c->segs, &c->capsegs, c->nsegs, sizeof *c->segs, 64))
+            return -ENOMEM;
+        c->segs[c->nsegs++] = b->segs[i];
+    }
+    for (size_t i = 0; i < b->nstacks; i++) {
+        if (vh_grow(&c->stacks, &c->capstacks, c->nstacks, sizeof *c->stacks, 256))
+            return -ENOMEM;
+        c->stacks[c->nstacks++] = b->stacks[i];
+    }
+    c->total += b->total;
+    /* the message about the lowest offset; at a tie, the earlier chunk's */
+    if (b->damage && (!c->damage || b->damage_off < c->damage_off)) {
+        c->damage_off = b->damage_off;
+        memcpy(c->damage_msg, b->damage_msg, sizeof c->damage_msg);
+    }
+    c->damage += b->damage;
+    return p->rc;
+}
+
+/* Pass one over every chunk. Chunks are independent, so a big capture's
+ * are split between this thread and others (one a CPU, up to SCAN_PARTS
+ * in all): decoding every record is most of what opening costs, and the
+ * load cannot start before it is done. */
+#define SCAN_PARTS 4
+#define SCAN_PART_MIN (4u << 20)       /* bytes of chunks a part, at least */
+
+static int scan_chunks(struct capture *c)
+{
+    struct scan_part part[SCAN_PARTS - 1];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t bytes = (uint64_t)c->nchunks * c->hdr->chunk_size;
+    uint32_t nparts = cpus > 1 ? (uint32_t)(cpus < SCAN_PARTS ? cpus : SCAN_PARTS) : 1;
+    uint32_t started = 0, mine = c->nchunks;
+    int rc = 0;
+
+    while (nparts > 1 && bytes / nparts < SCAN_PART_MIN)
+        nparts--;
+    for (uint32_t k = 1; k < nparts; k++) {
+        struct scan_part *p = &part[started];
+        memset(p, 0, sizeof *p);
+        p->c.map = c->map;
+        p->c.size = c->size;
+        p->c.hdr = c->hdr;
+        p->c.v1 = c->v1;
+        p->from = (uint32_t)((uint64_t)c->nchunks * k / nparts);
+        p->to = (uint32_t)((uint64_t)c->nchunks * (k + 1) / nparts);
+        if (pthread_create(&p->thread, NULL, scan_part_main, p))
+            break;
+        started++;
+    }
+    if (started == nparts - 1 && started)
+        mine = part[0].from;
+    for (uint32_t i = 0; i < mine && !rc; i++)
+        rc = chunk_scan(c, i);
+    for (uint32_t k = 0; k < started; k++) {
+        pthread_join(part[k].thread, NULL);
+        /* all parts or none: without a thread for one, this one did all */
+        if (!rc && mine < c->nchunks)
+            rc = scan_merge(c, &part[k]);
+        free(part[k].c.segs);
+        free(part[k].c.stacks);
+    }
+    return rc;
+}
+
 static int by_id_then_offset(const void *a, const void *b)
 {
     const struct stack_ent *x = a, *y = b;
@@ -394,6 +492,40 @@ static void sift_down(struct capture *c, size_t i)
     }
 }
 
+static void sift_up(struct capture *c, size_t i)
+{
+    struct heap_ent *h = c->heap;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        struct heap_ent t;
+        if (!before(&h[i], &h[up]))
+            return;
+        t = h[i];
+        h[i] = h[up];
+        h[up] = t;
+        i = up;
+    }
+}
+
+/* A segment joins the heap once the merge reaches its first record: the
+ * heap then holds about one segment a thread running at that time, not
+ * every chunk of the capture (hundreds), which makes each record's sift
+ * short. The order is the same: the next record is still the least of
+ * the heap's and the waiting segments' first ones. */
+static void activate(struct capture *c)
+{
+    while (c->ipend < c->npend &&
+           (!c->nheap || before(&c->pend[c->ipend], &c->heap[0]))) {
+        c->heap[c->nheap] = c->pend[c->ipend++];
+        sift_up(c, c->nheap++);
+    }
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return before(a, b) ? -1 : before(b, a);
+}
+
 /* Moves segment sg past PAD bytes to its next record and fills `e` with
  * that record's merge key; 0 when the segment has no record left. A time
  * that does not decode is taken as the cursor's: capture__next then finds
@@ -406,11 +538,20 @@ static int seg_peek(const struct capture *c, struct seg *sg, struct heap_ent *e)
     if (!c->v1)
         while (sg->pos < sg->end && m[sg->pos] == VH_REC_PAD)
             sg->pos++;
+    sg->dec_n = 0;
     if (sg->pos >= sg->end)
         return 0;
-    if (!c->v1 && vh_rec_is_compact(m[sg->pos]))
-        vh_dec_compact_time(m + sg->pos, m + sg->end, &sg->cur, &t);
-    else if (sg->end - sg->pos >= MIN_RECORD)
+    if (!c->v1 && vh_rec_is_compact(m[sg->pos])) {
+        /* decoded whole, once: capture__next hands this out */
+        struct vh_cursor cur = sg->cur;
+        sg->dec_n = vh_dec_compact(m + sg->pos, m + sg->end, &cur, &sg->dec);
+        if (sg->dec_n > 0) {
+            t = sg->dec.alloc.time;
+            sg->dec_cur = cur;
+        } else {
+            vh_dec_compact_time(m + sg->pos, m + sg->end, &sg->cur, &t);
+        }
+    } else if (sg->end - sg->pos >= MIN_RECORD)
         t = rd64(m + sg->pos + 8);
     e->time = t;
     e->pos = sg->pos;
@@ -420,32 +561,48 @@ static int seg_peek(const struct capture *c, struct seg *sg, struct heap_ent *e)
 void capture__rewind(struct capture *c)
 {
     c->nheap = 0;
+    c->npend = c->ipend = 0;
     c->consumed = 0;
     for (size_t i = 0; i < c->nsegs; i++) {
         struct seg *sg = &c->segs[i];
         sg->pos = sg->first;
         sg->tid = 0;
         sg->cur = (struct vh_cursor){ 0, 0 };
-        if (seg_peek(c, sg, &c->heap[c->nheap])) {
-            c->heap[c->nheap].seg = i;
-            c->nheap++;
+        if (seg_peek(c, sg, &c->pend[c->npend])) {
+            c->pend[c->npend].seg = i;
+            c->npend++;
         }
     }
-    for (size_t i = c->nheap / 2; i-- > 0;)
-        sift_down(c, i);
+    qsort(c->pend, c->npend, sizeof *c->pend, by_key);
 }
 
 int capture__next(struct capture *c, struct vh_event *ev)
 {
-    while (c->nheap) {
+    for (;;) {
+        activate(c);
+        if (!c->nheap)
+            return 0;
         struct seg *sg = &c->segs[c->heap[0].seg];
-        const char *why;
+        const char *why = NULL;
         struct rec r;
-        int cut;
+        int cut, ok;
 
-        /* Decoded again: the bytes are shared with whoever else has the
-         * file open, and pass one's verdict must not be trusted blindly. */
-        if (!rec_decode(c, sg->pos, sg->end, &sg->cur, &ev->dec, &r, &why, &cut)) {
+        /* Decoded again (a compact record by seg_peek): the bytes are
+         * shared with whoever else has the file open, and pass one's
+         * verdict must not be trusted blindly. */
+        if (sg->dec_n > 0) {
+            ev->dec = sg->dec;
+            sg->cur = sg->dec_cur;
+            r = (struct rec){ .h = &ev->dec.h, .size = (size_t)sg->dec_n,
+                              .time = ev->dec.alloc.time };
+            ok = 1;
+        } else if (sg->dec_n < 0) {
+            why = vh_dec_why((int)sg->dec_n);
+            ok = 0;
+        } else {
+            ok = rec_decode(c, sg->pos, sg->end, &sg->cur, &ev->dec, &r, &why, &cut);
+        }
+        if (!ok) {
             damage(c, sg->pos, "chunk %u: record at 0x%llx %s (changed while being read)",
                    sg->chunk, (unsigned long long)sg->pos, why);
             sg->end = sg->pos;
@@ -468,7 +625,6 @@ int capture__next(struct capture *c, struct vh_event *ev)
         sift_down(c, 0);
         return 1;
     }
-    return 0;
 }
 
 /* Header checks that make the file unreadable as a whole. */
@@ -568,9 +724,9 @@ int capture__open(const char *path, struct capture **out, char *err, size_t errl
         holds = (c->size - c->hdr->chunk_offset + c->hdr->chunk_size - 1) / c->hdr->chunk_size;
     n = claimed < holds ? claimed : holds;
     c->nchunks = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX - 1; /* reported below */
-    for (uint32_t i = 0; i < c->nchunks && !rc; i++)
-        rc = chunk_scan(c, i);
-    if (!rc && !(c->heap = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->heap)))
+    rc = scan_chunks(c);
+    if (!rc && (!(c->heap = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->heap)) ||
+                !(c->pend = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->pend))))
         rc = -ENOMEM;
     /* After the chunks, so that a chunk cut at the same offset keeps the
      * first message: it says which records were lost. */
@@ -658,6 +814,11 @@ uint32_t capture__max_stack_id(const struct capture *c)
     return c->max_stack_id;
 }
 
+uint32_t capture__dense_stacks(const struct capture *c)
+{
+    return c->dense ? c->ndense : 0;
+}
+
 unsigned capture__damage(const struct capture *c, const char **first)
 {
     if (first)
@@ -701,6 +862,7 @@ void capture__close(struct capture *c)
         munmap((void *)c->map, c->size);
     free(c->segs);
     free(c->heap);
+    free(c->pend);
     free(c->stacks);
     free(c->dense);
     free(c->path);

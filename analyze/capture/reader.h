@@ -52,6 +52,9 @@ const char *capture__argv(const struct capture *c, size_t *len);
 const uint64_t *capture__stack(const struct capture *c, uint32_t id, uint32_t *depth,
                                uint8_t *flags);
 uint32_t capture__max_stack_id(const struct capture *c);
+/* Stack ids are below this and dense enough (the capture's STACK records
+ * at least a quarter of them) to index arrays by; 0 when they are not. */
+uint32_t capture__dense_stacks(const struct capture *c);
 
 /* Next record in time order: 1 with *ev filled, 0 at the end. PAD bytes
  * are skipped, never yielded. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analyze/load/livemap.h"
+#include "analyze/util/grow.h"
 
 #define MIN_BITS 4
 #define LOAD_NUM 7                     /* grow when count > 7/10 of slots */
@@ -18,7 +19,7 @@ static inline size_t home(const struct livemap *m, uint64_t addr)
 static int setup(struct livemap *m, unsigned bits)
 {
     size_t n = (size_t)1 << bits;
-    m->slots = calloc(n, sizeof *m->slots);
+    m->slots = vh_calloc_table(n, sizeof *m->slots);
     if (!m->slots)
         return -1;
     m->mask = n - 1;

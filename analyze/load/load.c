@@ -27,6 +27,7 @@
 #include "analyze/util/grow.h"
 #include "analyze/load/livemap.h"
 #include "analyze/load/load.h"
+#include "analyze/load/rowq.h"
 #include "analyze/util/trend.h"
 #include "analyze/util/weight.h"
 
@@ -98,7 +99,7 @@ static int idx_put(struct idxmap *m, uint64_t a, uint64_t b, uint32_t v)
 {
     if ((m->count + 1) * 2 > m->mask + 1 || !m->s) {
         size_t n = m->s ? (m->mask + 1) * 2 : 1024;
-        struct idx_slot *s = calloc(n, sizeof *s);
+        struct idx_slot *s = vh_calloc_table(n, sizeof *s);
         if (!s)
             return -ENOMEM;
         for (size_t i = 0; m->s && i <= m->mask; i++) {
@@ -118,6 +119,87 @@ static int idx_put(struct idxmap *m, uint64_t a, uint64_t b, uint32_t v)
         i = (i + 1) & m->mask;
     m->s[i] = (struct idx_slot){ .a = a, .b = b, .v = v + 1 };
     m->count++;
+    return 0;
+}
+
+/* ---- the call tree's nodes: (parent, frame) -> node ----------------------
+ * Millions of entries probed at random (compileall: 2.1M), so a slot is
+ * 16 bytes, the key one word, and a miss becomes the insert at the slot it
+ * ended on: one probe sequence a new node, not two. */
+struct node_slot {
+    uint64_t key;                      /* parent << 32 | frame; 0: empty
+                                          (frame ids start at 1)            */
+    uint32_t id;
+};
+
+struct nodemap {
+    struct node_slot *s;
+    size_t mask, count;
+};
+
+static inline size_t nodemap_home(const struct nodemap *m, uint64_t key)
+{
+    return mix(key, 0) & m->mask;
+}
+
+/* Adds key -> id, known to be absent, with room reserved. */
+static inline void nodemap_add(struct nodemap *m, uint64_t key, uint32_t id)
+{
+    size_t i = nodemap_home(m, key);
+    while (m->s[i].key)
+        i = (i + 1) & m->mask;
+    m->s[i] = (struct node_slot){ .key = key, .id = id };
+    m->count++;
+}
+
+/* Twice the slots, every node added again. */
+static int nodemap_grow(struct nodemap *m)
+{
+    struct nodemap old = *m;
+    size_t n = m->s ? (m->mask + 1) * 2 : 4096;
+
+    if (!(m->s = vh_calloc_table(n, sizeof *m->s))) {
+        *m = old;
+        return -ENOMEM;
+    }
+    m->mask = n - 1;
+    m->count = 0;
+    for (size_t i = 0; old.s && i <= old.mask; i++)
+        if (old.s[i].key)
+            nodemap_add(m, old.s[i].key, old.s[i].id);
+    free(old.s);
+    return 0;
+}
+
+/* The node of (parent, frame): its id, or, when there is none, the id
+ * `next` given to it (*made = 1). UINT32_MAX when out of memory. */
+static inline uint32_t nodemap_get(struct nodemap *m, uint32_t parent, uint32_t frame,
+                                   uint32_t next, int *made)
+{
+    uint64_t key = (uint64_t)parent << 32 | frame;
+    size_t i;
+
+    *made = 0;
+    /* grown at 5/8 full: linear probes stay short */
+    if (!m->s || (m->count + 1) * 8 > (m->mask + 1) * 5) {
+        if (nodemap_grow(m))
+            return UINT32_MAX;
+    }
+    for (i = nodemap_home(m, key); m->s[i].key; i = (i + 1) & m->mask)
+        if (m->s[i].key == key)
+            return m->s[i].id;
+    m->s[i] = (struct node_slot){ .key = key, .id = next };
+    m->count++;
+    *made = 1;
+    return next;
+}
+
+/* Room for `more` new nodes without growing. 0 or -ENOMEM. */
+static int nodemap_reserve(struct nodemap *m, size_t more)
+{
+    while (!m->s || (m->count + more) * 8 > (m->mask + 1) * 5)
+        if (nodemap_grow(m))
+            return -ENOMEM;
     return 0;
 }
 
@@ -194,6 +276,12 @@ struct loader {
     struct agg *aggs;
     size_t naggs, capaggs;
     struct idxmap agg_map;             /* (heap<<48 | tag<<32 | stack) -> agg */
+    uint32_t *agg_sys;                 /* the system heap's untagged counters
+                                          by stack id below nagg_sys (the
+                                          capture's dense ids; most events):
+                                          an array, not agg_map; UINT32_MAX
+                                          none yet                          */
+    uint32_t nagg_sys;
     struct thread *threads;
     size_t nthreads, capthreads;
     struct idxmap thread_map;
@@ -204,14 +292,20 @@ struct loader {
     size_t nactive;
     struct idxmap frame_map;           /* (address, module id) -> frame id   */
     uint64_t nframes;
+    uint64_t *seen_bits;               /* stack ids below seen_n with a row
+                                          written, a bit each (ids are dense:
+                                          the capture's largest id bounds
+                                          them); larger ids in stack_seen  */
+    uint32_t seen_n;
     struct idxmap stack_seen;          /* stack ids with a row written: a set,
                                           since ids in a damaged capture may
                                           be anything                        */
     uint64_t nstacks;
-    struct idxmap node_map;            /* (parent node, frame id) -> node id */
+    struct nodemap node_map;           /* (parent node, frame id) -> node id */
     uint64_t nnodes;
     uint64_t *prev_addr;               /* the latest STACK's frames from the */
     uint32_t *prev_node;               /* outermost in, and their nodes: the */
+    uint32_t *chain_frame;             /* (on_stack's new frames' ids)       */
     size_t prev_n, prev_cap;           /* next stack mostly shares its outer
                                           frames (see on_stack)              */
 
@@ -235,6 +329,7 @@ struct loader {
 
     struct rows *node_rows, *stack_rows;   /* stack_nodes, stacks: many rows
                                           a statement (rows_open)            */
+    struct rowq *rowq;                 /* their writer thread while streaming */
     sqlite3_stmt *ins_frame, *ins_rss, *ins_mark, *ins_tag,
         *ins_series, *ins_region;
     struct open_region *regions;       /* declared and not ended yet         */
@@ -425,20 +520,44 @@ static inline __attribute__((always_inline)) struct thread *thread_get(struct lo
     return t;
 }
 
+/* Whether stack id has its stacks row (stack_mark). */
+static inline int stack_seen(const struct loader *L, uint32_t id)
+{
+    if (id < L->seen_n)
+        return (int)(L->seen_bits[id / 64] >> (id % 64) & 1);
+    return idx_get(&L->stack_seen, id, 0) != UINT32_MAX;
+}
+
 /* Aggregates are keyed (tag << 32 | stack, DB heap id). */
 static inline uint64_t agg_key(uint16_t tag, uint32_t stack)
 {
     return (uint64_t)tag << 32 | stack;
 }
 
+/* Where (heap, stack, tag)'s counters' index is in agg_sys, or NULL: it
+ * is in agg_map. */
+static inline uint32_t *agg_sys_at(const struct loader *L, uint32_t heap, uint32_t stack,
+                                   uint16_t tag)
+{
+    return (heap | tag) == 0 && stack < L->nagg_sys ? &L->agg_sys[stack] : NULL;
+}
+
+/* The index of (heap, stack, tag)'s counters, or UINT32_MAX. */
+static inline uint32_t agg_find(const struct loader *L, uint32_t heap, uint32_t stack,
+                                uint16_t tag)
+{
+    const uint32_t *at = agg_sys_at(L, heap, stack, tag);
+    return at ? *at : idx_get(&L->agg_map, agg_key(tag, stack), heap);
+}
+
 static inline uint32_t agg_get(struct loader *L, uint32_t heap, uint32_t stack, uint16_t tag)
 {
     uint64_t key = agg_key(tag, stack);
-    uint32_t i = idx_get(&L->agg_map, key, heap);
+    uint32_t i = agg_find(L, heap, stack, tag), *at;
 
     if (__builtin_expect(i != UINT32_MAX, 1))
         return i;
-    if (stack && idx_get(&L->stack_seen, stack, 0) == UINT32_MAX) {
+    if (stack && !stack_seen(L, stack)) {
         if (L->missing_aggs >= (L->opts->max_missing_stacks ? L->opts->max_missing_stacks
                                                             : MAX_MISSING_STACKS)) {
             L->missing_merged++;
@@ -455,7 +574,9 @@ static inline uint32_t agg_get(struct loader *L, uint32_t heap, uint32_t stack, 
         L->capaggs = n;
     }
     i = (uint32_t)L->naggs;
-    if (idx_put(&L->agg_map, key, heap, i))
+    if ((at = agg_sys_at(L, heap, stack, tag)))
+        *at = i;
+    else if (idx_put(&L->agg_map, key, heap, i))
         goto oom;
     /* Born at the heap's current epoch with nothing live: it held nothing
      * at the latest peak, which is what peak_* = 0 says. */
@@ -1248,18 +1369,20 @@ out:
 }
 
 /* ---- many rows per INSERT --------------------------------------------------
- * The big tables (stack_nodes and stacks while streaming; leaks and
- * stack_stats at the end: a row per live block, per (heap, stack, tag)) go
- * ROWS rows per statement: a statement's own cost (start, halt, reset) is
- * about a third of a one-row insert. */
-#define ROWS 64
-#define ROWS_MAX_COLS 16
+ * The big tables (stack_nodes and stacks while streaming; leaks,
+ * stack_stats and growth at the end: a row per live block, per (heap,
+ * stack, tag)) go ROWS rows per statement: a statement's own cost (start,
+ * halt, reset) is about a third of a one-row insert. While streaming, a
+ * writer thread steps them (rowq.h), when there is one. */
+#define ROWS VH_ROWS
 
 struct rows {
     struct loader *L;
     sqlite3_stmt *many, *one;
+    struct rowq *q;                    /* the writer thread, or NULL         */
     int cols, k;
-    int64_t v[ROWS * ROWS_MAX_COLS];
+    unsigned real;                     /* bit c: column c is REAL           */
+    union vh_rowv v[ROWS * VH_ROWS_MAX_COLS];
 };
 
 /* sql: "INSERT INTO t(a, b, ...) VALUES " for `cols` integer columns. */
@@ -1299,27 +1422,53 @@ static int rows_open(struct loader *L, struct rows *r, const char *sql, int cols
 
 static inline void rows_set(struct rows *r, int col, int64_t v)
 {
-    r->v[r->k * r->cols + col] = v;
+    r->v[r->k * r->cols + col].i = v;
+}
+
+/* A REAL column (r->real says which): set before the first row. */
+static inline void rows_set_real(struct rows *r, int col, double v)
+{
+    r->v[r->k * r->cols + col].d = v;
+}
+
+static void rows_step(struct rows *r, sqlite3_stmt *st, const union vh_rowv *v, int n)
+{
+    char msg[256];
+
+    if (r->q)
+        rowq__put(r->q, st, r->real, r->cols, v, n);
+    else if (rowq__step(r->L->db, st, r->real, r->cols, v, n, msg, sizeof msg))
+        fail(r->L, -EIO, "%s", msg);
 }
 
 static void rows_next(struct rows *r)
 {
     if (++r->k < ROWS)
         return;
-    for (int i = 0; i < ROWS * r->cols; i++)
-        sqlite3_bind_int64(r->many, i + 1, r->v[i]);
-    run(r->L, r->many);
+    rows_step(r, r->many, r->v, ROWS * r->cols);
     r->k = 0;
 }
 
-/* The rows left, one by one; then the statements go. */
+/* Ends the writer thread, once what it was given is stored; the rows
+ * that follow are stepped where they are made. */
+static void rows_unqueue(struct loader *L)
+{
+    char msg[256];
+
+    if (!L->rowq)
+        return;
+    if (rowq__stop(L->rowq, msg, sizeof msg))
+        fail(L, -EIO, "%s", msg);
+    L->rowq = NULL;
+    L->node_rows->q = L->stack_rows->q = NULL;
+}
+
+/* The rows left, one by one (never queued); then the statements go. */
 static void rows_close(struct rows *r)
 {
-    for (int i = 0; r->one && i < r->k && !r->L->failed; i++) {
-        for (int c = 0; c < r->cols; c++)
-            sqlite3_bind_int64(r->one, c + 1, r->v[i * r->cols + c]);
-        run(r->L, r->one);
-    }
+    r->q = NULL;
+    for (int i = 0; r->one && i < r->k && !r->L->failed; i++)
+        rows_step(r, r->one, r->v + i * r->cols, r->cols);
     sqlite3_finalize(r->one);
     sqlite3_finalize(r->many);
     r->one = r->many = NULL;
@@ -1452,8 +1601,12 @@ static uint64_t frame_id(struct loader *L, uint64_t addr)
 /* Marks stack id as written; 1 if it already was. */
 static int stack_mark(struct loader *L, uint32_t id)
 {
-    if (idx_get(&L->stack_seen, id, 0) != UINT32_MAX)
+    if (stack_seen(L, id))
         return 1;
+    if (id < L->seen_n) {
+        L->seen_bits[id / 64] |= 1ull << (id % 64);
+        return 0;
+    }
     if (idx_put(&L->stack_seen, id, 0, 0)) {
         fail(L, -ENOMEM, "out of memory");
         return 1;
@@ -1473,43 +1626,88 @@ static void stack_row(struct loader *L, uint32_t id, uint32_t depth, int truncat
 }
 
 /* The call-tree node of the frame at addr under node `parent` (0: an
- * outermost frame); a new one gets its row. `fresh`: parent was just made,
- * so it has no child yet (no lookup). 0 on failure. */
-static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr, int fresh)
+ * outermost frame); a new one gets its row. 0 on failure. */
+static uint32_t node_get(struct loader *L, uint32_t parent, uint64_t addr, int *made)
 {
-    uint64_t frame = frame_id(L, addr);
-    uint32_t id = fresh ? UINT32_MAX : idx_get(&L->node_map, parent, frame);
+    uint32_t frame = (uint32_t)frame_id(L, addr), id;
 
-    if (id != UINT32_MAX || L->failed)
-        return L->failed ? 0 : id;
+    *made = 0;
+    if (L->failed)
+        return 0;
     if (L->nnodes >= UINT32_MAX - 1) {
         fail(L, -EOVERFLOW, "more than %u distinct call-tree nodes", UINT32_MAX - 2);
         return 0;
     }
-    id = (uint32_t)++L->nnodes;
-    if (idx_put(&L->node_map, parent, frame, id)) {
+    id = nodemap_get(&L->node_map, parent, frame, (uint32_t)L->nnodes + 1, made);
+    if (id == UINT32_MAX) {
         fail(L, -ENOMEM, "out of memory");
         return 0;
     }
+    if (!*made)
+        return id;
+    L->nnodes++;
     rows_set(L->node_rows, 0, id);
     rows_set(L->node_rows, 1, parent);
-    rows_set(L->node_rows, 2, (sqlite3_int64)frame);
+    rows_set(L->node_rows, 2, frame);
     rows_next(L->node_rows);
     return id;
+}
+
+/* Below a node just made, every node is new: frames k.. of the stack at
+ * fr (depth frames, innermost first) under node `node`. Their ids follow
+ * one another, so every key is known before any is stored: all their
+ * slots are fetched at once, then filled, instead of one cache miss after
+ * the other. The last node's id, 0 on failure. */
+static uint32_t node_chain(struct loader *L, const uint8_t *fr, uint32_t depth, size_t k,
+                           uint32_t node)
+{
+    struct nodemap *m = &L->node_map;
+    size_t n = depth - k;
+
+    if (L->nnodes + n >= UINT32_MAX - 1) {
+        fail(L, -EOVERFLOW, "more than %u distinct call-tree nodes", UINT32_MAX - 2);
+        return 0;
+    }
+    if (nodemap_reserve(m, n)) {
+        fail(L, -ENOMEM, "out of memory");
+        return 0;
+    }
+    for (size_t j = k; j < depth; j++) {
+        uint64_t addr;
+        memcpy(&addr, fr + 8 * (size_t)(depth - 1 - j), sizeof addr);
+        L->chain_frame[j] = (uint32_t)frame_id(L, addr);
+        L->prev_addr[j] = addr;
+        L->prev_node[j] = (uint32_t)(L->nnodes + 1 + (j - k));
+        __builtin_prefetch(&m->s[nodemap_home(m, (uint64_t)(j > k ? L->prev_node[j - 1] : node)
+                                                        << 32 | L->chain_frame[j])], 1);
+    }
+    if (L->failed)
+        return 0;
+    for (size_t j = k; j < depth; j++) {
+        uint32_t parent = j > k ? L->prev_node[j - 1] : node;
+        nodemap_add(m, (uint64_t)parent << 32 | L->chain_frame[j], L->prev_node[j]);
+        rows_set(L->node_rows, 0, L->prev_node[j]);
+        rows_set(L->node_rows, 1, parent);
+        rows_set(L->node_rows, 2, L->chain_frame[j]);
+        rows_next(L->node_rows);
+    }
+    L->nnodes += n;
+    return L->prev_node[depth - 1];
 }
 
 /* A stack becomes a path in the call tree, from its outermost frame in.
  * Stacks recorded one after the other mostly share their outer frames (the
  * same caller allocating from another place), so the frames it shares with
  * the previous STACK record, compared as raw addresses, take that one's
- * nodes without a lookup; module changes reset that (active_rebuild). */
+ * nodes without a lookup; module changes reset that (active_rebuild). The
+ * next frames are looked up, until one is new: from there on node_chain. */
 static void on_stack(struct loader *L, const struct vh_event *ev)
 {
     const struct vh_rec_stack *r = (const struct vh_rec_stack *)ev->rec;
     const uint8_t *fr = (const uint8_t *)r + sizeof *r;
     uint32_t depth, node = 0;
-    uint64_t made = L->nnodes;
     size_t k = 0;
+    int made = 0;
 
     if (ev->size < sizeof *r || stack_mark(L, r->h.b))
         return;
@@ -1517,16 +1715,19 @@ static void on_stack(struct loader *L, const struct vh_event *ev)
     if (depth > L->prev_cap) {
         uint64_t *a = realloc(L->prev_addr, depth * sizeof *a);
         uint32_t *n = a ? realloc(L->prev_node, depth * sizeof *n) : NULL;
+        uint32_t *f = n ? realloc(L->chain_frame, depth * sizeof *f) : NULL;
         if (a)
             L->prev_addr = a;
-        if (!n) {
+        if (n)
+            L->prev_node = n;
+        if (!f) {
             fail(L, -ENOMEM, "out of memory");
             return;
         }
-        L->prev_node = n;
+        L->chain_frame = f;
         L->prev_cap = depth;
     }
-    for (; k < depth; k++) {           /* frame k from the outermost */
+    for (; k < depth && !made; k++) {  /* frame k from the outermost */
         uint64_t addr;
         memcpy(&addr, fr + 8 * (size_t)(depth - 1 - k), sizeof addr);
         if (k < L->prev_n && L->prev_addr[k] == addr) {
@@ -1534,12 +1735,13 @@ static void on_stack(struct loader *L, const struct vh_event *ev)
             continue;
         }
         L->prev_n = k;                 /* from here on the path is new */
-        /* below a node made for this stack, every node is new */
-        if (!(node = node_get(L, node, addr, node > made)))
+        if (!(node = node_get(L, node, addr, &made)))
             return;
         L->prev_addr[k] = addr;
         L->prev_node[k] = node;
     }
+    if (k < depth && !(node = node_chain(L, fr, depth, k, node)))
+        return;
     L->prev_n = depth;
     stack_row(L, r->h.b, depth, !!(r->h.flags & VH_RF_TRUNCATED), node);
 }
@@ -1699,10 +1901,14 @@ static inline void prefetch(const struct loader *L, const struct vh_event *ev)
         hp = L->heaps[h->a];
         if (hp)    /* ALLOC, RESIZE and FREE all have addr at offset 16 */
             livemap__prefetch(hp->live, ((const struct vh_rec_alloc *)h)->addr);
-        if (hp && h->type != VH_REC_FREE && L->agg_map.s) {
+        if (hp && h->type != VH_REC_FREE) {
             const struct vh_rec_alloc *r = (const struct vh_rec_alloc *)h;
-            __builtin_prefetch(
-                &L->agg_map.s[mix(agg_key(r->tag, h->b), hp->id) & L->agg_map.mask]);
+            const uint32_t *at = agg_sys_at(L, hp->id, h->b, r->tag);
+            if (at)
+                __builtin_prefetch(at);
+            else if (L->agg_map.s)
+                __builtin_prefetch(
+                    &L->agg_map.s[mix(agg_key(r->tag, h->b), hp->id) & L->agg_map.mask]);
         }
     }
 }
@@ -1716,8 +1922,7 @@ static inline uint32_t prefetch_agg(struct loader *L, const struct vh_event *ev,
     uint32_t i = UINT32_MAX;
 
     if ((h->type == VH_REC_ALLOC || h->type == VH_REC_RESIZE) && L->heaps[h->a]) {
-        i = idx_get(&L->agg_map, agg_key(((const struct vh_rec_alloc *)h)->tag, h->b),
-                    L->heaps[h->a]->id);
+        i = agg_find(L, L->heaps[h->a]->id, h->b, ((const struct vh_rec_alloc *)h)->tag);
     } else if (h->type == VH_REC_FREE && L->heaps[h->a]) {
         struct livemap *m = L->heaps[h->a]->live;
         const struct vh_live_block *b = livemap__find(m, ((const struct vh_rec_free *)h)->addr);
@@ -2242,33 +2447,35 @@ static void write_stack_stats(struct loader *L, const uint32_t *order)
  * the end hold nothing and get no rows. */
 static void write_growth(struct loader *L, const uint32_t *order)
 {
-    sqlite3_stmt *st = prep(L, "INSERT INTO growth(heap_id, stack_id, tag_id, start_time, "
-                               "first_time, end_time, live_bytes, mean_bytes, bytes_per_hour, "
-                               "r2) VALUES (?,?,?,?,?,?,?,?,?,?)");
+    struct rows rw;
+    int ok = !rows_open(L, &rw, "INSERT INTO growth(heap_id, stack_id, tag_id, start_time, "
+                                "first_time, end_time, live_bytes, mean_bytes, bytes_per_hour, "
+                                "r2) VALUES", 10);
     /* the fit ends where recording did: at the end, or where it paused */
     uint64_t rec_end = rec_time(L, L->recording_off ? L->pause_start : L->last_time);
     uint64_t start = L->nwindows ? L->windows[0].start : 0;
 
-    for (size_t k = 0; st && k < L->naggs && !L->failed; k++) {
+    rw.real = 1u << 8 | 1u << 9;
+    for (size_t k = 0; ok && k < L->naggs && !L->failed; k++) {
         const struct agg *a = &L->aggs[order[k]];
         struct trend_fit f;
 
         if (a->tr.first == UINT64_MAX || L->byid[a->heap]->destroyed)
             continue;
         f = trend__fit(&a->tr, rec_end);
-        sqlite3_bind_int64(st, 1, a->heap);
-        sqlite3_bind_int64(st, 2, a->stack);
-        sqlite3_bind_int64(st, 3, a->tag);
-        sqlite3_bind_int64(st, 4, (sqlite3_int64)start);
-        sqlite3_bind_int64(st, 5, (sqlite3_int64)a->first_time);
-        sqlite3_bind_int64(st, 6, (sqlite3_int64)L->last_time);
-        sqlite3_bind_int64(st, 7, (sqlite3_int64)a->live_bytes);
-        sqlite3_bind_int64(st, 8, (sqlite3_int64)llround(f.mean));
-        sqlite3_bind_double(st, 9, f.slope * 3600.0);
-        sqlite3_bind_double(st, 10, f.r2);
-        run(L, st);
+        rows_set(&rw, 0, a->heap);
+        rows_set(&rw, 1, a->stack);
+        rows_set(&rw, 2, a->tag);
+        rows_set(&rw, 3, (sqlite3_int64)start);
+        rows_set(&rw, 4, (sqlite3_int64)a->first_time);
+        rows_set(&rw, 5, (sqlite3_int64)L->last_time);
+        rows_set(&rw, 6, (sqlite3_int64)a->live_bytes);
+        rows_set(&rw, 7, (sqlite3_int64)llround(f.mean));
+        rows_set_real(&rw, 8, f.slope * 3600.0);
+        rows_set_real(&rw, 9, f.r2);
+        rows_next(&rw);
     }
-    sqlite3_finalize(st);
+    rows_close(&rw);
 }
 
 /* When recording was on (WINDOW records; one window from 0 when none). */
@@ -2631,15 +2838,23 @@ static void loader_free(struct loader *L)
     free(L->heaps);
     free(L->aggs);
     free(L->agg_map.s);
+    free(L->agg_sys);
+    L->agg_sys = NULL;
+    L->nagg_sys = 0;
     free(L->threads);
     free(L->thread_map.s);
     free(L->mods);
     free(L->active);
     free(L->frame_map.s);
     free(L->stack_seen.s);
+    free(L->seen_bits);
+    L->seen_bits = NULL;
+    L->seen_n = 0;
     free(L->node_map.s);
     free(L->prev_addr);
     free(L->prev_node);
+    free(L->chain_frame);
+    L->chain_frame = NULL;
     L->node_map.s = NULL;
     L->node_map.count = 0;
     L->prev_addr = NULL;
@@ -2745,6 +2960,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     if (rows_open(&L, L.node_rows, "INSERT INTO stack_nodes(id, parent, frame_id) VALUES", 3) ||
         rows_open(&L, L.stack_rows, "INSERT INTO stacks(id, depth, truncated, node) VALUES", 4))
         goto fail;
+    L.rowq = L.node_rows->q = L.stack_rows->q = rowq__start(L.db);
     L.ins_frame = prep(&L, "INSERT INTO frames(id, address, module_id, module_offset) "
                            "VALUES (?,?,?,?)");
     L.ins_rss = prep(&L, "INSERT INTO rss(time, bytes) VALUES (?,?)");
@@ -2765,6 +2981,19 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
             fail(&L, rc, "event stream: %s", msg);
             goto fail;
         }
+    }
+    /* The capture's ids are dense (the recorder counts them up): arrays
+     * by id up to its largest, unless that is absurd (a damaged capture's
+     * ids may be anything; then, and for ids beyond, the hashes). */
+    L.seen_n = L.nagg_sys = capture__dense_stacks(L.cap);
+    if (L.seen_n) {
+        L.seen_bits = calloc((L.seen_n + 63) / 64, sizeof *L.seen_bits);
+        L.agg_sys = malloc(L.nagg_sys * sizeof *L.agg_sys);
+        if (!L.seen_bits || !L.agg_sys) {
+            fail(&L, -ENOMEM, "out of memory");
+            goto fail;
+        }
+        memset(L.agg_sys, 0xff, L.nagg_sys * sizeof *L.agg_sys);
     }
     stack_mark(&L, 0);
     stack_row(&L, 0, 0, 0, 0);         /* 0: no stack recorded */
@@ -2829,6 +3058,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     }
     L.cur_b = NULL;
     feeder_stop(&F);                   /* capture__damage() is ours again */
+    rows_unqueue(&L);
     if (show)
         progress(&L, &last_pct, 1, 0, 0);
     t1 = now_s();
@@ -2914,6 +3144,7 @@ fail:
     snprintf(err, errlen, "%s: %s", capture, L.errmsg[0] ? L.errmsg : "load failed");
 out:
     feeder_stop(&F);
+    rows_unqueue(&L);
     loader_free(&L);
     if (dbn.db || dbn.tmp[0])
         db__discard(&dbn);

@@ -191,9 +191,9 @@ int db__create(const char *path, struct db_new *n, char *err, size_t errlen)
         return fd;
     }
     close(fd);
-    /* NOMUTEX (here and for readers): a connection is only ever used by
-     * one thread, and serialized mode takes a lock in every bind and step */
-    if (sqlite3_open_v2(n->tmp, &n->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+    /* Serialized (FULLMUTEX): the loader's row writer thread (load/rowq.h)
+     * shares the connection. Readers are NOMUTEX: one thread each. */
+    if (sqlite3_open_v2(n->tmp, &n->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) !=
         SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", n->tmp, n->db ? sqlite3_errmsg(n->db) : "cannot open");
         db__discard(n);

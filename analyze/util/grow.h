@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* *arr (any T *, passed as &ptr) holds n of *cap elements of `elem` bytes.
  * When n == *cap, reallocates to twice *cap (or `first`). 0, or -ENOMEM
@@ -27,6 +28,24 @@ static inline int vh_grow(void *arr, size_t *cap, size_t n, size_t elem, size_t 
     memcpy(arr, &p, sizeof p);
     *cap = c;
     return 0;
+}
+
+/* calloc for a hash table probed at random: from 4 MiB up, it asks for
+ * transparent huge pages (the kernel's default is often "madvise"), so a
+ * probe's page walk hits the TLB instead of missing it as well as the
+ * cache (compileall's 2M call-tree nodes: about a tenth of the load). */
+static inline void *vh_calloc_table(size_t n, size_t elem)
+{
+    void *p = calloc(n, elem);
+#ifdef MADV_HUGEPAGE
+    size_t bytes = n * elem;
+    if (p && bytes >= ((size_t)4 << 20)) {
+        uintptr_t lo = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+        uintptr_t hi = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);   /* a hint only */
+    }
+#endif
+    return p;
 }
 
 #endif

@@ -863,6 +863,55 @@ static void test_stack_lookup(void **state)
     capb__destroy(&b);
 }
 
+/* A capture big enough that pass one is split between threads (one a CPU,
+ * at least 4 MiB of chunks each): the parts' segments, stacks and damage
+ * merge as one thread would have found them, the first message the one
+ * about the lowest offset. */
+static void test_scan_in_parts(void **state)
+{
+    static const uint64_t fa[] = { 0x10, 0x20 }, fb[] = { 0x10, 0x30 };
+    enum { NCHUNKS = 16 };
+    uint64_t back[2];
+    struct capb b;
+    struct capture *c;
+    size_t n;
+
+    capb__init(&b, 1u << 20);
+    for (uint32_t i = 0; i < NCHUNKS; i++) {
+        uint64_t t = 1000 + 100 * (uint64_t)i;
+        uint32_t ch = capb__chunk(&b);
+        capb__thread(&b, ch, t, 100 + i);
+        if (i == 14)     /* id 2 again, other frames: the first one stays */
+            capb__stack(&b, ch, t + 1, 2, fb, 2, 0);
+        else
+            capb__stack(&b, ch, t + 1, i + 1, fa, i == 1 ? 2 : 1, 0);
+        capb__alloc(&b, ch, t + 2, 0x1000 + 0x100 * (uint64_t)i, 16, 16, i + 1);
+        capb__alloc(&b, ch, t + 3, 0x1010 + 0x100 * (uint64_t)i, 16, 16, i + 1);
+        /* chunks 12 and 3 (in that order: the message is about the first
+         * in the file, whichever part found it) go back in time */
+        if (i == 3 || i == 12)
+            back[i == 12] = capb__rss(&b, ch, t - 50, 4096);
+        else
+            capb__rss(&b, ch, t + 4, 4096);
+        capb__alloc(&b, ch, t + 5, 0x1020 + 0x100 * (uint64_t)i, 16, 16, i + 1);
+    }
+    c = open_image(&b);
+    n = drain(c);
+    assert_int_equal(n, (NCHUNKS - 2) * 6 + 2 * 4);
+    for (size_t i = 1; i < n; i++)
+        assert_true(events[i].time >= events[i - 1].time);
+    assert_int_equal(in_chunk(n, 3), 4);
+    assert_int_equal(in_chunk(n, 12), 4);
+    assert_int_equal(in_chunk(n, 15), 6);
+    expect_damage(c, 3, back[0]);
+    check_stack(c, 2, fa, 2, 0);
+    check_stack(c, 16, fa, 1, 0);
+    assert_null(capture__stack(c, 15, NULL, NULL));
+    assert_int_equal(capture__max_stack_id(c), 16);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
 /* ---- whole-file errors ------------------------------------------------ */
 
 static void test_bad_magic(void **state)
@@ -1591,6 +1640,7 @@ int main(void)
         cmocka_unit_test(test_tid_tracking),
         cmocka_unit_test(test_reused_chunk_time_overlap),
         cmocka_unit_test(test_stack_lookup),
+        cmocka_unit_test(test_scan_in_parts),
         cmocka_unit_test(test_bad_magic),
         cmocka_unit_test(test_wrong_version),
         cmocka_unit_test(test_bad_header_fields),

@@ -468,6 +468,10 @@ struct evwriter {
     sqlite3_stmt *ins_ev, *ins_cp;
     ZSTD_CCtx *cctx;
     uint32_t block_events;
+    uint32_t part_max;                 /* blocks in a checkpoint part: at
+                                          most VH_CHECKPOINT_PART, and no
+                                          more than an event block's events
+                                          (small in tests)                  */
     uint64_t cp_events;
     size_t zcap;
     struct encoder enc;                /* encode_events()' state (used by
@@ -693,6 +697,7 @@ int evwriter__new(sqlite3 *db, const struct evwriter_opts *opts, struct evwriter
         w->block_events = MAX_BLOCK_EVENTS;
     w->cp_events = opts && opts->checkpoint_events ? opts->checkpoint_events
                                                    : VH_CHECKPOINT_EVENTS;
+    w->part_max = w->block_events < VH_CHECKPOINT_PART ? w->block_events : VH_CHECKPOINT_PART;
     if (encoder_init(&w->enc, w->block_events))
         goto oom;
     /* the larger of a block's and a part's columns, and each frame's
@@ -945,7 +950,7 @@ int evwriter__checkpoint_add(struct evwriter *w, const struct vh_block *blocks, 
             w->cp_has_heap = 1;
             w->cp_part = 0;
             w->cp_prev_addr = 0;
-        } else if (w->cp_n == VH_CHECKPOINT_PART && flush_part(w)) {
+        } else if (w->cp_n == w->part_max && flush_part(w)) {
             return w->failed;
         }
         if (b->addr <= w->cp_prev_addr)

@@ -93,9 +93,12 @@ void liveset__free(struct liveset *ls);
 
 /* ---- writing: the loader's side ------------------------------------------
  * Storage (docs/schema.md, tables events and checkpoints): events go in
- * blocks of at most VH_EVENT_BLOCK, each a zstd frame of varint-coded events
- * (time, address and tid/heap as deltas from the previous event), field by
- * field in columns (encoding 2; blocks of encoding 1 are read too); a
+ * blocks of at most VH_EVENT_BLOCK of varint-coded events (time, address
+ * and tid/heap as deltas from the previous event), field by field in
+ * columns, each column a zstd frame; a free of a block allocated in the
+ * same block refers back to that event, an allocation at an address freed
+ * just before in the block names it (encoding 3; blocks of encodings 1 and
+ * 2 are read too); a
  * checkpoint holds every live block, sorted by (heap, address), in parts of
  * at most VH_CHECKPOINT_PART blocks, and starts a new event block. One is
  * due after max(VH_CHECKPOINT_EVENTS, 2 x min(live blocks now, live blocks
@@ -104,7 +107,7 @@ void liveset__free(struct liveset *ls);
  * long as the checkpoint is big. Blobs are compressed in a worker thread;
  * rows are written on the caller's thread only. */
 #define VH_EVENT_BLOCK 65536u
-#define VH_CHECKPOINT_EVENTS 1000000u
+#define VH_CHECKPOINT_EVENTS 4000000u
 #define VH_CHECKPOINT_PART 65536u
 
 struct evwriter_opts {

@@ -19,9 +19,11 @@
 #define EV_ENCODING 3                  /* by column, with references: load
                                           writes it                         */
 #define NCOL 8                         /* columns of encoding 2              */
-#define NCOL3 10                       /* columns of encoding 3              */
+#define NCOL3 11                       /* columns of encoding 3              */
 #define LIFO_DEPTH 4                   /* freed addresses kept per (heap,
                                           thread, usable size)              */
+#define SEL_FREED (2 + LIFO_DEPTH)     /* an ALLOC at the address of the
+                                          FREE so many frees back           */
 #define CONTIG_SLOTS 64                /* (thread, heap) contexts remembered
                                           for the "right after" guess       */
 #ifndef ZLEVEL
@@ -37,7 +39,7 @@
 #ifndef CP_LIVE_FACTOR
 #define CP_LIVE_FACTOR 2               /* see evwriter__checkpoint_due()    */
 #endif
-#define EV_MAX_BYTES 96u               /* an encoded event is at most 95    */
+#define EV_MAX_BYTES 104u              /* an encoded event is at most 98    */
 #define EV_HEAD_BYTES 128u             /* encoding 2's column lengths: 70   */
 #define CP_MAX_BYTES 64u               /* a checkpoint block at most 55     */
 #define MAX_BLOCK_EVENTS (4u * VH_EVENT_BLOCK) /* bounds what a DB may claim:   */
@@ -45,7 +47,7 @@
 
 /* The most bytes an event puts in each column of encoding 3: what a reader
  * may accept. */
-static const uint8_t ev_width[NCOL3] = { 1, 20, 10, 1, 3, 20, 20, 10, 5, 5 };
+static const uint8_t ev_width[NCOL3] = { 1, 20, 10, 1, 3, 20, 20, 10, 5, 5, 3 };
 
 /* ---- varints ---------------------------------------------------------------- */
 
@@ -278,7 +280,10 @@ static int unzcols(ZSTD_DCtx *d, const uint8_t *z, size_t zlen, uint64_t count,
  *    names it by its rank among those, latest first (up to LIFO_DEPTH);
  *  - an ALLOC right after the previous allocation of its thread and heap
  *    (addr = that one's addr + usable + 8: glibc carving its top chunk)
- *    says so.
+ *    says so;
+ *  - any other ALLOC at an address freed earlier in the block (in its
+ *    heap) says how many frees back that was (other threads, other sizes:
+ *    malloc's bins).
  * Tables are sized to the block and reset per block by a generation
  * counter, so a block decodes alone, from its row only. */
 
@@ -384,6 +389,9 @@ static inline struct contig *contig_of(struct model *m, uint32_t tid, uint32_t h
 struct bref {
     uint64_t addr;
     uint32_t heap, idx, gen;
+    uint32_t fidx;                     /* 1 + the number of the latest FREE
+                                          there among the block's FREEs; 0:
+                                          none                              */
 };
 
 struct encoder {
@@ -427,7 +435,8 @@ static struct bref *bref_slot(struct encoder *x, uint32_t heap, uint64_t addr)
     for (;; i = (i + 1) & x->refmask) {
         struct bref *r = &x->ref[i];
         if (r->gen != x->refgen) {
-            *r = (struct bref){ .addr = addr, .heap = heap, .idx = UINT32_MAX, .gen = x->refgen };
+            *r = (struct bref){ .addr = addr, .heap = heap, .idx = UINT32_MAX,
+                                .gen = x->refgen };
             return r;
         }
         if (r->addr == addr && r->heap == heap)
@@ -523,7 +532,8 @@ static int wfail(struct evwriter *w, int rc, const char *fmt, ...)
  * (docs/schema.md): ten columns, each the fields of that kind of every
  * event in order — kind bytes; [tid, heap]; time deltas; ALLOC's address
  * guesses; FREE's references back; address deltas [and to - addr]; sizes
- * [and old sizes]; usable - size; stacks; tags — each compressed on its
+ * [and old sizes]; usable - size; stacks; tags; ALLOC's frees back — each
+ * compressed on its
  * own (zcols). Alike values side by side compress better and faster; what
  * the model above predicts is not stored at all. The columns are written
  * into the encoder's scratch; start and len say where. */
@@ -533,7 +543,7 @@ static void encode_events(struct encoder *x, const struct vh_ev *ev, uint32_t n,
     uint8_t *c[NCOL3], *col = x->col;
     unsigned at = 0;
     uint64_t prev_time = n ? ev[0].time : 0, prev_addr = 0;
-    uint32_t prev_tid = 0, prev_heap = 0;
+    uint32_t prev_tid = 0, prev_heap = 0, nfree = 0;
 
     _Static_assert(MAX_BLOCK_EVENTS < (1u << 21), "a reference back takes 3 bytes");
     model_reset(&x->m);
@@ -567,17 +577,20 @@ static void encode_events(struct encoder *x, const struct vh_ev *ev, uint32_t n,
                     sel = 2 + r;
                     break;
                 }
+            struct bref *r = bref_slot(x, e->heap_id, e->addr);
             if (!sel && g->next && g->tid == e->tid && g->heap == e->heap_id &&
                 g->next == e->addr)
                 sel = 1;
+            if (!sel && r->fidx) {
+                sel = SEL_FREED;
+                c[10] = put(c[10], nfree - r->fidx);
+            }
             *c[3]++ = (uint8_t)sel;
-            if (sel)
-                prev_addr = e->addr;
-            else
+            if (!sel)
                 c[5] = put(c[5], zigzag((int64_t)(e->addr - prev_addr)));
             *g = (struct contig){ .tid = e->tid, .heap = e->heap_id,
                                   .next = e->addr + e->usable + 8 };
-            bref_slot(x, e->heap_id, e->addr)->idx = i;
+            r->idx = i;
             prev_addr = e->addr;
             c[6] = put(c[6], e->size);
             c[7] = put(c[7], zigzag((int64_t)(e->usable - e->size)));
@@ -591,6 +604,7 @@ static void encode_events(struct encoder *x, const struct vh_ev *ev, uint32_t n,
             if (r->idx < i && same_block(&ev[r->idx], e))
                 back = i - r->idx;
             r->idx = UINT32_MAX;
+            r->fidx = ++nfree;
             c[4] = put(c[4], back);
             lifo_push(lifo_get(&x->m, e->heap_id, e->tid, e->usable), e->addr);
             if (back) {
@@ -1054,6 +1068,8 @@ struct evstream {
     struct model m;                    /* encoding 3: what the block said    */
     struct setter *set;                /* the block each event left, by its
                                           index in the block                 */
+    uint64_t *freed;                   /* the addresses of its FREEs         */
+    uint32_t nfree;
     size_t setcap;
     int enc;
     int64_t block;
@@ -1234,11 +1250,15 @@ static int load_block(struct evstream *s)
     if (s->enc == EV_ENCODING) {
         if ((uint64_t)count > s->setcap) {
             struct setter *n = realloc(s->set, (size_t)count * sizeof *n);
-            if (!n)
+            uint64_t *f = n ? realloc(s->freed, (size_t)count * sizeof *f) : NULL;
+            if (n)
+                s->set = n;
+            if (!f)
                 return sfail(s, -ENOMEM, "out of memory");
-            s->set = n;
+            s->freed = f;
             s->setcap = (size_t)count;
         }
+        s->nfree = 0;
         if (model_reserve(&s->m, (uint32_t)count))
             return sfail(s, -ENOMEM, "out of memory");
         model_reset(&s->m);
@@ -1336,7 +1356,15 @@ static int decode3(struct evstream *s, struct vh_ev *ev)
         ev->usable = ev->size + (uint64_t)unzigzag(get(&c[7]));
         ev->stack_id = get32(&c[8]);
         ev->tag_id = get32(&c[9]);
-        if (sel >= 2) {
+        if (sel == SEL_FREED) {
+            uint64_t d = get(&c[10]);
+            if (d >= s->nfree)
+                why = "no such free";
+            else
+                addr = s->freed[s->nfree - 1 - d];
+        } else if (sel > SEL_FREED) {
+            why = "bad address guess";
+        } else if (sel >= 2) {
             struct lifo *l = lifo_get(&s->m, s->heap, s->tid, ev->usable);
             if (sel - 2 >= l->n)
                 why = "no such freed address";
@@ -1382,8 +1410,10 @@ static int decode3(struct evstream *s, struct vh_ev *ev)
             ev->stack_id = get32(&c[8]);
             ev->tag_id = get32(&c[9]);
         }
-        if (ev->kind == VH_EV_FREE)
+        if (ev->kind == VH_EV_FREE) {
             lifo_push(lifo_get(&s->m, s->heap, s->tid, ev->usable), ev->addr);
+            s->freed[s->nfree++] = ev->addr;
+        }
         if (ev->kind == VH_EV_RESIZE || ev->kind == VH_EV_MOVE)
             *set = (struct setter){ ev->kind == VH_EV_MOVE ? ev->to : ev->addr, ev->size,
                                     ev->usable, ev->stack_id, ev->tag_id, 1 };
@@ -1435,6 +1465,7 @@ void evstream__close(struct evstream *s)
     ZSTD_freeDCtx(s->dctx);
     model_free(&s->m);
     free(s->set);
+    free(s->freed);
     free(s->raw);
     free(s);
 }

@@ -307,20 +307,20 @@ static void raw_rows(struct in *in)
         blob = in->p;
         zlen = len;
         if ((flags & 0x21) == 0x21 && !(flags & 2)) {
-            /* an event block of encoding 3: the bytes cut into ten columns,
-             * each its own frame, so that decode3 sees varints in every
-             * column (lengths: one input byte each for the first nine) */
+            /* an event block of encoding 3: the bytes cut into eleven
+             * columns, each its own frame, so that decode3 sees varints in
+             * every column (lengths: one input byte each for the first ten) */
             uint8_t *o = z;
-            size_t cl[10], left = len, at = 0;
-            for (int k = 0; k < 9; k++) {
+            size_t cl[11], left = len, at = 0;
+            for (int k = 0; k < 10; k++) {
                 cl[k] = left ? (size_t)take(in, 1) % (left + 1) : 0;
                 left -= cl[k];
             }
-            cl[9] = left;
+            cl[10] = left;
             if (len > in->n)
                 len = in->n;
-            o += 9 * 2;                    /* room for nine lengths < 2^14 */
-            for (int k = 0; k < 10; k++) {
+            o += 10 * 2;                   /* room for ten lengths < 2^14 */
+            for (int k = 0; k < 11; k++) {
                 size_t n = cl[k] <= len - at ? cl[k] : len - at, f = 0;
                 if (n) {
                     f = ZSTD_compress(o, sizeof z - (size_t)(o - z), in->p + at, n, 1);
@@ -331,15 +331,15 @@ static void raw_rows(struct in *in)
                 at += n;
             }
             {                              /* the lengths, then the frames */
-                uint8_t head[18], *h = head;
-                for (int k = 0; k < 9; k++) {
+                uint8_t head[20], *h = head;
+                for (int k = 0; k < 10; k++) {
                     if (cl[k] >= 0x80)
                         *h++ = (uint8_t)(cl[k] | 0x80), cl[k] >>= 7;
                     *h++ = (uint8_t)cl[k];
                 }
-                memmove(z + (h - head), z + 18, (size_t)(o - z) - 18);
+                memmove(z + (h - head), z + 20, (size_t)(o - z) - 20);
                 memcpy(z, head, (size_t)(h - head));
-                zlen = (size_t)(o - z) - 18 + (size_t)(h - head);
+                zlen = (size_t)(o - z) - 20 + (size_t)(h - head);
             }
             blob = z;
             enc = 3;

@@ -621,7 +621,7 @@ static uint8_t *column(sqlite3 *db, int k, size_t *n)
 {
     sqlite3_stmt *st;
     const uint8_t *p, *end;
-    uint64_t len[10];
+    uint64_t len[11];
     uint8_t *out;
 
     assert_int_equal(sqlite3_prepare_v2(db, "SELECT encoding, data FROM events", -1, &st, NULL),
@@ -630,10 +630,11 @@ static uint8_t *column(sqlite3 *db, int k, size_t *n)
     assert_int_equal(sqlite3_column_int(st, 0), 3);
     p = sqlite3_column_blob(st, 1);
     end = p + sqlite3_column_bytes(st, 1);
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 10; i++)
         len[i] = varint(&p, end);
     for (int i = 0; i < k; i++)
         p += len[i];
+    len[10] = (uint64_t)(end - p);                     /* the last: the rest */
     *n = (size_t)ZSTD_getFrameContentSize(p, (size_t)len[k]);
     out = malloc(*n + 1);
     assert_int_equal(ZSTD_decompress(out, *n + 1, p, (size_t)len[k]), *n);
@@ -644,9 +645,10 @@ static uint8_t *column(sqlite3 *db, int k, size_t *n)
 /* Frees of blocks allocated in the same block refer back to them (also to
  * a RESIZE and a MOVE), allocations at addresses just freed by the same
  * thread at the same usable size name them by rank, one right after the
- * thread's previous allocation says so — and everything the model cannot
- * say (a free whose fields differ from its allocation's, another thread's
- * reuse) is spelled out; every event reads back as written. */
+ * thread's previous allocation says so, another thread's reuse says how
+ * many frees back — and what the model cannot say (a free whose fields
+ * differ from its allocation's) is spelled out; every event reads back as
+ * written. */
 static void test_encoding3_model(void **state)
 {
     enum { N = 100 };
@@ -677,7 +679,7 @@ static void test_encoding3_model(void **state)
     EV(VH_EV_MOVE, 0x90000, 40, 40, 6, 7, 1, .to = 0x98000);
     EV(VH_EV_FREE, 0x98000, 40, 40, 6, 7, 1);          /* refers to the MOVE */
     EV(VH_EV_FREE, 0x10020, 99, 24, 4, 7, 0);          /* not as allocated: spelled */
-    EV(VH_EV_ALLOC, 0x10020, 18, 24, 4, 8, 0);         /* another thread: spelled */
+    EV(VH_EV_ALLOC, 0x10020, 18, 24, 4, 8, 0);         /* another thread: frees back */
     EV(VH_EV_FAILED, 0, 1u << 30, 0, 9, 8, 0);
 #undef EV
     assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
@@ -712,7 +714,12 @@ static void test_encoding3_model(void **state)
     for (int i = N + 4; i < 2 * N; i++)                /* then carved anew */
         assert_int_equal(col[i], 1);
     assert_int_equal(col[2 * N], 0);                   /* heap 1: new */
-    assert_int_equal(col[2 * N + 1], 0);               /* thread 8 */
+    assert_int_equal(col[2 * N + 1], 6);               /* thread 8: frees back */
+    free(col);
+    /* column 10: ALLOC 6's distance in FREEs — the one just before */
+    col = column(db, 10, &len);
+    assert_int_equal(len, 1);
+    assert_int_equal(col[0], 0);
     free(col);
     /* column 4, one varint per FREE: how far back its block was left */
     col = column(db, 4, &len);
@@ -871,25 +878,27 @@ static void test_corrupt_blobs(void **state)
             { VH_EV_FREE, 0, 5, 0, "bad reference back" },      /* before the block */
             { VH_EV_ALLOC, 3, 0, 0, "no such freed address" },
             { VH_EV_ALLOC, 1, 0, 0, "no previous allocation" },
+            { VH_EV_ALLOC, 6, 0, 0, "no such free" },           /* 0 frees back: none */
+            { VH_EV_ALLOC, 7, 0, 0, "bad address guess" },
             { VH_EV_ALLOC, 0, 0, 0x81, "bad varint" },          /* address cut short */
         };
         for (size_t i = 0; i < sizeof bad3 / sizeof bad3[0]; i++) {
             /* one event; sizes, usable, stack, tag all 0 */
             const uint8_t zero = 0;
-            const uint8_t *colp[10] = { &bad3[i].kind, NULL, &zero, &bad3[i].sel, &bad3[i].back,
-                                        &bad3[i].addr, &zero, &zero, &zero, &zero };
-            size_t lens[10] = { 1, 0, 1, bad3[i].kind == VH_EV_ALLOC, bad3[i].kind == VH_EV_FREE,
-                                bad3[i].addr ? 1 : 0, 1, 1, 1, 1 };
-            uint8_t frames[10][64], blob[1024], *p = blob;
-            size_t zl[10];
-            for (int k = 0; k < 10; k++) {
+            const uint8_t *colp[11] = { &bad3[i].kind, NULL, &zero, &bad3[i].sel, &bad3[i].back,
+                                        &bad3[i].addr, &zero, &zero, &zero, &zero, &zero };
+            size_t lens[11] = { 1, 0, 1, bad3[i].kind == VH_EV_ALLOC, bad3[i].kind == VH_EV_FREE,
+                                bad3[i].addr ? 1 : 0, 1, 1, 1, 1, bad3[i].sel == 6 };
+            uint8_t frames[11][64], blob[1024], *p = blob;
+            size_t zl[11];
+            for (int k = 0; k < 11; k++) {
                 zl[k] = lens[k] ? ZSTD_compress(frames[k], sizeof frames[k], colp[k], lens[k], 1)
                                 : 0;
                 assert_false(ZSTD_isError(zl[k]));
             }
-            for (int k = 0; k < 9; k++)
+            for (int k = 0; k < 10; k++)
                 *p++ = (uint8_t)zl[k];                           /* each below 128 */
-            for (int k = 0; k < 10; k++) {
+            for (int k = 0; k < 11; k++) {
                 memcpy(p, frames[k], zl[k]);
                 p += zl[k];
             }

@@ -1267,18 +1267,17 @@ static int load_block(struct evstream *s)
     return 1;
 }
 
-/* Decodes the next event of the current block (the inverse of
- * encode_events, or of encoding 1 when every field cursor is the one). 0,
- * or < 0 on a corrupt block. */
-static int decode(struct evstream *s, struct vh_ev *ev)
+/* What every encoding starts an event with: the kind byte, [tid, heap]
+ * when its bit 7 says so, the time delta. ev is cleared first. 0, or < 0
+ * (s failed) at the end of the kinds or on an unknown kind. */
+static int decode_head(struct evstream *s, struct cur *kind, struct cur *ctx, struct cur *time,
+                       struct vh_ev *ev)
 {
-    struct cur **f = s->f;
     uint8_t h;
-    int bad = 0;
 
-    if (f[0]->p == f[0]->end)
+    if (kind->p == kind->end)
         return sfail(s, -EIO, "events block %" PRId64 ": corrupt (ends early)", s->block);
-    h = *f[0]->p++;
+    h = *kind->p++;
     memset(ev, 0, sizeof *ev);
     ev->kind = h & 7;
     ev->flags = (h >> 3) & 0xf;
@@ -1286,10 +1285,23 @@ static int decode(struct evstream *s, struct vh_ev *ev)
         return sfail(s, -EIO, "events block %" PRId64 ": corrupt (event kind %u)", s->block,
                      ev->kind);
     if (h & 0x80) {
-        s->tid = get32(f[1]);
-        s->heap = get32(f[1]);
+        s->tid = get32(ctx);
+        s->heap = get32(ctx);
     }
-    s->time += get(f[2]);
+    s->time += get(time);
+    return 0;
+}
+
+/* Decodes the next event of the current block (the inverse of
+ * encode_events, or of encoding 1 when every field cursor is the one). 0,
+ * or < 0 on a corrupt block. */
+static int decode(struct evstream *s, struct vh_ev *ev)
+{
+    struct cur **f = s->f;
+    int bad = 0;
+
+    if (decode_head(s, f[0], f[1], f[2], ev))
+        return s->failed;
     if (ev->kind != VH_EV_FAILED) {
         s->addr += (uint64_t)unzigzag(get(f[3]));
         ev->addr = s->addr;
@@ -1327,26 +1339,13 @@ static int decode3(struct evstream *s, struct vh_ev *ev)
     uint32_t i = (uint32_t)(s->count - s->left);
     struct setter *set = &s->set[i];
     const char *why = NULL;
-    uint8_t h;
     int bad = 0;
 
-    if (c[0].p == c[0].end)
-        return sfail(s, -EIO, "events block %" PRId64 ": corrupt (ends early)", s->block);
-    h = *c[0].p++;
-    memset(ev, 0, sizeof *ev);
     set->valid = 0;
-    ev->kind = h & 7;
-    ev->flags = (h >> 3) & 0xf;
-    if (ev->kind < VH_EV_ALLOC || ev->kind > VH_EV_FAILED)
-        return sfail(s, -EIO, "events block %" PRId64 ": corrupt (event kind %u)", s->block,
-                     ev->kind);
-    if (h & 0x80) {
-        s->tid = get32(&c[1]);
-        s->heap = get32(&c[1]);
-    }
+    if (decode_head(s, &c[0], &c[1], &c[2], ev))
+        return s->failed;
     ev->tid = s->tid;
     ev->heap_id = s->heap;
-    s->time += get(&c[2]);
     if (ev->kind == VH_EV_ALLOC) {
         uint32_t sel = c[3].p < c[3].end ? *c[3].p++ : (c[3].bad = 1, 0);
         struct contig *g = contig_of(&s->m, s->tid, s->heap);

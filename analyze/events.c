@@ -306,7 +306,8 @@ struct model {
     struct contig contig[CONTIG_SLOTS];
 };
 
-/* Room for a block of n events (frees: at most n keys, half the table). */
+/* Room for a block of n events (an event claims at most one list: at most
+ * n keys, half the table). */
 static int model_reserve(struct model *m, uint32_t n)
 {
     size_t want = 64;
@@ -408,7 +409,9 @@ static int encoder_init(struct encoder *x, uint32_t n)
 {
     size_t want = 64;
 
-    while (want < (size_t)n * 2)
+    /* an event claims at most two slots (a MOVE: from and to): at most
+     * half full, so that probes stay short */
+    while (want < (size_t)n * 4)
         want *= 2;
     x->ref = calloc(want, sizeof *x->ref);
     x->refmask = want - 1;

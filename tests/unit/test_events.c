@@ -736,6 +736,37 @@ static void test_encoding3_model(void **state)
     sqlite3_close(db);
 }
 
+/* A block of moves between addresses seen nowhere else: each names two
+ * new addresses for the writer's table of where blocks were left, the most
+ * a block can claim; they read back as written. */
+static void test_encoding3_moves(void **state)
+{
+    struct evwriter_opts o = { .block_events = 64 };
+    struct evwriter *w;
+    struct vh_ev *out;
+    sqlite3 *db;
+    size_t n;
+    char err[256];
+    (void)state;
+
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    assert_int_equal(vh_schema_apply(db, VH_SCHEMA_TABLES, err, sizeof err), 0);
+    assert_int_equal(evwriter__new(db, &o, &w, err, sizeof err), 0);
+    for (uint64_t i = 0; i < 64; i++) {
+        struct vh_ev e = { .time = i, .kind = VH_EV_MOVE, .addr = 0x100000 + 64 * i,
+                           .to = 0x900000 + 64 * i, .size = 8, .usable = 8, .heap_id = 1 };
+        assert_int_equal(evwriter__add(w, &e), 0);
+    }
+    assert_int_equal(evwriter__finish(w, NULL), 0);
+    evwriter__free(w);
+    out = read_all(db, 0, &n);
+    assert_int_equal(n, 64);
+    assert_int_equal(out[63].addr, 0x100000 + 64 * 63);
+    assert_int_equal(out[63].to, 0x900000 + 64 * 63);
+    free(out);
+    sqlite3_close(db);
+}
+
 /* A DB written before encoding 3 still reads: a block of encoding 1 and
  * one of encoding 2, made by hand as docs/schema.md describes them. */
 static void test_older_encodings(void **state)
@@ -1081,6 +1112,7 @@ int main(void)
         cmocka_unit_test(test_empty_capture),
         cmocka_unit_test(test_writer_rules),
         cmocka_unit_test(test_encoding3_model),
+        cmocka_unit_test(test_encoding3_moves),
         cmocka_unit_test(test_older_encodings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

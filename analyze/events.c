@@ -433,18 +433,14 @@ static void encoder_free(struct encoder *x)
 
 static struct bref *bref_slot(struct encoder *x, uint32_t heap, uint64_t addr)
 {
-    size_t i = (size_t)mix(addr ^ (uint64_t)heap << 48) & x->refmask;
+    /* direct-mapped by the address itself: a block's events cluster in a
+     * few regions, so neighbours share cache lines; a collision replaces
+     * the older entry (the writer then spells that free out) */
+    struct bref *r = &x->ref[((addr >> 4) + (uint64_t)heap * 0x9e3779b1u) & x->refmask];
 
-    for (;; i = (i + 1) & x->refmask) {
-        struct bref *r = &x->ref[i];
-        if (r->gen != x->refgen) {
-            *r = (struct bref){ .addr = addr, .heap = heap, .idx = UINT32_MAX,
-                                .gen = x->refgen };
-            return r;
-        }
-        if (r->addr == addr && r->heap == heap)
-            return r;
-    }
+    if (r->gen != x->refgen || r->addr != addr || r->heap != heap)
+        *r = (struct bref){ .addr = addr, .heap = heap, .idx = UINT32_MAX, .gen = x->refgen };
+    return r;
 }
 
 /* Does event j leave, at addr, the block a FREE e names? */

@@ -347,7 +347,8 @@ static inline uint64_t mix(uint64_t x)
 /* The list of (heap, tid, usable), claimed if new. */
 static struct lifo *lifo_get(struct model *m, uint32_t heap, uint32_t tid, uint64_t usable)
 {
-    size_t i = (size_t)mix(usable ^ mix((uint64_t)heap << 32 | tid)) & m->mask;
+    size_t i = (size_t)mix(usable * 0xff51afd7ed558ccdull ^ ((uint64_t)heap << 32 | tid)) &
+               m->mask;
 
     for (;; i = (i + 1) & m->mask) {
         struct lifo *l = &m->lifo[i];
@@ -1269,8 +1270,9 @@ static int load_block(struct evstream *s)
 /* What every encoding starts an event with: the kind byte, [tid, heap]
  * when its bit 7 says so, the time delta. ev is cleared first. 0, or < 0
  * (s failed) at the end of the kinds or on an unknown kind. */
-static int decode_head(struct evstream *s, struct cur *kind, struct cur *ctx, struct cur *time,
-                       struct vh_ev *ev)
+static inline __attribute__((always_inline)) int
+decode_head(struct evstream *s, struct cur *kind, struct cur *ctx, struct cur *time,
+            struct vh_ev *ev)
 {
     uint8_t h;
 

@@ -458,8 +458,7 @@ if [ $can_load = 1 ] && command -v sqlite3 >/dev/null 2>&1; then
                 (SELECT value FROM meta WHERE key = 'checkpoints'),
                 (SELECT value FROM meta WHERE key = 'checkpoint_bytes')" 2>/dev/null |
         awk -F'|' -v w="$w" -v db="$(stat -c %s "$tmp/vh.$w.db")" '
-            function b(x) { return x >= 1048576 ? sprintf("%.1fMiB", x / 1048576) :
-                                   sprintf("%.1fKiB", x / 1024) }
+            function b(x) { return x >= 1048576 ? sprintf("%.1fMiB", x / 1048576) : sprintf("%.1fKiB", x / 1024) }
             NF == 4 { printf "%-12s %10d %10s %9.2f %12d %10s %10s\n", w, $1, b($2),
                           $1 ? $2 / $1 : 0, $3, b($4), b(db - $2 - $4) }'
     done

@@ -107,7 +107,7 @@ void liveset__free(struct liveset *ls);
  * long as the checkpoint is big. Blobs are compressed in a worker thread;
  * rows are written on the caller's thread only. */
 #define VH_EVENT_BLOCK 65536u
-#define VH_CHECKPOINT_EVENTS 2000000u
+#define VH_CHECKPOINT_EVENTS 1000000u
 #define VH_CHECKPOINT_PART 65536u
 
 struct evwriter_opts {

@@ -282,7 +282,7 @@ CREATE INDEX events_seq ON events(first_seq);
 
 -- Live-set checkpoints: every block live after events [0, seq), so that the
 -- live set at any time is one checkpoint plus the events after it. Taken
--- after max(2M, 2 x min(live blocks now, at the previous one)) events, at
+-- after max(1M, 2 x min(live blocks now, at the previous one)) events, at
 -- the start of an event block, and at the end. One row per heap with live
 -- blocks (parts of at most 65536 blocks, ascending addresses); a checkpoint
 -- with nothing live has one empty row for heap 0. `data`: zstd frame,

@@ -446,6 +446,23 @@ for w in $wls; do
             hc == "-" ? "-" : sprintf("%.2f", hc), vc == "-" ? "-" : sprintf("%.2f", vc), vr m,
             vd, hs, d }'
 done
+# What the DB holds (the last load of each workload): the event stream and
+# the live-set checkpoints (analyze/events.c) against everything else.
+if [ $can_load = 1 ] && command -v sqlite3 >/dev/null 2>&1; then
+    printf '%-12s %10s %10s %9s %12s %10s %10s\n' "" events "ev bytes" "B/event" checkpoints \
+        "cp bytes" "the rest"
+    for w in $wls; do
+        [ -f "$tmp/vh.$w.db" ] || continue
+        sqlite3 "$tmp/vh.$w.db" "SELECT (SELECT value FROM meta WHERE key = 'events'),
+                (SELECT value FROM meta WHERE key = 'event_bytes'),
+                (SELECT value FROM meta WHERE key = 'checkpoints'),
+                (SELECT value FROM meta WHERE key = 'checkpoint_bytes')" 2>/dev/null |
+        awk -F'|' -v w="$w" -v db="$(stat -c %s "$tmp/vh.$w.db")" '
+            function b(x) { return x >= 1048576 ? sprintf("%.1fMiB", x / 1048576) : sprintf("%.1fKiB", x / 1024) }
+            NF == 4 { printf "%-12s %10d %10s %9.2f %12d %10s %10s\n", w, $1, b($2),
+                          $1 ? $2 / $1 : 0, $3, b($4), b(db - $2 - $4) }'
+    done
+fi
 say "(targets: vheap load+summary <= 0.5 x heaptrack_print on the same run, the DB"
 say " no larger than heaptrack's (interpreted, compressed) file, load's peak RSS"
 say " <= 1 GiB. Load also symbolizes, which heaptrack did earlier in"

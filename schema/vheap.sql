@@ -265,8 +265,8 @@ CREATE TABLE series (
 -- The normalized event stream (analyze/store/events.h; read it through evstream
 -- and liveset__at, the blobs are not meant for SQL): every allocation, free,
 -- in-place resize, move and failed call in time order, numbered from 0
--- (seq), in blocks of at most 65536 events. `data` is a zstd frame of
--- varint-coded events (encoding 1 or 2: docs/schema.md). Times never go back:
+-- (seq), in blocks of at most 65536 events. `data` holds zstd frames of
+-- varint-coded events (encoding 1, 2 or 3: docs/schema.md). Times never go back:
 -- block b's events lie in [first_time, last_time], before block b + 1's.
 CREATE TABLE events (
     block      INTEGER PRIMARY KEY,  -- 0, 1, ... in stream order
@@ -274,7 +274,7 @@ CREATE TABLE events (
     first_time INTEGER NOT NULL,
     last_time  INTEGER NOT NULL,
     count      INTEGER NOT NULL,     -- events in it
-    encoding   INTEGER NOT NULL,     -- 1 or 2 (load writes 2)
+    encoding   INTEGER NOT NULL,     -- 1, 2 or 3 (load writes 3)
     data       BLOB NOT NULL
 );
 CREATE INDEX events_time ON events(first_time);

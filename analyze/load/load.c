@@ -42,6 +42,8 @@
 #define MAX_HEAPS 65536u              /* ALLOC/FREE carry the heap in 16 bits */
 #define SERIES_TARGET 20000u          /* at most about this many buckets     */
 #define MIN_BUCKET_NS 1000000ull      /* 1 ms                                */
+#define SMALL_CAPTURE (64ull << 20)   /* a capture file below this size gets
+                                         a DB of 1 KiB pages (load__capture) */
 #define PROGRESS_EVERY 0xffffu        /* records between progress checks     */
 #define AHEAD 16u                     /* events read ahead, to prefetch      */
 #define BATCH 1024u                   /* events handed over at once: the ring
@@ -2942,7 +2944,13 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     }
     L.capwindows = 8;
     L.windows[L.nwindows++] = (struct window){ 0, UINT64_MAX };
-    if (exec(&L, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
+    /* A small capture's DB holds a few pages per table and index, mostly
+     * empty at SQLite's default 4 KiB: 1 KiB pages make it a fifth smaller
+     * (bench's sqlite workload: 729 -> 598 KB). Big DBs keep 4 KiB, where
+     * the page size changes the size by well under 1% and reading a blob
+     * follows four times fewer overflow pages. */
+    if (exec(&L, cs.size < SMALL_CAPTURE ? "PRAGMA page_size = 1024" : "PRAGMA page_size = 4096") ||
+        exec(&L, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
                  "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; "
                  "PRAGMA cache_size = -65536; PRAGMA application_id = 1986553185; "
                  "PRAGMA user_version = " VH_STR(VH_SCHEMA_VERSION) "; BEGIN"))

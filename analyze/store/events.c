@@ -15,8 +15,17 @@
 #include "analyze/store/events.h"
 
 #define ENCODING 1                     /* checkpoints; event blocks read it  */
-#define EV_ENCODING 2                  /* event blocks: by column            */
+#define EV_ENCODING2 2                 /* event blocks by column: read       */
+#define EV_ENCODING 3                  /* by column, with references: load
+                                          writes it                         */
 #define NCOL 8                         /* columns of encoding 2              */
+#define NCOL3 11                       /* columns of encoding 3              */
+#define LIFO_DEPTH 4                   /* freed addresses kept per (heap,
+                                          thread, usable size)              */
+#define SEL_FREED (2 + LIFO_DEPTH)     /* an ALLOC at the address of the
+                                          FREE so many frees back           */
+#define CONTIG_SLOTS 64                /* (thread, heap) contexts remembered
+                                          for the "right after" guess       */
 #ifndef ZLEVEL
 #define ZLEVEL 1                       /* zstd level: fast; the varints are
                                           already compact                   */
@@ -30,11 +39,15 @@
 #ifndef CP_LIVE_FACTOR
 #define CP_LIVE_FACTOR 2               /* see evwriter__checkpoint_due()    */
 #endif
-#define EV_MAX_BYTES 96u               /* an encoded event is at most 81    */
+#define EV_MAX_BYTES 104u              /* an encoded event is at most 98    */
 #define EV_HEAD_BYTES 128u             /* encoding 2's column lengths: 70   */
 #define CP_MAX_BYTES 64u               /* a checkpoint block at most 55     */
 #define MAX_BLOCK_EVENTS (4u * VH_EVENT_BLOCK) /* bounds what a DB may claim:   */
 #define MAX_PART_BLOCKS VH_CHECKPOINT_PART /* the writer never exceeds these  */
+
+/* The most bytes an event puts in each column of encoding 3: what a reader
+ * may accept. */
+static const uint8_t ev_width[NCOL3] = { 1, 20, 10, 1, 3, 20, 20, 10, 5, 5, 3 };
 
 /* ---- varints ---------------------------------------------------------------- */
 
@@ -157,19 +170,304 @@ static int unzip(ZSTD_DCtx *d, const void *z, size_t zlen, uint64_t count, size_
     return 0;
 }
 
+/* Encoding 3 of event blocks stores each column as a zstd frame of its own: the byte lengths of all frames but the
+ * last as varints, then the frames (an empty column: no bytes). Separate
+ * frames compress a fifth better than one over the columns back to back
+ * (each gets its own entropy tables), and faster. */
+
+/* Compresses ncol columns into z (cap bytes). Returns the bytes written,
+ * or a zstd error code (ZSTD_isError). */
+static size_t zcols(ZSTD_CCtx *c, uint8_t *z, size_t cap, uint8_t *const col[],
+                    const size_t len[], int ncol)
+{
+    enum { HEAD = 5 * NCOL3 };         /* varints of lengths below 2^35 */
+    size_t zl[NCOL3], at = HEAD;
+    uint8_t *p = z;
+
+    for (int k = 0; k < ncol; k++) {
+        zl[k] = 0;
+        if (!len[k])
+            continue;
+        zl[k] = ZSTD_compress2(c, z + at, cap - at, col[k], len[k]);
+        if (ZSTD_isError(zl[k]))
+            return zl[k];
+        at += zl[k];
+    }
+    for (int k = 0; k < ncol - 1; k++)
+        p = put(p, zl[k]);
+    memmove(p, z + HEAD, at - HEAD);
+    return (size_t)(p - z) + at - HEAD;
+}
+
+/* The inverse: decompresses the columns of blob z into *buf (grown as
+ * needed) and points c[0..ncol) at them. Column k may hold at most
+ * count * width[k] bytes. 0, or -EIO / -ENOMEM with err set. */
+static int unzcols(ZSTD_DCtx *d, const uint8_t *z, size_t zlen, uint64_t count,
+                   const uint8_t width[], int ncol, uint8_t **buf, size_t *cap, struct cur c[],
+                   char *err, size_t errlen)
+{
+    struct cur h = { .p = z, .end = z + (z ? zlen : 0) };
+    uint64_t zl[NCOL3], n[NCOL3], total = 0;
+    const uint8_t *f;
+    size_t at = 0;
+
+    for (int k = 0; k < ncol - 1; k++)
+        zl[k] = get(&h);
+    if (h.bad) {
+        snprintf(err, errlen, "bad column lengths");
+        return -EIO;
+    }
+    f = h.p;
+    for (int k = 0; k < ncol; k++) {
+        uint64_t room = (uint64_t)(h.end - f);
+        if (k == ncol - 1)
+            zl[k] = room;
+        if (zl[k] > room) {
+            snprintf(err, errlen, "column %d: past the end", k);
+            return -EIO;
+        }
+        n[k] = 0;
+        if (zl[k]) {
+            unsigned long long cs = ZSTD_getFrameContentSize(f, (size_t)zl[k]);
+            if (cs == ZSTD_CONTENTSIZE_ERROR || cs == ZSTD_CONTENTSIZE_UNKNOWN ||
+                cs > count * width[k]) {
+                snprintf(err, errlen, "column %d: %s", k,
+                         cs == ZSTD_CONTENTSIZE_ERROR ? "not a zstd frame"
+                                                      : "bad size in the zstd frame");
+                return -EIO;
+            }
+            n[k] = cs;
+        }
+        total += n[k];
+        f += zl[k];
+    }
+    if (total + 1 > *cap) {
+        uint8_t *p = realloc(*buf, (size_t)total + 1);
+        if (!p) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        *buf = p;
+        *cap = (size_t)total + 1;
+    }
+    f = h.p;
+    for (int k = 0; k < ncol; k++) {
+        if (zl[k]) {
+            size_t got = ZSTD_decompressDCtx(d, *buf + at, (size_t)n[k], f, (size_t)zl[k]);
+            if (ZSTD_isError(got) || got != n[k]) {
+                snprintf(err, errlen, "column %d: %s", k,
+                         ZSTD_isError(got) ? ZSTD_getErrorName(got)
+                                           : "zstd frame shorter than it says");
+                return -EIO;
+            }
+        }
+        c[k] = (struct cur){ .p = *buf + at, .end = *buf + at + n[k] };
+        at += (size_t)n[k];
+        f += zl[k];
+    }
+    return 0;
+}
+
+/* ---- encoding 3's model of the block, shared by writer and reader ---------
+ *
+ * Both sides replay the same state while going through a block, so that an
+ * event can name a value by where it was seen instead of spelling it:
+ *  - a FREE of a block whose allocation (ALLOC, RESIZE, or the MOVE that
+ *    brought it there) is earlier in the same block names that event by its
+ *    distance back and carries no address, size, usable, stack or tag;
+ *  - an ALLOC at an address freed earlier in the block by the same thread
+ *    with the same usable size (how malloc's per-thread caches reuse memory)
+ *    names it by its rank among those, latest first (up to LIFO_DEPTH);
+ *  - an ALLOC right after the previous allocation of its thread and heap
+ *    (addr = that one's addr + usable + 8: glibc carving its top chunk)
+ *    says so;
+ *  - any other ALLOC at an address freed earlier in the block (in its
+ *    heap) says how many frees back that was (other threads, other sizes:
+ *    malloc's bins).
+ * Tables are sized to the block and reset per block by a generation
+ * counter, so a block decodes alone, from its row only. */
+
+struct lifo {                          /* addresses freed, per key           */
+    uint64_t usable;
+    uint32_t heap, tid, gen;
+    uint32_t n;
+    uint64_t a[LIFO_DEPTH];            /* a[n - 1]: the latest               */
+};
+
+struct contig {
+    uint32_t tid, heap;
+    uint64_t next;                     /* 0: none                            */
+};
+
+struct model {
+    struct lifo *lifo;
+    size_t mask;                       /* lifo has mask + 1 slots            */
+    uint32_t gen;
+    struct contig contig[CONTIG_SLOTS];
+};
+
+/* Room for a block of n events (an event claims at most one list: at most
+ * n keys, half the table). */
+static int model_reserve(struct model *m, uint32_t n)
+{
+    size_t want = 64;
+
+    while (want < (size_t)n * 2)
+        want *= 2;
+    if (m->lifo && m->mask + 1 >= want)
+        return 0;
+    free(m->lifo);
+    m->lifo = calloc(want, sizeof *m->lifo);
+    m->mask = want - 1;
+    m->gen = 0;
+    return m->lifo ? 0 : -ENOMEM;
+}
+
+static void model_reset(struct model *m)
+{
+    if (++m->gen == 0) {               /* wrapped: clear for real            */
+        memset(m->lifo, 0, (m->mask + 1) * sizeof *m->lifo);
+        m->gen = 1;
+    }
+    memset(m->contig, 0, sizeof m->contig);
+}
+
+static void model_free(struct model *m)
+{
+    free(m->lifo);
+    m->lifo = NULL;
+}
+
+static inline uint64_t mix(uint64_t x)
+{
+    x *= 0x9e3779b97f4a7c15ull;
+    return x ^ (x >> 29);
+}
+
+/* The list of (heap, tid, usable), claimed if new. */
+static struct lifo *lifo_get(struct model *m, uint32_t heap, uint32_t tid, uint64_t usable)
+{
+    size_t i = (size_t)mix(usable * 0xff51afd7ed558ccdull ^ ((uint64_t)heap << 32 | tid)) &
+               m->mask;
+
+    for (;; i = (i + 1) & m->mask) {
+        struct lifo *l = &m->lifo[i];
+        if (l->gen != m->gen) {
+            *l = (struct lifo){ .usable = usable, .heap = heap, .tid = tid, .gen = m->gen };
+            return l;
+        }
+        if (l->usable == usable && l->heap == heap && l->tid == tid)
+            return l;
+    }
+}
+
+static void lifo_push(struct lifo *l, uint64_t addr)
+{
+    if (l->n == LIFO_DEPTH) {
+        memmove(l->a, l->a + 1, (LIFO_DEPTH - 1) * sizeof *l->a);
+        l->n--;
+    }
+    l->a[l->n++] = addr;
+}
+
+/* Removes the entry of rank r (0: the latest) and returns it. */
+static uint64_t lifo_take(struct lifo *l, uint32_t r)
+{
+    uint32_t i = l->n - 1 - r;
+    uint64_t a = l->a[i];
+
+    memmove(l->a + i, l->a + i + 1, (l->n - 1 - i) * sizeof *l->a);
+    l->n--;
+    return a;
+}
+
+static inline struct contig *contig_of(struct model *m, uint32_t tid, uint32_t heap)
+{
+    return &m->contig[mix((uint64_t)heap << 32 | tid) % CONTIG_SLOTS];
+}
+
+/* Where the writer last saw each (heap, address) set by an event of the
+ * block being encoded: the event a FREE may refer back to. */
+struct bref {
+    uint64_t addr;
+    uint32_t heap, idx, gen;
+    uint32_t fidx;                     /* 1 + the number of the latest FREE
+                                          there among the block's FREEs; 0:
+                                          none                              */
+};
+
+struct encoder {
+    struct model m;
+    struct bref *ref;
+    size_t refmask;
+    uint32_t refgen;
+    uint8_t *col;                      /* column scratch: a block's or a
+                                          checkpoint part's worst case      */
+    size_t colcap;
+};
+
+static int encoder_init(struct encoder *x, uint32_t n)
+{
+    size_t want = 64;
+
+    /* an event claims at most two slots (a MOVE: from and to): at most
+     * half full, so that probes stay short */
+    while (want < (size_t)n * 4)
+        want *= 2;
+    x->ref = calloc(want, sizeof *x->ref);
+    x->refmask = want - 1;
+    x->colcap = (size_t)n * EV_MAX_BYTES;
+    if (x->colcap < (size_t)VH_CHECKPOINT_PART * CP_MAX_BYTES)
+        x->colcap = (size_t)VH_CHECKPOINT_PART * CP_MAX_BYTES;
+    x->col = malloc(x->colcap);
+    if (!x->ref || !x->col || model_reserve(&x->m, n))
+        return -ENOMEM;
+    return 0;
+}
+
+static void encoder_free(struct encoder *x)
+{
+    model_free(&x->m);
+    free(x->ref);
+    free(x->col);
+}
+
+static struct bref *bref_slot(struct encoder *x, uint32_t heap, uint64_t addr)
+{
+    /* direct-mapped by the address itself: a block's events cluster in a
+     * few regions, so neighbours share cache lines; a collision replaces
+     * the older entry (the writer then spells that free out) */
+    struct bref *r = &x->ref[((addr >> 4) + (uint64_t)heap * 0x9e3779b1u) & x->refmask];
+
+    if (r->gen != x->refgen || r->addr != addr || r->heap != heap)
+        *r = (struct bref){ .addr = addr, .heap = heap, .idx = UINT32_MAX, .gen = x->refgen };
+    return r;
+}
+
+/* Does event j leave, at addr, the block a FREE e names? */
+static int same_block(const struct vh_ev *j, const struct vh_ev *e)
+{
+    uint64_t at = j->kind == VH_EV_MOVE ? j->to : j->addr;
+    return (j->kind == VH_EV_ALLOC || j->kind == VH_EV_RESIZE || j->kind == VH_EV_MOVE) &&
+           at == e->addr && j->size == e->size && j->usable == e->usable &&
+           j->stack_id == e->stack_id && j->tag_id == e->tag_id;
+}
+
 /* ---- the writer ------------------------------------------------------------- */
 
 /* One blob on its way to a row. The loader's thread collects the events of
- * one job while a worker thread encodes and compresses the previous one, so
- * neither costs the loader time on a machine with a second core (a
- * checkpoint's blocks are encoded by the loader's thread, as it walks its
- * live set); rows are inserted by the loader's thread only (SQLite stays
- * on one thread), in order. */
+ * one job (or a checkpoint part's blocks, as it walks its live set) while a
+ * worker thread encodes and compresses the previous one, so neither costs
+ * the loader time on a machine with a second core; rows are inserted by
+ * the loader's thread only (SQLite stays on one thread), in order. */
 struct job {
     struct vh_ev *ev;                  /* an event block's events, or       */
     uint32_t nev;
-    uint8_t *raw, *z;                  /* a checkpoint part's encoding      */
-    size_t len, zlen;
+    struct vh_block *blk;              /* a checkpoint part's blocks        */
+    uint32_t nblk;
+    uint64_t cp_time;                  /* the checkpoint's time             */
+    uint8_t *z;                        /* the blob                          */
+    size_t zlen;
     int is_cp;
     int64_t v[5];                      /* the row: see insert()             */
 };
@@ -179,9 +477,13 @@ struct evwriter {
     sqlite3_stmt *ins_ev, *ins_cp;
     ZSTD_CCtx *cctx;
     uint32_t block_events;
+    uint32_t part_max;                 /* blocks in a checkpoint part: at
+                                          most VH_CHECKPOINT_PART, and no
+                                          more than an event block's events
+                                          (small in tests)                  */
     uint64_t cp_events;
-    size_t rawcap, zcap;
-    uint8_t *col;                      /* encode_events()' scratch (used by
+    size_t zcap;
+    struct encoder enc;                /* encode_events()' state (used by
                                           whichever thread compresses)      */
 
     struct job jobs[2];
@@ -226,27 +528,33 @@ static int wfail(struct evwriter *w, int rc, const char *fmt, ...)
     return rc;
 }
 
-/* An event block (times already made monotonic), encoding 2: the fields
- * of encoding 1 (docs/schema.md) in eight columns, each the fields of that
- * kind of every event in order — kind bytes; [tid, heap]; time deltas;
- * address deltas [and to - addr]; sizes [and old sizes]; usable - size;
- * stacks; tags — preceded by the byte lengths of all but the first and the
- * last as varints. Alike values side by side compress better and faster
- * (2.3x instead of 1.7x at the same zstd level, a quarter less time, on
- * bench/malloc_mt.c's events). `col` is scratch of n * EV_MAX_BYTES bytes.
- * Returns the bytes written into raw (at most n * EV_MAX_BYTES +
- * EV_HEAD_BYTES). */
-static size_t encode_events(const struct vh_ev *ev, uint32_t n, uint8_t *raw, uint8_t *col)
+/* An event block (times already made monotonic), encoding 3
+ * (docs/schema.md): ten columns, each the fields of that kind of every
+ * event in order — kind bytes; [tid, heap]; time deltas; ALLOC's address
+ * guesses; FREE's references back; address deltas [and to - addr]; sizes
+ * [and old sizes]; usable - size; stacks; tags; ALLOC's frees back — each
+ * compressed on its
+ * own (zcols). Alike values side by side compress better and faster; what
+ * the model above predicts is not stored at all. The columns are written
+ * into the encoder's scratch; start and len say where. */
+static void encode_events(struct encoder *x, const struct vh_ev *ev, uint32_t n,
+                          uint8_t *start[NCOL3], size_t len[NCOL3])
 {
-    /* column k starts at col + n * at[k]: room for its worst case */
-    static const unsigned at[NCOL + 1] = { 0, 1, 21, 31, 51, 71, 81, 86, 91 };
-    uint8_t *c[NCOL], *p = raw;
+    uint8_t *c[NCOL3], *col = x->col;
+    unsigned at = 0;
     uint64_t prev_time = n ? ev[0].time : 0, prev_addr = 0;
-    uint32_t prev_tid = 0, prev_heap = 0;
+    uint32_t prev_tid = 0, prev_heap = 0, nfree = 0;
 
-    _Static_assert(91 <= EV_MAX_BYTES, "column scratch");
-    for (int k = 0; k < NCOL; k++)
-        c[k] = col + (size_t)n * at[k];
+    _Static_assert(MAX_BLOCK_EVENTS < (1u << 21), "a reference back takes 3 bytes");
+    model_reset(&x->m);
+    if (++x->refgen == 0) {
+        memset(x->ref, 0, (x->refmask + 1) * sizeof *x->ref);
+        x->refgen = 1;
+    }
+    for (int k = 0; k < NCOL3; k++) {
+        start[k] = c[k] = col + (size_t)n * at;
+        at += ev_width[k];
+    }
     for (uint32_t i = 0; i < n; i++) {
         const struct vh_ev *e = &ev[i];
         int ctx = e->tid != prev_tid || e->heap_id != prev_heap;
@@ -259,35 +567,112 @@ static size_t encode_events(const struct vh_ev *ev, uint32_t n, uint8_t *raw, ui
         }
         c[2] = put(c[2], e->time - prev_time);
         prev_time = e->time;
-        if (e->kind != VH_EV_FAILED) {
-            c[3] = put(c[3], zigzag((int64_t)(e->addr - prev_addr)));
+        if (e->kind == VH_EV_ALLOC) {
+            struct lifo *l = lifo_get(&x->m, e->heap_id, e->tid, e->usable);
+            struct contig *g = contig_of(&x->m, e->tid, e->heap_id);
+            uint32_t sel = 0;
+            for (uint32_t r = 0; r < l->n; r++)
+                if (l->a[l->n - 1 - r] == e->addr) {
+                    lifo_take(l, r);
+                    sel = 2 + r;
+                    break;
+                }
+            struct bref *r = bref_slot(x, e->heap_id, e->addr);
+            if (!sel && g->next && g->tid == e->tid && g->heap == e->heap_id &&
+                g->next == e->addr)
+                sel = 1;
+            if (!sel && r->fidx) {
+                sel = SEL_FREED;
+                c[10] = put(c[10], nfree - r->fidx);
+            }
+            *c[3]++ = (uint8_t)sel;
+            if (!sel)
+                c[5] = put(c[5], zigzag((int64_t)(e->addr - prev_addr)));
+            *g = (struct contig){ .tid = e->tid, .heap = e->heap_id,
+                                  .next = e->addr + e->usable + 8 };
+            r->idx = i;
             prev_addr = e->addr;
+            c[6] = put(c[6], e->size);
+            c[7] = put(c[7], zigzag((int64_t)(e->usable - e->size)));
+            c[8] = put(c[8], e->stack_id);
+            c[9] = put(c[9], e->tag_id);
+            continue;
         }
-        if (e->kind == VH_EV_MOVE)
-            c[3] = put(c[3], zigzag((int64_t)(e->to - e->addr)));
-        c[4] = put(c[4], e->size);
-        if (e->kind == VH_EV_RESIZE)
-            c[4] = put(c[4], e->old_size);
-        if (e->kind != VH_EV_FAILED)
-            c[5] = put(c[5], zigzag((int64_t)(e->usable - e->size)));
-        c[6] = put(c[6], e->stack_id);
-        c[7] = put(c[7], e->tag_id);
+        if (e->kind == VH_EV_FREE) {
+            struct bref *r = bref_slot(x, e->heap_id, e->addr);
+            uint32_t back = 0;
+            if (r->idx < i && same_block(&ev[r->idx], e))
+                back = i - r->idx;
+            r->idx = UINT32_MAX;
+            r->fidx = ++nfree;
+            c[4] = put(c[4], back);
+            lifo_push(lifo_get(&x->m, e->heap_id, e->tid, e->usable), e->addr);
+            if (back) {
+                prev_addr = e->addr;
+                continue;
+            }
+        }
+        /* the rest is spelled out */
+        {
+            if (e->kind != VH_EV_FAILED) {
+                c[5] = put(c[5], zigzag((int64_t)(e->addr - prev_addr)));
+                prev_addr = e->addr;
+            }
+            if (e->kind == VH_EV_MOVE) {
+                c[5] = put(c[5], zigzag((int64_t)(e->to - e->addr)));
+                bref_slot(x, e->heap_id, e->addr)->idx = UINT32_MAX;
+                bref_slot(x, e->heap_id, e->to)->idx = i;
+            }
+            if (e->kind == VH_EV_RESIZE)
+                bref_slot(x, e->heap_id, e->addr)->idx = i;
+            c[6] = put(c[6], e->size);
+            if (e->kind == VH_EV_RESIZE)
+                c[6] = put(c[6], e->old_size);
+            if (e->kind != VH_EV_FAILED)
+                c[7] = put(c[7], zigzag((int64_t)(e->usable - e->size)));
+            c[8] = put(c[8], e->stack_id);
+            c[9] = put(c[9], e->tag_id);
+        }
     }
-    for (int k = 1; k < NCOL - 1; k++)
-        p = put(p, (uint64_t)(c[k] - (col + (size_t)n * at[k])));
-    for (int k = 0; k < NCOL; k++) {
-        size_t len = (size_t)(c[k] - (col + (size_t)n * at[k]));
-        memcpy(p, col + (size_t)n * at[k], len);
-        p += len;
-    }
-    return (size_t)(p - raw);
+    for (int k = 0; k < NCOL3; k++)
+        len[k] = (size_t)(c[k] - start[k]);
 }
 
-static void zjob(ZSTD_CCtx *c, struct job *j, size_t zcap, uint8_t *col)
+/* A checkpoint part, encoding 1 (docs/schema.md): per block, in ascending
+ * address order, address - previous address (the first: the address),
+ * size, zigzag(usable - size), zigzag(time - allocation time), stack, tag,
+ * tid. (By row: blocks alike in every field compress better than their
+ * columns would.) Returns the bytes written into the encoder's scratch. */
+static size_t encode_part(struct encoder *x, const struct vh_block *b, uint32_t n, uint64_t time)
 {
-    if (!j->is_cp)
-        j->len = encode_events(j->ev, j->nev, j->raw, col);
-    j->zlen = ZSTD_compress2(c, j->z, zcap, j->raw, j->len);
+    uint8_t *p = x->col;
+    uint64_t prev = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        p = put(p, b[i].addr - prev);
+        prev = b[i].addr;
+        p = put(p, b[i].size);
+        p = put(p, zigzag((int64_t)(b[i].usable - b[i].size)));
+        p = put(p, zigzag((int64_t)(time - b[i].time)));
+        p = put(p, b[i].stack_id);
+        p = put(p, b[i].tag_id);
+        p = put(p, b[i].tid);
+    }
+    return (size_t)(p - x->col);
+}
+
+static void zjob(ZSTD_CCtx *c, struct job *j, size_t zcap, struct encoder *x)
+{
+    uint8_t *start[NCOL3];
+    size_t len[NCOL3];
+
+    if (j->is_cp) {
+        size_t n = encode_part(x, j->blk, j->nblk, j->cp_time);
+        j->zlen = ZSTD_compress2(c, j->z, zcap, x->col, n);
+    } else {
+        encode_events(x, j->ev, j->nev, start, len);
+        j->zlen = zcols(c, j->z, zcap, start, len, NCOL3);
+    }
 }
 
 static void *worker(void *arg)
@@ -302,7 +687,7 @@ static void *worker(void *arg)
             break;
         w->work = 0;
         pthread_mutex_unlock(&w->mu);
-        zjob(w->cctx, w->busy, w->zcap, w->col);
+        zjob(w->cctx, w->busy, w->zcap, &w->enc);
         pthread_mutex_lock(&w->mu);
         w->done = 1;
         pthread_cond_broadcast(&w->cv);
@@ -326,18 +711,17 @@ int evwriter__new(sqlite3 *db, const struct evwriter_opts *opts, struct evwriter
         w->block_events = MAX_BLOCK_EVENTS;
     w->cp_events = opts && opts->checkpoint_events ? opts->checkpoint_events
                                                    : VH_CHECKPOINT_EVENTS;
-    /* a checkpoint part also ends when this buffer is full */
-    w->rawcap = (size_t)w->block_events * EV_MAX_BYTES + EV_HEAD_BYTES;
-    if (w->rawcap < 4096)
-        w->rawcap = 4096;
-    if (!(w->col = malloc((size_t)w->block_events * EV_MAX_BYTES)))
+    w->part_max = w->block_events < VH_CHECKPOINT_PART ? w->block_events : VH_CHECKPOINT_PART;
+    if (encoder_init(&w->enc, w->block_events))
         goto oom;
-    w->zcap = ZSTD_compressBound(w->rawcap);
+    /* the larger of a block's and a part's columns, and each frame's
+     * own bound */
+    w->zcap = ZSTD_compressBound(w->enc.colcap) + 128 * (NCOL3 + 1);
     for (int i = 0; i < 2; i++) {
         w->jobs[i].ev = malloc((size_t)w->block_events * sizeof *w->jobs[i].ev);
-        w->jobs[i].raw = malloc(w->rawcap);
+        w->jobs[i].blk = malloc((size_t)VH_CHECKPOINT_PART * sizeof *w->jobs[i].blk);
         w->jobs[i].z = malloc(w->zcap);
-        if (!w->jobs[i].ev || !w->jobs[i].raw || !w->jobs[i].z)
+        if (!w->jobs[i].ev || !w->jobs[i].blk || !w->jobs[i].z)
             goto oom;
     }
     w->cur = &w->jobs[0];
@@ -431,8 +815,7 @@ static int submit(struct evwriter *w)
     if (w->failed)
         return w->failed;
     if (!w->threaded) {
-        zjob(w->cctx, j, w->zcap, w->col);
-        j->len = 0;
+        zjob(w->cctx, j, w->zcap, &w->enc);
         return insert(w, j);
     }
     if (drain(w))
@@ -443,7 +826,6 @@ static int submit(struct evwriter *w)
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     w->cur = j == &w->jobs[0] ? &w->jobs[1] : &w->jobs[0];
-    w->cur->len = 0;
     return 0;
 }
 
@@ -538,7 +920,6 @@ int evwriter__checkpoint_begin(struct evwriter *w)
     w->cp_time = w->seq ? w->last_time : 0;
     w->cp_has_heap = 0;
     w->cp_n = 0;
-    w->cur->len = 0;
     return 0;
 }
 
@@ -549,6 +930,8 @@ static int flush_part(struct evwriter *w)
     if (w->failed)
         return w->failed;
     j->is_cp = 1;
+    j->nblk = w->cp_n;
+    j->cp_time = w->cp_time;
     j->v[0] = clamp64(w->seq);
     j->v[1] = w->cp_heap;
     j->v[2] = w->cp_part;
@@ -571,7 +954,6 @@ int evwriter__checkpoint_add(struct evwriter *w, const struct vh_block *blocks, 
         return 0;
     for (size_t i = 0; i < n; i++) {
         const struct vh_block *b = &blocks[i];
-        uint8_t *p;
 
         if (!w->cp_has_heap || b->heap_id != w->cp_heap) {
             if (w->cp_has_heap && b->heap_id < w->cp_heap)
@@ -582,24 +964,14 @@ int evwriter__checkpoint_add(struct evwriter *w, const struct vh_block *blocks, 
             w->cp_has_heap = 1;
             w->cp_part = 0;
             w->cp_prev_addr = 0;
-        } else if ((w->cp_n == VH_CHECKPOINT_PART || w->cur->len + CP_MAX_BYTES > w->rawcap) &&
-                   flush_part(w)) {
+        } else if (w->cp_n == w->part_max && flush_part(w)) {
             return w->failed;
         }
         if (b->addr <= w->cp_prev_addr)
             return wfail(w, -EINVAL, "checkpoint blocks out of order (heap %u, 0x%" PRIx64 ")",
                          b->heap_id, b->addr);
-        /* address delta, size, usable - size, age at the checkpoint,
-         * stack, tag, tid */
-        p = w->cur->raw + w->cur->len;
-        p = put(p, b->addr - w->cp_prev_addr);
-        p = put(p, b->size);
-        p = put(p, zigzag((int64_t)(b->usable - b->size)));
-        p = put(p, zigzag((int64_t)(w->cp_time - b->time)));
-        p = put(p, b->stack_id);
-        p = put(p, b->tag_id);
-        p = put(p, b->tid);
-        w->cur->len = (size_t)(p - w->cur->raw);
+        /* encoded with its part (zjob) */
+        w->cur->blk[w->cp_n] = *b;
         w->cp_prev_addr = b->addr;
         w->cp_n++;
     }
@@ -665,10 +1037,10 @@ void evwriter__free(struct evwriter *w)
     sqlite3_finalize(w->ins_ev);
     sqlite3_finalize(w->ins_cp);
     ZSTD_freeCCtx(w->cctx);
-    free(w->col);
+    encoder_free(&w->enc);
     for (int i = 0; i < 2; i++) {
         free(w->jobs[i].ev);
-        free(w->jobs[i].raw);
+        free(w->jobs[i].blk);
         free(w->jobs[i].z);
     }
     free(w);
@@ -676,18 +1048,33 @@ void evwriter__free(struct evwriter *w)
 
 /* ---- reading the stream ------------------------------------------------------ */
 
+/* Encoding 3's reader: the block an event of the block left (ALLOC, RESIZE:
+ * at addr; MOVE: at to), for a FREE that refers back to it. */
+struct setter {
+    uint64_t addr, size, usable;
+    uint32_t stack_id, tag_id;
+    int valid;
+};
+
 struct evstream {
     sqlite3 *db;
     sqlite3_stmt *st;                  /* blocks from the first one needed   */
     ZSTD_DCtx *dctx;
     uint8_t *raw;
     size_t rawcap, rawlen;
-    struct cur c[NCOL];                /* encoding 2: one per column         */
+    struct cur c[NCOL3];               /* encodings 2, 3: one per column     */
     struct cur *f[NCOL];               /* where each field is read: the
                                           columns, or all c[0] (encoding 1) */
+    struct model m;                    /* encoding 3: what the block said    */
+    struct setter *set;                /* the block each event left, by its
+                                          index in the block                 */
+    uint64_t *freed;                   /* the addresses of its FREEs         */
+    uint32_t nfree;
+    size_t setcap;
     int enc;
     int64_t block;
     uint64_t left;                     /* events still to decode in it       */
+    uint64_t count;                    /* events in it                       */
     uint64_t seq, next_seq, time, addr;
     uint32_t tid, heap;
     int started;
@@ -803,7 +1190,7 @@ static int load_block(struct evstream *s)
         return sfail(s, -EIO, "events block %" PRId64 ": corrupt (count %" PRId64 ")", s->block,
                      count);
     s->enc = (int)sqlite3_column_int64(s->st, 4);
-    if (s->enc != ENCODING && s->enc != EV_ENCODING)
+    if (s->enc != ENCODING && s->enc != EV_ENCODING2 && s->enc != EV_ENCODING)
         return sfail(s, -EIO, "events block %" PRId64 ": unknown encoding %lld", s->block,
                      (long long)sqlite3_column_int64(s->st, 4));
     if (s->started && (uint64_t)first_seq != s->next_seq)
@@ -811,8 +1198,13 @@ static int load_block(struct evstream *s)
                               ", expected %" PRIu64 " (blocks missing)",
                      s->block, first_seq, s->next_seq);
     z = sqlite3_column_blob(s->st, 5);
-    rc = unzip(s->dctx, z, (size_t)sqlite3_column_bytes(s->st, 5), (uint64_t)count,
-               EV_MAX_BYTES, EV_HEAD_BYTES, &s->raw, &s->rawcap, &s->rawlen, why, sizeof why);
+    if (s->enc == EV_ENCODING)
+        rc = unzcols(s->dctx, z, (size_t)sqlite3_column_bytes(s->st, 5), (uint64_t)count,
+                     ev_width, NCOL3, &s->raw, &s->rawcap, s->c, why, sizeof why);
+    else
+        rc = unzip(s->dctx, z, (size_t)sqlite3_column_bytes(s->st, 5), (uint64_t)count,
+                   EV_MAX_BYTES, EV_HEAD_BYTES, &s->raw, &s->rawcap, &s->rawlen, why,
+                   sizeof why);
     if (rc)
         return sfail(s, rc, "events block %" PRId64 ": corrupt (%s)", s->block, why);
     s->started = 1;
@@ -822,13 +1214,15 @@ static int load_block(struct evstream *s)
     s->time = (uint64_t)sqlite3_column_int64(s->st, 2);
     s->addr = 0;
     s->tid = s->heap = 0;
-    s->c[0] = (struct cur){ .p = s->raw, .end = s->raw + s->rawlen };
-    for (int k = 0; k < NCOL; k++) {
-        s->f[k] = &s->c[0];
-        if (k)
-            s->c[k] = (struct cur){ 0 };
+    if (s->enc != EV_ENCODING) {
+        s->c[0] = (struct cur){ .p = s->raw, .end = s->raw + s->rawlen };
+        for (int k = 0; k < NCOL; k++) {
+            s->f[k] = &s->c[0];
+            if (k)
+                s->c[k] = (struct cur){ 0 };
+        }
     }
-    if (s->enc == EV_ENCODING) {
+    if (s->enc == EV_ENCODING2) {
         /* the lengths of columns 1..6; column 0 has one byte per event,
          * column 7 the rest */
         struct cur h = s->c[0];
@@ -853,7 +1247,50 @@ static int load_block(struct evstream *s)
             p += len[k];
         }
     }
+    if (s->enc == EV_ENCODING) {
+        if ((uint64_t)count > s->setcap) {
+            struct setter *n = realloc(s->set, (size_t)count * sizeof *n);
+            uint64_t *f = n ? realloc(s->freed, (size_t)count * sizeof *f) : NULL;
+            if (n)
+                s->set = n;
+            if (!f)
+                return sfail(s, -ENOMEM, "out of memory");
+            s->freed = f;
+            s->setcap = (size_t)count;
+        }
+        s->nfree = 0;
+        if (model_reserve(&s->m, (uint32_t)count))
+            return sfail(s, -ENOMEM, "out of memory");
+        model_reset(&s->m);
+        s->count = (uint64_t)count;
+    }
     return 1;
+}
+
+/* What every encoding starts an event with: the kind byte, [tid, heap]
+ * when its bit 7 says so, the time delta. ev is cleared first. 0, or < 0
+ * (s failed) at the end of the kinds or on an unknown kind. */
+static inline __attribute__((always_inline)) int
+decode_head(struct evstream *s, struct cur *kind, struct cur *ctx, struct cur *time,
+            struct vh_ev *ev)
+{
+    uint8_t h;
+
+    if (kind->p == kind->end)
+        return sfail(s, -EIO, "events block %" PRId64 ": corrupt (ends early)", s->block);
+    h = *kind->p++;
+    memset(ev, 0, sizeof *ev);
+    ev->kind = h & 7;
+    ev->flags = (h >> 3) & 0xf;
+    if (ev->kind < VH_EV_ALLOC || ev->kind > VH_EV_FAILED)
+        return sfail(s, -EIO, "events block %" PRId64 ": corrupt (event kind %u)", s->block,
+                     ev->kind);
+    if (h & 0x80) {
+        s->tid = get32(ctx);
+        s->heap = get32(ctx);
+    }
+    s->time += get(time);
+    return 0;
 }
 
 /* Decodes the next event of the current block (the inverse of
@@ -862,23 +1299,10 @@ static int load_block(struct evstream *s)
 static int decode(struct evstream *s, struct vh_ev *ev)
 {
     struct cur **f = s->f;
-    uint8_t h;
     int bad = 0;
 
-    if (f[0]->p == f[0]->end)
-        return sfail(s, -EIO, "events block %" PRId64 ": corrupt (ends early)", s->block);
-    h = *f[0]->p++;
-    memset(ev, 0, sizeof *ev);
-    ev->kind = h & 7;
-    ev->flags = (h >> 3) & 0xf;
-    if (ev->kind < VH_EV_ALLOC || ev->kind > VH_EV_FAILED)
-        return sfail(s, -EIO, "events block %" PRId64 ": corrupt (event kind %u)", s->block,
-                     ev->kind);
-    if (h & 0x80) {
-        s->tid = get32(f[1]);
-        s->heap = get32(f[1]);
-    }
-    s->time += get(f[2]);
+    if (decode_head(s, f[0], f[1], f[2], ev))
+        return s->failed;
     if (ev->kind != VH_EV_FAILED) {
         s->addr += (uint64_t)unzigzag(get(f[3]));
         ev->addr = s->addr;
@@ -908,6 +1332,107 @@ static int decode(struct evstream *s, struct vh_ev *ev)
     return 0;
 }
 
+/* Decodes the next event of an encoding 3 block: the inverse of
+ * encode_events, replaying the same model. 0, or < 0 on a corrupt block. */
+static int decode3(struct evstream *s, struct vh_ev *ev)
+{
+    struct cur *c = s->c;
+    uint32_t i = (uint32_t)(s->count - s->left);
+    struct setter *set = &s->set[i];
+    const char *why = NULL;
+    int bad = 0;
+
+    set->valid = 0;
+    if (decode_head(s, &c[0], &c[1], &c[2], ev))
+        return s->failed;
+    ev->tid = s->tid;
+    ev->heap_id = s->heap;
+    if (ev->kind == VH_EV_ALLOC) {
+        uint32_t sel = c[3].p < c[3].end ? *c[3].p++ : (c[3].bad = 1, 0);
+        struct contig *g = contig_of(&s->m, s->tid, s->heap);
+        uint64_t addr = 0;
+        /* the usable size keys the guess: read the fields first */
+        ev->size = get(&c[6]);
+        ev->usable = ev->size + (uint64_t)unzigzag(get(&c[7]));
+        ev->stack_id = get32(&c[8]);
+        ev->tag_id = get32(&c[9]);
+        if (sel == SEL_FREED) {
+            uint64_t d = get(&c[10]);
+            if (d >= s->nfree)
+                why = "no such free";
+            else
+                addr = s->freed[s->nfree - 1 - d];
+        } else if (sel > SEL_FREED) {
+            why = "bad address guess";
+        } else if (sel >= 2) {
+            struct lifo *l = lifo_get(&s->m, s->heap, s->tid, ev->usable);
+            if (sel - 2 >= l->n)
+                why = "no such freed address";
+            else
+                addr = lifo_take(l, sel - 2);
+        } else if (sel == 1) {
+            if (!g->next || g->tid != s->tid || g->heap != s->heap)
+                why = "no previous allocation";
+            else
+                addr = g->next;
+        } else {
+            addr = s->addr + (uint64_t)unzigzag(get(&c[5]));
+        }
+        *g = (struct contig){ .tid = s->tid, .heap = s->heap, .next = addr + ev->usable + 8 };
+        ev->addr = s->addr = addr;
+        *set = (struct setter){ addr, ev->size, ev->usable, ev->stack_id, ev->tag_id, 1 };
+    } else {
+        uint64_t back = ev->kind == VH_EV_FREE ? get(&c[4]) : 0;
+        if (back) {
+            const struct setter *from = back <= i ? &s->set[i - back] : NULL;
+            if (!from || !from->valid) {
+                why = "bad reference back";
+            } else {
+                ev->addr = from->addr;
+                ev->size = from->size;
+                ev->usable = from->usable;
+                ev->stack_id = from->stack_id;
+                ev->tag_id = from->tag_id;
+                s->addr = ev->addr;
+            }
+        } else {
+            if (ev->kind != VH_EV_FAILED) {
+                s->addr += (uint64_t)unzigzag(get(&c[5]));
+                ev->addr = s->addr;
+            }
+            if (ev->kind == VH_EV_MOVE)
+                ev->to = ev->addr + (uint64_t)unzigzag(get(&c[5]));
+            ev->size = get(&c[6]);
+            if (ev->kind == VH_EV_RESIZE)
+                ev->old_size = get(&c[6]);
+            if (ev->kind != VH_EV_FAILED)
+                ev->usable = ev->size + (uint64_t)unzigzag(get(&c[7]));
+            ev->stack_id = get32(&c[8]);
+            ev->tag_id = get32(&c[9]);
+        }
+        if (ev->kind == VH_EV_FREE) {
+            lifo_push(lifo_get(&s->m, s->heap, s->tid, ev->usable), ev->addr);
+            s->freed[s->nfree++] = ev->addr;
+        }
+        if (ev->kind == VH_EV_RESIZE || ev->kind == VH_EV_MOVE)
+            *set = (struct setter){ ev->kind == VH_EV_MOVE ? ev->to : ev->addr, ev->size,
+                                    ev->usable, ev->stack_id, ev->tag_id, 1 };
+    }
+    for (int k = 0; k < NCOL3; k++)
+        bad |= c[k].bad;
+    if (bad || why)
+        return sfail(s, -EIO, "events block %" PRId64 ": corrupt (%s)", s->block,
+                     why ? why : "bad varint");
+    ev->seq = s->seq++;
+    ev->time = s->time;
+    if (!--s->left)
+        for (int k = 0; k < NCOL3; k++)
+            if (c[k].p != c[k].end)
+                return sfail(s, -EIO, "events block %" PRId64
+                                      ": corrupt (bytes after the last event)", s->block);
+    return 0;
+}
+
 int evstream__next(struct evstream *s, struct vh_ev *ev)
 {
     int rc;
@@ -920,7 +1445,7 @@ int evstream__next(struct evstream *s, struct vh_ev *ev)
                 return rc;
             continue;
         }
-        if (decode(s, ev))
+        if (s->enc == EV_ENCODING ? decode3(s, ev) : decode(s, ev))
             return s->failed;
         if (ev->seq >= s->from_seq && ev->time >= s->from_time)
             return 1;
@@ -938,6 +1463,9 @@ void evstream__close(struct evstream *s)
         return;
     sqlite3_finalize(s->st);
     ZSTD_freeDCtx(s->dctx);
+    model_free(&s->m);
+    free(s->set);
+    free(s->freed);
     free(s->raw);
     free(s);
 }

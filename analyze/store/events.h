@@ -93,9 +93,12 @@ void liveset__free(struct liveset *ls);
 
 /* ---- writing: the loader's side ------------------------------------------
  * Storage (docs/schema.md, tables events and checkpoints): events go in
- * blocks of at most VH_EVENT_BLOCK, each a zstd frame of varint-coded events
- * (time, address and tid/heap as deltas from the previous event), field by
- * field in columns (encoding 2; blocks of encoding 1 are read too); a
+ * blocks of at most VH_EVENT_BLOCK of varint-coded events (time, address
+ * and tid/heap as deltas from the previous event), field by field in
+ * columns, each column a zstd frame; a free of a block allocated in the
+ * same block refers back to that event, an allocation at an address freed
+ * just before in the block names it (encoding 3; blocks of encodings 1 and
+ * 2 are read too); a
  * checkpoint holds every live block, sorted by (heap, address), in parts of
  * at most VH_CHECKPOINT_PART blocks, and starts a new event block. One is
  * due after max(VH_CHECKPOINT_EVENTS, 2 x min(live blocks now, live blocks

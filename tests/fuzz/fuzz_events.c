@@ -147,6 +147,10 @@ static void generate(struct in *in)
         switch (ev.kind) {
         case VH_EV_ALLOC:
             ev.addr = gen_addr(in);
+            if ((op & 0x30) == 0x30) {     /* one size: freed addresses reused */
+                ev.size = 24;
+                ev.usable = 32;
+            }
             break;
         case VH_EV_FREE:
         case VH_EV_RESIZE:
@@ -158,6 +162,13 @@ static void generate(struct in *in)
             }
             if (ev.kind == VH_EV_RESIZE)
                 ev.old_size = b ? b->size : take(in, 2);
+            else if (b && (op & 3) == 3) {
+                /* the block as allocated: encoding 3 refers back to it */
+                ev.size = b->size;
+                ev.usable = b->usable;
+                ev.stack_id = b->stack_id;
+                ev.tag_id = b->tag_id;
+            }
             break;
         case VH_EV_MOVE:
             if (b) {
@@ -194,8 +205,11 @@ static void same_event(const struct vh_ev *got, const struct vh_ev *w)
 
 static void round_trip(struct in *in)
 {
-    struct evwriter_opts wo = { .block_events = 1 + (uint32_t)take(in, 1) % 8,
-                                .checkpoint_events = 1 + take(in, 1) % 16 };
+    /* tiny blocks, or (high bit) blocks long enough for encoding 3's
+     * references back and reused addresses to matter */
+    uint32_t bsel = (uint32_t)take(in, 1);
+    struct evwriter_opts wo = { .block_events = bsel & 0x80 ? 9 + bsel % 120 : 1 + bsel % 8 };
+    wo.checkpoint_events = 1 + take(in, 1) % 16;
     struct evwriter *w = NULL;
     struct vh_block cp[MAX_EVENTS];
     size_t ncp = 0;
@@ -292,7 +306,44 @@ static void raw_rows(struct in *in)
             len = in->n;
         blob = in->p;
         zlen = len;
-        if (flags & 1) {                   /* compress: the decoder sees varints */
+        if ((flags & 0x21) == 0x21 && !(flags & 2)) {
+            /* an event block of encoding 3: the bytes cut into eleven
+             * columns, each its own frame, so that decode3 sees varints in
+             * every column (lengths: one input byte each for the first ten) */
+            uint8_t *o = z;
+            size_t cl[11], left = len, at = 0;
+            for (int k = 0; k < 10; k++) {
+                cl[k] = left ? (size_t)take(in, 1) % (left + 1) : 0;
+                left -= cl[k];
+            }
+            cl[10] = left;
+            if (len > in->n)
+                len = in->n;
+            o += 10 * 2;                   /* room for ten lengths < 2^14 */
+            for (int k = 0; k < 11; k++) {
+                size_t n = cl[k] <= len - at ? cl[k] : len - at, f = 0;
+                if (n) {
+                    f = ZSTD_compress(o, sizeof z - (size_t)(o - z), in->p + at, n, 1);
+                    FZ_CHECK(!ZSTD_isError(f), "ZSTD_compress");
+                }
+                cl[k] = f;
+                o += f;
+                at += n;
+            }
+            {                              /* the lengths, then the frames */
+                uint8_t head[20], *h = head;
+                for (int k = 0; k < 10; k++) {
+                    if (cl[k] >= 0x80)
+                        *h++ = (uint8_t)(cl[k] | 0x80), cl[k] >>= 7;
+                    *h++ = (uint8_t)cl[k];
+                }
+                memmove(z + (h - head), z + 20, (size_t)(o - z) - 20);
+                memcpy(z, head, (size_t)(h - head));
+                zlen = (size_t)(o - z) - 20 + (size_t)(h - head);
+            }
+            blob = z;
+            enc = 3;
+        } else if (flags & 1) {            /* compress: the decoder sees varints */
             zlen = ZSTD_compress(z, sizeof z, in->p, len, 1);
             FZ_CHECK(!ZSTD_isError(zlen), "ZSTD_compress");
             blob = z;

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -510,7 +511,7 @@ static void test_big_heaps_in_order(void **state)
     /* growing from nothing: checkpoints at 100, 300, 900, 2700 events */
     assert_int_equal(q(db, "SELECT count(DISTINCT seq) FROM checkpoints WHERE seq IN "
                            "(100, 300, 900, 2700)"), 4);
-    /* a heap's blocks in several parts (the writer's buffer: 9600 bytes) */
+    /* a heap's blocks in several parts (of at most an event block's 100) */
     assert_true(q(db, "SELECT max(part) FROM checkpoints WHERE heap_id = 0") >= 1);
     /* event k (from 0) is allocation k at time k + 1: the live set at T
      * holds the first T allocations, by heap and address */
@@ -592,6 +593,235 @@ static void test_destroy_empty_then_reuse(void **state)
     done(db, &b);
 }
 
+/* ---- encoding 3's model ------------------------------------------------------- */
+
+static int same_ev(const struct vh_ev *a, const struct vh_ev *b)
+{
+    return a->time == b->time && a->addr == b->addr && a->to == b->to && a->size == b->size &&
+           a->old_size == b->old_size && a->usable == b->usable && a->heap_id == b->heap_id &&
+           a->stack_id == b->stack_id && a->tag_id == b->tag_id && a->tid == b->tid &&
+           a->kind == b->kind && a->flags == b->flags;
+}
+
+static uint64_t varint(const uint8_t **p, const uint8_t *end)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+    fail_msg("varint cut short");
+    return 0;
+}
+
+/* Column k of the only events row, decompressed (free it); *n its bytes. */
+static uint8_t *column(sqlite3 *db, int k, size_t *n)
+{
+    sqlite3_stmt *st;
+    const uint8_t *p, *end;
+    uint64_t len[11];
+    uint8_t *out;
+
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT encoding, data FROM events", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 3);
+    p = sqlite3_column_blob(st, 1);
+    end = p + sqlite3_column_bytes(st, 1);
+    for (int i = 0; i < 10; i++)
+        len[i] = varint(&p, end);
+    for (int i = 0; i < k; i++)
+        p += len[i];
+    len[10] = (uint64_t)(end - p);                     /* the last: the rest */
+    *n = (size_t)ZSTD_getFrameContentSize(p, (size_t)len[k]);
+    out = malloc(*n + 1);
+    assert_int_equal(ZSTD_decompress(out, *n + 1, p, (size_t)len[k]), *n);
+    sqlite3_finalize(st);
+    return out;
+}
+
+/* Frees of blocks allocated in the same block refer back to them (also to
+ * a RESIZE and a MOVE), allocations at addresses just freed by the same
+ * thread at the same usable size name them by rank, one right after the
+ * thread's previous allocation says so, another thread's reuse says how
+ * many frees back — and what the model cannot say (a free whose fields
+ * differ from its allocation's) is spelled out; every event reads back as
+ * written. */
+static void test_encoding3_model(void **state)
+{
+    enum { N = 100 };
+    static struct vh_ev in[4 * N + 16];
+    sqlite3 *db;
+    struct evwriter *w;
+    struct evwriter_stats st;
+    struct vh_ev *out;
+    size_t n = 0, nout, len;
+    uint64_t t = 100;
+    uint8_t *col;
+    char err[256];
+    (void)state;
+
+#define EV(k, a, sz, us, stk, th, hp, ...)                                                \
+    (in[n++] = (struct vh_ev){ .time = t++, .kind = (k), .addr = (a), .size = (sz),       \
+                               .usable = (us), .stack_id = (stk), .tid = (th),            \
+                               .heap_id = (hp), __VA_ARGS__ })
+    for (int i = 0; i < N; i++)                        /* contiguous: 24 + 8 apart */
+        EV(VH_EV_ALLOC, 0x10000 + 32 * (uint64_t)i, 20, 24, 1 + i % 3, 7, 0);
+    for (int i = N - 1; i >= 0; i--)                   /* each refers back */
+        EV(VH_EV_FREE, 0x10000 + 32 * (uint64_t)i, 20, 24, 1 + i % 3, 7, 0);
+    for (int i = 0; i < N; i++)                        /* LIFO: the latest freed first */
+        EV(VH_EV_ALLOC, 0x10000 + 32 * (uint64_t)i, 18, 24, 4, 7, 0);
+    EV(VH_EV_RESIZE, 0x10000, 22, 24, 5, 7, 0, .old_size = 18);
+    EV(VH_EV_FREE, 0x10000, 22, 24, 5, 7, 0);          /* refers to the RESIZE */
+    EV(VH_EV_ALLOC, 0x90000, 40, 40, 6, 7, 1);
+    EV(VH_EV_MOVE, 0x90000, 40, 40, 6, 7, 1, .to = 0x98000);
+    EV(VH_EV_FREE, 0x98000, 40, 40, 6, 7, 1);          /* refers to the MOVE */
+    EV(VH_EV_FREE, 0x10020, 99, 24, 4, 7, 0);          /* not as allocated: spelled */
+    EV(VH_EV_ALLOC, 0x10020, 18, 24, 4, 8, 0);         /* another thread: frees back */
+    EV(VH_EV_FAILED, 0, 1u << 30, 0, 9, 8, 0);
+#undef EV
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    assert_int_equal(vh_schema_apply(db, VH_SCHEMA_TABLES, err, sizeof err), 0);
+    assert_int_equal(evwriter__new(db, NULL, &w, err, sizeof err), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(evwriter__add(w, &in[i]), 0);
+    assert_int_equal(evwriter__finish(w, &st), 0);
+    evwriter__free(w);
+    assert_int_equal(st.blocks, 1);
+
+    out = read_all(db, 0, &nout);
+    assert_int_equal(nout, n);
+    for (size_t i = 0; i < n; i++) {
+        if (!same_ev(&in[i], &out[i]))
+            fail_msg("event %zu reads back different (kind %u addr 0x%" PRIx64 " size %" PRIu64
+                     ")", i, out[i].kind, out[i].addr, out[i].size);
+        assert_int_equal(out[i].seq, i);
+    }
+    free(out);
+
+    /* column 3, one byte per ALLOC: 0 spelled, 1 right after the previous,
+     * 2 + rank in the list of freed addresses (the last 4 freed, latest
+     * first: addresses 0, 1, 2, 3 of the run) */
+    col = column(db, 3, &len);
+    assert_int_equal(len, 2 * N + 2);
+    assert_int_equal(col[0], 0);
+    for (int i = 1; i < N; i++)
+        assert_int_equal(col[i], 1);
+    for (int i = N; i < N + 4; i++)                    /* the 4 kept */
+        assert_int_equal(col[i], 2);
+    for (int i = N + 4; i < 2 * N; i++)                /* then carved anew */
+        assert_int_equal(col[i], 1);
+    assert_int_equal(col[2 * N], 0);                   /* heap 1: new */
+    assert_int_equal(col[2 * N + 1], 6);               /* thread 8: frees back */
+    free(col);
+    /* column 10: ALLOC 6's distance in FREEs — the one just before */
+    col = column(db, 10, &len);
+    assert_int_equal(len, 1);
+    assert_int_equal(col[0], 0);
+    free(col);
+    /* column 4, one varint per FREE: how far back its block was left */
+    col = column(db, 4, &len);
+    {
+        const uint8_t *p = col, *end = col + len;
+        for (int i = 0; i < N; i++)
+            assert_int_equal(varint(&p, end), 2 * i + 1);
+        assert_int_equal(varint(&p, end), 1);          /* the RESIZE just before */
+        assert_int_equal(varint(&p, end), 1);          /* the MOVE */
+        assert_int_equal(varint(&p, end), 0);
+        assert_true(p == end);
+    }
+    free(col);
+    sqlite3_close(db);
+}
+
+/* A block of moves between addresses seen nowhere else: each names two
+ * new addresses for the writer's table of where blocks were left, the most
+ * a block can claim; they read back as written. */
+static void test_encoding3_moves(void **state)
+{
+    struct evwriter_opts o = { .block_events = 64 };
+    struct evwriter *w;
+    struct vh_ev *out;
+    sqlite3 *db;
+    size_t n;
+    char err[256];
+    (void)state;
+
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    assert_int_equal(vh_schema_apply(db, VH_SCHEMA_TABLES, err, sizeof err), 0);
+    assert_int_equal(evwriter__new(db, &o, &w, err, sizeof err), 0);
+    for (uint64_t i = 0; i < 64; i++) {
+        struct vh_ev e = { .time = i, .kind = VH_EV_MOVE, .addr = 0x100000 + 64 * i,
+                           .to = 0x900000 + 64 * i, .size = 8, .usable = 8, .heap_id = 1 };
+        assert_int_equal(evwriter__add(w, &e), 0);
+    }
+    assert_int_equal(evwriter__finish(w, NULL), 0);
+    evwriter__free(w);
+    out = read_all(db, 0, &n);
+    assert_int_equal(n, 64);
+    assert_int_equal(out[63].addr, 0x100000 + 64 * 63);
+    assert_int_equal(out[63].to, 0x900000 + 64 * 63);
+    free(out);
+    sqlite3_close(db);
+}
+
+/* A DB written before encoding 3 still reads: a block of encoding 1 and
+ * one of encoding 2, made by hand as docs/schema.md describes them. */
+static void test_older_encodings(void **state)
+{
+    /* ALLOC 0x1000 (8 bytes, stack 1, thread 5) at 100, its FREE at 103, a
+     * FAILED call of 99 bytes (stack 2) at 104 */
+    static const uint8_t enc1[] = { 0x81, 5, 0,   0, 0x80, 0x40, 8, 0, 1, 0,
+                                    0x02,    3, 0,          8, 0, 1, 0,
+                                    0x05,    1,             99,   2, 0 };
+    static const uint8_t enc2[] = { 2, 3, 3, 3, 2, 3,          /* lengths of columns 1-6 */
+                                    0x81, 0x02, 0x05, 5, 0,    0, 3, 1,  0x80, 0x40, 0,
+                                    8, 8, 99,  0, 0,  1, 1, 2,  0, 0, 0 };
+    const uint8_t *raw[2] = { enc1, enc2 };
+    size_t rawlen[2] = { sizeof enc1, sizeof enc2 };
+    (void)state;
+
+    for (int e = 0; e < 2; e++) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        uint8_t z[256];
+        size_t zn = ZSTD_compress(z, sizeof z, raw[e], rawlen[e], 1), n;
+        struct vh_ev *v;
+        char err[256];
+
+        assert_false(ZSTD_isError(zn));
+        assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+        assert_int_equal(vh_schema_apply(db, VH_SCHEMA_TABLES, err, sizeof err), 0);
+        assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO events VALUES (0, 0, 100, 104, 3, "
+                                                "?1, ?2)", -1, &st, NULL), SQLITE_OK);
+        sqlite3_bind_int(st, 1, e + 1);
+        sqlite3_bind_blob(st, 2, z, (int)zn, SQLITE_STATIC);
+        assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_finalize(st);
+        v = read_all(db, 0, &n);
+        assert_int_equal(n, 3);
+        assert_int_equal(v[0].kind, VH_EV_ALLOC);
+        assert_int_equal(v[0].addr, 0x1000);
+        assert_int_equal(v[0].size, 8);
+        assert_int_equal(v[0].usable, 8);
+        assert_int_equal(v[0].stack_id, 1);
+        assert_int_equal(v[0].tid, 5);
+        assert_int_equal(v[0].time, 100);
+        assert_int_equal(v[1].kind, VH_EV_FREE);
+        assert_int_equal(v[1].addr, 0x1000);
+        assert_int_equal(v[1].time, 103);
+        assert_int_equal(v[2].kind, VH_EV_FAILED);
+        assert_int_equal(v[2].size, 99);
+        assert_int_equal(v[2].stack_id, 2);
+        assert_int_equal(v[2].time, 104);
+        assert_int_equal(v[2].tid, 5);
+        free(v);
+        sqlite3_close(db);
+    }
+}
+
 /* ---- corrupt blobs ------------------------------------------------------------ */
 
 /* Opens the DB read-write, runs sql with one blob parameter (may be NULL). */
@@ -663,19 +893,63 @@ static void test_corrupt_blobs(void **state)
     assert_non_null(strstr(stream_error(db, err, sizeof err), "events block 2: corrupt"));
     sqlite3_close(db);
 
-    /* a good frame whose events end in the middle of a varint */
+    /* a good frame whose events end in the middle of a varint (encoding 1) */
     z = ZSTD_compress(zbuf, sizeof zbuf, raw, sizeof raw, 1);
-    tamper("UPDATE events SET data = ?1 WHERE block = 2", zbuf, (int)z);
+    tamper("UPDATE events SET data = ?1, encoding = 1 WHERE block = 2", zbuf, (int)z);
     assert_int_equal(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     assert_non_null(strstr(stream_error(db, err, sizeof err), "bad varint"));
     sqlite3_close(db);
+
+    /* encoding 3: columns that do not say what the model needs */
+    {
+        static const struct {
+            uint8_t kind, sel, back, addr;
+            const char *why;
+        } bad3[] = {
+            { VH_EV_FREE, 0, 5, 0, "bad reference back" },      /* before the block */
+            { VH_EV_ALLOC, 3, 0, 0, "no such freed address" },
+            { VH_EV_ALLOC, 1, 0, 0, "no previous allocation" },
+            { VH_EV_ALLOC, 6, 0, 0, "no such free" },           /* 0 frees back: none */
+            { VH_EV_ALLOC, 7, 0, 0, "bad address guess" },
+            { VH_EV_ALLOC, 0, 0, 0x81, "bad varint" },          /* address cut short */
+        };
+        for (size_t i = 0; i < sizeof bad3 / sizeof bad3[0]; i++) {
+            /* one event; sizes, usable, stack, tag all 0 */
+            const uint8_t zero = 0;
+            const uint8_t *colp[11] = { &bad3[i].kind, NULL, &zero, &bad3[i].sel, &bad3[i].back,
+                                        &bad3[i].addr, &zero, &zero, &zero, &zero, &zero };
+            size_t lens[11] = { 1, 0, 1, bad3[i].kind == VH_EV_ALLOC, bad3[i].kind == VH_EV_FREE,
+                                bad3[i].addr ? 1 : 0, 1, 1, 1, 1, bad3[i].sel == 6 };
+            uint8_t frames[11][64], blob[1024], *p = blob;
+            size_t zl[11];
+            for (int k = 0; k < 11; k++) {
+                zl[k] = lens[k] ? ZSTD_compress(frames[k], sizeof frames[k], colp[k], lens[k], 1)
+                                : 0;
+                assert_false(ZSTD_isError(zl[k]));
+            }
+            for (int k = 0; k < 10; k++)
+                *p++ = (uint8_t)zl[k];                           /* each below 128 */
+            for (int k = 0; k < 11; k++) {
+                memcpy(p, frames[k], zl[k]);
+                p += zl[k];
+            }
+            tamper("UPDATE events SET data = ?1, encoding = 3 WHERE block = 2", blob,
+                   (int)(p - blob));
+            assert_int_equal(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL),
+                             SQLITE_OK);
+            stream_error(db, err, sizeof err);
+            if (!strstr(err, bad3[i].why) || !strstr(err, "events block 2: corrupt"))
+                fail_msg("case %zu: \"%s\", not %s", i, err, bad3[i].why);
+            sqlite3_close(db);
+        }
+    }
 
     /* a frame claiming far more bytes than its events can take */
     {
         static uint8_t big[1 << 16];
         uint8_t *zb = malloc(ZSTD_compressBound(sizeof big));
         size_t zn = ZSTD_compress(zb, ZSTD_compressBound(sizeof big), big, sizeof big, 1);
-        tamper("UPDATE events SET data = ?1 WHERE block = 2", zb, (int)zn);
+        tamper("UPDATE events SET data = ?1, encoding = 1 WHERE block = 2", zb, (int)zn);
         free(zb);
     }
     assert_int_equal(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
@@ -837,6 +1111,9 @@ int main(void)
         cmocka_unit_test(test_corrupt_blobs),
         cmocka_unit_test(test_empty_capture),
         cmocka_unit_test(test_writer_rules),
+        cmocka_unit_test(test_encoding3_model),
+        cmocka_unit_test(test_encoding3_moves),
+        cmocka_unit_test(test_older_encodings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

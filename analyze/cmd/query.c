@@ -66,8 +66,9 @@ static int count_opt(const struct vh_command *cmd, const char *name, int sized, 
     return 0;
 }
 
-int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char **argv,
-                   struct vh_qopts *o)
+/* The shared options and the operand. */
+static int parse_shared(const struct vh_command *cmd, unsigned extra, int argc, char **argv,
+                        struct vh_qopts *o)
 {
     memset(o, 0, sizeof *o);
     o->format = OUT_TABLE;
@@ -149,8 +150,9 @@ static const struct vh_opt *own_opt(const struct vh_opt *own, size_t nown, const
     return NULL;
 }
 
-int vh_qopts_parse_own(const struct vh_command *cmd, unsigned extra, const struct vh_opt *own,
-                       size_t nown, int argc, char **argv, struct vh_qopts *o)
+/* Takes the command's own options out of argv, then parse_shared(). */
+static int parse_opts(const struct vh_command *cmd, unsigned extra, const struct vh_opt *own,
+                      size_t nown, int argc, char **argv, struct vh_qopts *o)
 {
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0, rc = -EINVAL, operands = 0;
@@ -175,7 +177,7 @@ int vh_qopts_parse_own(const struct vh_command *cmd, unsigned extra, const struc
             goto out;
         }
     }
-    rc = vh_qopts_parse(cmd, extra, nrest, rest, o);
+    rc = parse_shared(cmd, extra, nrest, rest, o);
 out:
     free(rest);
     return rc;
@@ -359,7 +361,8 @@ static int select_heaps(const struct vh_command *cmd, sqlite3 *db, const char *h
     return -ENOENT;
 }
 
-int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite3 **db)
+/* vh_query__open()'s DB part, for `o` (a baseline's differs in its input). */
+static int open_db(const struct vh_command *cmd, const struct vh_qopts *o, sqlite3 **db)
 {
     char err[512];
     *db = NULL;
@@ -378,8 +381,9 @@ int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite
     return 0;
 }
 
-int vh_stack_row(const struct vh_command *cmd, struct out *out, struct vh_stacks *stacks,
-                 sqlite3_stmt *st, int ncols, int stack_col)
+/* vh_query__stack_row() for any output and stack reader. */
+static int stack_row(const struct vh_command *cmd, struct out *out, struct vh_stacks *stacks,
+                     sqlite3_stmt *st, int ncols, int stack_col)
 {
     struct out_val v[VH_ROW_MAX];
     if (ncols > VH_ROW_MAX)
@@ -420,16 +424,14 @@ int vh_out_end(const struct vh_command *cmd, struct out *o)
 
 /* ---- a query command's run ---------------------------------------------------- */
 
-int vh_query__parse(struct vh_query *q, const struct vh_command *cmd, unsigned extra, int argc,
-                    char **argv)
+int vh_query__parse(struct vh_query *q, const struct vh_command *cmd, unsigned extra,
+                    const struct vh_opt *own, size_t nown, int argc, char **argv)
 {
     memset(q, 0, sizeof *q);
     q->cmd = cmd;
-    if (vh_qopts_parse(cmd, extra, argc, argv, &q->o)) {
-        q->usage = 1;
-        return -EINVAL;
-    }
-    return 0;
+    int rc = parse_opts(cmd, extra, own, nown, argc, argv, &q->o);
+    q->usage = rc == -EINVAL;
+    return rc;
 }
 
 int vh_query__usage(struct vh_query *q, const char *fmt, ...)
@@ -444,21 +446,45 @@ int vh_query__usage(struct vh_query *q, const char *fmt, ...)
     return -EINVAL;
 }
 
-int vh_query__open(struct vh_query *q, int stacks)
+int vh_query__open(struct vh_query *q, unsigned flags)
 {
-    int rc = vh_query_open(q->cmd, &q->o, &q->db);
+    int rc = open_db(q->cmd, &q->o, &q->db);
     if (rc)
         return rc;
-    if (!(q->out = vh_out_begin(&q->o))) {
+    if ((flags & VH_QUERY_OUTPUT) &&
+        !(q->out = out__begin(q->o.format, q->o.raw_bytes ? OUT_RAW_BYTES : 0, stdout))) {
         vh_errorf(q->cmd->name, "out of memory");
         return -ENOMEM;
     }
-    return stacks ? vh_stacks__open(q->cmd->name, q->db, q->o.depth, &q->stacks) : 0;
+    return flags & VH_QUERY_STACKS ? vh_stacks__open(q->cmd->name, q->db, q->o.depth, &q->stacks)
+                                   : 0;
+}
+
+int vh_query__open_also(struct vh_query *q, const char *input, sqlite3 **db)
+{
+    struct vh_qopts o = q->o;
+    o.input = input;
+    *db = NULL;
+    if (q->nalso == (int)(sizeof q->also / sizeof q->also[0])) {
+        vh_errorf(q->cmd->name, "internal error: too many runs open");
+        return -ENOSPC;
+    }
+    int rc = open_db(q->cmd, &o, db);
+    if (!rc)
+        q->also[q->nalso++] = *db;
+    return rc;
+}
+
+struct out *vh_query__take_out(struct vh_query *q)
+{
+    struct out *o = q->out;
+    q->out = NULL;
+    return o;
 }
 
 int vh_query__stack_row(struct vh_query *q, sqlite3_stmt *st, int ncols, int stack_col)
 {
-    return vh_stack_row(q->cmd, q->out, q->stacks, st, ncols, stack_col);
+    return stack_row(q->cmd, q->out, q->stacks, st, ncols, stack_col);
 }
 
 int vh_query__prepare(struct vh_query *q, const char *sql, sqlite3_stmt **st)
@@ -487,24 +513,20 @@ int vh_query__finish(struct vh_query *q, int rc)
     q->stacks = NULL;
     sqlite3_close(q->db);
     q->db = NULL;
+    for (int i = 0; i < q->nalso; i++)
+        sqlite3_close(q->also[i]);
+    q->nalso = 0;
     if (q->usage)
         return VH_EXIT_USAGE;
     return rc ? VH_EXIT_DATA : VH_EXIT_OK;
 }
 
-int vh_query_run(const struct vh_command *cmd, unsigned extra, int stacks, int argc,
+int vh_query_run(const struct vh_command *cmd, unsigned extra, unsigned flags, int argc,
                  char **argv, int (*body)(struct vh_query *q))
 {
     struct vh_query q;
-    int rc = vh_query__parse(&q, cmd, extra, argc, argv);
-    if (!rc && !(rc = vh_query__open(&q, stacks)))
+    int rc = vh_query__parse(&q, cmd, extra, NULL, 0, argc, argv);
+    if (!rc && !(rc = vh_query__open(&q, flags)))
         rc = body(&q);
     return vh_query__finish(&q, rc);
-}
-
-/* ---- stacks ------------------------------------------------------------------ */
-
-struct out *vh_out_begin(const struct vh_qopts *o)
-{
-    return out__begin(o->format, o->raw_bytes ? OUT_RAW_BYTES : 0, stdout);
 }

@@ -89,7 +89,7 @@ static int run(int argc, char **argv)
 /* ---- options ------------------------------------------------------------ */
 
 struct sopts {
-    struct vh_qopts q;
+    struct vh_query q;
     uint64_t interval;             /* ns; 0 = default                       */
     int per_event;
     int64_t top;
@@ -115,46 +115,41 @@ static int parse_opts(const struct vh_command *cmd, enum vh_series_mode mode, in
 
     memset(o, 0, sizeof *o);
     o->top = 5;
-    int rc = vh_qopts_parse_own(cmd, VH_QOPT_BY, own, sizeof own / sizeof own[0], argc, argv,
-                                &o->q);
+    int rc = vh_query__parse(&o->q, cmd, VH_QOPT_BY, VH_OPTS(own), argc, argv);
     if (rc)
         return rc;
-    if (!o->q.limit_given)
-        o->q.limit = 0;
+    if (!o->q.o.limit_given)
+        o->q.o.limit = 0;
     if (interval && !strcmp(interval, "event")) {
         o->per_event = 1;
     } else if (interval && (vh_parse_time(interval, &o->interval) || !o->interval)) {
-        vh_errorf(cmd->name, "--interval: '%s' is not a duration like 100ms, 1s, 250us or "
-                             "'event'", interval);
-        return -EINVAL;
+        return vh_query__usage(&o->q,
+                               "--interval: '%s' is not a duration like 100ms, 1s, 250us or "
+                               "'event'",
+                               interval);
     }
     if (top) {
         char *end;
         errno = 0;
         long long v = strtoll(top, &end, 10);
         if (errno || end == top || *end || v < 0 || v > MAX_TOP) {
-            vh_errorf(cmd->name, "--top: '%s' is not a count from 0 to %d", top, MAX_TOP);
-            return -EINVAL;
+            return vh_query__usage(&o->q, "--top: '%s' is not a count from 0 to %d", top, MAX_TOP);
         }
         o->top = v;
     }
     if (from && vh_parse_time(from, &o->from)) {
-        vh_errorf(cmd->name, "--from: '%s' is not a time like 1.5s or 200ms", from);
-        return -EINVAL;
+        return vh_query__usage(&o->q, "--from: '%s' is not a time like 1.5s or 200ms", from);
     }
     if (to && vh_parse_time(to, &o->to)) {
-        vh_errorf(cmd->name, "--to: '%s' is not a time like 1.5s or 200ms", to);
-        return -EINVAL;
+        return vh_query__usage(&o->q, "--to: '%s' is not a time like 1.5s or 200ms", to);
     }
     o->has_from = from != NULL;
     o->has_to = to != NULL;
     if (from && to && o->to <= o->from) {
-        vh_errorf(cmd->name, "--to (%s) must be after --from (%s)", to, from);
-        return -EINVAL;
+        return vh_query__usage(&o->q, "--to (%s) must be after --from (%s)", to, from);
     }
     if (o->svg && !*o->svg) {
-        vh_errorf(cmd->name, "an empty file name for the chart");
-        return -EINVAL;
+        return vh_query__usage(&o->q, "an empty file name for the chart");
     }
     return 0;
 }
@@ -163,9 +158,9 @@ static int parse_opts(const struct vh_command *cmd, enum vh_series_mode mode, in
 
 /* What naming a top stack needs besides its public part (series.h). */
 struct top {
-    char *first, *second;          /* the naming frame, and the next one     */
-    int64_t line;                  /* the naming frame's line, 0 if unknown  */
-    struct out_stack *stack;       /* until handed to the renderer           */
+    char *first, *second;    /* the naming frame, and the next one     */
+    int64_t line;            /* the naming frame's line, 0 if unknown  */
+    struct out_stack *stack; /* until handed to the renderer           */
 };
 
 struct topkey {
@@ -670,7 +665,7 @@ static int read_basics(struct ctx *c)
                          " WHERE " VH_HEAP_SEL("h.id", "?1"),
                          &st)))
         return rc;
-    vh_bind_heap(st, 1, &c->o.q);
+    vh_bind_heap(st, 1, &c->o.q.o);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
         if (id >= 0 && (size_t)id < c->nheap_ids && !c->heap_on[id]) {
@@ -696,7 +691,7 @@ static int read_tops(struct ctx *c)
              " GROUP BY s.heap_id, s.stack_id HAVING sum(s.max_live_bytes) > 0)");
     if ((rc = vh_prepare(c->cmd->name, c->db, sql, &cnt)))
         goto out;
-    vh_bind_heap(cnt, 1, &c->o.q);
+    vh_bind_heap(cnt, 1, &c->o.q.o);
     if (sqlite3_step(cnt) == SQLITE_ROW)
         c->nstacks_total = (size_t)sqlite3_column_int64(cnt, 0);
     if (!c->o.top)
@@ -710,7 +705,7 @@ static int read_tops(struct ctx *c)
              c->by->expr);
     if ((rc = vh_prepare(c->cmd->name, c->db, sql, &st)))
         goto out;
-    vh_bind_heap(st, 1, &c->o.q);
+    vh_bind_heap(st, 1, &c->o.q.o);
     sqlite3_bind_int64(st, 2, c->o.top);
     if (!(c->tops = calloc((size_t)c->o.top, sizeof *c->tops)) ||
         !(c->pub = calloc((size_t)c->o.top, sizeof *c->pub)) ||
@@ -718,7 +713,7 @@ static int read_tops(struct ctx *c)
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = vh_stacks__open(c->cmd->name, c->db, c->o.q.depth, &stacks)))
+    if ((rc = vh_stacks__open(c->cmd->name, c->db, c->o.q.o.depth, &stacks)))
         goto out;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct top *t = &c->tops[c->ntop];
@@ -822,8 +817,8 @@ static int rows_reserve(struct ctx *c, size_t n)
 static int rows_intervals(struct ctx *c)
 {
     uint64_t n = (c->to - c->from - 1) / c->iv + 1;
-    if (c->o.q.limit && (uint64_t)c->o.q.limit < n) {
-        n = (uint64_t)c->o.q.limit;
+    if (c->o.q.o.limit && (uint64_t)c->o.q.o.limit < n) {
+        n = (uint64_t)c->o.q.o.limit;
         c->to = c->from + n * c->iv;
     }
     if (n > MAX_INTERVALS) {
@@ -1056,7 +1051,7 @@ static int collect_events(struct ctx *c)
     struct vh_ev ev;
     char err[512];
     size_t i = 0;
-    uint64_t max_rows = c->o.q.limit ? (uint64_t)c->o.q.limit : EVENT_ROWS_DEFAULT;
+    uint64_t max_rows = c->o.q.o.limit ? (uint64_t)c->o.q.o.limit : EVENT_ROWS_DEFAULT;
     int rc;
 
     if (c->ntop && !(c->cur = calloc(c->ntop, sizeof *c->cur)))
@@ -1224,7 +1219,7 @@ static int emit_stacks(struct ctx *c, struct out *o)
             [S_STACK] = OV_I(t->stack_id),
         };
         /* whole stacks only where a script reads them: tables stay short */
-        struct out_stack *st = c->o.q.format == OUT_JSON ? tp->stack : NULL;
+        struct out_stack *st = c->o.q.o.format == OUT_JSON ? tp->stack : NULL;
         if (st)
             tp->stack = NULL;
         if ((rc = out__row(o, v, st)))
@@ -1243,7 +1238,7 @@ static int emit_marks(struct ctx *c, struct out *o, int dec)
         { "time", "time", OUT_TEXT, 0 }, { "tid", "thread", OUT_INT, 0 },
         { "label", "mark", OUT_TEXT, 0 },
     };
-    int table = c->o.q.format == OUT_TABLE, rc;
+    int table = c->o.q.o.format == OUT_TABLE, rc;
     if ((rc = out__section(o, "marks", OUT_LIST, "marks", table ? table_cols : json_cols, 3)))
         return rc;
     for (size_t i = 0; i < c->nmarks; i++) {
@@ -1265,7 +1260,7 @@ enum {
 
 static int emit_rows(struct ctx *c, struct out *o)
 {
-    int table = c->o.q.format == OUT_TABLE, json = c->o.q.format == OUT_JSON;
+    int table = c->o.q.o.format == OUT_TABLE, json = c->o.q.o.format == OUT_JSON;
     int per_event = c->o.per_event, dec = time_decimals(c), rc = -ENOMEM;
     size_t ncols = 0, pos[R_N] = { 0 };
     struct out_col *cols = calloc(R_N + c->ntop, sizeof *cols);
@@ -1395,7 +1390,7 @@ out:
 
 static int print_output(struct ctx *c)
 {
-    struct out *o = vh_out_begin(&c->o.q);
+    struct out *o = vh_query__take_out(&c->o.q);
     int rc;
     if (!o)
         return -ENOMEM;
@@ -1431,25 +1426,27 @@ int vh_series_main(const struct vh_command *cmd, enum vh_series_mode mode, int a
     int rc;
 
     if ((rc = parse_opts(cmd, mode, argc, argv, &c.o)))
-        return rc == -ENOMEM ? VH_EXIT_DATA : VH_EXIT_USAGE;
+        goto out;
     c.by = &measures[0];
-    if (c.o.q.by) {
+    if (c.o.q.o.by) {
         c.by = NULL;
         for (size_t i = 0; i < sizeof measures / sizeof measures[0]; i++)
-            if (!strcmp(c.o.q.by, measures[i].name))
+            if (!strcmp(c.o.q.o.by, measures[i].name))
                 c.by = &measures[i];
         if (!c.by) {
-            vh_errorf(cmd->name, "--by: '%s' is not one of peak, max-live, allocations, bytes, "
-                                 "leaked", c.o.q.by);
-            return VH_EXIT_USAGE;
+            rc = vh_query__usage(&c.o.q, "--by: '%s' is not one of peak, max-live, allocations, "
+                                         "bytes, leaked", c.o.q.o.by);
+            goto out;
         }
     }
     if (mode == VH_SERIES_CHART && !c.o.svg) {
-        vh_errorf(cmd->name, "-o FILE.svg is needed (see vheap-analyze %s --help)", cmd->name);
-        return VH_EXIT_USAGE;
+        rc = vh_query__usage(&c.o.q, "-o FILE.svg is needed (see vheap-analyze %s --help)",
+                             cmd->name);
+        goto out;
     }
-    if (vh_query_open(cmd, &c.o.q, &c.db))
-        return VH_EXIT_DATA;
+    if ((rc = vh_query__open(&c.o.q, mode == VH_SERIES_TABLE ? VH_QUERY_OUTPUT : 0)))
+        goto out;
+    c.db = c.o.q.db;
     c.rate = (uint64_t)vh_rec_sample_rate(c.db);
     if ((rc = read_basics(&c)))
         goto out;
@@ -1536,7 +1533,7 @@ int vh_series_main(const struct vh_command *cmd, enum vh_series_mode mode, int a
                      "clock ticks %g ms apart)", (double)res / 1e6);
         struct vh_series vs = {
             .from = c.from, .to = c.to, .interval = c.iv, .per_event = c.o.per_event,
-            .exe = c.exe, .pid = c.pid, .heap = c.o.q.heap, .nheaps = c.nsel,
+            .exe = c.exe, .pid = c.pid, .heap = c.o.q.o.heap, .nheaps = c.nsel,
             .measure_what = c.by->what, .measure_legend = c.by->legend,
             .measure_bytes = c.by->bytes, .tops = c.pub, .ntop = c.ntop,
             .nstacks = c.nstacks_total, .rows = c.rows, .nrows = c.nrows, .slive = c.slive,
@@ -1572,6 +1569,5 @@ out:
     free(c.heap_on);
     free(c.hsel);
     free(c.exe);
-    sqlite3_close(c.db);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    return vh_query__finish(&c.o.q, rc);
 }

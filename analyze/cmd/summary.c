@@ -401,24 +401,14 @@ static int heaps_section(struct ctx *c, const struct vh_qopts *o)
     return rc;
 }
 
+static int body(struct vh_query *q)
+{
+    struct ctx c = { .cmd = q->cmd, .db = q->db, .out = q->out };
+    int rc = process_section(&c);
+    return rc ? rc : heaps_section(&c, &q->o);
+}
+
 static int run(int argc, char **argv)
 {
-    struct vh_qopts o;
-    struct ctx c = { .cmd = &cmd_summary };
-    if (vh_qopts_parse(&cmd_summary, VH_QOPT_TEMPORARY, argc, argv, &o))
-        return VH_EXIT_USAGE;
-    if (vh_query_open(&cmd_summary, &o, &c.db))
-        return VH_EXIT_DATA;
-    int rc = -ENOMEM;
-    c.out = vh_out_begin(&o);
-    if (!c.out)
-        goto out;
-    if ((rc = process_section(&c)) || (rc = heaps_section(&c, &o))) {
-        out__abort(c.out);
-        goto out;
-    }
-    rc = vh_out_end(&cmd_summary, c.out);
-out:
-    sqlite3_close(c.db);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    return vh_query_run(&cmd_summary, VH_QOPT_TEMPORARY, VH_QUERY_OUTPUT, argc, argv, body);
 }

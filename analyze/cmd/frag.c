@@ -14,6 +14,7 @@
 #include "analyze/store/db.h"
 #include "analyze/store/events.h"
 #include "analyze/query/frag.h"
+#include "analyze/query/frame_rule.h"
 #include "analyze/util/grow.h"
 #include "analyze/cmd/query.h"
 #include "analyze/render/svg.h"
@@ -534,30 +535,6 @@ static struct frag_heap *heaps_at(const struct ctx *c, uint64_t t, size_t *n)
 
 /* ---- naming stacks -------------------------------------------------------- */
 
-static const char *base_name(const char *p)
-{
-    const char *s = p ? strrchr(p, '/') : NULL;
-    return s ? s + 1 : p;
-}
-
-/* Frames of the allocator and the runtime say nothing about who allocated. */
-static int machinery(const struct out_frame *f)
-{
-    static const char *const mods[] = { "libc.so", "libc-", "libstdc++", "ld-linux", "libvheap",
-                                        "libjemalloc", "libtcmalloc", "libgcc_s" };
-    const char *m = base_name(f->module), *fn = f->function;
-    for (size_t i = 0; m && i < sizeof mods / sizeof mods[0]; i++)
-        if (!strncmp(m, mods[i], strlen(mods[i])))
-            return 1;
-    if (!fn)
-        return 0;
-    if (!strncmp(fn, "std::", 5) || !strncmp(fn, "__gnu_cxx::", 11) ||
-        !strncmp(fn, "operator new", 12))
-        return 1;
-    size_t n = strlen(fn);
-    return n >= 5 && !strcmp(fn + n - 5, "alloc");
-}
-
 #define NAME_FRAMES 4
 
 /* A stack for a legend: its first frames that are not machinery, the first
@@ -595,7 +572,7 @@ static int sname_read(struct vh_stacks *s, uint32_t id, struct sname *out)
             snprintf(buf, sizeof buf, "%s", f->function);
         else
             snprintf(buf, sizeof buf, "0x%" PRIx64 " in %s", (uint64_t)f->address,
-                     f->module ? base_name(f->module) : "?");
+                     f->module ? vh_base_name(f->module) : "?");
         size_t n = strlen(buf);
         if (len + n + 2 > cap) {
             while (len + n + 2 > cap)
@@ -609,10 +586,17 @@ static int sname_read(struct vh_stacks *s, uint32_t id, struct sname *out)
         len += n;
         out->text[len++] = '\n';
         out->text[len] = 0;
-        if (out->n == NAME_FRAMES || (machinery(f) && (out->n || i + 1 < st->n)))
-            continue;
-        if (!out->n && f->function && f->file && f->line > 0)
-            snprintf(buf + n, sizeof buf - n, " (%s:%" PRId64 ")", base_name(f->file), f->line);
+    }
+    /* named as series names it (query/frame_rule.h) */
+    struct vh_lframe lf[256];
+    size_t pick[NAME_FRAMES], nl = vh_lframes(st, lf, 256);
+    size_t np = vh_naming_frames(lf, nl, pick, NAME_FRAMES);
+    for (size_t k = 0; k < np; k++) {
+        const struct vh_lframe *f = &lf[pick[k]];
+        vh_frame_name(f, buf, sizeof buf);
+        size_t n = strlen(buf);
+        if (!k && f->function && f->file && f->line > 0)
+            snprintf(buf + n, sizeof buf - n, " (%s:%" PRId64 ")", vh_base_name(f->file), f->line);
         if (!(out->f[out->n] = strdup(buf)))
             break;
         out->n++;
@@ -1170,7 +1154,7 @@ static int write_map(struct ctx *c, const struct liveset *ls, const struct frag_
              out__human_ns((int64_t)t, d, sizeof d));
     snprintf(sub, sizeof sub, "%s%s%zu blocks, %s usable, %s free in holes, %zu region%s; "
                               "coloured by %s",
-             c->exe ? base_name(c->exe) : "", c->exe ? ": " : "", n,
+             c->exe ? vh_base_name(c->exe) : "", c->exe ? ": " : "", n,
              out__human_bytes((int64_t)usable, a, sizeof a),
              out__human_bytes((int64_t)freeb, b, sizeof b), nregs, nregs == 1 ? "" : "s",
              c->o.by_age ? "age" : "allocating stack");
@@ -1389,7 +1373,7 @@ static int draw_series(struct ctx *c, const struct point *p, size_t n)
     }
     snprintf(sub, sizeof sub, "%s%s%zu heap%s%s%s; free-but-unusable: free bytes in holes, in "
                               "pieces smaller than a page (%s)",
-             c->exe ? base_name(c->exe) : "", c->exe ? ": " : "", c->nh, c->nh == 1 ? "" : "s",
+             c->exe ? vh_base_name(c->exe) : "", c->exe ? ": " : "", c->nh, c->nh == 1 ? "" : "s",
              c->o.q.o.heap ? " chosen by --heap " : "", c->o.q.o.heap ? c->o.q.o.heap : "",
              out__human_bytes((int64_t)c->o.fo.page_size, pb, sizeof pb));
     struct svg_chart_opts co = { .title = "Fragmentation over time", .subtitle = sub,

@@ -18,6 +18,7 @@
 #include "analyze/store/events.h"
 #include "analyze/export/export.h"
 #include "analyze/cmd/query.h"
+#include "analyze/query/frame_rule.h"
 #include "analyze/query/recording.h"
 #include "analyze/query/series.h"
 #include "analyze/cmd/series.h"
@@ -84,7 +85,6 @@ static int run(int argc, char **argv)
 #define MAX_TOP 100
 #define MAX_INTERVALS 10000000u
 #define EVENT_ROWS_DEFAULT 1000000u
-#define NAME_MAX_CHARS 48
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -336,198 +336,28 @@ static int query_int(struct ctx *c, const char *sql, int64_t *v)
 
 /* ---- naming stacks ------------------------------------------------------------ */
 
-static int is_ident(int ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           ch == '_';
-}
-
-/* The name of a demangled function without return type, template arguments,
- * parameters, qualifiers or compiler suffixes: "void std::vector<int>::
- * _M_realloc_insert<int>(int&&)" -> "std::vector::_M_realloc_insert",
- * "hold.constprop.0" -> "hold". */
-static void fn_short(const char *s, char *out, size_t len)
-{
-    size_t o = 0;
-    int angle = 0, brace = 0;
-#define PUT(ch) do { if (o + 1 < len) out[o++] = (ch); } while (0)
-    for (const char *p = s; *p; p++) {
-        if (!angle && !strncmp(p, "(anonymous namespace)", 21)) {
-            for (int i = 0; i < 21; i++)
-                PUT(p[i]);
-            p += 20;
-            continue;
-        }
-        if (!angle && !brace && !strncmp(p, "operator", 8) && !is_ident(p[8]) &&
-            (p == s || !is_ident(p[-1]))) {
-            const char *q = p + 8;
-            for (int i = 0; i < 8; i++)
-                PUT(p[i]);
-            if (q[0] == '(' && q[1] == ')') {
-                PUT('(');
-                PUT(')');
-                q += 2;
-            } else {
-                while (*q && *q != '(')
-                    PUT(*q++);
-            }
-            p = q - 1;
-            continue;
-        }
-        if (brace || *p == '{') {          /* {lambda(int)#1}: keep whole */
-            if (!angle)
-                PUT(*p);
-            brace += (*p == '{') - (*p == '}');
-            continue;
-        }
-        if (*p == '<') {
-            angle++;
-            continue;
-        }
-        if (*p == '>') {
-            angle -= angle > 0;
-            continue;
-        }
-        if (angle)
-            continue;
-        if (*p == '(')
-            break;
-        if (*p == ' ') {                   /* what came before was a type */
-            o = 0;
-            continue;
-        }
-        if (*p == '.' && p != s)           /* .constprop.0, .cold, .isra.0 */
-            break;
-        PUT(*p);
-    }
-#undef PUT
-    out[o] = 0;
-    /* Long qualified names lose their outer namespaces first. */
-    char *cut = out;
-    while (strlen(cut) > NAME_MAX_CHARS) {
-        char *sep = strstr(cut, "::");
-        if (!sep || !sep[2])
-            break;
-        cut = sep + 2;
-    }
-    if (cut != out)
-        memmove(out, cut, strlen(cut) + 1);
-}
-
-static const char *base_name(const char *p)
-{
-    const char *s = p ? strrchr(p, '/') : NULL;
-    return s ? s + 1 : p;
-}
-
-/* Modules that belong to the runtime or to an allocator. */
-static int runtime_module(const char *path)
-{
-    static const char *const prefixes[] = {
-        "libc.so", "libc-", "libstdc++", "libvheap", "ld-linux", "ld-2.", "libjemalloc",
-        "libtcmalloc", "libgcc_s", "libpthread", "libdl.so", "libmimalloc",
-    };
-    const char *b = base_name(path);
-    if (!b)
-        return 0;
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (!strncmp(b, prefixes[i], strlen(prefixes[i])))
-            return 1;
-    return 0;
-}
-
-/* Functions that are allocation machinery rather than what the program
- * allocates for. `name` is fn_short()'s output. */
-static int machinery(const char *name, const char *file)
-{
-    static const char *const prefixes[] = {
-        "std::", "__gnu_cxx::", "operator new", "operator delete", "__cxa_", "__libc_", "_Zn",
-    };
-    if (!strcmp(name, "_start"))           /* startup code, below main */
-        return 1;
-    if (file && !strncmp(file, "/usr/include/", 13))
-        return 1;
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
-            return 1;
-    /* wrappers: xmalloc, g_malloc0, u3a_walloc, my_calloc ... */
-    const char *last = name, *sep;
-    while ((sep = strstr(last, "::")))
-        last = sep + 2;
-    size_t n = strlen(last);
-    while (n && last[n - 1] >= '0' && last[n - 1] <= '9')
-        n--;
-    if (n >= 5) {
-        char tail[6];
-        for (int i = 0; i < 5; i++)
-            tail[i] = (char)(last[n - 5 + i] | 0x20);
-        tail[5] = 0;
-        if (!strcmp(tail, "alloc"))
-            return 1;
-    }
-    return !strcmp(last, "free") || !strcmp(last, "strdup") || !strcmp(last, "strndup");
-}
-
-struct lframe {
-    const char *function, *file, *module;
-    int64_t line, address, offset;
-    int has_offset;
-};
-
-/* The stack's frames with the inlined ones, innermost first. */
-static size_t logical_frames(const struct out_stack *st, struct lframe *lf, size_t max)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < st->n && n < max; i++) {
-        const struct out_frame *f = &st->frames[i];
-        lf[n++] = (struct lframe){ f->function, f->file, f->module, f->line, f->address,
-                                   f->offset, f->has_offset };
-        for (size_t j = 0; j < f->ninlined && n < max; j++)
-            lf[n++] = (struct lframe){ f->inlined[j].function, f->inlined[j].file, f->module,
-                                       f->inlined[j].line, f->address, f->offset,
-                                       f->has_offset };
-    }
-    return n;
-}
-
-static char *frame_name(const struct lframe *f)
+static char *frame_name(const struct vh_lframe *f)
 {
     char buf[512];
-    if (!f->function && f->module && f->has_offset)
-        return xasprintf("%s+0x%" PRIx64, base_name(f->module), (uint64_t)f->offset);
-    if (!f->function)
-        return xasprintf("0x%" PRIx64, (uint64_t)f->address);
-    fn_short(f->function, buf, sizeof buf);
-    return strdup(buf[0] ? buf : f->function);
+    vh_frame_name(f, buf, sizeof buf);
+    return strdup(buf);
 }
 
 static int name_top(struct top *t, struct vh_series_top *pub)
 {
-    struct lframe lf[256];
-    size_t n = logical_frames(t->stack, lf, 256), pick[2], npick = 0;
-    char buf[512];
+    struct vh_lframe lf[256];
+    size_t n = vh_lframes(t->stack, lf, 256), pick[2];
+    size_t npick = vh_naming_frames(lf, n, pick, 2);
 
-    for (size_t i = 0; i < n && npick < 2; i++) {
-        if (runtime_module(lf[i].module))
-            continue;
-        if (lf[i].function) {
-            fn_short(lf[i].function, buf, sizeof buf);
-            if (machinery(buf, lf[i].file))
-                continue;
-        }
-        pick[npick++] = i;
-    }
-    if (!npick && n)                   /* all machinery: the innermost frame */
-        pick[npick++] = 0;
     if (npick) {
-        const struct lframe *f = &lf[pick[0]];
+        const struct vh_lframe *f = &lf[pick[0]];
         t->line = f->line;
         if (!(t->first = frame_name(f)))
             return -ENOMEM;
         if (npick > 1 && !(t->second = frame_name(&lf[pick[1]])))
             return -ENOMEM;
-        if (f->file && !(pub->where = f->line > 0 ? xasprintf("%s:%" PRId64, base_name(f->file), f->line)
-                                                 : strdup(base_name(f->file))))
+        if (f->file && !(pub->where = f->line > 0 ? xasprintf("%s:%" PRId64, vh_base_name(f->file), f->line)
+                                                 : strdup(vh_base_name(f->file))))
             return -ENOMEM;
     } else if (!(t->first = strdup("(no stack recorded)"))) {
         return -ENOMEM;
@@ -550,7 +380,7 @@ static int name_top(struct top *t, struct vh_series_top *pub)
             l = sizeof line - 1;
         if (lf[i].file && l < (int)sizeof line - 1)
             l += snprintf(line + l, sizeof line - (size_t)l, lf[i].line > 0 ? " (%s:%" PRId64 ")" : " (%s)",
-                          base_name(lf[i].file), lf[i].line);
+                          vh_base_name(lf[i].file), lf[i].line);
         if (l >= (int)sizeof line)
             l = sizeof line - 1;
         if (len + (size_t)l + 1 > cap) {

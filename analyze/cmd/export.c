@@ -19,6 +19,7 @@
 #include "analyze/store/db.h"
 #include "analyze/export/export.h"
 #include "analyze/cmd/query.h"
+#include "analyze/util/grow.h"
 
 static const char usage[] =
     "usage: vheap-analyze export --format FORMAT [OPTIONS] DB|CAPTURE -o FILE\n"
@@ -253,23 +254,14 @@ static int read_heaps(struct vh_export *x, const char *heap, int defaulted)
                                &st);
     if (rc)
         return rc;
-    uint32_t cap = 0;
+    size_t cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
         if (id < 0 || id > UINT32_MAX - 1)
             continue;
-        if ((uint32_t)id >= cap) {
-            uint32_t ncap = cap ? cap : 64;
-            while (ncap <= (uint32_t)id)
-                ncap *= 2;
-            uint8_t *on = realloc(x->heap_on, ncap);
-            if (!on) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            memset(on + cap, 0, ncap - cap);
-            x->heap_on = on;
-            cap = ncap;
+        if (vh_reserve_zeroed(&x->heap_on, &cap, (size_t)id + 1, 1, 64)) {
+            rc = -ENOMEM;
+            goto out;
         }
         x->heap_on[id] = 1;
         if ((uint32_t)id > x->heap_max)

@@ -252,14 +252,9 @@ static int read_heaps(struct ctx *c)
         return rc;
     vh_bind_heap(st, 1, &c->o.q.o);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (c->nh == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct hinfo *p = realloc(c->h, cap * sizeof *p);
-            if (!p) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            c->h = p;
+        if (vh_grow(&c->h, &cap, c->nh, sizeof *c->h, 16)) {
+            rc = -ENOMEM;
+            goto out;
         }
         struct hinfo *h = &c->h[c->nh];
         int64_t id = sqlite3_column_int64(st, 0), base = sqlite3_column_int64(st, 2),
@@ -322,15 +317,10 @@ static int read_basics(struct ctx *c)
         return rc;
     size_t cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (c->nrss == cap) {
-            cap = cap ? cap * 2 : 256;
-            struct rss *p = realloc(c->rss, cap * sizeof *p);
-            if (!p) {
-                sqlite3_finalize(st);
-                vh_errorf(c->cmd->name, "out of memory");
-                return -ENOMEM;
-            }
-            c->rss = p;
+        if (vh_grow(&c->rss, &cap, c->nrss, sizeof *c->rss, 256)) {
+            sqlite3_finalize(st);
+            vh_errorf(c->cmd->name, "out of memory");
+            return -ENOMEM;
         }
         int64_t t = sqlite3_column_int64(st, 0);
         c->rss[c->nrss++] = (struct rss){ t > 0 ? (uint64_t)t : 0, sqlite3_column_int64(st, 1) };
@@ -574,14 +564,8 @@ static int sname_read(struct vh_stacks *s, uint32_t id, struct sname *out)
             snprintf(buf, sizeof buf, "0x%" PRIx64 " in %s", (uint64_t)f->address,
                      f->module ? vh_base_name(f->module) : "?");
         size_t n = strlen(buf);
-        if (len + n + 2 > cap) {
-            while (len + n + 2 > cap)
-                cap *= 2;
-            char *p = realloc(out->text, cap);
-            if (!p)
-                break;
-            out->text = p;
-        }
+        if (vh_reserve(&out->text, &cap, len + n + 2, 1, 256))
+            break;
         memcpy(out->text + len, buf, n);
         len += n;
         out->text[len++] = '\n';

@@ -14,6 +14,7 @@
 #include "analyze/store/db.h"
 #include "analyze/cmd/query.h"
 #include "analyze/query/recording.h"
+#include "analyze/util/grow.h"
 
 /* A count, or a size (common/size_parse.h) if `sized`; non-negative. */
 static int parse_count(const char *s, int sized, int64_t *out)
@@ -229,14 +230,9 @@ static int mark_heaps(sqlite3 *db, const char *name, int subtree, struct hnode *
         return -EIO;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 64;
-            struct hnode *p = realloc(n, cap * sizeof *p);
-            if (!p) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            n = p;
+        if (vh_grow(&n, &cap, len, sizeof *n, 64)) {
+            rc = -ENOMEM;
+            goto out;
         }
         n[len] = (struct hnode){ .id = sqlite3_column_int64(st, 0),
                                  .parent = sqlite3_column_int64(st, 1),

@@ -20,6 +20,7 @@
 #include "analyze/load/ensure.h"
 #include "analyze/cmd/cli.h"
 #include "analyze/store/db.h"
+#include "analyze/util/grow.h"
 #include "common/capture_format.h"
 
 static const char usage[] =
@@ -418,14 +419,9 @@ static size_t find_captures(const char *dir, pid_t root, uint64_t t0, struct fou
             free(p);
             continue;
         }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 8;
-            struct found *nf = realloc(f, cap * sizeof *nf);
-            if (!nf) {
-                free(p);
-                break;
-            }
-            f = nf;
+        if (vh_grow(&f, &cap, n, sizeof *f, 8)) {
+            free(p);
+            break;
         }
         f[n] = (struct found){ .path = p, .pid = h.pid, .ppid = h.ppid,
                                .gen = h.exec_generation, .flags = h.flags,

@@ -24,6 +24,7 @@
 #include "analyze/cmd/series.h"
 #include "analyze/report/chart.h"
 #include "analyze/util/weight.h"
+#include "analyze/util/grow.h"
 
 static const char usage[] =
     "usage: vheap-analyze series [OPTIONS] DB|CAPTURE\n"
@@ -383,15 +384,9 @@ static int name_top(struct top *t, struct vh_series_top *pub)
                           vh_base_name(lf[i].file), lf[i].line);
         if (l >= (int)sizeof line)
             l = sizeof line - 1;
-        if (len + (size_t)l + 1 > cap) {
-            while (len + (size_t)l + 1 > cap)
-                cap *= 2;
-            char *nt = realloc(text, cap);
-            if (!nt) {
-                free(text);
-                return -ENOMEM;
-            }
-            text = nt;
+        if (vh_reserve(&text, &cap, len + (size_t)l + 1, 1, 256)) {
+            free(text);
+            return -ENOMEM;
         }
         memcpy(text + len, line, (size_t)l + 1);
         len += (size_t)l;
@@ -595,14 +590,9 @@ static int read_marks(struct ctx *c)
     sqlite3_bind_int64(st, 1, (sqlite3_int64)c->from);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)c->to);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (c->nmarks == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct vh_series_mark *nm = realloc(c->marks, cap * sizeof *nm);
-            if (!nm) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            c->marks = nm;
+        if (vh_grow(&c->marks, &cap, c->nmarks, sizeof *c->marks, 16)) {
+            rc = -ENOMEM;
+            goto out;
         }
         const unsigned char *l = sqlite3_column_text(st, 2);
         struct vh_series_mark *m = &c->marks[c->nmarks];

@@ -12,6 +12,7 @@
 #include "analyze/store/db.h"
 #include "analyze/cmd/query.h"
 #include "analyze/query/recording.h"
+#include "analyze/util/grow.h"
 
 static const char usage[] =
     "usage: vheap-analyze summary [OPTIONS] DB|CAPTURE\n"
@@ -185,13 +186,8 @@ static int read_argv(sqlite3 *db, char ***words, size_t *n)
         return -EINVAL;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            char **nw = realloc(*words, cap * sizeof *nw);
-            if (!nw)
-                break;
-            *words = nw;
-        }
+        if (vh_grow(words, &cap, *n, sizeof **words, 8))
+            break;
         const unsigned char *t = sqlite3_column_text(st, 0);
         (*words)[(*n)++] = strdup(t ? (const char *)t : "");
     }

@@ -3,6 +3,7 @@
  * statement binds its parameters: no SQL is ever built from what the user
  * typed. */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -16,107 +17,145 @@
 #include "analyze/query/recording.h"
 #include "analyze/util/grow.h"
 
-/* A count, or a size (common/size_parse.h) if `sized`; non-negative. */
-static int parse_count(const char *s, int sized, int64_t *out)
-{
-    uint64_t v;
-    if (vh_parse_size(s, sized, INT64_MAX, &v))
-        return -EINVAL;
-    *out = (int64_t)v;
-    return 0;
-}
-
-/* The value of option argv[*i] given as "--opt VALUE" or "--opt=VALUE". */
-static const char *opt_value(const struct vh_command *cmd, const char *name, int argc,
-                             char **argv, int *i)
-{
-    size_t n = strlen(name);
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (*i + 1 >= argc) {
-        vh_errorf(cmd->name, "%s needs a value (see --help)", name);
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-static int is_opt(const char *arg, const char *name)
-{
-    size_t n = strlen(name);
-    return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
-}
-
 static int unknown_opt(const struct vh_command *cmd, const char *arg)
 {
     vh_errorf(cmd->name, "unknown option '%s' (see vheap-analyze %s --help)", arg, cmd->name);
     return -EINVAL;
 }
 
-/* Option argv[*i], a count (a size if `sized`, parse_count): 0, or -EINVAL
- * with "NAME: 'VALUE' is not WHAT" printed. */
+/* A count (a size if `sized`, common/size_parse.h), non-negative: 0, or
+ * -EINVAL with "NAME: 'VALUE' is not WHAT" printed. */
 static int count_opt(const struct vh_command *cmd, const char *name, int sized, const char *what,
-                     int argc, char **argv, int *i, int64_t *out)
+                     const char *v, int64_t *out)
 {
-    const char *v = opt_value(cmd, name, argc, argv, i);
-    if (!v)
-        return -EINVAL;
-    if (parse_count(v, sized, out)) {
+    uint64_t n;
+    if (vh_parse_size(v, sized, INT64_MAX, &n)) {
         vh_errorf(cmd->name, "%s: '%s' is not %s", name, v, what);
         return -EINVAL;
     }
+    *out = (int64_t)n;
     return 0;
 }
 
-/* The shared options and the operand. */
-static int parse_shared(const struct vh_command *cmd, unsigned extra, int argc, char **argv,
-                        struct vh_qopts *o)
+/* The shared options: getopt_long's val is one of these. */
+enum {
+    Q_FORMAT = 1, Q_LIMIT, Q_DEPTH, Q_HEAP, Q_BYTES, Q_MIN_BYTES, Q_BY_TAG, Q_TEMPORARY, Q_BY,
+    Q_OWN = 256,                   /* + the index in the command's table     */
+};
+
+static const struct {
+    const char *name;
+    int has_value, val;
+    unsigned extra;                /* 0: every command                       */
+} shared[] = {
+    { "format", 1, Q_FORMAT, 0 },           { "limit", 1, Q_LIMIT, 0 },
+    { "depth", 1, Q_DEPTH, 0 },             { "heap", 1, Q_HEAP, 0 },
+    { "bytes", 0, Q_BYTES, 0 },             { "min-bytes", 1, Q_MIN_BYTES, VH_QOPT_MIN_BYTES },
+    { "by-tag", 0, Q_BY_TAG, VH_QOPT_BY_TAG }, { "temporary", 1, Q_TEMPORARY, VH_QOPT_TEMPORARY },
+    { "by", 1, Q_BY, VH_QOPT_BY },
+};
+#define MAX_OPTS 48
+
+/* The command's own options (their table) and the shared ones `extra`
+ * allows, unless the command's table names them (to take them over, or to
+ * refuse them), as getopt_long's tables. -ENOMEM: too many. */
+static int opt_tables(unsigned extra, const struct vh_opt *own, size_t nown,
+                      struct option *lo, char *so)
 {
+    size_t n = 0, ns = 0;
+    so[ns++] = ':';
+    for (size_t k = 0; k < nown; k++) {
+        const char *name = own[k].name;
+        if (!name || (!own[k].value && !own[k].flag))
+            continue;
+        if (n + 1 >= MAX_OPTS || k >= 256)
+            return -ENOMEM;
+        if (name[1] != '-') {      /* "-o" */
+            so[ns++] = name[1];
+            if (own[k].has_value)
+                so[ns++] = ':';
+            continue;
+        }
+        lo[n++] = (struct option){ name + 2, own[k].has_value ? required_argument : no_argument,
+                                   NULL, Q_OWN + (int)k };
+    }
+    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) {
+        int taken = 0;
+        for (size_t k = 0; k < nown; k++)
+            taken |= own[k].name && own[k].name[1] == '-' && !strcmp(own[k].name + 2,
+                                                                      shared[i].name);
+        if (taken || (shared[i].extra && !(extra & shared[i].extra)))
+            continue;
+        if (n + 1 >= MAX_OPTS)
+            return -ENOMEM;
+        lo[n++] = (struct option){ shared[i].name,
+                                   shared[i].has_value ? required_argument : no_argument, NULL,
+                                   shared[i].val };
+    }
+    lo[n] = (struct option){ 0 };
+    so[ns] = 0;
+    return 0;
+}
+
+/* The own option whose short letter is `c`. */
+static int own_short(const struct vh_opt *own, size_t nown, int c)
+{
+    for (size_t k = 0; k < nown; k++)
+        if (own[k].name && own[k].name[1] == c && !own[k].name[2] && (own[k].value || own[k].flag))
+            return Q_OWN + (int)k;
+    return -1;
+}
+
+/* The command's own options and the shared ones, then the one operand. */
+static int parse_opts(const struct vh_command *cmd, unsigned extra, const struct vh_opt *own,
+                      size_t nown, int argc, char **argv, struct vh_qopts *o)
+{
+    struct option lo[MAX_OPTS];
+    char so[2 * MAX_OPTS + 2];
+    const char *arg;
+    int c;
+
     memset(o, 0, sizeof *o);
     o->format = OUT_TABLE;
     o->limit = 10;
-    int only_operands = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (only_operands || a[0] != '-' || !a[1]) {
-            if (o->input) {
-                vh_errorf(cmd->name, "one DB or capture expected, got '%s' and '%s'",
-                          o->input, a);
-                return -EINVAL;
-            }
-            o->input = a;
-        } else if (!strcmp(a, "--")) {
-            only_operands = 1;
-        } else if (is_opt(a, "--format")) {
-            if (!(v = opt_value(cmd, "--format", argc, argv, &i)))
-                return -EINVAL;
+    if (opt_tables(extra, own, nown, lo, so))
+        return -ENOMEM;
+    optind = 0;
+    while ((c = vh_getopt(cmd, argc, argv, so, lo, &arg)) != -1) {
+        if (c == '?')
+            return -EINVAL;
+        if (c == ':') {
+            vh_errorf(cmd->name, "%s needs a value (see --help)", arg);
+            return -EINVAL;
+        }
+        if (c > Q_BY && c < Q_OWN)         /* a letter: always the command's */
+            c = own_short(own, nown, c);
+        const char *v = optarg;
+        switch (c) {
+        case Q_FORMAT:
             if (out__parse_format(v, &o->format)) {
                 vh_errorf(cmd->name, "--format: '%s' is not table, json or csv", v);
                 return -EINVAL;
             }
-        } else if (is_opt(a, "--limit")) {
-            if (count_opt(cmd, "--limit", 0, "a count (0 = no limit)", argc, argv, &i,
-                          &o->limit))
+            break;
+        case Q_LIMIT:
+            if (count_opt(cmd, "--limit", 0, "a count (0 = no limit)", v, &o->limit))
                 return -EINVAL;
             o->limit_given = 1;
-        } else if (is_opt(a, "--depth")) {
-            if (count_opt(cmd, "--depth", 0, "a count (0 = every frame)", argc, argv, &i,
-                          &o->depth))
+            break;
+        case Q_DEPTH:
+            if (count_opt(cmd, "--depth", 0, "a count (0 = every frame)", v, &o->depth))
                 return -EINVAL;
-        } else if (is_opt(a, "--heap")) {
-            if (!(v = opt_value(cmd, "--heap", argc, argv, &i)))
+            break;
+        case Q_HEAP: o->heap = v; break;
+        case Q_BYTES: o->raw_bytes = 1; break;
+        case Q_MIN_BYTES:
+            if (count_opt(cmd, "--min-bytes", 1, "a size (e.g. 4096, 4K, 1MiB)", v,
+                          &o->min_bytes))
                 return -EINVAL;
-            o->heap = v;
-        } else if (!strcmp(a, "--bytes")) {
-            o->raw_bytes = 1;
-        } else if ((extra & VH_QOPT_MIN_BYTES) && is_opt(a, "--min-bytes")) {
-            if (count_opt(cmd, "--min-bytes", 1, "a size (e.g. 4096, 4K, 1MiB)", argc, argv,
-                          &i, &o->min_bytes))
-                return -EINVAL;
-        } else if ((extra & VH_QOPT_BY_TAG) && !strcmp(a, "--by-tag")) {
-            o->by_tag = 1;
-        } else if ((extra & VH_QOPT_TEMPORARY) && is_opt(a, "--temporary")) {
-            if (!(v = opt_value(cmd, "--temporary", argc, argv, &i)))
-                return -EINVAL;
+            break;
+        case Q_BY_TAG: o->by_tag = 1; break;
+        case Q_TEMPORARY:
             if (!strcmp(v, "heaptrack"))
                 o->temporary = VH_TEMP_HEAPTRACK;
             else if (!strcmp(v, "vheap"))
@@ -125,13 +164,23 @@ static int parse_shared(const struct vh_command *cmd, unsigned extra, int argc, 
                 vh_errorf(cmd->name, "--temporary: '%s' is not vheap or heaptrack", v);
                 return -EINVAL;
             }
-        } else if ((extra & VH_QOPT_BY) && is_opt(a, "--by")) {
-            if (!(v = opt_value(cmd, "--by", argc, argv, &i)))
-                return -EINVAL;
-            o->by = v;
-        } else {
-            return unknown_opt(cmd, a);
+            break;
+        case Q_BY: o->by = v; break;
+        default:
+            if (c < Q_OWN || c >= Q_OWN + (int)nown)     /* cannot happen */
+                return unknown_opt(cmd, arg);
+            if (own[c - Q_OWN].has_value)
+                *own[c - Q_OWN].value = v;
+            else
+                *own[c - Q_OWN].flag = 1;
         }
+    }
+    if (optind < argc)
+        o->input = argv[optind];
+    if (optind + 1 < argc) {
+        vh_errorf(cmd->name, "one DB or capture expected, got '%s' and '%s'", o->input,
+                  argv[optind + 1]);
+        return -EINVAL;
     }
     if (!o->input) {
         vh_errorf(cmd->name, "a DB or capture is needed (see vheap-analyze %s --help)",
@@ -139,49 +188,6 @@ static int parse_shared(const struct vh_command *cmd, unsigned extra, int argc, 
         return -EINVAL;
     }
     return 0;
-}
-
-/* The entry of `own` that argument `a` names, or NULL. */
-static const struct vh_opt *own_opt(const struct vh_opt *own, size_t nown, const char *a)
-{
-    for (size_t k = 0; k < nown; k++)
-        if (own[k].name &&
-            (own[k].has_value ? is_opt(a, own[k].name) : !strcmp(a, own[k].name)))
-            return &own[k];
-    return NULL;
-}
-
-/* Takes the command's own options out of argv, then parse_shared(). */
-static int parse_opts(const struct vh_command *cmd, unsigned extra, const struct vh_opt *own,
-                      size_t nown, int argc, char **argv, struct vh_qopts *o)
-{
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    int nrest = 0, rc = -EINVAL, operands = 0;
-
-    if (!rest)
-        return -ENOMEM;
-    rest[nrest++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        const struct vh_opt *opt = NULL;
-        operands |= !strcmp(a, "--");
-        if (operands || !(opt = own_opt(own, nown, a))) {
-            rest[nrest++] = argv[i];
-        } else if (!opt->value && !opt->flag) {
-            unknown_opt(cmd, a);
-            goto out;
-        } else if (!opt->has_value) {
-            *opt->flag = 1;
-        } else if ((v = opt_value(cmd, opt->name, argc, argv, &i))) {
-            *opt->value = v;
-        } else {
-            goto out;
-        }
-    }
-    rc = parse_shared(cmd, extra, nrest, rest, o);
-out:
-    free(rest);
-    return rc;
 }
 
 int vh_bind_heap(sqlite3_stmt *st, int idx, const struct vh_qopts *o)

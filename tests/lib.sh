@@ -1,6 +1,8 @@
 # lib.sh — helpers shared by tests/integration/*.sh (sourced, POSIX sh).
 # Environment from run-integration.sh: VHEAP_LIB, ANALYZE, PROGS, TOP.
 # A test starts with: . "$TOP/tests/lib.sh"
+# Python parts import tests/vhcheck.py (check(), the failures collected).
+export PYTHONPATH="$TOP/tests${PYTHONPATH:+:$PYTHONPATH}"
 
 die() { echo "FAIL: $*" >&2; exit 1; }
 

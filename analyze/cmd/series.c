@@ -25,6 +25,7 @@
 #include "analyze/report/chart.h"
 #include "analyze/util/weight.h"
 #include "analyze/util/grow.h"
+#include "analyze/util/fmt.h"
 
 static const char usage[] =
     "usage: vheap-analyze series [OPTIONS] DB|CAPTURE\n"
@@ -280,18 +281,6 @@ static struct out_val ov_text(const char *s)
     return OV_S(s);
 }
 
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...)
-{
-    va_list ap;
-    char *s = NULL;
-    va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 /* A duration for people: "5 ms", "250 µs", "1.5 s". */
 static void fmt_dur(uint64_t ns, char *buf, size_t len)
 {
@@ -357,7 +346,7 @@ static int name_top(struct top *t, struct vh_series_top *pub)
             return -ENOMEM;
         if (npick > 1 && !(t->second = frame_name(&lf[pick[1]])))
             return -ENOMEM;
-        if (f->file && !(pub->where = f->line > 0 ? xasprintf("%s:%" PRId64, vh_base_name(f->file), f->line)
+        if (f->file && !(pub->where = f->line > 0 ? vh_xasprintf("%s:%" PRId64, vh_base_name(f->file), f->line)
                                                  : strdup(vh_base_name(f->file))))
             return -ENOMEM;
     } else if (!(t->first = strdup("(no stack recorded)"))) {
@@ -426,12 +415,12 @@ static int unique_names(struct ctx *c)
             if (!dup[i])
                 continue;
             if (pass == 0 && t->second)
-                n = xasprintf("%s <- %s", t->first, t->second);
+                n = vh_xasprintf("%s <- %s", t->first, t->second);
             else if (pass == 1 && !(dup[i] & 2) && t->line > 0)
-                n = t->second ? xasprintf("%s:%" PRId64 " <- %s", t->first, t->line, t->second)
-                              : xasprintf("%s:%" PRId64, t->first, t->line);
+                n = t->second ? vh_xasprintf("%s:%" PRId64 " <- %s", t->first, t->line, t->second)
+                              : vh_xasprintf("%s:%" PRId64, t->first, t->line);
             else if (pass == 2)
-                n = xasprintf("%s [stack %" PRId64 "]", p->name, p->stack_id);
+                n = vh_xasprintf("%s [stack %" PRId64 "]", p->name, p->stack_id);
             else
                 continue;
             if (!n)
@@ -1114,8 +1103,8 @@ static int emit_rows(struct ctx *c, struct out *o)
     COL(R_RSS, "rss_bytes", "RSS", OUT_BYTES, 0);
     pos[R_STACKS] = ncols;
     for (size_t k = 0; k < c->ntop; k++) {
-        if (!(keys[2 * k] = xasprintf("stack_%zu", k + 1)) ||
-            !(keys[2 * k + 1] = xasprintf("#%zu", k + 1)))
+        if (!(keys[2 * k] = vh_xasprintf("stack_%zu", k + 1)) ||
+            !(keys[2 * k + 1] = vh_xasprintf("#%zu", k + 1)))
             goto fail;
         cols[ncols++] = (struct out_col){ keys[2 * k], keys[2 * k + 1], OUT_BYTES, 0 };
     }

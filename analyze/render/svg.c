@@ -354,6 +354,16 @@ static void y_range(const struct svg_chart *c, double *lo, double *hi)
     }
 }
 
+/* A series' tooltip (or its label) as its path's <title>. */
+static void put_title(FILE *f, const struct series *s)
+{
+    if (s->tooltip || s->label) {
+        fputs("<title>", f);
+        svg_put_text(f, s->tooltip ? s->tooltip : s->label);
+        fputs("</title>", f);
+    }
+}
+
 static void write_areas(const struct svg_chart *c, FILE *f, const struct scale *xs,
                         const struct scale *ys)
 {
@@ -374,11 +384,7 @@ static void write_areas(const struct svg_chart *c, FILE *f, const struct scale *
         for (size_t i = c->n; i-- > 0;)
             fprintf(f, "L%.1f,%.1f", px(xs, c->x[i]), px(ys, base[i]));
         fputs("Z\">", f);
-        if (s->tooltip || s->label) {
-            fputs("<title>", f);
-            svg_put_text(f, s->tooltip ? s->tooltip : s->label);
-            fputs("</title>", f);
-        }
+        put_title(f, s);
         fputs("</path>\n", f);
         for (size_t i = 0; i < c->n; i++) {
             double v = val(s->y, i);
@@ -414,11 +420,7 @@ static void write_bars(const struct svg_chart *c, FILE *f, const struct scale *x
             fprintf(f, "M%.1f,%.1fH%.1fV%.1fH%.1fZ", x0, y0, x1, y1, x0);
         }
         fputs("\">", f);
-        if (s->tooltip || s->label) {
-            fputs("<title>", f);
-            svg_put_text(f, s->tooltip ? s->tooltip : s->label);
-            fputs("</title>", f);
-        }
+        put_title(f, s);
         fputs("</path>\n", f);
     }
 out:
@@ -445,11 +447,7 @@ static void write_lines(const struct svg_chart *c, FILE *f, const struct scale *
             pen = 1;
         }
         fputs("\">", f);
-        if (s->tooltip || s->label) {
-            fputs("<title>", f);
-            svg_put_text(f, s->tooltip ? s->tooltip : s->label);
-            fputs("</title>", f);
-        }
+        put_title(f, s);
         fputs("</path>\n", f);
     }
 }

@@ -57,14 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (!buf)
         return 0;
-    if (size)
-        memcpy(buf, data, size);
-    buf[size] = '\0';
-    for (size_t i = 0; i <= size && argc < MAX_ARGS;) {
-        argv[argc++] = buf + i;
-        i += strlen(buf + i) + 1;
-    }
-    argv[argc] = NULL;
+    argc = fz_words(data, size, buf, argv, MAX_ARGS);
     if (fz_fd < 0)
         fz_init();
 

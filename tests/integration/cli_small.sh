@@ -103,6 +103,12 @@ usage_error "--exe-path needs a value" load b.vhcap b3.sqlite --exe-path
 usage_error "--search-dir /nonexistent: not a directory" symbolize b.sqlite --search-dir /nonexistent
 usage_error "one DB or capture expected, got 'b.sqlite' and 'x'" heaps b.sqlite x
 usage_error "too many arguments" load b.vhcap b3.sqlite x
+usage_error "unknown option '--no-head'" dump --no-head b.vhcap
+usage_error "--format: '' is not text or json" dump b.vhcap --format
+usage_error "one capture at a time" dump b.vhcap b.vhcap
+usage_error "--out needs a value" record --out
+usage_error "unknown option '--outx'" record --outx x "$PROGS/basic"
+usage_error "no PROGRAM to run" record --no-load --
 [ ! -e b3.sqlite ] || die "a refused load wrote its DB"
 
 grep -q "^MIT License" "$TOP/LICENSE" || die "no MIT LICENSE at the top of the repository"

@@ -554,15 +554,7 @@ static void record_line(const struct vh_event *ev, struct totals *t)
     end();
 }
 
-static int run_dump(int argc, char **argv);
-
-VH_COMMAND(dump_command, {
-    .name = "dump",
-    .summary = "print every record of a capture in time order (stable text)",
-    .usage = usage,
-    .run = run_dump,
-    .order = 90,
-});
+static const struct vh_command dump_command;   /* VH_COMMAND below */
 
 static int run_dump(int argc, char **argv)
 {
@@ -646,3 +638,10 @@ out:
     return rc;
 }
 
+VH_COMMAND(dump_command, {
+    .name = "dump",
+    .summary = "print every record of a capture in time order (stable text)",
+    .usage = usage,
+    .run = run_dump,
+    .order = 90,
+});

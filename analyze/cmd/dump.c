@@ -567,9 +567,7 @@ static int run_dump(int argc, char **argv)
     unsigned bad;
 
     static const struct option lo[] = {
-        { "no-header", no_argument, NULL, 'n' },
-        { "format", required_argument, NULL, 'f' },
-        { 0 },
+        { "no-header", no_argument, NULL, 'n' }, { "format", required_argument, NULL, 'f' }, { 0 },
     };
     const char *opt, *f;
     optind = 0;

@@ -94,14 +94,10 @@ static int run_load(int argc, char **argv)
 
     static const struct option lo[] = {
         { "exe-path", required_argument, NULL, 'e' },
-        { "search-dir", required_argument, NULL, 'd' },
-        { "format", required_argument, NULL, 'f' },
-        { "no-symbols", no_argument, NULL, 'n' },
-        { "progress", no_argument, NULL, 'p' },
-        { "no-progress", no_argument, NULL, 'P' },
-        { "quiet", no_argument, NULL, 'q' },
-        { "verbose", no_argument, NULL, 'v' },
-        { 0 },
+        { "search-dir", required_argument, NULL, 'd' }, { "format", required_argument, NULL, 'f' },
+        { "no-symbols", no_argument, NULL, 'n' }, { "progress", no_argument, NULL, 'p' },
+        { "no-progress", no_argument, NULL, 'P' }, { "quiet", no_argument, NULL, 'q' },
+        { "verbose", no_argument, NULL, 'v' }, { 0 },
     };
     const char *opt;
     opts.symbols = &places.o;

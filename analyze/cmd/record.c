@@ -570,12 +570,9 @@ static char *pattern_dir(const char *pattern)
 static int parse(int argc, char **argv, struct run_opts *o, int *first)
 {
     static const struct option lo[] = {
-        { "no-load", no_argument, NULL, 'n' },
-        { "bytes", no_argument, NULL, 'b' },
-        { "out", required_argument, NULL, 'o' },
-        { "lib", required_argument, NULL, 'l' },
-        { "format", required_argument, NULL, 'f' },
-        { 0 },
+        { "no-load", no_argument, NULL, 'n' }, { "bytes", no_argument, NULL, 'b' },
+        { "out", required_argument, NULL, 'o' }, { "lib", required_argument, NULL, 'l' },
+        { "format", required_argument, NULL, 'f' }, { 0 },
     };
     const char *opt;
     int c, i;

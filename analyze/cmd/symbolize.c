@@ -114,8 +114,7 @@ static int run(int argc, char **argv)
 
     static const struct option lo[] = {
         { "exe-path", required_argument, NULL, 'e' },
-        { "search-dir", required_argument, NULL, 'd' },
-        { "format", required_argument, NULL, 'f' },
+        { "search-dir", required_argument, NULL, 'd' }, { "format", required_argument, NULL, 'f' },
         { 0 },
     };
     const char *opt;

@@ -346,8 +346,10 @@ static int name_top(struct top *t, struct vh_series_top *pub)
             return -ENOMEM;
         if (npick > 1 && !(t->second = frame_name(&lf[pick[1]])))
             return -ENOMEM;
-        if (f->file && !(pub->where = f->line > 0 ? vh_xasprintf("%s:%" PRId64, vh_base_name(f->file), f->line)
-                                                 : strdup(vh_base_name(f->file))))
+        if (f->file &&
+            !(pub->where = f->line > 0
+                               ? vh_xasprintf("%s:%" PRId64, vh_base_name(f->file), f->line)
+                               : strdup(vh_base_name(f->file))))
             return -ENOMEM;
     } else if (!(t->first = strdup("(no stack recorded)"))) {
         return -ENOMEM;

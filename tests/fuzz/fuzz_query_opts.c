@@ -13,9 +13,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_ARGS 64
 
-/* The reference: digits, then an optional K|M|G|T (any case) followed by
- * nothing, "B" (1000-based) or "i"/"iB" (1024-based). -1 if not a size or
- * it does not fit in int64. */
+/* The reference, as common/size_parse.h documents sizes: digits, then
+ * optionally K|M|G|T (any case; powers of 1000, or of 1024 with an "i"
+ * after it), then optionally a "B" (any case), then nothing. -1 if not a
+ * size or it does not fit in int64. */
 static int64_t ref_size(const char *s)
 {
     unsigned __int128 v = 0, mul = 1;
@@ -29,19 +30,22 @@ static int64_t ref_size(const char *s)
         if (v > INT64_MAX)
             return -1;
     }
-    if (*p) {
-        const char *u = NULL;
-        for (int k = 0; k < 4; k++)
-            if ((*p & ~0x20) == units[k])
-                u = units + k;
-        if (!u)
-            return -1;
-        int bin = !strcmp(p + 1, "iB") || !strcmp(p + 1, "i");
-        if (!bin && strcmp(p + 1, "") && strcmp(p + 1, "B"))
-            return -1;
+    const char *u = NULL;
+    for (int k = 0; *p && k < 4; k++)
+        if ((*p & ~0x20) == units[k])
+            u = units + k;
+    int bin = 0;
+    if (u) {
+        p++;
+        if ((*p & ~0x20) == 'I')
+            bin = 1, p++;
         for (const char *k = units; k <= u; k++)
             mul *= bin ? 1024 : 1000;
     }
+    if ((*p & ~0x20) == 'B')
+        p++;
+    if (*p)
+        return -1;
     v *= mul;
     return v > INT64_MAX ? -1 : (int64_t)v;
 }

@@ -1,6 +1,8 @@
 # lib.sh — helpers shared by tests/integration/*.sh (sourced, POSIX sh).
 # Environment from run-integration.sh: VHEAP_LIB, ANALYZE, PROGS, TOP.
 # A test starts with: . "$TOP/tests/lib.sh"
+# Python parts import tests/vhcheck.py (check(), the failures collected).
+export PYTHONPATH="$TOP/tests${PYTHONPATH:+:$PYTHONPATH}"
 
 die() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -83,6 +85,16 @@ function kvh(   i, p) {    # same for the header and loss lines (from field 2)
         if (p) H[$1 "_" substr($i, 1, p - 1)] = substr($i, p + 1)
     }
 }
+'
+
+# VH_AWK_USER (after VH_AWK_LIB): for `awk ... PROGRAM-OUTPUT DUMP`, reads the
+# program's "user 0xLO 0xHI" line (the address range of its own code) and
+# marks in O[] every stack of the dump with a frame in that range.
+VH_AWK_USER='
+FILENAME == ARGV[1] { if ($1 == "user") { lo = hex(substr($2, 4)); hi = hex(substr($3, 4)) }; next }
+{ kv() }
+$3 == "stack" { split(F["frames"], fr, ",")
+                for (i in fr) if (hex(fr[i]) >= lo && hex(fr[i]) <= hi) O[F["id"]] = 1; next }
 '
 
 # The checker: reads the program output (ARGV[1]) and the dump (ARGV[2]),

@@ -277,7 +277,6 @@ out:
 static int run(int argc, char **argv)
 {
     struct vh_query q;
-    struct vh_qopts ao;
     sqlite3 *dba = NULL;
     char **args = malloc(((size_t)argc + 1) * sizeof *args);
     int by = -1, rc;
@@ -289,7 +288,7 @@ static int run(int argc, char **argv)
     memcpy(args, argv, (size_t)argc * sizeof *args);
     args[argc] = NULL;
     const char *a = take_first(&argc, args);
-    rc = vh_query__parse(&q, &cmd_diff, VH_QOPT_BY, argc, args);
+    rc = vh_query__parse(&q, &cmd_diff, VH_QOPT_BY, NULL, 0, argc, args);
     if (!rc && !a)
         rc = vh_query__usage(&q, "two runs are needed: diff A B (see vheap-analyze diff --help)");
     if (!rc && q.o.by) {
@@ -302,16 +301,12 @@ static int run(int argc, char **argv)
     }
     if (!rc && q.o.heap)
         rc = vh_query__usage(&q, "--heap is not supported: heaps are matched by name");
-    if (!rc) {
-        ao = q.o;
-        ao.input = a;
-        rc = vh_query_open(&cmd_diff, &ao, &dba);
-    }
     if (!rc)
-        rc = vh_query__open(&q, 1);
+        rc = vh_query__open_also(&q, a, &dba);
+    if (!rc)
+        rc = vh_query__open(&q, VH_QUERY_OUTPUT | VH_QUERY_STACKS);
     if (!rc)
         rc = body(&q, dba, a, by);
-    sqlite3_close(dba);
     free(args);
     return vh_query__finish(&q, rc);
 }

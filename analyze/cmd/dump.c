@@ -3,6 +3,7 @@
  * and people parse it with awk, so the form changes only with the format
  * version. Formatting is hand-rolled into stdio's buffer: dumps are large. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -553,6 +554,8 @@ static void record_line(const struct vh_event *ev, struct totals *t)
     end();
 }
 
+static const struct vh_command dump_command;   /* VH_COMMAND below */
+
 static int run_dump(int argc, char **argv)
 {
     const char *path = NULL, *first;
@@ -560,31 +563,34 @@ static int run_dump(int argc, char **argv)
     struct vh_event ev;
     struct totals t = { 0 };
     char err[256];
-    int header = 1, rc = VH_EXIT_OK, opts = 1;
+    int header = 1, rc = VH_EXIT_OK;
     unsigned bad;
 
-    for (int i = 1; i < argc; i++) {
-        if (opts && !strcmp(argv[i], "--")) {
-            opts = 0;
-        } else if (opts && !strcmp(argv[i], "--no-header")) {
+    static const struct option lo[] = {
+        { "no-header", no_argument, NULL, 'n' }, { "format", required_argument, NULL, 'f' }, { 0 },
+    };
+    const char *opt, *f;
+    optind = 0;
+    while ((rc = vh_getopt(&dump_command, argc, argv, ":", lo, &opt)) != -1) {
+        if (rc == '?')
+            return VH_EXIT_USAGE;
+        if (rc == 'n') {
             header = 0;
-        } else if (opts && (!strcmp(argv[i], "--format") || !strncmp(argv[i], "--format=", 9))) {
-            const char *f = argv[i][8] == '=' ? argv[i] + 9 : i + 1 < argc ? argv[++i] : "";
-            if (strcmp(f, "text") && strcmp(f, "json")) {
-                vh_errorf("dump", "--format: '%s' is not text or json", f);
-                return VH_EXIT_USAGE;
-            }
-            json = !strcmp(f, "json");
-        } else if (opts && argv[i][0] == '-' && argv[i][1]) {
-            vh_errorf("dump", "unknown option '%s' (see vheap-analyze dump --help)", argv[i]);
-            return VH_EXIT_USAGE;
-        } else if (path) {
-            vh_errorf("dump", "one capture at a time (see vheap-analyze dump --help)");
-            return VH_EXIT_USAGE;
-        } else {
-            path = argv[i];
+            continue;
         }
+        f = rc == 'f' ? optarg : "";   /* ':': a bare --format at the end */
+        if (strcmp(f, "text") && strcmp(f, "json")) {
+            vh_errorf("dump", "--format: '%s' is not text or json", f);
+            return VH_EXIT_USAGE;
+        }
+        json = !strcmp(f, "json");
     }
+    rc = VH_EXIT_OK;
+    if (optind + 1 < argc) {
+        vh_errorf("dump", "one capture at a time (see vheap-analyze dump --help)");
+        return VH_EXIT_USAGE;
+    }
+    path = optind < argc ? argv[optind] : NULL;
     if (!path) {
         vh_errorf("dump", "no capture given (see vheap-analyze dump --help)");
         return VH_EXIT_USAGE;

@@ -19,6 +19,7 @@
 #include "analyze/store/db.h"
 #include "analyze/export/export.h"
 #include "analyze/cmd/query.h"
+#include "analyze/util/grow.h"
 
 static const char usage[] =
     "usage: vheap-analyze export --format FORMAT [OPTIONS] DB|CAPTURE -o FILE\n"
@@ -109,7 +110,7 @@ static const char *const costs[] = {
 };
 
 struct eopts {
-    struct vh_qopts q;
+    struct vh_query q;
     enum fmt fmt;
     const char *out;
     struct vh_export x;
@@ -129,25 +130,24 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
         /* one file, not a list, and not a table */
         VH_OPT_REFUSE_VALUE("--limit"),    VH_OPT_REFUSE_FLAG("--bytes"),
     };
-    int rc = vh_qopts_parse_own(cmd, 0, own, sizeof own / sizeof own[0], argc, argv, &o->q);
+    int rc = vh_query__parse(&o->q, cmd, 0, VH_OPTS(own), argc, argv);
     if (rc)
         return rc;
     if (!format) {
-        vh_errorf(cmd->name, "--format is needed: heaptrack, flamegraph, massif, chrome-trace "
-                             "or pprof");
-        return -EINVAL;
+        return vh_query__usage(&o->q, "--format is needed: heaptrack, flamegraph, massif, "
+                                      "chrome-trace or pprof");
     }
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         if (!strcmp(format, formats[i].name))
             o->fmt = formats[i].fmt;
     if (o->fmt == F_NONE) {
-        vh_errorf(cmd->name, "--format: '%s' is not heaptrack, flamegraph, massif, "
-                             "chrome-trace or pprof", format);
-        return -EINVAL;
+        return vh_query__usage(&o->q,
+                               "--format: '%s' is not heaptrack, flamegraph, massif, "
+                               "chrome-trace or pprof",
+                               format);
     }
     if (!o->out || !*o->out) {
-        vh_errorf(cmd->name, "-o FILE is needed ('-' writes to stdout)");
-        return -EINVAL;
+        return vh_query__usage(&o->q, "-o FILE is needed ('-' writes to stdout)");
     }
     if (cost) {
         size_t i;
@@ -155,47 +155,42 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
             if (!strcmp(cost, costs[i]))
                 break;
         if (i == sizeof costs / sizeof costs[0]) {
-            vh_errorf(cmd->name, "--cost: '%s' is not allocations, bytes, leaked, peak or "
-                                 "temporary", cost);
-            return -EINVAL;
+            return vh_query__usage(&o->q,
+                                   "--cost: '%s' is not allocations, bytes, leaked, peak or "
+                                   "temporary",
+                                   cost);
         }
         if (o->fmt != F_FLAMEGRAPH) {
-            vh_errorf(cmd->name, "--cost applies to --format flamegraph only");
-            return -EINVAL;
+            return vh_query__usage(&o->q, "--cost applies to --format flamegraph only");
         }
         o->x.cost = (enum vh_cost)i;
         o->x.cost_given = 1;
     }
     if (clock) {
         if (o->fmt != F_CHROME) {
-            vh_errorf(cmd->name, "--clock applies to --format chrome-trace only");
-            return -EINVAL;
+            return vh_query__usage(&o->q, "--clock applies to --format chrome-trace only");
         }
         if (!strcmp(clock, "wall"))
             o->x.clock = VH_CLOCK_WALL;
         else if (!strcmp(clock, "start"))
             o->x.clock = VH_CLOCK_START;
         else {
-            vh_errorf(cmd->name, "--clock: '%s' is not wall or start", clock);
-            return -EINVAL;
+            return vh_query__usage(&o->q, "--clock: '%s' is not wall or start", clock);
         }
         o->x.clock_given = 1;
     }
     if (merge) {
         if (o->fmt != F_CHROME) {
-            vh_errorf(cmd->name, "--merge applies to --format chrome-trace only");
-            return -EINVAL;
+            return vh_query__usage(&o->q, "--merge applies to --format chrome-trace only");
         }
         if (clock && o->x.clock != VH_CLOCK_WALL) {
-            vh_errorf(cmd->name, "--merge needs --clock wall: urbit -j traces count "
-                                 "microseconds since the Unix epoch");
-            return -EINVAL;
+            return vh_query__usage(&o->q, "--merge needs --clock wall: urbit -j traces count "
+                                          "microseconds since the Unix epoch");
         }
         o->x.merge = merge;
     }
-    if (o->q.depth && o->fmt != F_FLAMEGRAPH && o->fmt != F_MASSIF) {
-        vh_errorf(cmd->name, "--depth applies to --format flamegraph and massif only");
-        return -EINVAL;
+    if (o->q.o.depth && o->fmt != F_FLAMEGRAPH && o->fmt != F_MASSIF) {
+        return vh_query__usage(&o->q, "--depth applies to --format flamegraph and massif only");
     }
     return 0;
 }
@@ -259,23 +254,14 @@ static int read_heaps(struct vh_export *x, const char *heap, int defaulted)
                                &st);
     if (rc)
         return rc;
-    uint32_t cap = 0;
+    size_t cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
         if (id < 0 || id > UINT32_MAX - 1)
             continue;
-        if ((uint32_t)id >= cap) {
-            uint32_t ncap = cap ? cap : 64;
-            while (ncap <= (uint32_t)id)
-                ncap *= 2;
-            uint8_t *on = realloc(x->heap_on, ncap);
-            if (!on) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            memset(on + cap, 0, ncap - cap);
-            x->heap_on = on;
-            cap = ncap;
+        if (vh_reserve_zeroed(&x->heap_on, &cap, (size_t)id + 1, 1, 64)) {
+            rc = -ENOMEM;
+            goto out;
         }
         x->heap_on[id] = 1;
         if ((uint32_t)id > x->heap_max)
@@ -328,27 +314,28 @@ static int run(int argc, char **argv)
 
     memset(&o, 0, sizeof o);
     x->cmd = cmd_export.name;
-    if (parse_opts(argc, argv, &o))
-        return VH_EXIT_USAGE;
+    if ((rc = parse_opts(argc, argv, &o)))
+        goto out;
     x->out_path = o.out;
-    x->heap = o.q.heap;
-    x->depth = o.q.depth;
-    snprintf(dbpath, sizeof dbpath, "%s%s", o.q.input, VH_DB_SUFFIX);
-    if (strcmp(o.out, "-") && (same_file(o.out, o.q.input) || same_file(o.out, dbpath))) {
-        vh_errorf(x->cmd, "-o %s is the file being read", o.out);
-        return VH_EXIT_USAGE;
+    x->heap = o.q.o.heap;
+    x->depth = o.q.o.depth;
+    snprintf(dbpath, sizeof dbpath, "%s%s", o.q.o.input, VH_DB_SUFFIX);
+    if (strcmp(o.out, "-") && (same_file(o.out, o.q.o.input) || same_file(o.out, dbpath))) {
+        rc = vh_query__usage(&o.q, "-o %s is the file being read", o.out);
+        goto out;
     }
     /* heaptrack and massif describe one heap: the system allocator unless
      * --heap says otherwise. */
-    if (!o.q.heap && (o.fmt == F_HEAPTRACK || o.fmt == F_MASSIF)) {
-        o.q.heap = "0";
+    if (!o.q.o.heap && (o.fmt == F_HEAPTRACK || o.fmt == F_MASSIF)) {
+        o.q.o.heap = "0";
         defaulted = 1;
     }
-    if (vh_query_open(&cmd_export, &o.q, &x->db))
-        return VH_EXIT_DATA;
+    if ((rc = vh_query__open(&o.q, 0)))
+        goto out;
+    x->db = o.q.db;
     rc = read_process(x);
     if (!rc)
-        rc = read_heaps(x, o.q.heap, defaulted);
+        rc = read_heaps(x, o.q.o.heap, defaulted);
     if (rc)
         goto out;
     if (!x->clock_given && !x->start_realtime_ns)
@@ -388,6 +375,5 @@ out:
     free(x->heap_desc);
     free(x->exe);
     free(x->argv_text);
-    sqlite3_close(x->db);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    return vh_query__finish(&o.q, rc);
 }

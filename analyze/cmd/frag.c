@@ -15,6 +15,7 @@
 #include "analyze/store/events.h"
 #include "analyze/query/frag.h"
 #include "analyze/report/frag_map.h"
+#include "analyze/query/frame_rule.h"
 #include "analyze/util/grow.h"
 #include "analyze/cmd/query.h"
 #include "analyze/render/svg.h"
@@ -84,7 +85,7 @@ VH_COMMAND(cmd_frag, {
 /* ---- options ------------------------------------------------------------ */
 
 struct fopts {
-    struct vh_qopts q;
+    struct vh_query q;
     const char *at;
     struct frag_opts fo;
     int series, has_from, has_to, by_age;
@@ -98,73 +99,40 @@ static int parse_size(const char *s, uint64_t *out)
     return vh_parse_size(s, 1, UINT64_MAX / 2, out) ? -EINVAL : 0;
 }
 
-static int is_opt(const char *arg, const char *name)
-{
-    size_t n = strlen(name);
-    return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
-}
-
-/* Takes this command's options out of argv; the shared parser gets the rest. */
+/* Parses argv into o->q (this command's options and the shared ones). */
 static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struct fopts *o)
 {
-    static const char *const valued[] = { "--at", "--page-size", "--sparse", "--min-hole",
-                                          "--cluster-gap", "--interval", "--from", "--to",
-                                          "--svg", "--map", "--color" };
     enum { V_AT, V_PAGE, V_SPARSE, V_MINHOLE, V_GAP, V_INTERVAL, V_FROM, V_TO, V_SVG, V_MAP,
            V_COLOR, V_N };
     const char *val[V_N] = { 0 };
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    int nrest = 0, rc = -EINVAL, operands = 0;
+    const struct vh_opt own[] = {
+        VH_OPT_FLAG("--series", &o->series),
+        VH_OPT_VALUE("--at", &val[V_AT]),           VH_OPT_VALUE("--page-size", &val[V_PAGE]),
+        VH_OPT_VALUE("--sparse", &val[V_SPARSE]),   VH_OPT_VALUE("--min-hole", &val[V_MINHOLE]),
+        VH_OPT_VALUE("--cluster-gap", &val[V_GAP]), VH_OPT_VALUE("--interval", &val[V_INTERVAL]),
+        VH_OPT_VALUE("--from", &val[V_FROM]),       VH_OPT_VALUE("--to", &val[V_TO]),
+        VH_OPT_VALUE("--svg", &val[V_SVG]),         VH_OPT_VALUE("--map", &val[V_MAP]),
+        VH_OPT_VALUE("--color", &val[V_COLOR]),
+    };
     uint64_t v;
+    int rc;
 
-    if (!rest)
-        return -ENOMEM;
     memset(o, 0, sizeof *o);
     frag_opts__default(&o->fo);
-    rest[nrest++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int k = -1;
-        if (operands || !strcmp(a, "--")) {
-            operands = 1;
-            rest[nrest++] = argv[i];
-            continue;
-        }
-        if (!strcmp(a, "--series")) {
-            o->series = 1;
-            continue;
-        }
-        for (int j = 0; j < V_N; j++)
-            if (is_opt(a, valued[j]))
-                k = j;
-        if (k < 0) {
-            rest[nrest++] = argv[i];
-            continue;
-        }
-        size_t n = strlen(valued[k]);
-        if (a[n] == '=') {
-            val[k] = a + n + 1;
-        } else if (i + 1 < argc) {
-            val[k] = argv[++i];
-        } else {
-            vh_errorf(cmd->name, "%s needs a value (see --help)", valued[k]);
-            goto out;
-        }
-    }
-    if (vh_qopts_parse(cmd, 0, nrest, rest, &o->q))
-        goto out;
+    if ((rc = vh_query__parse(&o->q, cmd, 0, VH_OPTS(own), argc, argv)))
+        return rc;
     o->at = val[V_AT];
     if (o->at && strcmp(o->at, "end") && strcmp(o->at, "peak") && strncmp(o->at, "mark:", 5) &&
         vh_parse_time(o->at, &v)) {
-        vh_errorf(cmd->name, "--at: '%s' is not end, peak, mark:LABEL or a time like 1.5s",
-                  o->at);
-        goto out;
+        return vh_query__usage(&o->q, "--at: '%s' is not end, peak, mark:LABEL or a time like 1.5s",
+                               o->at);
     }
     if (val[V_PAGE] && (parse_size(val[V_PAGE], &v) || v < 256 || v > (1ull << 30) ||
                         (v & (v - 1)))) {
-        vh_errorf(cmd->name, "--page-size: '%s' is not a power of two from 256 B to 1 GiB, "
-                             "like 4KiB or 2MiB", val[V_PAGE]);
-        goto out;
+        return vh_query__usage(&o->q,
+                               "--page-size: '%s' is not a power of two from 256 B to 1 GiB, "
+                               "like 4KiB or 2MiB",
+                               val[V_PAGE]);
     } else if (val[V_PAGE]) {
         o->fo.page_size = v;
     }
@@ -174,32 +142,27 @@ static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struc
         unsigned long p = strtoul(val[V_SPARSE], &end, 10);
         if (errno || end == val[V_SPARSE] || (*end && strcmp(end, "%")) || p > 100 ||
             *val[V_SPARSE] == '-') {
-            vh_errorf(cmd->name, "--sparse: '%s' is not a percentage from 0 to 100",
-                      val[V_SPARSE]);
-            goto out;
+            return vh_query__usage(&o->q, "--sparse: '%s' is not a percentage from 0 to 100",
+                                   val[V_SPARSE]);
         }
         o->fo.sparse_pct = (unsigned)p;
     }
     if (val[V_MINHOLE] && (parse_size(val[V_MINHOLE], &o->fo.min_hole) || !o->fo.min_hole)) {
-        vh_errorf(cmd->name, "--min-hole: '%s' is not a size of at least 1 byte", val[V_MINHOLE]);
-        goto out;
+        return vh_query__usage(&o->q, "--min-hole: '%s' is not a size of at least 1 byte",
+                               val[V_MINHOLE]);
     }
     if (val[V_GAP] && parse_size(val[V_GAP], &o->fo.cluster_gap)) {
-        vh_errorf(cmd->name, "--cluster-gap: '%s' is not a size like 1MiB", val[V_GAP]);
-        goto out;
+        return vh_query__usage(&o->q, "--cluster-gap: '%s' is not a size like 1MiB", val[V_GAP]);
     }
     if (val[V_INTERVAL] && (vh_parse_time(val[V_INTERVAL], &o->interval) || !o->interval)) {
-        vh_errorf(cmd->name, "--interval: '%s' is not a duration like 100ms, 1s or 250us",
-                  val[V_INTERVAL]);
-        goto out;
+        return vh_query__usage(&o->q, "--interval: '%s' is not a duration like 100ms, 1s or 250us",
+                               val[V_INTERVAL]);
     }
     if (val[V_FROM] && vh_parse_time(val[V_FROM], &o->from)) {
-        vh_errorf(cmd->name, "--from: '%s' is not a time like 1.5s or 200ms", val[V_FROM]);
-        goto out;
+        return vh_query__usage(&o->q, "--from: '%s' is not a time like 1.5s or 200ms", val[V_FROM]);
     }
     if (val[V_TO] && vh_parse_time(val[V_TO], &o->to)) {
-        vh_errorf(cmd->name, "--to: '%s' is not a time like 1.5s or 200ms", val[V_TO]);
-        goto out;
+        return vh_query__usage(&o->q, "--to: '%s' is not a time like 1.5s or 200ms", val[V_TO]);
     }
     o->has_from = !!val[V_FROM];
     o->has_to = !!val[V_TO];
@@ -209,37 +172,30 @@ static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struc
         if (!strcmp(val[V_COLOR], "age")) {
             o->by_age = 1;
         } else if (strcmp(val[V_COLOR], "stack")) {
-            vh_errorf(cmd->name, "--color: '%s' is not stack or age", val[V_COLOR]);
-            goto out;
+            return vh_query__usage(&o->q, "--color: '%s' is not stack or age", val[V_COLOR]);
         }
     }
     if (o->series && (o->at || o->map)) {
-        vh_errorf(cmd->name, "--series shows a time range: --at and --map are for one moment");
-        goto out;
+        return vh_query__usage(&o->q,
+                               "--series shows a time range: --at and --map are for one moment");
     }
     if (!o->series && (o->svg || val[V_INTERVAL] || o->has_from || o->has_to)) {
-        vh_errorf(cmd->name, "--svg, --interval, --from and --to go with --series");
-        goto out;
+        return vh_query__usage(&o->q, "--svg, --interval, --from and --to go with --series");
     }
     if (o->has_from && o->has_to && o->to <= o->from) {
-        vh_errorf(cmd->name, "--to must be after --from");
-        goto out;
+        return vh_query__usage(&o->q, "--to must be after --from");
     }
     if (val[V_COLOR] && !o->map) {
-        vh_errorf(cmd->name, "--color goes with --map");
-        goto out;
+        return vh_query__usage(&o->q, "--color goes with --map");
     }
-    rc = 0;
-out:
-    free(rest);
-    return rc;
+    return 0;
 }
 
 /* ---- the database --------------------------------------------------------- */
 
 struct hinfo {
     uint32_t id;
-    int64_t parent;                /* -1: none                              */
+    int64_t parent; /* -1: none                              */
     char *name;
     uint64_t base, size;           /* size 0: no bounds                     */
     int64_t create, destroy;       /* destroy -1: never                     */
@@ -295,16 +251,11 @@ static int read_heaps(struct ctx *c)
                          " FROM heaps h WHERE " VH_HEAP_SEL("h.id", "?1") " ORDER BY h.id",
                          &st)))
         return rc;
-    vh_bind_heap(st, 1, &c->o.q);
+    vh_bind_heap(st, 1, &c->o.q.o);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (c->nh == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct hinfo *p = realloc(c->h, cap * sizeof *p);
-            if (!p) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            c->h = p;
+        if (vh_grow(&c->h, &cap, c->nh, sizeof *c->h, 16)) {
+            rc = -ENOMEM;
+            goto out;
         }
         struct hinfo *h = &c->h[c->nh];
         int64_t id = sqlite3_column_int64(st, 0), base = sqlite3_column_int64(st, 2),
@@ -367,15 +318,10 @@ static int read_basics(struct ctx *c)
         return rc;
     size_t cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (c->nrss == cap) {
-            cap = cap ? cap * 2 : 256;
-            struct rss *p = realloc(c->rss, cap * sizeof *p);
-            if (!p) {
-                sqlite3_finalize(st);
-                vh_errorf(c->cmd->name, "out of memory");
-                return -ENOMEM;
-            }
-            c->rss = p;
+        if (vh_grow(&c->rss, &cap, c->nrss, sizeof *c->rss, 256)) {
+            sqlite3_finalize(st);
+            vh_errorf(c->cmd->name, "out of memory");
+            return -ENOMEM;
         }
         int64_t t = sqlite3_column_int64(st, 0);
         c->rss[c->nrss++] = (struct rss){ t > 0 ? (uint64_t)t : 0, sqlite3_column_int64(st, 1) };
@@ -552,7 +498,7 @@ static int live_at(struct ctx *c, uint64_t t, struct liveset **out)
         vh_errorf(c->cmd->name, "the live set at %" PRIu64 " ns: %s", t, err);
         return rc;
     }
-    if (one < 0 && c->o.q.heap) {
+    if (one < 0 && c->o.q.o.heap) {
         size_t k = 0;
         for (size_t i = 0; i < ls->n; i++)
             if (heap_info(c, ls->blocks[i].heap_id))
@@ -579,30 +525,6 @@ static struct frag_heap *heaps_at(const struct ctx *c, uint64_t t, size_t *n)
 }
 
 /* ---- naming stacks -------------------------------------------------------- */
-
-static const char *base_name(const char *p)
-{
-    const char *s = p ? strrchr(p, '/') : NULL;
-    return s ? s + 1 : p;
-}
-
-/* Frames of the allocator and the runtime say nothing about who allocated. */
-static int machinery(const struct out_frame *f)
-{
-    static const char *const mods[] = { "libc.so", "libc-", "libstdc++", "ld-linux", "libvheap",
-                                        "libjemalloc", "libtcmalloc", "libgcc_s" };
-    const char *m = base_name(f->module), *fn = f->function;
-    for (size_t i = 0; m && i < sizeof mods / sizeof mods[0]; i++)
-        if (!strncmp(m, mods[i], strlen(mods[i])))
-            return 1;
-    if (!fn)
-        return 0;
-    if (!strncmp(fn, "std::", 5) || !strncmp(fn, "__gnu_cxx::", 11) ||
-        !strncmp(fn, "operator new", 12))
-        return 1;
-    size_t n = strlen(fn);
-    return n >= 5 && !strcmp(fn + n - 5, "alloc");
-}
 
 #define NAME_FRAMES 4
 
@@ -641,24 +563,25 @@ static int sname_read(struct vh_stacks *s, uint32_t id, struct sname *out)
             snprintf(buf, sizeof buf, "%s", f->function);
         else
             snprintf(buf, sizeof buf, "0x%" PRIx64 " in %s", (uint64_t)f->address,
-                     f->module ? base_name(f->module) : "?");
+                     f->module ? vh_base_name(f->module) : "?");
         size_t n = strlen(buf);
-        if (len + n + 2 > cap) {
-            while (len + n + 2 > cap)
-                cap *= 2;
-            char *p = realloc(out->text, cap);
-            if (!p)
-                break;
-            out->text = p;
-        }
+        if (vh_reserve(&out->text, &cap, len + n + 2, 1, 256))
+            break;
         memcpy(out->text + len, buf, n);
         len += n;
         out->text[len++] = '\n';
         out->text[len] = 0;
-        if (out->n == NAME_FRAMES || (machinery(f) && (out->n || i + 1 < st->n)))
-            continue;
-        if (!out->n && f->function && f->file && f->line > 0)
-            snprintf(buf + n, sizeof buf - n, " (%s:%" PRId64 ")", base_name(f->file), f->line);
+    }
+    /* named as series names it (query/frame_rule.h) */
+    struct vh_lframe lf[256];
+    size_t pick[NAME_FRAMES], nl = vh_lframes(st, lf, 256);
+    size_t np = vh_naming_frames(lf, nl, pick, NAME_FRAMES);
+    for (size_t k = 0; k < np; k++) {
+        const struct vh_lframe *f = &lf[pick[k]];
+        vh_frame_name(f, buf, sizeof buf);
+        size_t n = strlen(buf);
+        if (!k && f->function && f->file && f->line > 0)
+            snprintf(buf + n, sizeof buf - n, " (%s:%" PRId64 ")", vh_base_name(f->file), f->line);
         if (!(out->f[out->n] = strdup(buf)))
             break;
         out->n++;
@@ -931,7 +854,7 @@ static int emit_summary(struct ctx *c, struct out *o, const struct frag_report *
 
 static int emit_regions(struct ctx *c, struct out *o, struct frag_report *r)
 {
-    size_t n = r->nregions, lim = c->o.q.limit ? (size_t)c->o.q.limit : n;
+    size_t n = r->nregions, lim = c->o.q.o.limit ? (size_t)c->o.q.o.limit : n;
     int rc;
 
     if (n)
@@ -1040,8 +963,8 @@ static int emit_classes(struct out *o, const struct frag_report *r)
 static int emit_stacks(struct ctx *c, struct out *o, const struct frag_report *r)
 {
     struct vh_stacks *stk = NULL;
-    size_t lim = c->o.q.limit ? (size_t)c->o.q.limit : r->nstacks;
-    int rc = vh_stacks__open(c->cmd->name, c->db, c->o.q.depth, &stk);
+    size_t lim = c->o.q.o.limit ? (size_t)c->o.q.o.limit : r->nstacks;
+    int rc = vh_stacks__open(c->cmd->name, c->db, c->o.q.o.depth, &stk);
     if (rc)
         return rc;
     rc = out__section(o, "stacks", OUT_LIST, "stacks by slack + pinned bytes:", kcols, K_N);
@@ -1216,7 +1139,7 @@ static int write_map(struct ctx *c, const struct liveset *ls, const struct frag_
              out__human_ns((int64_t)t, d, sizeof d));
     snprintf(sub, sizeof sub, "%s%s%zu blocks, %s usable, %s free in holes, %zu region%s; "
                               "coloured by %s",
-             c->exe ? base_name(c->exe) : "", c->exe ? ": " : "", n,
+             c->exe ? vh_base_name(c->exe) : "", c->exe ? ": " : "", n,
              out__human_bytes((int64_t)usable, a, sizeof a),
              out__human_bytes((int64_t)freeb, b, sizeof b), nregs, nregs == 1 ? "" : "s",
              c->o.by_age ? "age" : "allocating stack");
@@ -1266,8 +1189,7 @@ static int run_moment(struct ctx *c)
     }
     if (c->o.map && (rc = write_map(c, ls, r, t, what)))
         goto out;
-    if (!(o = vh_out_begin(&c->o.q)))
-        goto oom;
+    o = vh_query__take_out(&c->o.q);
     if ((rc = emit_summary(c, o, r, t, what, fh, nfh)) || (rc = emit_regions(c, o, r)) ||
         (rc = emit_holes(o, r)) || (rc = emit_classes(o, r)) || (rc = emit_stacks(c, o, r))) {
         if (rc == -ENOMEM)
@@ -1436,8 +1358,8 @@ static int draw_series(struct ctx *c, const struct point *p, size_t n)
     }
     snprintf(sub, sizeof sub, "%s%s%zu heap%s%s%s; free-but-unusable: free bytes in holes, in "
                               "pieces smaller than a page (%s)",
-             c->exe ? base_name(c->exe) : "", c->exe ? ": " : "", c->nh, c->nh == 1 ? "" : "s",
-             c->o.q.heap ? " chosen by --heap " : "", c->o.q.heap ? c->o.q.heap : "",
+             c->exe ? vh_base_name(c->exe) : "", c->exe ? ": " : "", c->nh, c->nh == 1 ? "" : "s",
+             c->o.q.o.heap ? " chosen by --heap " : "", c->o.q.o.heap ? c->o.q.o.heap : "",
              out__human_bytes((int64_t)c->o.fo.page_size, pb, sizeof pb));
     struct svg_chart_opts co = { .title = "Fragmentation over time", .subtitle = sub,
                                  .x_title = "time since start", .y_title = "bytes",
@@ -1567,7 +1489,7 @@ static int run_series(struct ctx *c)
         }
         if (k == npts)
             break;
-        if (c->o.q.heap && !heap_info(c, ev.heap_id))
+        if (c->o.q.o.heap && !heap_info(c, ev.heap_id))
             continue;
         if (apply_event(ft, &ev))
             goto oom;
@@ -1582,9 +1504,8 @@ static int run_series(struct ctx *c)
 
     if (c->o.svg && (rc = draw_series(c, pts, npts)))
         goto out;
-    rc = -ENOMEM;
-    if (!(o = vh_out_begin(&c->o.q)) ||
-        (rc = out__section(o, "series", OUT_LIST, NULL, tcols, T_N)))
+    o = vh_query__take_out(&c->o.q);
+    if ((rc = out__section(o, "series", OUT_LIST, NULL, tcols, T_N)))
         goto out;
     int bounded = 0;
     for (size_t i = 0; i < c->nh; i++)
@@ -1639,10 +1560,10 @@ static int run(int argc, char **argv)
     struct ctx c = { .cmd = &cmd_frag };
     int rc;
 
-    if ((rc = parse_opts(c.cmd, argc, argv, &c.o)))
-        return rc == -ENOMEM ? VH_EXIT_DATA : VH_EXIT_USAGE;
-    if (vh_query_open(c.cmd, &c.o.q, &c.db))
-        return VH_EXIT_DATA;
+    if ((rc = parse_opts(c.cmd, argc, argv, &c.o)) ||
+        (rc = vh_query__open(&c.o.q, VH_QUERY_OUTPUT)))
+        goto out;
+    c.db = c.o.q.db;
     if ((rc = read_heaps(&c)) || (rc = read_regions(&c)) || (rc = read_basics(&c)))
         goto out;
     rc = c.o.series ? run_series(&c) : run_moment(&c);
@@ -1653,6 +1574,5 @@ out:
     free(c.r);
     free(c.rss);
     free(c.exe);
-    sqlite3_close(c.db);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    return vh_query__finish(&c.o.q, rc);
 }

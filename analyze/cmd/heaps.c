@@ -315,5 +315,5 @@ out:
 
 static int run(int argc, char **argv)
 {
-    return vh_query_run(&cmd_heaps, 0, 0, argc, argv, list);
+    return vh_query_run(&cmd_heaps, 0, VH_QUERY_OUTPUT, argc, argv, list);
 }

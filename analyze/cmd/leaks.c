@@ -247,12 +247,7 @@ static int run(int argc, char **argv)
     const struct vh_opt own[] = { VH_OPT_FLAG("--growth", &by_growth),
                                   VH_OPT_VALUE("--min-r2", &r2) };
 
-    memset(&q, 0, sizeof q);
-    q.cmd = &cmd_leaks;
-    rc = vh_qopts_parse_own(&cmd_leaks, VH_QOPT_MIN_BYTES, own, sizeof own / sizeof own[0],
-                            argc, argv, &q.o);
-    if (rc == -EINVAL)
-        q.usage = 1;
+    rc = vh_query__parse(&q, &cmd_leaks, VH_QOPT_MIN_BYTES, VH_OPTS(own), argc, argv);
     if (!rc && r2) {
         char *end;
         min_r2 = strtod(r2, &end);
@@ -261,7 +256,7 @@ static int run(int argc, char **argv)
         else if (!by_growth)
             rc = vh_query__usage(&q, "--min-r2 goes with --growth");
     }
-    if (!rc && !(rc = vh_query__open(&q, 1)))
+    if (!rc && !(rc = vh_query__open(&q, VH_QUERY_OUTPUT | VH_QUERY_STACKS)))
         rc = by_growth ? growth(&q) : list(&q);
     return vh_query__finish(&q, rc);
 }

@@ -2,6 +2,7 @@
  * load.c. Query commands load captures by themselves (load__ensure); this
  * command is for choosing the DB path, loading ahead of time, and scripts. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -89,50 +90,52 @@ static int run_load(int argc, char **argv)
     const char *capture = NULL, *db = NULL, *format = NULL;
     enum out_format fmt = OUT_TABLE;
     char dflt[4096], err[512];
-    int quiet = 0, verbose = 0, dashdash = 0, rc;
+    int quiet = 0, verbose = 0, rc;
 
+    static const struct option lo[] = {
+        { "exe-path", required_argument, NULL, 'e' },
+        { "search-dir", required_argument, NULL, 'd' }, { "format", required_argument, NULL, 'f' },
+        { "no-symbols", no_argument, NULL, 'n' }, { "progress", no_argument, NULL, 'p' },
+        { "no-progress", no_argument, NULL, 'P' }, { "quiet", no_argument, NULL, 'q' },
+        { "verbose", no_argument, NULL, 'v' }, { 0 },
+    };
+    const char *opt;
     opts.symbols = &places.o;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!dashdash && a[0] == '-' && a[1]) {
-            if ((rc = symbols__parse_place(&places, "load", argc, argv, &i)) < 0)
+    optind = 0;
+    while ((rc = vh_getopt(&cmd_load, argc, argv, ":qv", lo, &opt)) != -1) {
+        switch (rc) {
+        case 'e':
+        case 'd':
+            if (symbols__add_place(&places, "load", rc == 'e', optarg))
                 return VH_EXIT_USAGE;
-            if (rc)
-                continue;
-            if (!strcmp(a, "--format") || !strncmp(a, "--format=", 9)) {
-                if (a[8] == '=')
-                    format = a + 9;
-                else if (i + 1 < argc)
-                    format = argv[++i];
-                if (!format || out__parse_format(format, &fmt)) {
-                    vh_errorf("load", "--format: '%s' is not table, json or csv",
-                              format ? format : "");
-                    return VH_EXIT_USAGE;
-                }
-            } else if (!strcmp(a, "--"))
-                dashdash = 1;
-            else if (!strcmp(a, "--no-symbols"))
-                opts.no_symbols = 1;
-            else if (!strcmp(a, "--progress"))
-                opts.progress = 1;
-            else if (!strcmp(a, "--no-progress"))
-                opts.progress = 0;
-            else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
-                quiet = 1;
-            else if (!strcmp(a, "-v") || !strcmp(a, "--verbose"))
-                verbose = 1;
-            else {
-                vh_errorf("load", "unknown option '%s' (see vheap-analyze load --help)", a);
+            break;
+        case 'f':
+            format = optarg;
+            if (out__parse_format(format, &fmt)) {
+                vh_errorf("load", "--format: '%s' is not table, json or csv", format);
                 return VH_EXIT_USAGE;
             }
-        } else if (!capture) {
-            capture = a;
-        } else if (!db) {
-            db = a;
-        } else {
-            vh_errorf("load", "too many arguments (see vheap-analyze load --help)");
+            break;
+        case 'n': opts.no_symbols = 1; break;
+        case 'p': opts.progress = 1; break;
+        case 'P': opts.progress = 0; break;
+        case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
+        case ':':
+            if (!strcmp(opt, "--format"))  /* as before getopt */
+                vh_errorf("load", "--format: '' is not table, json or csv");
+            else
+                vh_errorf("load", "%s needs a value", opt);
+            return VH_EXIT_USAGE;
+        default:
             return VH_EXIT_USAGE;
         }
+    }
+    capture = optind < argc ? argv[optind] : NULL;
+    db = optind + 1 < argc ? argv[optind + 1] : NULL;
+    if (optind + 2 < argc) {
+        vh_errorf("load", "too many arguments (see vheap-analyze load --help)");
+        return VH_EXIT_USAGE;
     }
     if (!capture) {
         vh_errorf("load", "no capture given (see vheap-analyze load --help)");

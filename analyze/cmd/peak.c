@@ -109,5 +109,5 @@ static int list(struct vh_query *q)
 
 static int run(int argc, char **argv)
 {
-    return vh_query_run(&cmd_peak, 0, 1, argc, argv, list);
+    return vh_query_run(&cmd_peak, 0, VH_QUERY_OUTPUT | VH_QUERY_STACKS, argc, argv, list);
 }

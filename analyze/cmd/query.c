@@ -3,6 +3,7 @@
  * statement binds its parameters: no SQL is ever built from what the user
  * typed. */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,36 +15,7 @@
 #include "analyze/store/db.h"
 #include "analyze/cmd/query.h"
 #include "analyze/query/recording.h"
-
-/* A count, or a size (common/size_parse.h) if `sized`; non-negative. */
-static int parse_count(const char *s, int sized, int64_t *out)
-{
-    uint64_t v;
-    if (vh_parse_size(s, sized, INT64_MAX, &v))
-        return -EINVAL;
-    *out = (int64_t)v;
-    return 0;
-}
-
-/* The value of option argv[*i] given as "--opt VALUE" or "--opt=VALUE". */
-static const char *opt_value(const struct vh_command *cmd, const char *name, int argc,
-                             char **argv, int *i)
-{
-    size_t n = strlen(name);
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (*i + 1 >= argc) {
-        vh_errorf(cmd->name, "%s needs a value (see --help)", name);
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-static int is_opt(const char *arg, const char *name)
-{
-    size_t n = strlen(name);
-    return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
-}
+#include "analyze/util/grow.h"
 
 static int unknown_opt(const struct vh_command *cmd, const char *arg)
 {
@@ -51,70 +23,139 @@ static int unknown_opt(const struct vh_command *cmd, const char *arg)
     return -EINVAL;
 }
 
-/* Option argv[*i], a count (a size if `sized`, parse_count): 0, or -EINVAL
- * with "NAME: 'VALUE' is not WHAT" printed. */
+/* A count (a size if `sized`, common/size_parse.h), non-negative: 0, or
+ * -EINVAL with "NAME: 'VALUE' is not WHAT" printed. */
 static int count_opt(const struct vh_command *cmd, const char *name, int sized, const char *what,
-                     int argc, char **argv, int *i, int64_t *out)
+                     const char *v, int64_t *out)
 {
-    const char *v = opt_value(cmd, name, argc, argv, i);
-    if (!v)
-        return -EINVAL;
-    if (parse_count(v, sized, out)) {
+    uint64_t n;
+    if (vh_parse_size(v, sized, INT64_MAX, &n)) {
         vh_errorf(cmd->name, "%s: '%s' is not %s", name, v, what);
         return -EINVAL;
     }
+    *out = (int64_t)n;
     return 0;
 }
 
-int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char **argv,
-                   struct vh_qopts *o)
+/* The shared options: getopt_long's val is one of these. */
+enum {
+    Q_FORMAT = 1, Q_LIMIT, Q_DEPTH, Q_HEAP, Q_BYTES, Q_MIN_BYTES, Q_BY_TAG, Q_TEMPORARY, Q_BY,
+    Q_OWN = 256,                   /* + the index in the command's table     */
+};
+
+static const struct {
+    const char *name;
+    int has_value, val;
+    unsigned extra;                /* 0: every command                       */
+} shared[] = {
+    { "format", 1, Q_FORMAT, 0 },           { "limit", 1, Q_LIMIT, 0 },
+    { "depth", 1, Q_DEPTH, 0 },             { "heap", 1, Q_HEAP, 0 },
+    { "bytes", 0, Q_BYTES, 0 },             { "min-bytes", 1, Q_MIN_BYTES, VH_QOPT_MIN_BYTES },
+    { "by-tag", 0, Q_BY_TAG, VH_QOPT_BY_TAG }, { "temporary", 1, Q_TEMPORARY, VH_QOPT_TEMPORARY },
+    { "by", 1, Q_BY, VH_QOPT_BY },
+};
+#define MAX_OPTS 48
+
+/* The command's own options (their table) and the shared ones `extra`
+ * allows, unless the command's table names them (to take them over, or to
+ * refuse them), as getopt_long's tables. -ENOMEM: too many. */
+static int opt_tables(unsigned extra, const struct vh_opt *own, size_t nown,
+                      struct option *lo, char *so)
 {
+    size_t n = 0, ns = 0;
+    so[ns++] = ':';
+    for (size_t k = 0; k < nown; k++) {
+        const char *name = own[k].name;
+        if (!name || (!own[k].value && !own[k].flag))
+            continue;
+        if (n + 1 >= MAX_OPTS || k >= 256)
+            return -ENOMEM;
+        if (name[1] != '-') {      /* "-o" */
+            so[ns++] = name[1];
+            if (own[k].has_value)
+                so[ns++] = ':';
+            continue;
+        }
+        lo[n++] = (struct option){ name + 2, own[k].has_value ? required_argument : no_argument,
+                                   NULL, Q_OWN + (int)k };
+    }
+    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) {
+        int taken = 0;
+        for (size_t k = 0; k < nown; k++)
+            taken |= own[k].name && own[k].name[1] == '-' && !strcmp(own[k].name + 2,
+                                                                      shared[i].name);
+        if (taken || (shared[i].extra && !(extra & shared[i].extra)))
+            continue;
+        if (n + 1 >= MAX_OPTS)
+            return -ENOMEM;
+        lo[n++] = (struct option){ shared[i].name,
+                                   shared[i].has_value ? required_argument : no_argument, NULL,
+                                   shared[i].val };
+    }
+    lo[n] = (struct option){ 0 };
+    so[ns] = 0;
+    return 0;
+}
+
+/* The own option whose short letter is `c`. */
+static int own_short(const struct vh_opt *own, size_t nown, int c)
+{
+    for (size_t k = 0; k < nown; k++)
+        if (own[k].name && own[k].name[1] == c && !own[k].name[2] && (own[k].value || own[k].flag))
+            return Q_OWN + (int)k;
+    return -1;
+}
+
+/* The command's own options and the shared ones, then the one operand. */
+static int parse_opts(const struct vh_command *cmd, unsigned extra, const struct vh_opt *own,
+                      size_t nown, int argc, char **argv, struct vh_qopts *o)
+{
+    struct option lo[MAX_OPTS];
+    char so[2 * MAX_OPTS + 2];
+    const char *arg;
+    int c;
+
     memset(o, 0, sizeof *o);
     o->format = OUT_TABLE;
     o->limit = 10;
-    int only_operands = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (only_operands || a[0] != '-' || !a[1]) {
-            if (o->input) {
-                vh_errorf(cmd->name, "one DB or capture expected, got '%s' and '%s'",
-                          o->input, a);
-                return -EINVAL;
-            }
-            o->input = a;
-        } else if (!strcmp(a, "--")) {
-            only_operands = 1;
-        } else if (is_opt(a, "--format")) {
-            if (!(v = opt_value(cmd, "--format", argc, argv, &i)))
-                return -EINVAL;
+    if (opt_tables(extra, own, nown, lo, so))
+        return -ENOMEM;
+    optind = 0;
+    while ((c = vh_getopt(cmd, argc, argv, so, lo, &arg)) != -1) {
+        if (c == '?')
+            return -EINVAL;
+        if (c == ':') {
+            vh_errorf(cmd->name, "%s needs a value (see --help)", arg);
+            return -EINVAL;
+        }
+        if (c > Q_BY && c < Q_OWN)         /* a letter: always the command's */
+            c = own_short(own, nown, c);
+        const char *v = optarg;
+        switch (c) {
+        case Q_FORMAT:
             if (out__parse_format(v, &o->format)) {
                 vh_errorf(cmd->name, "--format: '%s' is not table, json or csv", v);
                 return -EINVAL;
             }
-        } else if (is_opt(a, "--limit")) {
-            if (count_opt(cmd, "--limit", 0, "a count (0 = no limit)", argc, argv, &i,
-                          &o->limit))
+            break;
+        case Q_LIMIT:
+            if (count_opt(cmd, "--limit", 0, "a count (0 = no limit)", v, &o->limit))
                 return -EINVAL;
             o->limit_given = 1;
-        } else if (is_opt(a, "--depth")) {
-            if (count_opt(cmd, "--depth", 0, "a count (0 = every frame)", argc, argv, &i,
-                          &o->depth))
+            break;
+        case Q_DEPTH:
+            if (count_opt(cmd, "--depth", 0, "a count (0 = every frame)", v, &o->depth))
                 return -EINVAL;
-        } else if (is_opt(a, "--heap")) {
-            if (!(v = opt_value(cmd, "--heap", argc, argv, &i)))
+            break;
+        case Q_HEAP: o->heap = v; break;
+        case Q_BYTES: o->raw_bytes = 1; break;
+        case Q_MIN_BYTES:
+            if (count_opt(cmd, "--min-bytes", 1, "a size (e.g. 4096, 4K, 1MiB)", v,
+                          &o->min_bytes))
                 return -EINVAL;
-            o->heap = v;
-        } else if (!strcmp(a, "--bytes")) {
-            o->raw_bytes = 1;
-        } else if ((extra & VH_QOPT_MIN_BYTES) && is_opt(a, "--min-bytes")) {
-            if (count_opt(cmd, "--min-bytes", 1, "a size (e.g. 4096, 4K, 1MiB)", argc, argv,
-                          &i, &o->min_bytes))
-                return -EINVAL;
-        } else if ((extra & VH_QOPT_BY_TAG) && !strcmp(a, "--by-tag")) {
-            o->by_tag = 1;
-        } else if ((extra & VH_QOPT_TEMPORARY) && is_opt(a, "--temporary")) {
-            if (!(v = opt_value(cmd, "--temporary", argc, argv, &i)))
-                return -EINVAL;
+            break;
+        case Q_BY_TAG: o->by_tag = 1; break;
+        case Q_TEMPORARY:
             if (!strcmp(v, "heaptrack"))
                 o->temporary = VH_TEMP_HEAPTRACK;
             else if (!strcmp(v, "vheap"))
@@ -123,13 +164,23 @@ int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char 
                 vh_errorf(cmd->name, "--temporary: '%s' is not vheap or heaptrack", v);
                 return -EINVAL;
             }
-        } else if ((extra & VH_QOPT_BY) && is_opt(a, "--by")) {
-            if (!(v = opt_value(cmd, "--by", argc, argv, &i)))
-                return -EINVAL;
-            o->by = v;
-        } else {
-            return unknown_opt(cmd, a);
+            break;
+        case Q_BY: o->by = v; break;
+        default:
+            if (c < Q_OWN || c >= Q_OWN + (int)nown)     /* cannot happen */
+                return unknown_opt(cmd, arg);
+            if (own[c - Q_OWN].has_value)
+                *own[c - Q_OWN].value = v;
+            else
+                *own[c - Q_OWN].flag = 1;
         }
+    }
+    if (optind < argc)
+        o->input = argv[optind];
+    if (optind + 1 < argc) {
+        vh_errorf(cmd->name, "one DB or capture expected, got '%s' and '%s'", o->input,
+                  argv[optind + 1]);
+        return -EINVAL;
     }
     if (!o->input) {
         vh_errorf(cmd->name, "a DB or capture is needed (see vheap-analyze %s --help)",
@@ -137,48 +188,6 @@ int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char 
         return -EINVAL;
     }
     return 0;
-}
-
-/* The entry of `own` that argument `a` names, or NULL. */
-static const struct vh_opt *own_opt(const struct vh_opt *own, size_t nown, const char *a)
-{
-    for (size_t k = 0; k < nown; k++)
-        if (own[k].name &&
-            (own[k].has_value ? is_opt(a, own[k].name) : !strcmp(a, own[k].name)))
-            return &own[k];
-    return NULL;
-}
-
-int vh_qopts_parse_own(const struct vh_command *cmd, unsigned extra, const struct vh_opt *own,
-                       size_t nown, int argc, char **argv, struct vh_qopts *o)
-{
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    int nrest = 0, rc = -EINVAL, operands = 0;
-
-    if (!rest)
-        return -ENOMEM;
-    rest[nrest++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        const struct vh_opt *opt = NULL;
-        operands |= !strcmp(a, "--");
-        if (operands || !(opt = own_opt(own, nown, a))) {
-            rest[nrest++] = argv[i];
-        } else if (!opt->value && !opt->flag) {
-            unknown_opt(cmd, a);
-            goto out;
-        } else if (!opt->has_value) {
-            *opt->flag = 1;
-        } else if ((v = opt_value(cmd, opt->name, argc, argv, &i))) {
-            *opt->value = v;
-        } else {
-            goto out;
-        }
-    }
-    rc = vh_qopts_parse(cmd, extra, nrest, rest, o);
-out:
-    free(rest);
-    return rc;
 }
 
 int vh_bind_heap(sqlite3_stmt *st, int idx, const struct vh_qopts *o)
@@ -227,14 +236,9 @@ static int mark_heaps(sqlite3 *db, const char *name, int subtree, struct hnode *
         return -EIO;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 64;
-            struct hnode *p = realloc(n, cap * sizeof *p);
-            if (!p) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            n = p;
+        if (vh_grow(&n, &cap, len, sizeof *n, 64)) {
+            rc = -ENOMEM;
+            goto out;
         }
         n[len] = (struct hnode){ .id = sqlite3_column_int64(st, 0),
                                  .parent = sqlite3_column_int64(st, 1),
@@ -359,7 +363,8 @@ static int select_heaps(const struct vh_command *cmd, sqlite3 *db, const char *h
     return -ENOENT;
 }
 
-int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite3 **db)
+/* vh_query__open()'s DB part, for `o` (a baseline's differs in its input). */
+static int open_db(const struct vh_command *cmd, const struct vh_qopts *o, sqlite3 **db)
 {
     char err[512];
     *db = NULL;
@@ -378,8 +383,9 @@ int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite
     return 0;
 }
 
-int vh_stack_row(const struct vh_command *cmd, struct out *out, struct vh_stacks *stacks,
-                 sqlite3_stmt *st, int ncols, int stack_col)
+/* vh_query__stack_row() for any output and stack reader. */
+static int stack_row(const struct vh_command *cmd, struct out *out, struct vh_stacks *stacks,
+                     sqlite3_stmt *st, int ncols, int stack_col)
 {
     struct out_val v[VH_ROW_MAX];
     if (ncols > VH_ROW_MAX)
@@ -420,16 +426,14 @@ int vh_out_end(const struct vh_command *cmd, struct out *o)
 
 /* ---- a query command's run ---------------------------------------------------- */
 
-int vh_query__parse(struct vh_query *q, const struct vh_command *cmd, unsigned extra, int argc,
-                    char **argv)
+int vh_query__parse(struct vh_query *q, const struct vh_command *cmd, unsigned extra,
+                    const struct vh_opt *own, size_t nown, int argc, char **argv)
 {
     memset(q, 0, sizeof *q);
     q->cmd = cmd;
-    if (vh_qopts_parse(cmd, extra, argc, argv, &q->o)) {
-        q->usage = 1;
-        return -EINVAL;
-    }
-    return 0;
+    int rc = parse_opts(cmd, extra, own, nown, argc, argv, &q->o);
+    q->usage = rc == -EINVAL;
+    return rc;
 }
 
 int vh_query__usage(struct vh_query *q, const char *fmt, ...)
@@ -444,21 +448,45 @@ int vh_query__usage(struct vh_query *q, const char *fmt, ...)
     return -EINVAL;
 }
 
-int vh_query__open(struct vh_query *q, int stacks)
+int vh_query__open(struct vh_query *q, unsigned flags)
 {
-    int rc = vh_query_open(q->cmd, &q->o, &q->db);
+    int rc = open_db(q->cmd, &q->o, &q->db);
     if (rc)
         return rc;
-    if (!(q->out = vh_out_begin(&q->o))) {
+    if ((flags & VH_QUERY_OUTPUT) &&
+        !(q->out = out__begin(q->o.format, q->o.raw_bytes ? OUT_RAW_BYTES : 0, stdout))) {
         vh_errorf(q->cmd->name, "out of memory");
         return -ENOMEM;
     }
-    return stacks ? vh_stacks__open(q->cmd->name, q->db, q->o.depth, &q->stacks) : 0;
+    return flags & VH_QUERY_STACKS ? vh_stacks__open(q->cmd->name, q->db, q->o.depth, &q->stacks)
+                                   : 0;
+}
+
+int vh_query__open_also(struct vh_query *q, const char *input, sqlite3 **db)
+{
+    struct vh_qopts o = q->o;
+    o.input = input;
+    *db = NULL;
+    if (q->nalso == (int)(sizeof q->also / sizeof q->also[0])) {
+        vh_errorf(q->cmd->name, "internal error: too many runs open");
+        return -ENOSPC;
+    }
+    int rc = open_db(q->cmd, &o, db);
+    if (!rc)
+        q->also[q->nalso++] = *db;
+    return rc;
+}
+
+struct out *vh_query__take_out(struct vh_query *q)
+{
+    struct out *o = q->out;
+    q->out = NULL;
+    return o;
 }
 
 int vh_query__stack_row(struct vh_query *q, sqlite3_stmt *st, int ncols, int stack_col)
 {
-    return vh_stack_row(q->cmd, q->out, q->stacks, st, ncols, stack_col);
+    return stack_row(q->cmd, q->out, q->stacks, st, ncols, stack_col);
 }
 
 int vh_query__prepare(struct vh_query *q, const char *sql, sqlite3_stmt **st)
@@ -487,24 +515,20 @@ int vh_query__finish(struct vh_query *q, int rc)
     q->stacks = NULL;
     sqlite3_close(q->db);
     q->db = NULL;
+    for (int i = 0; i < q->nalso; i++)
+        sqlite3_close(q->also[i]);
+    q->nalso = 0;
     if (q->usage)
         return VH_EXIT_USAGE;
     return rc ? VH_EXIT_DATA : VH_EXIT_OK;
 }
 
-int vh_query_run(const struct vh_command *cmd, unsigned extra, int stacks, int argc,
+int vh_query_run(const struct vh_command *cmd, unsigned extra, unsigned flags, int argc,
                  char **argv, int (*body)(struct vh_query *q))
 {
     struct vh_query q;
-    int rc = vh_query__parse(&q, cmd, extra, argc, argv);
-    if (!rc && !(rc = vh_query__open(&q, stacks)))
+    int rc = vh_query__parse(&q, cmd, extra, NULL, 0, argc, argv);
+    if (!rc && !(rc = vh_query__open(&q, flags)))
         rc = body(&q);
     return vh_query__finish(&q, rc);
-}
-
-/* ---- stacks ------------------------------------------------------------------ */
-
-struct out *vh_out_begin(const struct vh_qopts *o)
-{
-    return out__begin(o->format, o->raw_bytes ? OUT_RAW_BYTES : 0, stdout);
 }

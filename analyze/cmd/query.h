@@ -52,13 +52,8 @@ struct vh_qopts {
     enum vh_temporary temporary;   /* --temporary: whose definition          */
 };
 
-/* Parses argv (argv[0] is the command name). On a usage error prints one
- * line naming the problem and returns -EINVAL: the command exits 2. */
-int vh_qopts_parse(const struct vh_command *cmd, unsigned extra, int argc, char **argv,
-                   struct vh_qopts *o);
-
 /* One of a command's own options, taken out of argv before the shared ones
- * are parsed. Write them with the macros below. */
+ * are parsed (vh_query__parse). Write them with the macros below. */
 struct vh_opt {
     const char *name;              /* "--interval", "-o"; NULL: left out     */
     int has_value;                 /* "NAME VALUE" or "NAME=VALUE"; else a
@@ -72,25 +67,14 @@ struct vh_opt {
  * option" at once, as for any other. */
 #define VH_OPT_REFUSE_VALUE(n) { .name = (n), .has_value = 1 }
 #define VH_OPT_REFUSE_FLAG(n) { .name = (n) }
-
-/* vh_qopts_parse() for a command with options of its own: takes those in
- * `own` out of argv (everything after "--" is left to the shared parser),
- * then parses the rest. A missing value is reported as "NAME needs a value".
- * 0, -EINVAL (usage error, printed) or -ENOMEM (not printed). */
-int vh_qopts_parse_own(const struct vh_command *cmd, unsigned extra, const struct vh_opt *own,
-                       size_t nown, int argc, char **argv, struct vh_qopts *o);
-
-/* Opens o->input read-only, loading it first if it is a capture; resolves
- * --heap into the set of heaps it chooses (below), which must not be empty;
- * puts the shadow tables in place (shadow.h: libstdc++'s pool not leaked,
- * --temporary). Prints the error and returns -errno. */
-int vh_query_open(const struct vh_command *cmd, const struct vh_qopts *o, sqlite3 **db);
+/* An array of struct vh_opt as vh_query__parse()'s (own, nown). */
+#define VH_OPTS(a) (a), sizeof(a) / sizeof((a)[0])
 
 // What --heap chooses (a line comment: the syntax contains a slash-star).
 // `NAME` or `ID`: every heap of that name (roads named by depth share one),
 // or the heap of that id. `NAME/*` or `ID/*`: those heaps and every heap
 // nested in them, at any depth (the loom and all its roads), unless a heap
-// is literally named so. vh_query_open() puts the chosen ids in the
+// is literally named so. vh_query__open() puts the chosen ids in the
 // connection's temp table vh_heap_sel(id); queries filter with
 // VH_HEAP_SEL("h.id", "?N") and bind --heap to ?N with vh_bind_heap() (NULL
 // without --heap: every heap). The older filter "(?N IS NULL OR h.name = ?N
@@ -106,19 +90,6 @@ int vh_bind_heap(sqlite3_stmt *st, int idx, const struct vh_qopts *o);
  * the reason in err. Exposed for tests. */
 int vh_heap_select(sqlite3 *db, const char *heap, const char *sel, char *err, size_t errlen);
 
-/* The output every query command writes: stdout, in o's format and size
- * style. NULL when out of memory. */
-struct out *vh_out_begin(const struct vh_qopts *o);
-
-
-/* Renders the current row of `st` (its first `ncols` columns, at most
- * VH_ROW_MAX) with the stack whose id is in column `stack_col` (none when
- * stack_col is negative). For vh_step_all() row callbacks of the per-stack
- * lists (leaks, top, peak). */
-#define VH_ROW_MAX 32
-int vh_stack_row(const struct vh_command *cmd, struct out *out, struct vh_stacks *stacks,
-                 sqlite3_stmt *st, int ncols, int stack_col);
-
 /* The value of column `i` as a renderer cell (INTEGER, REAL, TEXT or NULL).
  * The text stays valid until the next step: out__row() copies it. */
 struct out_val vh_col_val(sqlite3_stmt *st, int i);
@@ -129,14 +100,14 @@ int vh_out_end(const struct vh_command *cmd, struct out *o);
 /* ---- a query command's run ---------------------------------------------------
  * Every query command starts the same way (parse its options, open the DB,
  * start the output, open the stack reader) and ends the same way (render,
- * close everything, map the outcome to an exit code): vh_query_run() does
- * both around a function of the command's. A command that checks more
- * options before opening calls the steps itself:
+ * close everything, map the outcome to an exit code). vh_query_run() does
+ * both around a function of the command's; a command with options of its
+ * own, or checks before opening, calls the same steps itself:
  *
  *     struct vh_query q;
- *     int rc = vh_query__parse(&q, &cmd_x, extra, argc, argv);
+ *     int rc = vh_query__parse(&q, &cmd_x, extra, VH_OPTS(own), argc, argv);
  *     if (!rc) rc = ...checks, or vh_query__usage(&q, "...")...;
- *     if (!rc) rc = vh_query__open(&q, stacks);
+ *     if (!rc) rc = vh_query__open(&q, VH_QUERY_OUTPUT | VH_QUERY_STACKS);
  *     if (!rc) rc = ...vh_query__prepare(&q, sql, &st)..., q.out, q.stacks...;
  *     return vh_query__finish(&q, rc);
  */
@@ -146,36 +117,65 @@ struct vh_query {
     const struct vh_command *cmd;
     struct vh_qopts o;
     sqlite3 *db;
-    struct out *out;               /* stdout, in o's format                  */
+    struct out *out;               /* stdout in o's format; NULL if not asked */
     struct vh_stacks *stacks;      /* o.depth frames a stack; NULL if not asked */
     sqlite3_stmt *st[VH_QUERY_STMTS];   /* finalized by vh_query__finish()    */
+    sqlite3 *also[2];              /* vh_query__open_also()'s, closed too    */
+    int nalso;
     int nst;
     int usage;                     /* a usage error: exit 2                  */
 };
 
-/* Clears q and parses argv: 0, or -EINVAL after printing the usage error. */
-int vh_query__parse(struct vh_query *q, const struct vh_command *cmd, unsigned extra, int argc,
-                    char **argv);
+/* Clears q and parses argv (argv[0] is the command name): first the
+ * command's own options (`own`, nown entries; none with NULL, 0) are taken
+ * out of argv (everything after "--" is left), then the shared ones (--format,
+ * --limit, --heap, --bytes, --depth and those `extra` asks for) and the one
+ * operand are parsed. 0; -EINVAL after printing the usage error (one line
+ * naming the problem: the command exits 2); -ENOMEM (not printed). */
+int vh_query__parse(struct vh_query *q, const struct vh_command *cmd, unsigned extra,
+                    const struct vh_opt *own, size_t nown, int argc, char **argv);
 
 /* A usage error of the command's own (vh_errorf's text): printed; returns
  * -EINVAL and vh_query__finish() exits 2. */
 int vh_query__usage(struct vh_query *q, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Opens q->o.input (vh_query_open), starts q->out and, with `stacks`, the
- * stack reader. 0 or -errno, the error printed. */
-int vh_query__open(struct vh_query *q, int stacks);
+/* What vh_query__open() starts besides the DB. */
+enum vh_query_open_flags {
+    VH_QUERY_OUTPUT = 1u << 0,     /* q->out: stdout, rendered by __finish   */
+    VH_QUERY_STACKS = 1u << 1,     /* q->stacks: o.depth frames a stack      */
+};
+
+/* Opens q->o.input read-only, loading it first if it is a capture; resolves
+ * --heap into the set of heaps it chooses (below), which must not be empty;
+ * puts the shadow tables in place (shadow.h: libstdc++'s pool not leaked,
+ * --temporary); then starts what `flags` ask for. 0 or -errno, the error
+ * printed. */
+int vh_query__open(struct vh_query *q, unsigned flags);
+
+/* Opens another run, `input`, the same way with the same options (diff's
+ * and report's baseline) into *db; vh_query__finish() closes it. */
+int vh_query__open_also(struct vh_query *q, const char *input, sqlite3 **db);
+
+/* Hands q->out to the caller, who renders (out__end) or drops (out__abort)
+ * it: for a command whose output must come out before later work (series
+ * draws its charts after the table). */
+struct out *vh_query__take_out(struct vh_query *q);
 
 /* With rc 0, renders q->out (vh_out_end); then frees everything. Returns
  * the exit code: 2 after a usage error, 1 after any other error, else 0. */
 int vh_query__finish(struct vh_query *q, int rc);
 
-/* Parse, open (the stack reader too with `stacks`), `body`, finish: the
- * exit code. */
-int vh_query_run(const struct vh_command *cmd, unsigned extra, int stacks, int argc,
+/* Parse (no options of the command's own), open with `flags`, `body`,
+ * finish: the exit code. */
+int vh_query_run(const struct vh_command *cmd, unsigned extra, unsigned flags, int argc,
                  char **argv, int (*body)(struct vh_query *q));
 
-/* vh_stack_row() into q->out with q->stacks. */
+/* Renders the current row of `st` (its first `ncols` columns, at most
+ * VH_ROW_MAX) into q->out with the stack (read by q->stacks) whose id is in
+ * column `stack_col` (none when stack_col is negative). For vh_step_all()
+ * row callbacks of the per-stack lists (leaks, top, peak). */
+#define VH_ROW_MAX 32
 int vh_query__stack_row(struct vh_query *q, sqlite3_stmt *st, int ncols, int stack_col);
 
 /* vh_prepare() of a statement that q finalizes. */

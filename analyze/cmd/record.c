@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "analyze/load/ensure.h"
 #include "analyze/cmd/cli.h"
 #include "analyze/store/db.h"
+#include "analyze/util/grow.h"
 #include "common/capture_format.h"
 
 static const char usage[] =
@@ -418,14 +420,9 @@ static size_t find_captures(const char *dir, pid_t root, uint64_t t0, struct fou
             free(p);
             continue;
         }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 8;
-            struct found *nf = realloc(f, cap * sizeof *nf);
-            if (!nf) {
-                free(p);
-                break;
-            }
-            f = nf;
+        if (vh_grow(&f, &cap, n, sizeof *f, 8)) {
+            free(p);
+            break;
         }
         f[n] = (struct found){ .path = p, .pid = h.pid, .ppid = h.ppid,
                                .gen = h.exec_generation, .flags = h.flags,
@@ -572,44 +569,30 @@ static char *pattern_dir(const char *pattern)
 
 static int parse(int argc, char **argv, struct run_opts *o, int *first)
 {
-    int i;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **dst = NULL;
-        const char *name = NULL;
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
+    static const struct option lo[] = {
+        { "no-load", no_argument, NULL, 'n' }, { "bytes", no_argument, NULL, 'b' },
+        { "out", required_argument, NULL, 'o' }, { "lib", required_argument, NULL, 'l' },
+        { "format", required_argument, NULL, 'f' }, { 0 },
+    };
+    const char *opt;
+    int c, i;
+    optind = 0;
+    /* "+": the options end at PROGRAM, whose own options are its own */
+    while ((c = vh_getopt(&cmd_record, argc, argv, "+:", lo, &opt)) != -1) {
+        switch (c) {
+        case 'n': o->no_load = 1; break;
+        case 'b': o->raw_bytes = 1; break;
+        case 'o': o->out = optarg; break;
+        case 'l': o->lib = optarg; break;
+        case 'f': o->format = optarg; break;
+        case ':': vh_errorf(CMD, "%s needs a value", opt); return -EINVAL;
+        default: return -EINVAL;
         }
-        if (a[0] != '-')
-            break;
-        if (!strcmp(a, "--no-load")) {
-            o->no_load = 1;
-            continue;
-        }
-        if (!strcmp(a, "--bytes")) {
-            o->raw_bytes = 1;
-            continue;
-        }
-        if (!strncmp(a, "--out", 5))
-            dst = &o->out, name = "--out";
-        else if (!strncmp(a, "--lib", 5))
-            dst = &o->lib, name = "--lib";
-        else if (!strncmp(a, "--format", 8))
-            dst = &o->format, name = "--format";
-        size_t nl = name ? strlen(name) : 0;
-        if (!dst || (a[nl] && a[nl] != '=')) {
-            vh_errorf(CMD, "unknown option '%s' (see vheap-analyze record --help)", a);
-            return -EINVAL;
-        }
-        if (a[nl] == '=') {
-            *dst = a + nl + 1;
-        } else if (i + 1 < argc) {
-            *dst = argv[++i];
-        } else {
-            vh_errorf(CMD, "%s needs a value", name);
-            return -EINVAL;
-        }
+    }
+    i = optind;
+    if (i < argc && !strcmp(argv[i], "-") && strcmp(argv[i - 1], "--")) {
+        vh_errorf(CMD, "unknown option '-' (see vheap-analyze record --help)");
+        return -EINVAL;
     }
     if (i >= argc) {
         vh_errorf(CMD, "no PROGRAM to run (usage: vheap-analyze record [OPTIONS] -- PROGRAM "

@@ -130,52 +130,44 @@ static int run(int argc, char **argv)
     };
     struct vh_report_opts ro = { .snapshots = 24, .points = 1000, .top = 100, .prune = 0.0005,
                                  .max_nodes = 40000 };
-    struct vh_qopts o, bo;
-    sqlite3 *db = NULL, *base = NULL;
+    struct vh_query q;
+    sqlite3 *base = NULL;
     struct vh_xout *x = NULL;
     char err[512];
     double v;
     int rc;
 
-    if (vh_qopts_parse_own(&cmd_report, 0, own, sizeof own / sizeof own[0], argc, argv, &o))
-        return VH_EXIT_USAGE;
+    if ((rc = vh_query__parse(&q, &cmd_report, 0, VH_OPTS(own), argc, argv)))
+        goto done;
     if (!out) {
-        vh_errorf(cmd_report.name, "-o FILE.html is needed (see vheap-analyze report --help)");
-        return VH_EXIT_USAGE;
+        rc = vh_query__usage(&q, "-o FILE.html is needed (see vheap-analyze report --help)");
+        goto done;
     }
     if (snaps) {
         if (parse_num(snaps, 0, 200, &v) || v != (unsigned)v) {
-            vh_errorf(cmd_report.name, "--snapshots: '%s' is not a count from 0 to 200", snaps);
-            return VH_EXIT_USAGE;
+            rc = vh_query__usage(&q, "--snapshots: '%s' is not a count from 0 to 200", snaps);
+            goto done;
         }
         ro.snapshots = (unsigned)v;
     }
     if (prune) {
         if (parse_num(prune, 0, 100, &v)) {
-            vh_errorf(cmd_report.name, "--prune: '%s' is not a percentage from 0 to 100", prune);
-            return VH_EXIT_USAGE;
+            rc = vh_query__usage(&q, "--prune: '%s' is not a percentage from 0 to 100", prune);
+            goto done;
         }
         ro.prune = v / 100;
     }
-    if (o.limit_given)
-        ro.top = o.limit ? (unsigned)(o.limit > 100000 ? 100000 : o.limit) : 100000;
-    if (vh_query_open(&cmd_report, &o, &db))
-        return VH_EXIT_DATA;
-    if (diff) {
-        bo = o;
-        bo.input = diff;
-        if (vh_query_open(&cmd_report, &bo, &base)) {
-            sqlite3_close(db);
-            return VH_EXIT_DATA;
-        }
-    }
+    if (q.o.limit_given)
+        ro.top = q.o.limit ? (unsigned)(q.o.limit > 100000 ? 100000 : q.o.limit) : 100000;
+    if ((rc = vh_query__open(&q, 0)) || (diff && (rc = vh_query__open_also(&q, diff, &base))))
+        goto done;
     if ((rc = vh_xout__open(out, &x, err, sizeof err))) {
         vh_errorf(cmd_report.name, "%s", err);
         goto done;
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if ((rc = write_page(&cmd_report, db, base, &o, diff, &ro, x))) {
+    if ((rc = write_page(&cmd_report, q.db, base, &q.o, diff, &ro, x))) {
         vh_xout__discard(x);
         goto done;
     }
@@ -189,7 +181,5 @@ static int run(int argc, char **argv)
               (double)bytes / 1e6,
               (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 done:
-    sqlite3_close(db);
-    sqlite3_close(base);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    return vh_query__finish(&q, rc);
 }

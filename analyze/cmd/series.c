@@ -18,11 +18,14 @@
 #include "analyze/store/events.h"
 #include "analyze/export/export.h"
 #include "analyze/cmd/query.h"
+#include "analyze/query/frame_rule.h"
 #include "analyze/query/recording.h"
 #include "analyze/query/series.h"
 #include "analyze/cmd/series.h"
 #include "analyze/report/chart.h"
 #include "analyze/util/weight.h"
+#include "analyze/util/grow.h"
+#include "analyze/util/fmt.h"
 
 static const char usage[] =
     "usage: vheap-analyze series [OPTIONS] DB|CAPTURE\n"
@@ -84,12 +87,11 @@ static int run(int argc, char **argv)
 #define MAX_TOP 100
 #define MAX_INTERVALS 10000000u
 #define EVENT_ROWS_DEFAULT 1000000u
-#define NAME_MAX_CHARS 48
 
 /* ---- options ------------------------------------------------------------ */
 
 struct sopts {
-    struct vh_qopts q;
+    struct vh_query q;
     uint64_t interval;             /* ns; 0 = default                       */
     int per_event;
     int64_t top;
@@ -115,46 +117,41 @@ static int parse_opts(const struct vh_command *cmd, enum vh_series_mode mode, in
 
     memset(o, 0, sizeof *o);
     o->top = 5;
-    int rc = vh_qopts_parse_own(cmd, VH_QOPT_BY, own, sizeof own / sizeof own[0], argc, argv,
-                                &o->q);
+    int rc = vh_query__parse(&o->q, cmd, VH_QOPT_BY, VH_OPTS(own), argc, argv);
     if (rc)
         return rc;
-    if (!o->q.limit_given)
-        o->q.limit = 0;
+    if (!o->q.o.limit_given)
+        o->q.o.limit = 0;
     if (interval && !strcmp(interval, "event")) {
         o->per_event = 1;
     } else if (interval && (vh_parse_time(interval, &o->interval) || !o->interval)) {
-        vh_errorf(cmd->name, "--interval: '%s' is not a duration like 100ms, 1s, 250us or "
-                             "'event'", interval);
-        return -EINVAL;
+        return vh_query__usage(&o->q,
+                               "--interval: '%s' is not a duration like 100ms, 1s, 250us or "
+                               "'event'",
+                               interval);
     }
     if (top) {
         char *end;
         errno = 0;
         long long v = strtoll(top, &end, 10);
         if (errno || end == top || *end || v < 0 || v > MAX_TOP) {
-            vh_errorf(cmd->name, "--top: '%s' is not a count from 0 to %d", top, MAX_TOP);
-            return -EINVAL;
+            return vh_query__usage(&o->q, "--top: '%s' is not a count from 0 to %d", top, MAX_TOP);
         }
         o->top = v;
     }
     if (from && vh_parse_time(from, &o->from)) {
-        vh_errorf(cmd->name, "--from: '%s' is not a time like 1.5s or 200ms", from);
-        return -EINVAL;
+        return vh_query__usage(&o->q, "--from: '%s' is not a time like 1.5s or 200ms", from);
     }
     if (to && vh_parse_time(to, &o->to)) {
-        vh_errorf(cmd->name, "--to: '%s' is not a time like 1.5s or 200ms", to);
-        return -EINVAL;
+        return vh_query__usage(&o->q, "--to: '%s' is not a time like 1.5s or 200ms", to);
     }
     o->has_from = from != NULL;
     o->has_to = to != NULL;
     if (from && to && o->to <= o->from) {
-        vh_errorf(cmd->name, "--to (%s) must be after --from (%s)", to, from);
-        return -EINVAL;
+        return vh_query__usage(&o->q, "--to (%s) must be after --from (%s)", to, from);
     }
     if (o->svg && !*o->svg) {
-        vh_errorf(cmd->name, "an empty file name for the chart");
-        return -EINVAL;
+        return vh_query__usage(&o->q, "an empty file name for the chart");
     }
     return 0;
 }
@@ -163,9 +160,9 @@ static int parse_opts(const struct vh_command *cmd, enum vh_series_mode mode, in
 
 /* What naming a top stack needs besides its public part (series.h). */
 struct top {
-    char *first, *second;          /* the naming frame, and the next one     */
-    int64_t line;                  /* the naming frame's line, 0 if unknown  */
-    struct out_stack *stack;       /* until handed to the renderer           */
+    char *first, *second;    /* the naming frame, and the next one     */
+    int64_t line;            /* the naming frame's line, 0 if unknown  */
+    struct out_stack *stack; /* until handed to the renderer           */
 };
 
 struct topkey {
@@ -284,18 +281,6 @@ static struct out_val ov_text(const char *s)
     return OV_S(s);
 }
 
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...)
-{
-    va_list ap;
-    char *s = NULL;
-    va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 /* A duration for people: "5 ms", "250 µs", "1.5 s". */
 static void fmt_dur(uint64_t ns, char *buf, size_t len)
 {
@@ -341,198 +326,30 @@ static int query_int(struct ctx *c, const char *sql, int64_t *v)
 
 /* ---- naming stacks ------------------------------------------------------------ */
 
-static int is_ident(int ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           ch == '_';
-}
-
-/* The name of a demangled function without return type, template arguments,
- * parameters, qualifiers or compiler suffixes: "void std::vector<int>::
- * _M_realloc_insert<int>(int&&)" -> "std::vector::_M_realloc_insert",
- * "hold.constprop.0" -> "hold". */
-static void fn_short(const char *s, char *out, size_t len)
-{
-    size_t o = 0;
-    int angle = 0, brace = 0;
-#define PUT(ch) do { if (o + 1 < len) out[o++] = (ch); } while (0)
-    for (const char *p = s; *p; p++) {
-        if (!angle && !strncmp(p, "(anonymous namespace)", 21)) {
-            for (int i = 0; i < 21; i++)
-                PUT(p[i]);
-            p += 20;
-            continue;
-        }
-        if (!angle && !brace && !strncmp(p, "operator", 8) && !is_ident(p[8]) &&
-            (p == s || !is_ident(p[-1]))) {
-            const char *q = p + 8;
-            for (int i = 0; i < 8; i++)
-                PUT(p[i]);
-            if (q[0] == '(' && q[1] == ')') {
-                PUT('(');
-                PUT(')');
-                q += 2;
-            } else {
-                while (*q && *q != '(')
-                    PUT(*q++);
-            }
-            p = q - 1;
-            continue;
-        }
-        if (brace || *p == '{') {          /* {lambda(int)#1}: keep whole */
-            if (!angle)
-                PUT(*p);
-            brace += (*p == '{') - (*p == '}');
-            continue;
-        }
-        if (*p == '<') {
-            angle++;
-            continue;
-        }
-        if (*p == '>') {
-            angle -= angle > 0;
-            continue;
-        }
-        if (angle)
-            continue;
-        if (*p == '(')
-            break;
-        if (*p == ' ') {                   /* what came before was a type */
-            o = 0;
-            continue;
-        }
-        if (*p == '.' && p != s)           /* .constprop.0, .cold, .isra.0 */
-            break;
-        PUT(*p);
-    }
-#undef PUT
-    out[o] = 0;
-    /* Long qualified names lose their outer namespaces first. */
-    char *cut = out;
-    while (strlen(cut) > NAME_MAX_CHARS) {
-        char *sep = strstr(cut, "::");
-        if (!sep || !sep[2])
-            break;
-        cut = sep + 2;
-    }
-    if (cut != out)
-        memmove(out, cut, strlen(cut) + 1);
-}
-
-static const char *base_name(const char *p)
-{
-    const char *s = p ? strrchr(p, '/') : NULL;
-    return s ? s + 1 : p;
-}
-
-/* Modules that belong to the runtime or to an allocator. */
-static int runtime_module(const char *path)
-{
-    static const char *const prefixes[] = {
-        "libc.so", "libc-", "libstdc++", "libvheap", "ld-linux", "ld-2.", "libjemalloc",
-        "libtcmalloc", "libgcc_s", "libpthread", "libdl.so", "libmimalloc",
-    };
-    const char *b = base_name(path);
-    if (!b)
-        return 0;
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (!strncmp(b, prefixes[i], strlen(prefixes[i])))
-            return 1;
-    return 0;
-}
-
-/* Functions that are allocation machinery rather than what the program
- * allocates for. `name` is fn_short()'s output. */
-static int machinery(const char *name, const char *file)
-{
-    static const char *const prefixes[] = {
-        "std::", "__gnu_cxx::", "operator new", "operator delete", "__cxa_", "__libc_", "_Zn",
-    };
-    if (!strcmp(name, "_start"))           /* startup code, below main */
-        return 1;
-    if (file && !strncmp(file, "/usr/include/", 13))
-        return 1;
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
-            return 1;
-    /* wrappers: xmalloc, g_malloc0, u3a_walloc, my_calloc ... */
-    const char *last = name, *sep;
-    while ((sep = strstr(last, "::")))
-        last = sep + 2;
-    size_t n = strlen(last);
-    while (n && last[n - 1] >= '0' && last[n - 1] <= '9')
-        n--;
-    if (n >= 5) {
-        char tail[6];
-        for (int i = 0; i < 5; i++)
-            tail[i] = (char)(last[n - 5 + i] | 0x20);
-        tail[5] = 0;
-        if (!strcmp(tail, "alloc"))
-            return 1;
-    }
-    return !strcmp(last, "free") || !strcmp(last, "strdup") || !strcmp(last, "strndup");
-}
-
-struct lframe {
-    const char *function, *file, *module;
-    int64_t line, address, offset;
-    int has_offset;
-};
-
-/* The stack's frames with the inlined ones, innermost first. */
-static size_t logical_frames(const struct out_stack *st, struct lframe *lf, size_t max)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < st->n && n < max; i++) {
-        const struct out_frame *f = &st->frames[i];
-        lf[n++] = (struct lframe){ f->function, f->file, f->module, f->line, f->address,
-                                   f->offset, f->has_offset };
-        for (size_t j = 0; j < f->ninlined && n < max; j++)
-            lf[n++] = (struct lframe){ f->inlined[j].function, f->inlined[j].file, f->module,
-                                       f->inlined[j].line, f->address, f->offset,
-                                       f->has_offset };
-    }
-    return n;
-}
-
-static char *frame_name(const struct lframe *f)
+static char *frame_name(const struct vh_lframe *f)
 {
     char buf[512];
-    if (!f->function && f->module && f->has_offset)
-        return xasprintf("%s+0x%" PRIx64, base_name(f->module), (uint64_t)f->offset);
-    if (!f->function)
-        return xasprintf("0x%" PRIx64, (uint64_t)f->address);
-    fn_short(f->function, buf, sizeof buf);
-    return strdup(buf[0] ? buf : f->function);
+    vh_frame_name(f, buf, sizeof buf);
+    return strdup(buf);
 }
 
 static int name_top(struct top *t, struct vh_series_top *pub)
 {
-    struct lframe lf[256];
-    size_t n = logical_frames(t->stack, lf, 256), pick[2], npick = 0;
-    char buf[512];
+    struct vh_lframe lf[256];
+    size_t n = vh_lframes(t->stack, lf, 256), pick[2];
+    size_t npick = vh_naming_frames(lf, n, pick, 2);
 
-    for (size_t i = 0; i < n && npick < 2; i++) {
-        if (runtime_module(lf[i].module))
-            continue;
-        if (lf[i].function) {
-            fn_short(lf[i].function, buf, sizeof buf);
-            if (machinery(buf, lf[i].file))
-                continue;
-        }
-        pick[npick++] = i;
-    }
-    if (!npick && n)                   /* all machinery: the innermost frame */
-        pick[npick++] = 0;
     if (npick) {
-        const struct lframe *f = &lf[pick[0]];
+        const struct vh_lframe *f = &lf[pick[0]];
         t->line = f->line;
         if (!(t->first = frame_name(f)))
             return -ENOMEM;
         if (npick > 1 && !(t->second = frame_name(&lf[pick[1]])))
             return -ENOMEM;
-        if (f->file && !(pub->where = f->line > 0 ? xasprintf("%s:%" PRId64, base_name(f->file), f->line)
-                                                 : strdup(base_name(f->file))))
+        if (f->file &&
+            !(pub->where = f->line > 0
+                               ? vh_xasprintf("%s:%" PRId64, vh_base_name(f->file), f->line)
+                               : strdup(vh_base_name(f->file))))
             return -ENOMEM;
     } else if (!(t->first = strdup("(no stack recorded)"))) {
         return -ENOMEM;
@@ -555,18 +372,12 @@ static int name_top(struct top *t, struct vh_series_top *pub)
             l = sizeof line - 1;
         if (lf[i].file && l < (int)sizeof line - 1)
             l += snprintf(line + l, sizeof line - (size_t)l, lf[i].line > 0 ? " (%s:%" PRId64 ")" : " (%s)",
-                          base_name(lf[i].file), lf[i].line);
+                          vh_base_name(lf[i].file), lf[i].line);
         if (l >= (int)sizeof line)
             l = sizeof line - 1;
-        if (len + (size_t)l + 1 > cap) {
-            while (len + (size_t)l + 1 > cap)
-                cap *= 2;
-            char *nt = realloc(text, cap);
-            if (!nt) {
-                free(text);
-                return -ENOMEM;
-            }
-            text = nt;
+        if (vh_reserve(&text, &cap, len + (size_t)l + 1, 1, 256)) {
+            free(text);
+            return -ENOMEM;
         }
         memcpy(text + len, line, (size_t)l + 1);
         len += (size_t)l;
@@ -606,12 +417,12 @@ static int unique_names(struct ctx *c)
             if (!dup[i])
                 continue;
             if (pass == 0 && t->second)
-                n = xasprintf("%s <- %s", t->first, t->second);
+                n = vh_xasprintf("%s <- %s", t->first, t->second);
             else if (pass == 1 && !(dup[i] & 2) && t->line > 0)
-                n = t->second ? xasprintf("%s:%" PRId64 " <- %s", t->first, t->line, t->second)
-                              : xasprintf("%s:%" PRId64, t->first, t->line);
+                n = t->second ? vh_xasprintf("%s:%" PRId64 " <- %s", t->first, t->line, t->second)
+                              : vh_xasprintf("%s:%" PRId64, t->first, t->line);
             else if (pass == 2)
-                n = xasprintf("%s [stack %" PRId64 "]", p->name, p->stack_id);
+                n = vh_xasprintf("%s [stack %" PRId64 "]", p->name, p->stack_id);
             else
                 continue;
             if (!n)
@@ -670,7 +481,7 @@ static int read_basics(struct ctx *c)
                          " WHERE " VH_HEAP_SEL("h.id", "?1"),
                          &st)))
         return rc;
-    vh_bind_heap(st, 1, &c->o.q);
+    vh_bind_heap(st, 1, &c->o.q.o);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
         if (id >= 0 && (size_t)id < c->nheap_ids && !c->heap_on[id]) {
@@ -696,7 +507,7 @@ static int read_tops(struct ctx *c)
              " GROUP BY s.heap_id, s.stack_id HAVING sum(s.max_live_bytes) > 0)");
     if ((rc = vh_prepare(c->cmd->name, c->db, sql, &cnt)))
         goto out;
-    vh_bind_heap(cnt, 1, &c->o.q);
+    vh_bind_heap(cnt, 1, &c->o.q.o);
     if (sqlite3_step(cnt) == SQLITE_ROW)
         c->nstacks_total = (size_t)sqlite3_column_int64(cnt, 0);
     if (!c->o.top)
@@ -710,7 +521,7 @@ static int read_tops(struct ctx *c)
              c->by->expr);
     if ((rc = vh_prepare(c->cmd->name, c->db, sql, &st)))
         goto out;
-    vh_bind_heap(st, 1, &c->o.q);
+    vh_bind_heap(st, 1, &c->o.q.o);
     sqlite3_bind_int64(st, 2, c->o.top);
     if (!(c->tops = calloc((size_t)c->o.top, sizeof *c->tops)) ||
         !(c->pub = calloc((size_t)c->o.top, sizeof *c->pub)) ||
@@ -718,7 +529,7 @@ static int read_tops(struct ctx *c)
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = vh_stacks__open(c->cmd->name, c->db, c->o.q.depth, &stacks)))
+    if ((rc = vh_stacks__open(c->cmd->name, c->db, c->o.q.o.depth, &stacks)))
         goto out;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct top *t = &c->tops[c->ntop];
@@ -770,14 +581,9 @@ static int read_marks(struct ctx *c)
     sqlite3_bind_int64(st, 1, (sqlite3_int64)c->from);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)c->to);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (c->nmarks == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct vh_series_mark *nm = realloc(c->marks, cap * sizeof *nm);
-            if (!nm) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            c->marks = nm;
+        if (vh_grow(&c->marks, &cap, c->nmarks, sizeof *c->marks, 16)) {
+            rc = -ENOMEM;
+            goto out;
         }
         const unsigned char *l = sqlite3_column_text(st, 2);
         struct vh_series_mark *m = &c->marks[c->nmarks];
@@ -822,8 +628,8 @@ static int rows_reserve(struct ctx *c, size_t n)
 static int rows_intervals(struct ctx *c)
 {
     uint64_t n = (c->to - c->from - 1) / c->iv + 1;
-    if (c->o.q.limit && (uint64_t)c->o.q.limit < n) {
-        n = (uint64_t)c->o.q.limit;
+    if (c->o.q.o.limit && (uint64_t)c->o.q.o.limit < n) {
+        n = (uint64_t)c->o.q.o.limit;
         c->to = c->from + n * c->iv;
     }
     if (n > MAX_INTERVALS) {
@@ -1056,7 +862,7 @@ static int collect_events(struct ctx *c)
     struct vh_ev ev;
     char err[512];
     size_t i = 0;
-    uint64_t max_rows = c->o.q.limit ? (uint64_t)c->o.q.limit : EVENT_ROWS_DEFAULT;
+    uint64_t max_rows = c->o.q.o.limit ? (uint64_t)c->o.q.o.limit : EVENT_ROWS_DEFAULT;
     int rc;
 
     if (c->ntop && !(c->cur = calloc(c->ntop, sizeof *c->cur)))
@@ -1224,7 +1030,7 @@ static int emit_stacks(struct ctx *c, struct out *o)
             [S_STACK] = OV_I(t->stack_id),
         };
         /* whole stacks only where a script reads them: tables stay short */
-        struct out_stack *st = c->o.q.format == OUT_JSON ? tp->stack : NULL;
+        struct out_stack *st = c->o.q.o.format == OUT_JSON ? tp->stack : NULL;
         if (st)
             tp->stack = NULL;
         if ((rc = out__row(o, v, st)))
@@ -1243,7 +1049,7 @@ static int emit_marks(struct ctx *c, struct out *o, int dec)
         { "time", "time", OUT_TEXT, 0 }, { "tid", "thread", OUT_INT, 0 },
         { "label", "mark", OUT_TEXT, 0 },
     };
-    int table = c->o.q.format == OUT_TABLE, rc;
+    int table = c->o.q.o.format == OUT_TABLE, rc;
     if ((rc = out__section(o, "marks", OUT_LIST, "marks", table ? table_cols : json_cols, 3)))
         return rc;
     for (size_t i = 0; i < c->nmarks; i++) {
@@ -1265,7 +1071,7 @@ enum {
 
 static int emit_rows(struct ctx *c, struct out *o)
 {
-    int table = c->o.q.format == OUT_TABLE, json = c->o.q.format == OUT_JSON;
+    int table = c->o.q.o.format == OUT_TABLE, json = c->o.q.o.format == OUT_JSON;
     int per_event = c->o.per_event, dec = time_decimals(c), rc = -ENOMEM;
     size_t ncols = 0, pos[R_N] = { 0 };
     struct out_col *cols = calloc(R_N + c->ntop, sizeof *cols);
@@ -1299,8 +1105,8 @@ static int emit_rows(struct ctx *c, struct out *o)
     COL(R_RSS, "rss_bytes", "RSS", OUT_BYTES, 0);
     pos[R_STACKS] = ncols;
     for (size_t k = 0; k < c->ntop; k++) {
-        if (!(keys[2 * k] = xasprintf("stack_%zu", k + 1)) ||
-            !(keys[2 * k + 1] = xasprintf("#%zu", k + 1)))
+        if (!(keys[2 * k] = vh_xasprintf("stack_%zu", k + 1)) ||
+            !(keys[2 * k + 1] = vh_xasprintf("#%zu", k + 1)))
             goto fail;
         cols[ncols++] = (struct out_col){ keys[2 * k], keys[2 * k + 1], OUT_BYTES, 0 };
     }
@@ -1395,7 +1201,7 @@ out:
 
 static int print_output(struct ctx *c)
 {
-    struct out *o = vh_out_begin(&c->o.q);
+    struct out *o = vh_query__take_out(&c->o.q);
     int rc;
     if (!o)
         return -ENOMEM;
@@ -1431,25 +1237,27 @@ int vh_series_main(const struct vh_command *cmd, enum vh_series_mode mode, int a
     int rc;
 
     if ((rc = parse_opts(cmd, mode, argc, argv, &c.o)))
-        return rc == -ENOMEM ? VH_EXIT_DATA : VH_EXIT_USAGE;
+        goto out;
     c.by = &measures[0];
-    if (c.o.q.by) {
+    if (c.o.q.o.by) {
         c.by = NULL;
         for (size_t i = 0; i < sizeof measures / sizeof measures[0]; i++)
-            if (!strcmp(c.o.q.by, measures[i].name))
+            if (!strcmp(c.o.q.o.by, measures[i].name))
                 c.by = &measures[i];
         if (!c.by) {
-            vh_errorf(cmd->name, "--by: '%s' is not one of peak, max-live, allocations, bytes, "
-                                 "leaked", c.o.q.by);
-            return VH_EXIT_USAGE;
+            rc = vh_query__usage(&c.o.q, "--by: '%s' is not one of peak, max-live, allocations, "
+                                         "bytes, leaked", c.o.q.o.by);
+            goto out;
         }
     }
     if (mode == VH_SERIES_CHART && !c.o.svg) {
-        vh_errorf(cmd->name, "-o FILE.svg is needed (see vheap-analyze %s --help)", cmd->name);
-        return VH_EXIT_USAGE;
+        rc = vh_query__usage(&c.o.q, "-o FILE.svg is needed (see vheap-analyze %s --help)",
+                             cmd->name);
+        goto out;
     }
-    if (vh_query_open(cmd, &c.o.q, &c.db))
-        return VH_EXIT_DATA;
+    if ((rc = vh_query__open(&c.o.q, mode == VH_SERIES_TABLE ? VH_QUERY_OUTPUT : 0)))
+        goto out;
+    c.db = c.o.q.db;
     c.rate = (uint64_t)vh_rec_sample_rate(c.db);
     if ((rc = read_basics(&c)))
         goto out;
@@ -1536,7 +1344,7 @@ int vh_series_main(const struct vh_command *cmd, enum vh_series_mode mode, int a
                      "clock ticks %g ms apart)", (double)res / 1e6);
         struct vh_series vs = {
             .from = c.from, .to = c.to, .interval = c.iv, .per_event = c.o.per_event,
-            .exe = c.exe, .pid = c.pid, .heap = c.o.q.heap, .nheaps = c.nsel,
+            .exe = c.exe, .pid = c.pid, .heap = c.o.q.o.heap, .nheaps = c.nsel,
             .measure_what = c.by->what, .measure_legend = c.by->legend,
             .measure_bytes = c.by->bytes, .tops = c.pub, .ntop = c.ntop,
             .nstacks = c.nstacks_total, .rows = c.rows, .nrows = c.nrows, .slive = c.slive,
@@ -1572,6 +1380,5 @@ out:
     free(c.heap_on);
     free(c.hsel);
     free(c.exe);
-    sqlite3_close(c.db);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    return vh_query__finish(&c.o.q, rc);
 }

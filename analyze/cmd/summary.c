@@ -12,6 +12,7 @@
 #include "analyze/store/db.h"
 #include "analyze/cmd/query.h"
 #include "analyze/query/recording.h"
+#include "analyze/util/grow.h"
 
 static const char usage[] =
     "usage: vheap-analyze summary [OPTIONS] DB|CAPTURE\n"
@@ -185,13 +186,8 @@ static int read_argv(sqlite3 *db, char ***words, size_t *n)
         return -EINVAL;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            char **nw = realloc(*words, cap * sizeof *nw);
-            if (!nw)
-                break;
-            *words = nw;
-        }
+        if (vh_grow(words, &cap, *n, sizeof **words, 8))
+            break;
         const unsigned char *t = sqlite3_column_text(st, 0);
         (*words)[(*n)++] = strdup(t ? (const char *)t : "");
     }
@@ -401,24 +397,14 @@ static int heaps_section(struct ctx *c, const struct vh_qopts *o)
     return rc;
 }
 
+static int body(struct vh_query *q)
+{
+    struct ctx c = { .cmd = q->cmd, .db = q->db, .out = q->out };
+    int rc = process_section(&c);
+    return rc ? rc : heaps_section(&c, &q->o);
+}
+
 static int run(int argc, char **argv)
 {
-    struct vh_qopts o;
-    struct ctx c = { .cmd = &cmd_summary };
-    if (vh_qopts_parse(&cmd_summary, VH_QOPT_TEMPORARY, argc, argv, &o))
-        return VH_EXIT_USAGE;
-    if (vh_query_open(&cmd_summary, &o, &c.db))
-        return VH_EXIT_DATA;
-    int rc = -ENOMEM;
-    c.out = vh_out_begin(&o);
-    if (!c.out)
-        goto out;
-    if ((rc = process_section(&c)) || (rc = heaps_section(&c, &o))) {
-        out__abort(c.out);
-        goto out;
-    }
-    rc = vh_out_end(&cmd_summary, c.out);
-out:
-    sqlite3_close(c.db);
-    return rc ? VH_EXIT_DATA : VH_EXIT_OK;
+    return vh_query_run(&cmd_summary, VH_QOPT_TEMPORARY, VH_QUERY_OUTPUT, argc, argv, body);
 }

@@ -3,6 +3,7 @@
  * library that moved (--exe-path, --search-dir, also taken by `load`:
  * their parsing lives here). */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -49,29 +50,12 @@ VH_COMMAND(cmd_symbolize, {
         "error; 2 usage error.\n",
 });
 
-int symbols__parse_place(struct symbols_places *p, const char *cmd, int argc, char **argv,
-                         int *i)
+int symbols__add_place(struct symbols_places *p, const char *cmd, int exe, const char *v)
 {
-    const char *a = argv[*i], *v;
-    int exe;
-    size_t n;
-    if (!strncmp(a, "--exe-path", 10) && (!a[10] || a[10] == '='))
-        exe = 1, n = 10;
-    else if (!strncmp(a, "--search-dir", 12) && (!a[12] || a[12] == '='))
-        exe = 0, n = 12;
-    else
-        return 0;
-    if (a[n] == '=')
-        v = a + n + 1;
-    else if (*i + 1 < argc)
-        v = argv[++*i];
-    else {
-        vh_errorf(cmd, "%.*s needs a value", (int)n, a);
-        return -EINVAL;
-    }
+    const char *name = exe ? "--exe-path" : "--search-dir";
     size_t *count = exe ? &p->o.nexe_paths : &p->o.nsearch_dirs;
     if (*count == SYMBOLS_MAX_PLACES) {
-        vh_errorf(cmd, "%.*s: at most %d", (int)n, a, SYMBOLS_MAX_PLACES);
+        vh_errorf(cmd, "%s: at most %d", name, SYMBOLS_MAX_PLACES);
         return -EINVAL;
     }
     if (exe) {
@@ -92,7 +76,7 @@ int symbols__parse_place(struct symbols_places *p, const char *cmd, int argc, ch
     }
     p->o.exe_paths = p->exe;
     p->o.search_dirs = p->dirs;
-    return 1;
+    return 0;
 }
 
 /* Frames in all, with a function, with file:line. */
@@ -128,25 +112,33 @@ static int run(int argc, char **argv)
     long long before[3], after[3];
     int rc;
 
-    for (int i = 1; i < argc; i++) {
-        if ((rc = symbols__parse_place(&places, "symbolize", argc, argv, &i)) < 0)
+    static const struct option lo[] = {
+        { "exe-path", required_argument, NULL, 'e' },
+        { "search-dir", required_argument, NULL, 'd' }, { "format", required_argument, NULL, 'f' },
+        { 0 },
+    };
+    const char *opt;
+    optind = 0;
+    while ((rc = vh_getopt(&cmd_symbolize, argc, argv, ":", lo, &opt)) != -1) {
+        if (rc == ':' && strcmp(opt, "--format")) {
+            vh_errorf("symbolize", "%s needs a value", opt);
             return VH_EXIT_USAGE;
-        if (rc)
-            continue;
-        if (!strcmp(argv[i], "--format") && i + 1 < argc)
-            format = argv[++i];
-        else if (!strncmp(argv[i], "--format=", 9))
-            format = argv[i] + 9;
-        else if (argv[i][0] == '-' && argv[i][1]) {
+        }
+        if (rc == ':')                 /* as before getopt: a bare --format at the end */
             vh_errorf("symbolize", "unknown option '%s' (see vheap-analyze symbolize --help)",
-                      argv[i]);
+                      opt);
+        if (rc == '?' || rc == ':' ||
+            ((rc == 'e' || rc == 'd') && symbols__add_place(&places, "symbolize", rc == 'e',
+                                                            optarg)))
             return VH_EXIT_USAGE;
-        } else if (arg) {
-            vh_errorf("symbolize", "one DB at a time (see vheap-analyze symbolize --help)");
-            return VH_EXIT_USAGE;
-        } else
-            arg = argv[i];
+        if (rc == 'f')
+            format = optarg;
     }
+    if (optind + 1 < argc) {
+        vh_errorf("symbolize", "one DB at a time (see vheap-analyze symbolize --help)");
+        return VH_EXIT_USAGE;
+    }
+    arg = optind < argc ? argv[optind] : NULL;
     if (!arg) {
         vh_errorf("symbolize", "no DB given (see vheap-analyze symbolize --help)");
         return VH_EXIT_USAGE;

@@ -268,8 +268,9 @@ static int run(int argc, char **argv)
     int rc;
 
     if (!(rc = vh_query__parse(&q, &cmd_top, VH_QOPT_BY | VH_QOPT_BY_TAG | VH_QOPT_TEMPORARY,
-                               argc, argv)) &&
-        !(rc = choose_measure(&q, &m)) && !(rc = vh_query__open(&q, !q.o.by_tag)))
+                               NULL, 0, argc, argv)) &&
+        !(rc = choose_measure(&q, &m)) &&
+        !(rc = vh_query__open(&q, VH_QUERY_OUTPUT | (q.o.by_tag ? 0 : VH_QUERY_STACKS))))
         rc = q.o.by_tag ? rank(&q, &by_tag, m, tag_col(m->col), cols)
                         : rank(&q, &by_stack, m, m->col, cols);
     return vh_query__finish(&q, rc);

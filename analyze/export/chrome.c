@@ -12,6 +12,7 @@
 #include "analyze/store/db.h"
 #include "analyze/store/events.h"
 #include "analyze/export/export.h"
+#include "analyze/util/grow.h"
 
 struct ch {
     struct vh_export *x;
@@ -296,14 +297,10 @@ static int merge(struct ch *c, uint64_t *bytes)
         return -errno;
     }
     do {
-        if (len + 65536 > cap) {
-            char *p = realloc(text, cap = cap ? cap * 2 : 1 << 20);
-            if (!p) {
-                rc = -ENOMEM;
-                vh_errorf(c->x->cmd, "out of memory");
-                goto out;
-            }
-            text = p;
+        if (vh_reserve(&text, &cap, len + 65536, 1, 1 << 20)) {
+            rc = -ENOMEM;
+            vh_errorf(c->x->cmd, "out of memory");
+            goto out;
         }
         len += n = fread(text + len, 1, cap - len, f);
     } while (n);

@@ -12,6 +12,7 @@
 #include "analyze/export/export.h"
 #include "analyze/render/output.h"
 #include "analyze/query/stack_names.h"
+#include "analyze/util/grow.h"
 
 /* Column sums per cost: fixed text, never built from user input. */
 static const char *const cost_sql[] = {
@@ -76,14 +77,9 @@ static int read_rows(struct vh_export *x, struct row **rows, size_t *nrows)
         if (v <= 0 || h < 0 || h > UINT32_MAX || s < 0 || s > UINT32_MAX ||
             !vh_export_heap_on(x, (uint32_t)h))
             continue;
-        if (*nrows == cap) {
-            cap = cap ? cap * 2 : 1024;
-            struct row *r = realloc(*rows, cap * sizeof *r);
-            if (!r) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            *rows = r;
+        if (vh_grow(&*rows, &cap, *nrows, sizeof **rows, 1024)) {
+            rc = -ENOMEM;
+            goto out;
         }
         (*rows)[(*nrows)++] = (struct row){ (uint32_t)h, (uint32_t)s, (uint64_t)v };
     }
@@ -169,16 +165,9 @@ int vh_export_flamegraph(struct vh_export *x)
             rc = -ENOMEM;
             goto out;
         }
-        if (id >= vcap) {
-            size_t cap = vcap ? vcap * 2 : 1024;
-            uint64_t *v = realloc(values, cap * sizeof *v);
-            if (!v) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            memset(v + vcap, 0, (cap - vcap) * sizeof *v);
-            values = v;
-            vcap = cap;
+        if (vh_reserve_zeroed(&values, &vcap, (size_t)id + 1, sizeof *values, 1024)) {
+            rc = -ENOMEM;
+            goto out;
         }
         values[id] += rows[i].value;
         total += rows[i].value;

@@ -165,16 +165,8 @@ static int str_id(struct ht *h, const char *s, uint64_t *id)
     *id = 0;
     if (!n)
         return 0;
-    if (n + 1 > h->scap) {
-        size_t cap = h->scap ? h->scap : 256;
-        while (cap < n + 1)
-            cap *= 2;
-        char *p = realloc(h->sbuf, cap);
-        if (!p)
-            return -ENOMEM;
-        h->sbuf = p;
-        h->scap = cap;
-    }
+    if (vh_reserve(&h->sbuf, &h->scap, n + 1, 1, 256))
+        return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         h->sbuf[i] = s[i] == '\n' || s[i] == '\r' ? ' ' : s[i];
     uint32_t sid = vh_strtab__intern(h->strs, h->sbuf, n, &added);
@@ -222,14 +214,9 @@ static int frame_ip(struct ht *h, int64_t frame_id, uint64_t *ip)
         sqlite3_reset(h->q_inl);
         sqlite3_bind_int64(h->q_inl, 1, frame_id);
         while ((rc = sqlite3_step(h->q_inl)) == SQLITE_ROW) {
-            if (nchain == cap) {
-                cap = cap ? cap * 2 : 8;
-                void *p = realloc(chain, cap * sizeof *chain);
-                if (!p) {
-                    free(chain);
-                    return -ENOMEM;
-                }
-                chain = p;
+            if (vh_grow(&chain, &cap, nchain, sizeof *chain, 8)) {
+                free(chain);
+                return -ENOMEM;
             }
             if ((rc = col_str_id(h, h->q_inl, 0, &ifn)) ||
                 (rc = col_str_id(h, h->q_inl, 1, &ifile))) {
@@ -284,14 +271,9 @@ static int stack_trace(struct ht *h, uint32_t stack_id, uint64_t *trace)
     sqlite3_reset(h->q_stack);
     sqlite3_bind_int64(h->q_stack, 1, stack_id);
     while ((rc = sqlite3_step(h->q_stack)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            int64_t *p = realloc(frames, cap * sizeof *p);
-            if (!p) {
-                free(frames);
-                return -ENOMEM;
-            }
-            frames = p;
+        if (vh_grow(&frames, &cap, n, sizeof *frames, 64)) {
+            free(frames);
+            return -ENOMEM;
         }
         frames[n++] = sqlite3_column_int64(h->q_stack, 0);
     }

@@ -16,6 +16,7 @@
 #include "analyze/export/export.h"
 #include "analyze/render/output.h"
 #include "analyze/query/stacks.h"
+#include "analyze/util/grow.h"
 
 #define SNAPSHOTS 100u             /* massif's default --max-snapshots       */
 #define DETAILED_EVERY 10u         /* massif's default --detailed-freq       */
@@ -121,16 +122,8 @@ static int stack_path(struct ms *m, uint32_t stack_id, size_t *off)
     size_t need = 1;
     for (size_t i = 0; i < st->n; i++)
         need += 1 + st->frames[i].ninlined;
-    if (m->npath + need > m->path_cap) {
-        size_t cap = m->path_cap ? m->path_cap : 4096;
-        while (cap < m->npath + need)
-            cap *= 2;
-        uint32_t *p = realloc(m->path, cap * sizeof *p);
-        if (!p)
-            goto nomem;
-        m->path = p;
-        m->path_cap = cap;
-    }
+    if (vh_reserve(&m->path, &m->path_cap, m->npath + need, sizeof *m->path, 4096))
+        goto nomem;
     size_t at = m->npath, k = at + 1;
     for (size_t i = 0; i < st->n; i++) {
         const struct out_frame *f = &st->frames[i];
@@ -171,14 +164,8 @@ static int node_child(struct ms *m, uint32_t parent, uint32_t lab, uint32_t *out
         *out = (uint32_t)e->v1;
         return 0;
     }
-    if (m->nnodes == m->node_cap) {
-        size_t cap = m->node_cap * 2;
-        struct node *p = realloc(m->nodes, cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        m->nodes = p;
-        m->node_cap = cap;
-    }
+    if (vh_grow(&m->nodes, &m->node_cap, m->nnodes, sizeof *m->nodes, 1))
+        return -ENOMEM;
     uint32_t id = (uint32_t)m->nnodes++;
     m->nodes[id] = (struct node){ .label = lab, .next = m->nodes[parent].child };
     m->nodes[parent].child = id;
@@ -409,14 +396,8 @@ static int event(struct ms *m, const struct vh_ev *ev)
 
 static int snapshot(struct ms *m, uint64_t time, int detailed)
 {
-    if (m->nsnaps == m->snap_cap) {
-        size_t cap = m->snap_cap ? m->snap_cap * 2 : 128;
-        struct snap *p = realloc(m->snaps, cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        m->snaps = p;
-        m->snap_cap = cap;
-    }
+    if (vh_grow(&m->snaps, &m->snap_cap, m->nsnaps, sizeof *m->snaps, 128))
+        return -ENOMEM;
     struct snap *s = &m->snaps[m->nsnaps];
     *s = (struct snap){ .time = time, .heap = m->live, .extra = m->extra };
     if (detailed) {

@@ -1279,14 +1279,8 @@ static struct theap *heap_add(struct fragtrack *t, uint32_t id)
         t->hidx = x;
         t->hmask = m;
     }
-    if (t->nh == t->caph) {
-        size_t cap = t->caph ? t->caph * 2 : 8;
-        struct theap *nh = realloc(t->h, cap * sizeof *nh);
-        if (!nh)
-            return NULL;
-        t->h = nh;
-        t->caph = cap;
-    }
+    if (vh_grow(&t->h, &t->caph, t->nh, sizeof *t->h, 8))
+        return NULL;
     struct theap *h = &t->h[t->nh];
     memset(h, 0, sizeof *h);
     h->id = id;

@@ -6,6 +6,7 @@
 #include "analyze/query/stacks.h"
 #include "analyze/store/db.h"
 #include "analyze/util/diag.h"
+#include "analyze/util/grow.h"
 
 struct vh_stacks {
     sqlite3_stmt *frames, *inlines, *trunc;
@@ -76,13 +77,8 @@ static int read_inlines(struct vh_stacks *s, int64_t frame_id, struct out_frame 
     sqlite3_reset(s->inlines);
     sqlite3_bind_int64(s->inlines, 1, frame_id);
     while ((rc = sqlite3_step(s->inlines)) == SQLITE_ROW) {
-        if (f->ninlined == cap) {
-            cap = cap ? cap * 2 : 4;
-            struct out_inline *n = realloc(f->inlined, cap * sizeof *n);
-            if (!n)
-                return -ENOMEM;
-            f->inlined = n;
-        }
+        if (vh_grow(&f->inlined, &cap, f->ninlined, sizeof *f->inlined, 4))
+            return -ENOMEM;
         struct out_inline *in = &f->inlined[f->ninlined++];
         in->function = col_dup(s->inlines, 0, &oom);
         in->file = col_dup(s->inlines, 1, &oom);
@@ -116,14 +112,9 @@ struct out_stack *vh_stacks__get(struct vh_stacks *s, int64_t id, int *err)
             st->omitted++;
             continue;
         }
-        if (st->n == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct out_frame *n = realloc(st->frames, cap * sizeof *n);
-            if (!n) {
-                *err = -ENOMEM;
-                goto fail;
-            }
-            st->frames = n;
+        if (vh_grow(&st->frames, &cap, st->n, sizeof *st->frames, 16)) {
+            *err = -ENOMEM;
+            goto fail;
         }
         struct out_frame *f = &st->frames[st->n++];
         memset(f, 0, sizeof *f);

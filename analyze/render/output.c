@@ -260,17 +260,9 @@ void out_buf__add(struct out_buf *b, const char *s, size_t n)
 {
     if (b->oom)
         return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (b->len + n + 1 > cap)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
+    if (vh_reserve(&b->p, &b->cap, b->len + n + 1, 1, 64)) {
+        b->oom = 1;
+        return;
     }
     memcpy(b->p + b->len, s, n);
     b->len += n;

@@ -319,6 +319,37 @@ static void text_el(FILE *f, double x, double y, const char *attrs, const char *
     fputs("</text>\n", f);
 }
 
+/* One axis' ticks from `first`, `step` apart, up to the scale's end: the
+ * y axis (`vertical`) as grid lines from x = a to b with the labels left of
+ * a; the x axis as 5-pixel marks below y = a with the labels under them. */
+static void write_ticks(FILE *f, enum svg_axis axis, const struct scale *s, double first,
+                        double step, int vertical, double a, double b)
+{
+    double max_abs = fmax(fabs(s->lo), fabs(s->hi));
+    fprintf(f, "<g class=\"%s\" font-size=\"12\" fill=\"#444\" text-anchor=\"%s\">\n",
+            vertical ? "y-axis" : "x-axis", vertical ? "end" : "middle");
+    /* Ticks by index, at most 1000: where |v| dwarfs the step (times near
+     * 2^64 ns a few ns apart), v += step would never move. */
+    for (int k = 0; k <= 1000; k++) {
+        double v = first + k * step;
+        char lab[48];
+        if (v > s->hi + step * 1e-6)
+            break;
+        double p = px(s, v);
+        tick_label(axis, v, step, max_abs, lab, sizeof lab);
+        if (vertical) {
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>",
+                    a, p, b, p, fabs(v) < step * 1e-6 ? "#999" : "#e4e4e4");
+            text_el(f, a - 7, p + 4, "", lab);
+        } else {
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>",
+                    p, a, p, a + 5);
+            text_el(f, p, a + 19, "", lab);
+        }
+    }
+    fputs("</g>\n", f);
+}
+
 static double val(const double *y, size_t i)
 {
     return isfinite(y[i]) ? y[i] : 0;
@@ -354,6 +385,16 @@ static void y_range(const struct svg_chart *c, double *lo, double *hi)
     }
 }
 
+/* A series' tooltip (or its label) as its path's <title>. */
+static void put_title(FILE *f, const struct series *s)
+{
+    if (s->tooltip || s->label) {
+        fputs("<title>", f);
+        svg_put_text(f, s->tooltip ? s->tooltip : s->label);
+        fputs("</title>", f);
+    }
+}
+
 static void write_areas(const struct svg_chart *c, FILE *f, const struct scale *xs,
                         const struct scale *ys)
 {
@@ -374,11 +415,7 @@ static void write_areas(const struct svg_chart *c, FILE *f, const struct scale *
         for (size_t i = c->n; i-- > 0;)
             fprintf(f, "L%.1f,%.1f", px(xs, c->x[i]), px(ys, base[i]));
         fputs("Z\">", f);
-        if (s->tooltip || s->label) {
-            fputs("<title>", f);
-            svg_put_text(f, s->tooltip ? s->tooltip : s->label);
-            fputs("</title>", f);
-        }
+        put_title(f, s);
         fputs("</path>\n", f);
         for (size_t i = 0; i < c->n; i++) {
             double v = val(s->y, i);
@@ -414,11 +451,7 @@ static void write_bars(const struct svg_chart *c, FILE *f, const struct scale *x
             fprintf(f, "M%.1f,%.1fH%.1fV%.1fH%.1fZ", x0, y0, x1, y1, x0);
         }
         fputs("\">", f);
-        if (s->tooltip || s->label) {
-            fputs("<title>", f);
-            svg_put_text(f, s->tooltip ? s->tooltip : s->label);
-            fputs("</title>", f);
-        }
+        put_title(f, s);
         fputs("</path>\n", f);
     }
 out:
@@ -445,11 +478,7 @@ static void write_lines(const struct svg_chart *c, FILE *f, const struct scale *
             pen = 1;
         }
         fputs("\">", f);
-        if (s->tooltip || s->label) {
-            fputs("<title>", f);
-            svg_put_text(f, s->tooltip ? s->tooltip : s->label);
-            fputs("</title>", f);
-        }
+        put_title(f, s);
         fputs("</path>\n", f);
     }
 }
@@ -579,42 +608,13 @@ int svg_chart__write(const struct svg_chart *c, FILE *f)
         text_el(f, 16, 47, "font-size=\"12.5\" fill=\"#555\"", c->subtitle);
 
     /* horizontal grid and y ticks */
-    double ymax_abs = fmax(fabs(ys.lo), fabs(ys.hi));
-    fputs("<g class=\"y-axis\" font-size=\"12\" fill=\"#444\" text-anchor=\"end\">\n", f);
-    /* Ticks by index, at most 1000: where |v| dwarfs the step (times near
-     * 2^64 ns a few ns apart), v += step would never move. */
-    for (int k = 0; k <= 1000; k++) {
-        double v = ys.lo + k * ystep;
-        char lab[48];
-        if (v > ys.hi + ystep * 1e-6)
-            break;
-        double y = px(&ys, v);
-        tick_label(c->y_axis, v, ystep, ymax_abs, lab, sizeof lab);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", left,
-                y, right, y, fabs(v) < ystep * 1e-6 ? "#999" : "#e4e4e4");
-        text_el(f, left - 7, y + 4, "", lab);
-    }
-    fputs("</g>\n", f);
+    write_ticks(f, c->y_axis, &ys, ys.lo, ystep, 1, left, right);
 
     /* x ticks: about one per 110 pixels */
     double xstep = nice_step((xs.hi - xs.lo) / ((right - left) / 110));
     if (xstep < 1 && c->x_axis == SVG_AXIS_TIME_NS)
         xstep = 1;
-    double xmax_abs = fmax(fabs(xs.lo), fabs(xs.hi));
-    fputs("<g class=\"x-axis\" font-size=\"12\" fill=\"#444\" text-anchor=\"middle\">\n", f);
-    double x0 = ceil(xs.lo / xstep - 1e-9) * xstep;
-    for (int k = 0; k <= 1000; k++) {
-        double v = x0 + k * xstep;
-        char lab[48];
-        if (v > xs.hi + xstep * 1e-6)
-            break;
-        double x = px(&xs, v);
-        tick_label(c->x_axis, v, xstep, xmax_abs, lab, sizeof lab);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>", x,
-                bottom, x, bottom + 5);
-        text_el(f, x, bottom + 19, "", lab);
-    }
-    fputs("</g>\n", f);
+    write_ticks(f, c->x_axis, &xs, ceil(xs.lo / xstep - 1e-9) * xstep, xstep, 0, bottom, 0);
 
     /* the data, clipped to the plot */
     fprintf(f, "<clipPath id=\"plot\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>"

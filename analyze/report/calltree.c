@@ -78,15 +78,8 @@ static uint32_t xlate(struct vh_ctree *t, const struct vh_snames *names, uint32_
         if (x->src && x->src != names)
             continue;
         x->src = names;
-        if (id >= x->n) {
-            size_t n = (size_t)id * 2 + 1024;
-            uint32_t *p = realloc(x->id, n * sizeof *p);
-            if (!p)
-                return 0;
-            memset(p + x->n, 0, (n - x->n) * sizeof *p);
-            x->id = p;
-            x->n = n;
-        }
+        if (vh_reserve_zeroed(&x->id, &x->n, (size_t)id + 1, sizeof *x->id, 1024))
+            return 0;
         if (!x->id[id])
             x->id[id] = intern(t, vh_snames__str(names, id));
         return x->id[id];

@@ -13,20 +13,9 @@
 #include "analyze/render/svg.h"
 #include "analyze/report/chart.h"
 #include "analyze/util/diag.h"
+#include "analyze/util/fmt.h"
 
 #define CHART_BINS 1200u           /* points drawn at most: about a pixel each */
-
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...)
-{
-    va_list ap;
-    char *s = NULL;
-    va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
 
 /* Bytes as the axes show them: 3 significant digits, 1000-based. */
 static const char *si_bytes(uint64_t b, char *buf, size_t len)
@@ -163,8 +152,8 @@ static char *allocs_path(const char *path)
 {
     size_t n = strlen(path);
     if (n > 4 && !strcmp(path + n - 4, ".svg"))
-        return xasprintf("%.*s-allocs.svg", (int)(n - 4), path);
-    return xasprintf("%s-allocs.svg", path);
+        return vh_xasprintf("%.*s-allocs.svg", (int)(n - 4), path);
+    return vh_xasprintf("%s-allocs.svg", path);
 }
 
 static int add_marks(struct svg_chart *ch, const struct vh_series *s)
@@ -213,15 +202,15 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
         snprintf(heap, sizeof heap, " in heap %s", s->heap);
     else if (s->nheaps > 1)
         snprintf(heap, sizeof heap, " (%zu heaps summed)", s->nheaps);
-    if (!(title = xasprintf("Heap memory of %s (pid %" PRId64 ")%s", exe, s->pid, heap)))
+    if (!(title = vh_xasprintf("Heap memory of %s (pid %" PRId64 ")%s", exe, s->pid, heap)))
         goto out;
     if (s->ntop)
-        sub = xasprintf("live bytes at the end of every %s%s, by the top %zu of %zu stacks "
+        sub = vh_xasprintf("live bytes at the end of every %s%s, by the top %zu of %zu stacks "
                         "ranked by %s; highest %s at %.3f s",
                         dur, s->per_event ? " (from single events)" : "", s->ntop, s->nstacks,
                         s->measure_what, peak, (double)top_t / 1e9);
     else
-        sub = xasprintf("live bytes at the end of every %s; highest %s at %.3f s", dur, peak,
+        sub = vh_xasprintf("live bytes at the end of every %s; highest %s at %.3f s", dur, peak,
                         (double)top_t / 1e9);
     if (!sub)
         goto out;
@@ -241,10 +230,10 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
             snprintf(m, sizeof m, "%" PRId64, t->measure);
         free(note);
         free(tip);
-        note = xasprintf("%s %s%s%s%s%s", s->measure_legend, m, t->where ? " \xc2\xb7 " : "",
+        note = vh_xasprintf("%s %s%s%s%s%s", s->measure_legend, m, t->where ? " \xc2\xb7 " : "",
                          t->where ? t->where : "", s->nheaps > 1 ? " \xc2\xb7 " : "",
                          s->nheaps > 1 ? t->heap : "");
-        tip = xasprintf("#%zu %s (%s %s)\n%s", k + 1, t->name, s->measure_legend, m,
+        tip = vh_xasprintf("#%zu %s (%s %s)\n%s", k + 1, t->name, s->measure_legend, m,
                         t->text ? t->text : "");
         if (!note || !tip) {
             rc = -ENOMEM;
@@ -261,7 +250,7 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
     if (any_other || !s->ntop) {
         size_t rest = s->nstacks > s->ntop ? s->nstacks - s->ntop : 0;
         free(note);
-        note = s->ntop ? xasprintf("%zu more stack%s", rest, rest == 1 ? "" : "s") : NULL;
+        note = s->ntop ? vh_xasprintf("%zu more stack%s", rest, rest == 1 ? "" : "s") : NULL;
         struct svg_series a = {
             .style = SVG_AREA, .label = s->ntop ? "other stacks" : "all stacks",
             .note = note, .color = s->ntop ? "#bab0ac" : svg_palette(0), .y = p->other,
@@ -319,11 +308,11 @@ static int calls_chart(const struct vh_series *s, const struct pts *p, struct sv
     duration(p->bin_ns, dur, sizeof dur);
     if (s->heap)
         snprintf(heap, sizeof heap, " in heap %s", s->heap);
-    if (!(title = xasprintf("Allocator calls of %s (pid %" PRId64 ")%s", exe, s->pid, heap)) ||
-        !(sub = xasprintf("per %s: allocations above the axis, frees below; %" PRIu64
+    if (!(title = vh_xasprintf("Allocator calls of %s (pid %" PRId64 ")%s", exe, s->pid, heap)) ||
+        !(sub = vh_xasprintf("per %s: allocations above the axis, frees below; %" PRIu64
                           " allocations (%" PRIu64 " temporary) and %" PRIu64 " frees in all",
                           dur, na, nt, nf)) ||
-        !(ytitle = xasprintf("calls per %s", dur)))
+        !(ytitle = vh_xasprintf("calls per %s", dur)))
         goto out;
     struct svg_chart_opts o = {
         .title = title, .subtitle = sub, .x_title = s->x_title,

@@ -276,15 +276,8 @@ struct replay {
 
 static int rowlive_add(struct replay *r, int64_t row, int64_t delta)
 {
-    if ((size_t)row >= r->nrowlive) {
-        size_t n = (size_t)row * 2 + 1024;
-        uint64_t *p = realloc(r->rowlive, n * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        memset(p + r->nrowlive, 0, (n - r->nrowlive) * sizeof *p);
-        r->rowlive = p;
-        r->nrowlive = n;
-    }
+    if (vh_reserve_zeroed(&r->rowlive, &r->nrowlive, (size_t)row + 1, sizeof *r->rowlive, 1024))
+        return -ENOMEM;
     r->rowlive[row] += (uint64_t)delta;
     return 0;
 }

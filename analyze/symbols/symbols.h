@@ -55,11 +55,9 @@ struct symbols_places {
     const char *exe[SYMBOLS_MAX_PLACES], *dirs[SYMBOLS_MAX_PLACES];
     struct symbols_opts o;         /* pointing at the arrays above          */
 };
-/* If argv[*i] is one of those options, takes it and its value (advancing
- * *i): 1; 0 when it is not one of them; -EINVAL after printing why (a bad
- * value, too many). */
-int symbols__parse_place(struct symbols_places *p, const char *cmd, int argc, char **argv,
-                         int *i);
+/* Takes --exe-path's value (`exe`) or --search-dir's: 0, or -EINVAL after
+ * printing why (a bad value, too many). */
+int symbols__add_place(struct symbols_places *p, const char *cmd, int exe, const char *v);
 #define SYMBOLS_PLACES_HELP \
     "  --exe-path OLD=NEW  a program or library moved since the run: a module\n" \
     "                   recorded as OLD (or under the directory OLD) is looked\n" \

@@ -11,16 +11,22 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* *arr (any T *, passed as &ptr) holds n of *cap elements of `elem` bytes.
- * When n == *cap, reallocates to twice *cap (or `first`). 0, or -ENOMEM
- * with the array and *cap unchanged. */
-static inline int vh_grow(void *arr, size_t *cap, size_t n, size_t elem, size_t first)
+/* *arr (any T *, passed as &ptr) has room for *cap elements of `elem`
+ * bytes. When `need` elements do not fit, reallocates to *cap doubled (or
+ * `first`, at least 1) as often as it takes. 0, or -ENOMEM with the array
+ * and *cap unchanged. */
+static inline int vh_reserve(void *arr, size_t *cap, size_t need, size_t elem, size_t first)
 {
     void *old, *p;
-    if (n < *cap)
+    if (need <= *cap)
         return 0;
-    size_t c = *cap ? *cap * 2 : first;
-    if (c < *cap || c > SIZE_MAX / elem)
+    size_t c = *cap ? *cap : (first ? first : 1);
+    while (c < need) {
+        if (c > SIZE_MAX / 2)
+            return -ENOMEM;
+        c *= 2;
+    }
+    if (c > SIZE_MAX / elem)
         return -ENOMEM;
     memcpy(&old, arr, sizeof old); /* the pointer, whatever its type */
     if (!(p = realloc(old, c * elem)))
@@ -28,6 +34,28 @@ static inline int vh_grow(void *arr, size_t *cap, size_t n, size_t elem, size_t 
     memcpy(arr, &p, sizeof p);
     *cap = c;
     return 0;
+}
+
+/* vh_reserve() for an array indexed by id: the new elements are zeroed. */
+static inline int vh_reserve_zeroed(void *arr, size_t *cap, size_t need, size_t elem,
+                                    size_t first)
+{
+    size_t had = *cap;
+    char *p;
+    if (vh_reserve(arr, cap, need, elem, first))
+        return -ENOMEM;
+    memcpy(&p, arr, sizeof p);
+    if (p && *cap > had)
+        memset(p + had * elem, 0, (*cap - had) * elem);
+    return 0;
+}
+
+/* Room for one more element: *arr holds n of *cap. When n == *cap,
+ * reallocates to twice *cap (or `first`). 0, or -ENOMEM with the array and
+ * *cap unchanged. */
+static inline int vh_grow(void *arr, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    return n < *cap ? 0 : vh_reserve(arr, cap, n + 1, elem, first);
 }
 
 /* calloc for a hash table probed at random: from 4 MiB up, it asks for

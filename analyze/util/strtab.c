@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analyze/util/strtab.h"
+#include "analyze/util/grow.h"
 
 struct vh_strtab {
     char *chars;                   /* every string, NUL-terminated            */
@@ -104,16 +105,8 @@ uint32_t vh_strtab__intern(struct vh_strtab *t, const char *s, size_t n, int *ad
         t->len = len;
         t->idcap = cap;
     }
-    if (t->clen + n + 1 > t->ccap) {
-        size_t cap = t->ccap ? t->ccap : 4096;
-        while (cap < t->clen + n + 1)
-            cap *= 2;
-        char *c = realloc(t->chars, cap);
-        if (!c)
-            return 0;
-        t->chars = c;
-        t->ccap = cap;
-    }
+    if (vh_reserve(&t->chars, &t->ccap, t->clen + n + 1, 1, 4096))
+        return 0;
     uint32_t id = ++t->n;
     t->off[id] = t->clen;
     t->len[id] = (uint32_t)n;

@@ -1,5 +1,5 @@
 /* fuzz_query_opts.c — libFuzzer target: the option parser every query
- * command shares (analyze/cmd/query.c, vh_qopts_parse). The input is an
+ * command shares (analyze/cmd/query.c, vh_query__parse). The input is an
  * argv: NUL-separated words, the first being the command name. Checks that
  * parsing succeeds only with exactly one operand, that counts are never
  * negative, and that a --min-bytes value means what a reference reading of
@@ -56,25 +56,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const struct vh_command cmd = { .name = "fuzz", .summary = "", .usage = "" };
     char *buf = malloc(size + 1), *argv[MAX_ARGS + 1];
     int argc = 0, rc;
-    struct vh_qopts o;
+    struct vh_query q;
     const char *min_bytes = NULL;
     int operands = 0, dashdash = 0;
 
     if (!buf)
         return 0;
-    if (size)
-        memcpy(buf, data, size);
-    buf[size] = '\0';
-    for (size_t i = 0; i <= size && argc < MAX_ARGS;) {
-        argv[argc++] = buf + i;
-        i += strlen(buf + i) + 1;
-    }
-    argv[argc] = NULL;
+    argc = fz_words(data, size, buf, argv, MAX_ARGS);
     if (fz_fd < 0)
         fz_init();
 
-    rc = vh_qopts_parse(&cmd, VH_QOPT_MIN_BYTES | VH_QOPT_BY, argc, argv, &o);
-    FZ_CHECK(rc == 0 || rc == -EINVAL, "rc %d", rc);
+    rc = vh_query__parse(&q, &cmd, VH_QOPT_MIN_BYTES | VH_QOPT_BY, NULL, 0, argc, argv);
+    FZ_CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM, "rc %d", rc);
+    const struct vh_qopts o = q.o;
 
     /* What the parser must have seen, read the simple way. */
     for (int i = 1; i < argc; i++) {
@@ -103,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                      "--min-bytes '%s' read as %lld, reference %lld", min_bytes,
                      (long long)o.min_bytes, (long long)ref_size(min_bytes));
     }
+    vh_query__finish(&q, rc);
     free(buf);
     return 0;
 }

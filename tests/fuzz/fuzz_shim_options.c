@@ -18,7 +18,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct vh_options defaults;
     static int have_defaults;
     char *buf = malloc(size + 1), *env[MAX_VARS + 1], **saved = environ;
-    int n = 0;
 
     if (!buf)
         return 0;
@@ -27,14 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         have_defaults = 1;
         fz_init();
     }
-    if (size)
-        memcpy(buf, data, size);
-    buf[size] = '\0';
-    for (size_t i = 0; i <= size && n < MAX_VARS;) {
-        env[n++] = buf + i;
-        i += strlen(buf + i) + 1;
-    }
-    env[n] = NULL;
+    int n = fz_words(data, size, buf, env, MAX_VARS);
 
     vh_opt = defaults;
     environ = env;

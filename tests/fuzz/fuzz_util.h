@@ -82,6 +82,23 @@ static inline const char *fz_file(const uint8_t *data, size_t size)
     return fz_path;
 }
 
+/* The input as NUL-separated words (an argv, an environment): copied into
+ * buf (size + 1 bytes), at most `max` words into words[], NULL after them.
+ * The count. */
+static inline int fz_words(const uint8_t *data, size_t size, char *buf, char **words, int max)
+{
+    int n = 0;
+    if (size)
+        memcpy(buf, data, size);
+    buf[size] = '\0';
+    for (size_t i = 0; i <= size && n < max;) {
+        words[n++] = buf + i;
+        i += strlen(buf + i) + 1;
+    }
+    words[n] = NULL;
+    return n;
+}
+
 /* An error message must be one non-empty line. */
 static inline void fz_one_line(const char *what, const char *msg)
 {

@@ -21,11 +21,7 @@ run_one() { # UNWIND
     [ "$handler" -ge 10 ] || die "only $handler signals handled: nothing tested"
 
     # Per size: the main loop allocates 32 bytes, the handler 48.
-    awk "$VH_AWK_LIB"'
-        FILENAME == ARGV[1] { if ($1 == "user") { lo = hex(substr($2, 4)); hi = hex(substr($3, 4)) }; next }
-        { kv() }
-        $3 == "stack" { split(F["frames"], fr, ",")
-                        for (i in fr) if (hex(fr[i]) >= lo && hex(fr[i]) <= hi) O[F["id"]] = 1; next }
+    awk "$VH_AWK_LIB$VH_AWK_USER"'
         $3 == "alloc" && (F["stack"] in O) { N[F["size"]]++ }
         END { print N[32] + 0, N[48] + 0 }' out.txt dump.txt >sizes.txt
     read -r rec_main rec_handler <sizes.txt

@@ -3,7 +3,11 @@
 # has examples; `frag --at` after the end
 # of the run is an error, not an empty answer; `load` and `dump` speak JSON
 # (`--format json`), and dump's JSON holds what its text holds; the
-# repository has its LICENSE (MIT, "the vheap authors").
+# repository has its LICENSE (MIT, "the vheap authors"). Option parsing
+# (getopt_long underneath, analyze/cmd/cli.c vh_getopt): options before or
+# after the operand, NAME=VALUE, "--" before an operand; an abbreviation
+# ("--form"), a cluster ("-qv"), "-oFILE", a missing value, an option another
+# command has, each a usage error (exit 2) naming the option.
 . "$TOP/tests/lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/basic"
@@ -68,6 +72,45 @@ grep -q "after the end of the run" err.txt || die "frag --at 99s: no reason give
 "$ANALYZE" frag b.sqlite --at "$((runtime / 2))ns" >/dev/null 2>err.txt ||
     die "frag --at within the run failed: $(cat err.txt)"
 
+# usage_error WANT-TEXT COMMAND...: exit 2, and stderr says WANT-TEXT.
+usage_error() {
+    _want=$1; shift
+    "$ANALYZE" "$@" >/dev/null 2>err.txt
+    _rc=$?
+    [ "$_rc" = 2 ] || die "$*: exit $_rc, want 2 ($(cat err.txt))"
+    grep -qF -- "$_want" err.txt || die "$*: stderr '$(cat err.txt)', want '$_want'"
+}
+a=$("$ANALYZE" summary --format json b.sqlite) || die "summary --format json DB failed"
+b=$("$ANALYZE" summary b.sqlite --format=json) || die "summary DB --format=json failed"
+c=$("$ANALYZE" summary --format json -- b.sqlite) || die "summary --format json -- DB failed"
+[ "$a" = "$b" ] && [ "$a" = "$c" ] || die "summary's output depends on where its options are"
+"$ANALYZE" leaks b.sqlite --min-bytes=1Ki --limit 3 --growth --min-r2=0.5 >/dev/null ||
+    die "leaks with its own options and shared ones mixed failed"
+"$ANALYZE" export b.sqlite --format=flamegraph -o=fg.txt && [ -s fg.txt ] || die "export -o=FILE failed"
+"$ANALYZE" symbolize -- b.sqlite >/dev/null || die "symbolize -- DB failed"
+"$ANALYZE" load -q --no-progress -- b.vhcap b2.sqlite || die "load -- CAPTURE DB failed"
+usage_error "unknown option '--form'" summary b.sqlite --form json
+usage_error "unknown option '--lim'" top --lim 3 b.sqlite
+usage_error "unknown option '-qv'" load -qv b.vhcap b3.sqlite
+usage_error "unknown option '-ofg.txt'" export b.sqlite --format flamegraph -ofg.txt
+usage_error "unknown option '--min-bytes'" top b.sqlite --min-bytes 4K
+usage_error "unknown option '--format'" report b.sqlite -o r.html --format json
+usage_error "unknown option '--bytes=1'" peak b.sqlite --bytes=1
+usage_error "--limit needs a value (see --help)" leaks b.sqlite --limit
+usage_error "--min-r2 needs a value (see --help)" leaks b.sqlite --growth --min-r2
+usage_error "-o needs a value (see --help)" export b.sqlite --format massif -o
+usage_error "--exe-path needs a value" load b.vhcap b3.sqlite --exe-path
+usage_error "--search-dir /nonexistent: not a directory" symbolize b.sqlite --search-dir /nonexistent
+usage_error "one DB or capture expected, got 'b.sqlite' and 'x'" heaps b.sqlite x
+usage_error "too many arguments" load b.vhcap b3.sqlite x
+usage_error "unknown option '--no-head'" dump --no-head b.vhcap
+usage_error "--format: '' is not text or json" dump b.vhcap --format
+usage_error "one capture at a time" dump b.vhcap b.vhcap
+usage_error "--out needs a value" record --out
+usage_error "unknown option '--outx'" record --outx x "$PROGS/basic"
+usage_error "no PROGRAM to run" record --no-load --
+[ ! -e b3.sqlite ] || die "a refused load wrote its DB"
+
 grep -q "^MIT License" "$TOP/LICENSE" || die "no MIT LICENSE at the top of the repository"
 grep -q "Copyright (c) the vheap authors" "$TOP/LICENSE" || die "LICENSE names no vheap authors"
-echo "--version, --help texts, frag --at, load/dump JSON and the LICENSE are as promised"
+echo "--version, --help texts, frag --at, load/dump JSON, option parsing and the LICENSE are as promised"

@@ -16,18 +16,14 @@ need "$ANALYZE" "$VHEAP_LIB" "$PROGS/phases" "$PROGS/loomsim" "$PROGS/ht_peak"
 
 cat >check.py <<'EOF'
 import csv, json, sqlite3, sys
+from vhcheck import checker
 
 # check.py TRACE DB CLOCK TRACKS... ; TRACKS: name=events.csv (per-event series)
 trace, db, clock = sys.argv[1:4]
 tracks = dict(a.split("=", 1) for a in sys.argv[4:])
 con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
 con.text_factory = lambda b: b.decode("utf-8", "replace")
-errors = []
-def check(what, got, want):
-    ok = got == want
-    print(f"  {'ok ' if ok else 'BAD'} {what}: {got} (want {want})")
-    if not ok:
-        errors.append(f"{what}: got {got}, want {want}")
+check, errors = checker()
 
 d = json.load(open(trace, encoding="utf-8"))   # strict: must be valid UTF-8 JSON
 ev = d["traceEvents"]

@@ -13,6 +13,7 @@ need "$ANALYZE" "$VHEAP_LIB" "$PROGS/ht_peak" "$PROGS/inline_syms" "$PROGS/looms
 
 cat >sums.py <<'EOF'
 import re, sqlite3, sys
+from vhcheck import checker
 
 # sums.py DB PREFIX [HEAPSQL]: PREFIX.COST are the folded files; HEAPSQL
 # chooses the heaps (default: all)
@@ -23,12 +24,7 @@ heaps = {i: n for i, n in con.execute(f"SELECT id, name FROM heaps WHERE {where}
 COL = {"allocations": ("allocations", "allocations"), "bytes": ("bytes_allocated", "bytes_allocated"),
        "leaked": ("leaked_bytes", "leaked_bytes"), "peak": ("peak_bytes", "peak_bytes"),
        "temporary": ("temporary", "temporary")}
-errors = []
-def check(what, got, want):
-    ok = got == want
-    print(f"  {'ok ' if ok else 'BAD'} {what}: {got} (want {want})")
-    if not ok:
-        errors.append(f"{what}: got {got}, want {want}")
+check, errors = checker()
 
 ids = ",".join(str(i) for i in heaps)
 active = {h for (h,) in con.execute(

@@ -27,6 +27,7 @@ need "$ANALYZE" "$VHEAP_LIB"
 
 cat >check.py <<'EOF'
 import json, re, sys
+from vhcheck import checker
 
 # check.py NAME PREFIX EXPECT_NOTES PROGRAM_OUT
 # PREFIX.summary.json  vheap summary --format json (the heaps exported)
@@ -34,13 +35,7 @@ import json, re, sys
 # PREFIX.txt  heaptrack_print -a -p -T -l 1 ...; PREFIX.fold.COST its -F
 # PREFIX.massif  its -M; PREFIX.err  the exporter's stderr
 name, prefix, strict, prog_out = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
-errors = []
-
-def check(what, got, want):
-    ok = got == want
-    print(f"  {'ok ' if ok else 'BAD'} {what}: {got} (want {want})")
-    if not ok:
-        errors.append(f"{name}: {what}: got {got}, want {want}")
+check, errors = checker(f"{name}: ")
 
 summ = json.load(open(f"{prefix}.summary.json"))
 heaps = summ["heaps"]

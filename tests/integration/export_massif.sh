@@ -14,16 +14,12 @@ need "$ANALYZE" "$VHEAP_LIB" "$PROGS/ht_peak" "$PROGS/loomsim"
 
 cat >check.py <<'EOF'
 import re, sqlite3, sys
+from vhcheck import checker
 
 # check.py MASSIF MS_PRINT_OUTPUT DB HEAP_WHERE MERGED
 massif, printed, db, where, merged = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
 con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-errors = []
-def check(what, got, want):
-    ok = got == want
-    print(f"  {'ok ' if ok else 'BAD'} {what}: {got} (want {want})")
-    if not ok:
-        errors.append(f"{what}: got {got}, want {want}")
+check, errors = checker()
 
 # ---- the file itself -----------------------------------------------------------
 snaps, cur = [], None

@@ -20,13 +20,9 @@ go tool pprof -h >/dev/null 2>&1 || { echo "go tool pprof does not run" >&2; exi
 
 cat >cmp.py <<'EOF'
 import json, os, re, sqlite3, sys
+from vhcheck import checker
 name, db = sys.argv[1], sys.argv[2]
-errors = []
-def check(what, got, want):
-    ok = got == want
-    print(f"  {'ok ' if ok else 'BAD'} {what}: {got if ok else repr(got)} (want {want if ok else repr(want)})")
-    if not ok:
-        errors.append(f"{name}: {what}")
+check, errors = checker(f"{name}: ")
 
 def frames(row):
     out = []

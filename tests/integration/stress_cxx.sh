@@ -14,11 +14,7 @@ vh_check sx.out sx.dump
 expect_line sx.out
 has_flag "$(st header_flags)" ended || die "capture not ended"
 # The program's last free (in the last destructor) precedes END.
-awk "$VH_AWK_LIB"'
-    FILENAME == ARGV[1] { if ($1 == "user") { lo = hex(substr($2, 4)); hi = hex(substr($3, 4)) }; next }
-    { kv() }
-    $3 == "stack" { split(F["frames"], fr, ",")
-                    for (i in fr) if (hex(fr[i]) >= lo && hex(fr[i]) <= hi) O[F["id"]] = 1; next }
+awk "$VH_AWK_LIB$VH_AWK_USER"'
     $3 == "alloc" && (F["stack"] in O) { OWN[F["addr"]] = 1; next }
     $3 == "free" && (F["addr"] in OWN) { last = $1; delete OWN[F["addr"]]; next }
     $3 == "end" { end = $1 }

@@ -23,11 +23,7 @@ run() { # UNWIND SIGNALS PERIOD_US
     handled=$(val handled) inside=$(val handled_inside) calls=$(val handler_calls)
     [ "$handled" -ge $(($2 / 2)) ] || die "$n: only $handled signals handled"
     [ "$inside" -gt 0 ] || die "$n: no signal landed inside malloc/free ($handled handled)"
-    awk "$VH_AWK_LIB"'
-        FILENAME == ARGV[1] { if ($1 == "user") { lo = hex(substr($2, 4)); hi = hex(substr($3, 4)) }; next }
-        { kv() }
-        $3 == "stack" { split(F["frames"], fr, ",")
-                        for (i in fr) if (hex(fr[i]) >= lo && hex(fr[i]) <= hi) O[F["id"]] = 1; next }
+    awk "$VH_AWK_LIB$VH_AWK_USER"'
         ($3 == "alloc" || $3 == "resize") && (F["stack"] in O) {
             k = F["func"] " " F["size"]; N[k]++
             if (F["size"] == 200 || F["size"] == 600) H[F["addr"]] = 1

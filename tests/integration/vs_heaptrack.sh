@@ -40,18 +40,13 @@ for p in $progs; do need "$PROGS/$p"; done
 
 cat >compare.py <<'EOF'
 import json, re, sqlite3, sys
+from vhcheck import checker
 
 prog, prog_out, vh_json, vh_db, ht_txt, fold_prefix = sys.argv[1:7]
 MEASURES = ["allocations", "temporary", "leaked", "peak"]
 VH_COL = {"allocations": "allocations", "temporary": "temporary",
           "leaked": "leaked_bytes", "peak": "peak_bytes"}
-errors = []
-
-def check(what, got, want):
-    ok = got == want
-    print(f"  {'ok ' if ok else 'BAD'} {what}: {got} (want {want})")
-    if not ok:
-        errors.append(f"{prog}: {what}: got {got}, want {want}")
+check, errors = checker(f"{prog}: ")
 
 # ---- the program's own account: "ht fn=F allocations=N ..." ----------------
 expect = {}

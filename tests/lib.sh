@@ -28,6 +28,15 @@ dump_count() {
 # or RESIZE whose stack has a frame in a USER range, or a FREE of an address
 # the replay holds as a live block of the program's own.
 
+# need_cmd CMD...: skips the test (exit 77, the reason on stderr) when a
+# command it runs is not installed; under VHEAP_STRICT=1 that skip fails
+# (tests/run-integration.sh): scripts/install-deps.sh installs them all.
+need_cmd() {
+    for _c; do
+        command -v "$_c" >/dev/null 2>&1 || { echo "$_c is not installed" >&2; exit 77; }
+    done
+}
+
 # need FILE...: fails when a build product is missing.
 need() {
     for _f; do [ -e "$_f" ] || die "missing $_f (build it: make integration)"; done
@@ -254,6 +263,16 @@ vh_check() {
         grep '^error: ' "$VH_STATS" | head -n 10 >&2
         die "$(grep -c '^error: ' "$VH_STATS") rule(s) broken in $2 (see above)"
     fi
+}
+
+# profile_checked PROG [ARGS...]: runs $PROGS/PROG under the shim into
+# cap.vhcap (its own report in out.txt, the dump in dump.txt) and checks
+# the dump against the report record by record (vh_check).
+profile_checked() {
+    _p=$1; shift
+    profile cap.vhcap "$PROGS/$_p" "$@" >out.txt || die "$_p exited $?"
+    vh_dump cap.vhcap dump.txt
+    vh_check out.txt dump.txt
 }
 
 # st KEY: a statistic from the last vh_check ("header_pid", "loss_nested", ...).

@@ -4,9 +4,7 @@
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/basic"
 
-profile cap.vhcap "$PROGS/basic" >out.txt || die "basic exited $?"
-vh_dump cap.vhcap dump.txt
-vh_check out.txt dump.txt
+profile_checked basic
 
 # Totals as the program counted them (and the ev sequence, checked inside
 # vh_check record by record, in order).

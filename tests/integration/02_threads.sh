@@ -7,9 +7,7 @@
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/threads_xfer"
 
-profile cap.vhcap "$PROGS/threads_xfer" >out.txt || die "threads_xfer exited $?"
-vh_dump cap.vhcap dump.txt
-vh_check out.txt dump.txt
+profile_checked threads_xfer
 expect_line out.txt
 
 # Per thread: the dump's tid for the thread's allocations is the tid the

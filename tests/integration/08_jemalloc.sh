@@ -5,9 +5,7 @@
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/jemalloc_user"
 
-profile cap.vhcap "$PROGS/jemalloc_user" >out.txt || die "jemalloc_user exited $?"
-vh_dump cap.vhcap dump.txt
-vh_check out.txt dump.txt
+profile_checked jemalloc_user
 # live_bytes depends on the size recorded for xallocx (see the program).
 sed 's/ live_bytes=[0-9]*//' out.txt >expect.txt
 expect_line expect.txt

@@ -4,9 +4,7 @@
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/cxx_user"
 
-profile cap.vhcap "$PROGS/cxx_user" >out.txt || die "cxx_user exited $?"
-vh_dump cap.vhcap dump.txt
-vh_check out.txt dump.txt
+profile_checked cxx_user
 expect_line out.txt
 # std::string's buffers come from libstdc++'s own code and the exception
 # object from its runtime: the program's frames are further down those stacks.

@@ -9,7 +9,7 @@
 # identical to the originals; load writes a DB with them).
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/threads_xfer"
-command -v sqlite3 >/dev/null || { echo "sqlite3 CLI not installed" >&2; exit 77; }
+need_cmd sqlite3
 
 # A sanitized analyzer (make asan) must crash loudly, not exit 1.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}abort_on_error=1"

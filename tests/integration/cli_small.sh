@@ -9,7 +9,7 @@
 # ("--form"), a cluster ("-qv"), "-oFILE", a missing value, an option another
 # command has, each a usage error (exit 2) naming the option.
 . "$TOP/tests/lib.sh"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/basic"
 
 v=$("$ANALYZE" --version) || die "--version failed"

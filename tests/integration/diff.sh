@@ -7,7 +7,7 @@
 # else (steady and the runtime's own allocations are the same). The
 # differential page renders in headless Chromium with those changes.
 . "$TOP/tests/lib.sh"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/diff_prog"
 
 mkdir -p b && cc -O1 -g -falign-functions=64 -o b/diff_prog "$TOP/tests/programs/diff_prog.c" ||

@@ -11,7 +11,7 @@
 # lock, held by a dlclose whose free waits for the diff).
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/dlreload" "$PROGS/libdlra.so" "$PROGS/libdlrb.so"
-command -v sqlite3 >/dev/null || { echo "skip: no sqlite3" >&2; exit 77; }
+need_cmd sqlite3
 a=$(cd "$PROGS" && pwd -P)/libdlra.so
 b=$(cd "$PROGS" && pwd -P)/libdlrb.so
 rounds=${DLRELOAD_ROUNDS:-400}

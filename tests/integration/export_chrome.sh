@@ -11,7 +11,7 @@
 # the same, only the two readings differ). --merge joins a trace that
 # urbit -j left unfinished.
 . "$TOP/tests/lib.sh"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/phases" "$PROGS/loomsim" "$PROGS/ht_peak"
 
 cat >check.py <<'EOF'

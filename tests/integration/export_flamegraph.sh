@@ -8,7 +8,7 @@
 # program's "site"/"inline"/"caller" lines), and a DB without symbols gives
 # module+0xOFFSET frames whose offsets are the DB's.
 . "$TOP/tests/lib.sh"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/ht_peak" "$PROGS/inline_syms" "$PROGS/loomsim"
 
 cat >sums.py <<'EOF'

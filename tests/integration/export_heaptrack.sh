@@ -20,7 +20,7 @@
 
 command -v heaptrack_print >/dev/null 2>&1 ||
     { echo "heaptrack_print is not installed (apt-get install heaptrack)" >&2; exit 77; }
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 progs="ht_leaky ht_temporary ht_peak ht_realloc threads_xfer"
 for p in $progs loomsim inline_syms; do need "$PROGS/$p"; done
 need "$ANALYZE" "$VHEAP_LIB"

@@ -9,7 +9,7 @@
 . "$TOP/tests/lib.sh"
 command -v ms_print >/dev/null 2>&1 ||
     { echo "ms_print is not installed (apt-get install valgrind)" >&2; exit 77; }
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/ht_peak" "$PROGS/loomsim"
 
 cat >check.py <<'EOF'

@@ -13,7 +13,7 @@
 . "$TOP/tests/lib.sh"
 command -v go >/dev/null 2>&1 ||
     { echo "go is not installed (apt-get install golang-go)" >&2; exit 77; }
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/demo_app" "$PROGS/inline_syms" "$PROGS/loomsim"
 export GOCACHE="$PWD/gocache" HOME="$PWD" GOFLAGS=-mod=mod
 go tool pprof -h >/dev/null 2>&1 || { echo "go tool pprof does not run" >&2; exit 77; }

@@ -10,7 +10,7 @@
 # the stacks, and bad options are usage errors.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/frag_layout"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is needed for this test" >&2; exit 77; }
+need_cmd python3
 
 profile cap.vhcap "$PROGS/frag_layout" >out.txt || die "frag_layout exited $?"
 if grep -q '^skip ' out.txt; then

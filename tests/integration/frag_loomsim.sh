@@ -12,7 +12,7 @@
 # snapshot, and the loom's map draws.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/loomsim"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is needed for this test" >&2; exit 77; }
+need_cmd python3
 
 VHEAP_OUT='loom.%p.vhcap' VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" "$PROGS/loomsim" \
     >out.txt 2>err.txt || die "loomsim under vheap exited $?: $(tail -n 3 err.txt)"

@@ -11,7 +11,7 @@
 . "$TOP/tests/lib.sh"
 
 [ -x "$ANALYZE" ] || { echo "no analyzer at $ANALYZE" >&2; exit 77; }
-command -v python3 >/dev/null || { echo "python3 is needed to read JSON" >&2; exit 77; }
+need_cmd python3
 for c in summary leaks peak top; do
     "$ANALYZE" "$c" --help >/dev/null 2>&1 || { echo "no '$c' command yet" >&2; exit 77; }
 done

@@ -12,7 +12,7 @@
 #    on stderr that their numbers are estimates / cover the windows.
 . "$TOP/tests/lib.sh"
 
-command -v python3 >/dev/null || { echo "python3 is needed" >&2; exit 77; }
+need_cmd python3
 [ -x "$ANALYZE" ] || { echo "no analyzer at $ANALYZE" >&2; exit 77; }
 cc -O1 -I"$TOP" -o daemon "$TOP/tests/synth/daemon.c" -lm || die "cannot build tests/synth/daemon.c"
 

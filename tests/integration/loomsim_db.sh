@@ -7,7 +7,7 @@
 # checks what the loader and the queries make of it.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/loomsim"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is needed to read JSON" >&2; exit 77; }
+need_cmd python3
 
 timeout 120 "$PROGS/loomsim" >plain.txt || die "loomsim without vheap exited $?"
 VHEAP_OUT='loom.%p.vhcap' VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" "$PROGS/loomsim" \

@@ -10,7 +10,7 @@
 # jump that landed in the shim).
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/loomsim"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is needed for this test" >&2; exit 77; }
+need_cmd python3
 
 for run in 1 2 3 4 5; do
 rm -f loom.*.vhcap db.sqlite

@@ -6,7 +6,7 @@
 # main/_start (or a thread's start), none end at a Builtins_CEntry frame.
 # (Before the fallback: 59% and 28%; heaptrack: 100%.) Skipped without node.
 . "$TOP/tests/lib.sh"
-command -v node >/dev/null 2>&1 || { echo "node is not installed" >&2; exit 77; }
+need_cmd node
 need "$ANALYZE" "$VHEAP_LIB"
 
 js='let o = []; for (let i = 0; i < 20000; i++) { const s = JSON.stringify({a: i, b: [i, 2, 3], c: "x" + i}); o.push(JSON.parse(s)); if (i % 5000 == 0) o = []; "abc".repeat(i % 50).replace(/b/g, "d"); } console.log(o.length)'

@@ -5,7 +5,7 @@
 # existing LD_PRELOAD, and its summary matches what the program knows.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/ht_leaky"
-command -v cc >/dev/null 2>&1 || { echo "no C compiler" >&2; exit 77; }
+need_cmd cc
 
 # A program that allocates, then exits with the code or signal it is given.
 cat >exiter.c <<'C'

@@ -5,7 +5,7 @@
 # parent's.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/ht_leaky"
-command -v cc >/dev/null 2>&1 || { echo "no C compiler" >&2; exit 77; }
+need_cmd cc
 
 cat >forker.c <<'C'
 #include <stdio.h>

@@ -4,7 +4,7 @@
 # and runs nothing.
 . "$TOP/tests/lib.sh"
 need "$ANALYZE"
-command -v cc >/dev/null 2>&1 || { echo "no C compiler" >&2; exit 77; }
+need_cmd cc
 
 cat >touchit.c <<'C'
 #include <fcntl.h>

@@ -7,7 +7,7 @@
 # whose data is broken must show the error marker (so this check can fail).
 # A screenshot is kept in the build directory (report-demo.png).
 . "$TOP/tests/lib.sh"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 CHROMIUM=$(command -v chromium || command -v chromium-browser) ||
     { echo "chromium is not installed (scripts/install-deps.sh installs it)" >&2; exit 77; }
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/demo_app" "$PROGS/loomsim"

@@ -10,7 +10,7 @@
 # 10_env.)
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/exec_target"
-command -v sqlite3 >/dev/null || { echo "sqlite3 CLI not installed" >&2; exit 77; }
+need_cmd sqlite3
 
 # ---- (2) read-only queries ---------------------------------------------------
 profile cap.vhcap "$PROGS/exec_target" 50 100 >/dev/null || die "exec_target exited $?"

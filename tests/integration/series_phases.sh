@@ -9,7 +9,7 @@
 # events gives every top stack the highest live bytes the loader found.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/phases"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is needed for this test" >&2; exit 77; }
+need_cmd python3
 
 profile cap.vhcap "$PROGS/phases" >out.txt || die "phases exited $?"
 "$ANALYZE" load cap.vhcap db.sqlite >/dev/null 2>load.err || die "load failed: $(cat load.err)"

@@ -9,7 +9,7 @@
 # interpolated between clock ticks. With VHEAP_CLOCK=precise the same holds
 # and the axis does not say so.
 . "$TOP/tests/lib.sh"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/short_run"
 
 # check NAME: the capture NAME.vhcap of a run that took WALL ns

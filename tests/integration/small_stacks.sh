@@ -4,9 +4,7 @@
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/small_stacks"
 
-profile cap.vhcap "$PROGS/small_stacks" >out.txt || die "small_stacks exited $?"
-vh_dump cap.vhcap dump.txt
-vh_check out.txt dump.txt
+profile_checked small_stacks
 expect_line out.txt
 expect_eq "dropped events" "$(st loss_dropped)" 0
 echo "small stacks: $(st allocs) allocs, $(st frees) frees of the program's own"

@@ -10,7 +10,7 @@
 # innermost.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/cxx_syms"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is needed for this test" >&2; exit 77; }
+need_cmd python3
 
 profile cap.vhcap "$PROGS/cxx_syms" >/dev/null || die "cxx_syms exited $?"
 "$ANALYZE" load -q --no-progress cap.vhcap db.sqlite 2>load.err || die "load: $(cat load.err)"

@@ -13,7 +13,7 @@
 . "$TOP/tests/lib.sh"
 
 [ -x "$ANALYZE" ] || { echo "no analyzer at $ANALYZE" >&2; exit 77; }
-command -v zstd >/dev/null || { echo "zstd is needed to unpack the capture" >&2; exit 77; }
+need_cmd zstd
 
 want="$TOP/tests/golden/compare"
 here=$(pwd -P)

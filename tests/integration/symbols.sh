@@ -7,7 +7,7 @@
 # its own, so its stack is found through the leaks table.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/inline_syms" "$PROGS/cxx_syms"
-command -v sqlite3 >/dev/null || { echo "skip: the sqlite3 CLI is not installed" >&2; exit 77; }
+need_cmd sqlite3
 "$ANALYZE" load --help >/dev/null 2>&1 ||
     { echo "skip: vheap-analyze has no load command yet" >&2; exit 77; }
 

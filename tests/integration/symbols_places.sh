@@ -11,7 +11,7 @@
 #   - bad uses exit 2 or 1.
 . "$TOP/tests/lib.sh"
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/demo_app" "$PROGS/basic"
-command -v objcopy >/dev/null 2>&1 || { echo "objcopy is not installed (binutils)" >&2; exit 77; }
+need_cmd objcopy
 
 # fn_frames DB FUNCTION: frames resolved to FUNCTION with a line
 fn_frames() { sqlite3 "$1" "SELECT count(*) FROM frames WHERE function = '$2' AND line > 0"; }

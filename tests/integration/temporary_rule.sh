@@ -11,7 +11,7 @@
 # leaks, and the DB's tables still hold it.
 . "$TOP/tests/lib.sh"
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/temp_rule" "$PROGS/cxx_new"
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 
 profile "$PWD/t.vhcap" "$PROGS/temp_rule" >t.out || die "temp_rule failed under vheap"
 want_vh=$(sed -n 's/^temp vheap=\([0-9]*\) .*/\1/p' t.out)

@@ -33,7 +33,7 @@
 
 command -v heaptrack >/dev/null 2>&1 && command -v heaptrack_print >/dev/null 2>&1 ||
     { echo "heaptrack is not installed (apt-get install heaptrack)" >&2; exit 77; }
-command -v python3 >/dev/null 2>&1 || { echo "python3 is not installed" >&2; exit 77; }
+need_cmd python3
 
 progs="ht_leaky ht_temporary ht_peak ht_realloc"
 for p in $progs; do need "$PROGS/$p"; done

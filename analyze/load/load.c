@@ -407,6 +407,15 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
         sqlite3_bind_null(st, i);
 }
 
+/* A value that only some rows have (a destroy time, the peak's time). */
+static void bind_int_if(sqlite3_stmt *st, int i, int has, uint64_t v)
+{
+    if (has)
+        sqlite3_bind_int64(st, i, (sqlite3_int64)v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
 /* A string field at the end of a record: up to its NUL or the record's end. */
 static char *rec_string(struct loader *L, const struct vh_event *ev, size_t at)
 {
@@ -1176,10 +1185,7 @@ static void region_write(struct loader *L, const struct open_region *o, int ende
     sqlite3_bind_int64(st, 4, (sqlite3_int64)o->base);
     sqlite3_bind_int64(st, 5, (sqlite3_int64)o->size);
     sqlite3_bind_int64(st, 6, (sqlite3_int64)o->start);
-    if (ended)
-        sqlite3_bind_int64(st, 7, (sqlite3_int64)end);
-    else
-        sqlite3_bind_null(st, 7);
+    bind_int_if(st, 7, ended, end);
     run(L, st);
 }
 
@@ -1821,72 +1827,70 @@ static void on_window(struct loader *L, const struct vh_event *ev)
     }
 }
 
+static void on_thread(struct loader *L, const struct vh_event *ev)
+{
+    thread_get(L, ev->rec->b, ev->time);
+}
+
+static void on_thread_exit(struct loader *L, const struct vh_event *ev)
+{
+    struct thread *t = thread_get(L, ev->rec->b, ev->time);
+    if (t)
+        t->exited = 1;
+}
+
+static void on_mark(struct loader *L, const struct vh_event *ev)
+{
+    on_label(L, ev, 0);
+}
+
+static void on_tag(struct loader *L, const struct vh_event *ev)
+{
+    on_label(L, ev, 1);
+}
+
+static void on_end(struct loader *L, const struct vh_event *ev)
+{
+    (void)ev;
+    L->ended = 1;
+}
+
+/* What every record type but the three of nearly every event does to the
+ * loader. A type without an entry is a newer writer's: counted, skipped. */
+static void (*const on_record[])(struct loader *L, const struct vh_event *ev) = {
+    [VH_REC_STACK] = on_stack,
+    [VH_REC_RSS] = on_rss,
+    [VH_REC_THREAD] = on_thread,
+    [VH_REC_THREAD_EXIT] = on_thread_exit,
+    [VH_REC_MODULE] = on_module,
+    [VH_REC_MODULE_UNLOAD] = on_module_unload,
+    [VH_REC_HEAP_CREATE] = on_heap_create,
+    [VH_REC_HEAP_DESTROY] = on_heap_destroy,
+    [VH_REC_MOVE] = on_move,
+    [VH_REC_RANGE] = on_range,
+    [VH_REC_REGION] = on_region,
+    [VH_REC_MARK] = on_mark,
+    [VH_REC_TAG] = on_tag,
+    [VH_REC_END] = on_end,
+    [VH_REC_WINDOW] = on_window,
+};
+
 static void on_event(struct loader *L, const struct vh_event *ev)
 {
-    struct thread *t;
+    unsigned type = ev->rec->type;
 
     if (ev->time > L->last_time)
         L->last_time = ev->time;
-    switch (ev->rec->type) {
-    case VH_REC_ALLOC:
+    if (type == VH_REC_ALLOC)
         on_alloc(L, ev, 0);
-        break;
-    case VH_REC_RESIZE:
-        on_alloc(L, ev, 1);
-        break;
-    case VH_REC_FREE:
+    else if (type == VH_REC_FREE)
         on_free(L, ev);
-        break;
-    case VH_REC_STACK:
-        on_stack(L, ev);
-        break;
-    case VH_REC_RSS:
-        on_rss(L, ev);
-        break;
-    case VH_REC_THREAD:
-        thread_get(L, ev->rec->b, ev->time);
-        break;
-    case VH_REC_THREAD_EXIT:
-        if ((t = thread_get(L, ev->rec->b, ev->time)))
-            t->exited = 1;
-        break;
-    case VH_REC_MODULE:
-        on_module(L, ev);
-        break;
-    case VH_REC_MODULE_UNLOAD:
-        on_module_unload(L, ev);
-        break;
-    case VH_REC_HEAP_CREATE:
-        on_heap_create(L, ev);
-        break;
-    case VH_REC_HEAP_DESTROY:
-        on_heap_destroy(L, ev);
-        break;
-    case VH_REC_MOVE:
-        on_move(L, ev);
-        break;
-    case VH_REC_RANGE:
-        on_range(L, ev);
-        break;
-    case VH_REC_REGION:
-        on_region(L, ev);
-        break;
-    case VH_REC_MARK:
-        on_label(L, ev, 0);
-        break;
-    case VH_REC_TAG:
-        on_label(L, ev, 1);
-        break;
-    case VH_REC_END:
-        L->ended = 1;
-        break;
-    case VH_REC_WINDOW:
-        on_window(L, ev);
-        break;
-    default:
-        L->unknown_records++;          /* a newer writer's record: skipped */
-        break;
-    }
+    else if (type == VH_REC_RESIZE)
+        on_alloc(L, ev, 1);
+    else if (type < sizeof on_record / sizeof on_record[0] && on_record[type])
+        on_record[type](L, ev);
+    else
+        L->unknown_records++;
 }
 
 _Static_assert(offsetof(struct vh_rec_alloc, addr) == offsetof(struct vh_rec_free, addr),
@@ -2331,6 +2335,19 @@ static int by_addr(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* The next live block of any heap not destroyed, heap by heap: start
+ * with *id = *pos = 0; NULL after the last. */
+static struct vh_live_block *live_next(const struct loader *L, size_t *id, size_t *pos)
+{
+    for (; *id < L->nbyid; (*id)++, *pos = 0) {
+        struct heap *h = L->byid[*id];
+        struct vh_live_block *b;
+        if (h && !h->destroyed && (b = livemap__next(h->live, pos)))
+            return b;
+    }
+    return NULL;
+}
+
 /* The live blocks of heaps that still exist, in (heap, stack, address)
  * order: a counting sort by (heap, stack) group, then each group by
  * address. Linear but for the small per-group sorts. */
@@ -2343,6 +2360,7 @@ static void write_leaks(struct loader *L, const uint32_t *order)
     size_t ngroups = 0, total = 0;
     size_t *start = NULL;
     struct leak_row *rows = NULL;
+    struct vh_live_block *b;
 
     if (!group)
         goto oom;
@@ -2355,33 +2373,18 @@ static void write_leaks(struct loader *L, const uint32_t *order)
     start = calloc(ngroups + 1, sizeof *start);
     if (!start)
         goto oom;
-    for (size_t id = 0; id < L->nbyid; id++) {
-        struct heap *h = L->byid[id];
-        struct vh_live_block *b;
-        size_t pos = 0;
-        if (!h || h->destroyed)
-            continue;
-        while ((b = livemap__next(h->live, &pos)))
-            start[group[b->agg] + 1]++;
-        total += livemap__count(h->live);
-    }
+    for (size_t id = 0, pos = 0; (b = live_next(L, &id, &pos)); total++)
+        start[group[b->agg] + 1]++;
     for (size_t g = 0; g < ngroups; g++)
         start[g + 1] += start[g];
     rows = malloc((total ? total : 1) * sizeof *rows);
     if (!rows)
         goto oom;
-    for (size_t id = 0; id < L->nbyid; id++) {
-        struct heap *h = L->byid[id];
-        struct vh_live_block *b;
-        size_t pos = 0;
-        if (!h || h->destroyed)
-            continue;
-        while ((b = livemap__next(h->live, &pos))) {
-            const struct agg *a = &L->aggs[b->agg];
-            rows[start[group[b->agg]]++] = (struct leak_row){
-                .addr = b->addr, .size = b->size, .time = b->time, .stack = a->stack,
-                .tid = b->tid, .slack = b->slack, .heap = a->heap, .tag = a->tag };
-        }
+    for (size_t id = 0, pos = 0; (b = live_next(L, &id, &pos));) {
+        const struct agg *a = &L->aggs[b->agg];
+        rows[start[group[b->agg]]++] = (struct leak_row){
+            .addr = b->addr, .size = b->size, .time = b->time, .stack = a->stack,
+            .tid = b->tid, .slack = b->slack, .heap = a->heap, .tag = a->tag };
     }
     /* start[g] is now the end of group g, i.e. the start of g + 1 */
     for (size_t g = 0, from = 0; g < ngroups; from = start[g++])
@@ -2522,10 +2525,7 @@ static void write_heaps(struct loader *L)
             sqlite3_bind_null(st, 5);
         }
         sqlite3_bind_int64(st, 6, (sqlite3_int64)h->create_time);
-        if (h->destroyed)
-            sqlite3_bind_int64(st, 7, (sqlite3_int64)h->destroy_time);
-        else
-            sqlite3_bind_null(st, 7);
+        bind_int_if(st, 7, h->destroyed, h->destroy_time);
         sqlite3_bind_int64(st, 8, (sqlite3_int64)h->allocations);
         sqlite3_bind_int64(st, 9, (sqlite3_int64)h->failed);
         sqlite3_bind_int64(st, 10, (sqlite3_int64)h->frees);
@@ -2533,10 +2533,7 @@ static void write_heaps(struct loader *L)
         sqlite3_bind_int64(st, 12, (sqlite3_int64)h->bytes_allocated);
         sqlite3_bind_int64(st, 13, (sqlite3_int64)h->peak_bytes);
         sqlite3_bind_int64(st, 14, (sqlite3_int64)h->peak_blocks);
-        if (h->has_peak)
-            sqlite3_bind_int64(st, 15, (sqlite3_int64)h->peak_time);
-        else
-            sqlite3_bind_null(st, 15);
+        bind_int_if(st, 15, h->has_peak, h->peak_time);
         sqlite3_bind_int64(st, 16, (sqlite3_int64)h->live_bytes);
         sqlite3_bind_int64(st, 17, (sqlite3_int64)h->live_blocks);
         sqlite3_bind_int64(st, 18, h->destroyed ? 0 : (sqlite3_int64)h->live_bytes);
@@ -2574,10 +2571,7 @@ static void write_threads_modules(struct loader *L)
         sqlite3_bind_int64(st, 5, (sqlite3_int64)m->lo);
         sqlite3_bind_int64(st, 6, (sqlite3_int64)m->hi);
         sqlite3_bind_int64(st, 7, (sqlite3_int64)m->load_time);
-        if (m->unloaded)
-            sqlite3_bind_int64(st, 8, (sqlite3_int64)m->unload_time);
-        else
-            sqlite3_bind_null(st, 8);
+        bind_int_if(st, 8, m->unloaded, m->unload_time);
         sqlite3_bind_int64(st, 9, m->is_main);
         run(L, st);
     }

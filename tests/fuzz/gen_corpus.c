@@ -49,10 +49,7 @@ static void prologue(struct capb *b, uint32_t ch, uint64_t t, uint32_t tid)
 static void seed_minimal(uint32_t version, const char *name)
 {
     struct capb b;
-    if (version == VH_CAPTURE_VERSION_V1)
-        capb__init_v1(&b, 0);
-    else
-        capb__init(&b, 0);
+    capb__init_version(&b, version, 0);
     uint32_t ch = capb__chunk(&b);
     prologue(&b, ch, 10, 100);
     capb__stack(&b, ch, 20, 1, frames, 3, 0);
@@ -92,10 +89,7 @@ static void seed_every_type(uint32_t version, const char *name)
 {
     struct capb b;
     const char *argv[] = { "./prog", "--flag", "x y" };
-    if (version == VH_CAPTURE_VERSION_V1)
-        capb__init_v1(&b, 0);
-    else
-        capb__init(&b, 0);
+    capb__init_version(&b, version, 0);
     capb__set_argv(&b, 3, argv);
     capb__header(&b)->flags = VH_HDR_ENDED | VH_HDR_FORKED;
     capb__header(&b)->nested_events = 3;

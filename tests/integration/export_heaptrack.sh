@@ -27,7 +27,7 @@ need "$ANALYZE" "$VHEAP_LIB"
 
 cat >check.py <<'EOF'
 import json, re, sys
-from vhcheck import checker
+from vhcheck import checker, ht_print_value, ht_size_bounds
 
 # check.py NAME PREFIX EXPECT_NOTES PROGRAM_OUT
 # PREFIX.summary.json  vheap summary --format json (the heaps exported)
@@ -51,19 +51,8 @@ notes = open(f"{prefix}.err").read()
 # ---- heaptrack_print's numbers ------------------------------------------------
 text = open(f"{prefix}.txt").read()
 def line(label):
-    mo = re.search(r"^" + re.escape(label) + r": (\S+)", text, re.M)
-    if not mo:
-        sys.exit(f"{name}: heaptrack_print printed no '{label}' line")
-    return mo.group(1)
-def size_bounds(t):
-    """heaptrack_print's size text -> (low, high) of the exact value."""
-    mo = re.fullmatch(r"([0-9.]+)([BKMGT])", t)
-    v, unit = float(mo.group(1)), mo.group(2)
-    if unit == "B":
-        return v, v
-    scale = 1000 ** "BKMGT".index(unit)
-    # printf rounds the binary double: 1.005 may print as 1.00; one byte of slack
-    return (v - 0.005) * scale - 1, (v + 0.005) * scale + 1
+    return ht_print_value(text, label, name)
+size_bounds = ht_size_bounds
 def folded(cost):
     """-F output: 'f (file);g (file); COST' -> {innermost function: sum}"""
     out = {}

@@ -40,7 +40,7 @@ for p in $progs; do need "$PROGS/$p"; done
 
 cat >compare.py <<'EOF'
 import json, re, sqlite3, sys
-from vhcheck import checker
+from vhcheck import checker, ht_print_value, ht_size_bounds
 
 prog, prog_out, vh_json, vh_db, ht_txt, fold_prefix = sys.argv[1:7]
 MEASURES = ["allocations", "temporary", "leaked", "peak"]
@@ -116,18 +116,8 @@ for m in MEASURES:
 print(f"{prog}: 3. summary totals")
 ht_lines = open(ht_txt).read()
 def ht_line(label):
-    mo = re.search(r"^" + re.escape(label) + r": (\S+)", ht_lines, re.M)
-    if not mo:
-        sys.exit(f"{prog}: heaptrack_print printed no '{label}' line")
-    return mo.group(1)
-def ht_size(text):
-    """heaptrack_print's size text -> (low, high) bounds of the exact value."""
-    mo = re.fullmatch(r"([0-9.]+)([BKMGT])", text)
-    v, unit = float(mo.group(1)), mo.group(2)
-    if unit == "B" and "." not in mo.group(1):
-        return int(v), int(v)
-    scale = 1000 ** "BKMGT".index(unit)
-    return (v - 0.005) * scale, (v + 0.005) * scale
+    return ht_print_value(ht_lines, label, prog)
+ht_size = ht_size_bounds
 ht_exact = {m: ht_sum(m, everything) for m in MEASURES}
 check("heaptrack calls line = its -F total", int(ht_line("calls to allocation functions")),
       ht_exact["allocations"])

@@ -57,12 +57,8 @@ int main(int argc, char **argv)
         return 2;
     }
     tp_say("user lo=%p hi=%p\n", (void *)__start_tp_user, (void *)__stop_tp_user);
-    pthread_t th[MAX_THREADS];
     TP_CHECK(pthread_barrier_init(&start, NULL, threads) == 0);
-    for (unsigned i = 0; i < threads; i++)
-        TP_CHECK(pthread_create(&th[i], NULL, worker, NULL) == 0);
-    for (unsigned i = 0; i < threads; i++)
-        TP_CHECK(pthread_join(th[i], NULL) == 0);
+    tp_run_threads(threads, worker, 0);
     unsigned long allocs = threads * rounds;
     tp_say("result threads=%u rounds=%lu\n", threads, rounds);
     tp_say("expect calls=%lu allocs=%lu frees=%lu\n", 2 * allocs, allocs, allocs);

@@ -63,12 +63,8 @@ int main(int argc, char **argv)
     if (threads == 1) {
         worker(NULL);
     } else {
-        pthread_t th[MAX_THREADS];
         TP_CHECK(pthread_barrier_init(&start, NULL, threads) == 0);
-        for (unsigned i = 0; i < threads; i++)
-            TP_CHECK(pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)(i + 1)) == 0);
-        for (unsigned i = 0; i < threads; i++)
-            TP_CHECK(pthread_join(th[i], NULL) == 0);
+        tp_run_threads(threads, worker, 1);
     }
     unsigned long sum = 0, bytes = 0;
     for (unsigned i = 0; i < threads; i++) {

@@ -174,11 +174,7 @@ int main(int argc, char **argv)
     }
     tp_range();
     tp_flush();
-    pthread_t th[MAX_THREADS];
-    for (int i = 0; i < nthreads; i++)
-        TP_CHECK(pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i) == 0);
-    for (int i = 0; i < nthreads; i++)
-        TP_CHECK(pthread_join(th[i], NULL) == 0);
+    tp_run_threads((unsigned)nthreads, worker, 0);
     struct counts t;
     memset(&t, 0, sizeof t);
     for (int i = 0; i < MAX_THREADS; i++) {   /* what is left in the slots */

@@ -112,11 +112,7 @@ int main(int argc, char **argv)
     tp_range();
     tp_flush();
     tp_handle(SIGUSR1, on_usr1, SA_RESTART);
-    pthread_t workers[WORKERS];
-    for (int i = 0; i < WORKERS; i++)
-        TP_CHECK(pthread_create(&workers[i], NULL, worker, (void *)(intptr_t)i) == 0);
-    for (int i = 0; i < WORKERS; i++)
-        TP_CHECK(pthread_join(workers[i], NULL) == 0);
+    tp_run_threads(WORKERS, worker, 0);
     unsigned long wa = 0, h = 0;
     for (int i = 0; i < WORKERS; i++) {
         wa += worker_allocs[i];

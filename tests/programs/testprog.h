@@ -259,4 +259,15 @@ template <class T> static inline void tp_delete_array(const char *func, T *p)
         }                                                                      \
     } while (0)
 
+/* Runs fn in n threads at once, thread i given (void *)(first + i), and
+ * waits for them all. */
+static inline void tp_run_threads(unsigned n, void *(*fn)(void *), uintptr_t first)
+{
+    pthread_t th[n ? n : 1];
+    for (unsigned i = 0; i < n; i++)
+        TP_CHECK(pthread_create(&th[i], NULL, fn, (void *)(first + i)) == 0);
+    for (unsigned i = 0; i < n; i++)
+        TP_CHECK(pthread_join(th[i], NULL) == 0);
+}
+
 #endif

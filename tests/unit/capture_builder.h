@@ -120,6 +120,15 @@ static inline void capb__init_v1(struct capb *b, uint32_t chunk_size)
     capb__header(b)->version = VH_CAPTURE_VERSION_V1;
 }
 
+/* capb__init or capb__init_v1, by the format version asked for. */
+static inline void capb__init_version(struct capb *b, uint32_t version, uint32_t chunk_size)
+{
+    if (version == VH_CAPTURE_VERSION_V1)
+        capb__init_v1(b, chunk_size);
+    else
+        capb__init(b, chunk_size);
+}
+
 static inline void capb__destroy(struct capb *b)
 {
     free(b->buf);

@@ -107,10 +107,7 @@ static void every_record_type(uint32_t version)
 
     for (unsigned i = 0; i < sizeof build_id; i++)
         build_id[i] = (uint8_t)(0xa0 + i);
-    if (version == VH_CAPTURE_VERSION_V1)
-        capb__init_v1(&b, 0);
-    else
-        capb__init(&b, 0);
+    capb__init_version(&b, version, 0);
     capb__set_argv(&b, 3, argv);
     capb__header(&b)->flags = VH_HDR_ENDED | VH_HDR_FORKED;
     capb__header(&b)->nested_events = 7;

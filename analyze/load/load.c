@@ -20,6 +20,7 @@
 
 #include "analyze/capture/reader.h"
 #include "analyze/util/diag.h"
+#include "analyze/util/fmt.h"
 #include "analyze/util/json.h"
 #include "analyze/capture/coarse.h"
 #include "analyze/store/db.h"
@@ -2578,55 +2579,22 @@ static void write_threads_modules(struct loader *L)
     sqlite3_finalize(st);
 }
 
-/* A growing string for the argv JSON array. */
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (b->len + n + 1 > cap)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-static void sb_sink(void *b, const char *s, size_t n)
-{
-    sb_put(b, s, n);
-}
-
 /* The header's NUL-separated argv as a JSON array of strings. */
 static char *argv_json(struct loader *L)
 {
-    struct sbuf b = { 0 };
+    struct out_buf b = { 0 };
     size_t alen = 0;
     const char *a = capture__argv(L->cap, &alen);
 
-    sb_put(&b, "[", 1);
+    out_buf__add(&b, "[", 1);
     for (size_t i = 0; a && i < alen;) {
         size_t k = strnlen(a + i, alen - i);
         if (i)
-            sb_put(&b, ",", 1);
-        vh_json_str(sb_sink, &b, a + i, k, 0);
+            out_buf__add(&b, ",", 1);
+        vh_json_str(out_buf__sink, &b, a + i, k, 0);
         i += k + 1;
     }
-    sb_put(&b, "]", 1);
+    out_buf__add(&b, "]", 1);
     if (b.oom) {
         free(b.p);
         fail(L, -ENOMEM, "out of memory");

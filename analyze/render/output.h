@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analyze/util/fmt.h"
+
 enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV };
 
 /* Parses "table" | "json" | "csv". Returns 0 or -EINVAL. */
@@ -138,26 +140,7 @@ void out__abort(struct out *o);
 int out__object(enum out_format fmt, FILE *stream, const char *name, const struct out_col *cols,
                 size_t ncols, const struct out_val *vals);
 
-/* A growing string (cell text, exported lines). Appending never fails
- * loudly: on ENOMEM `oom` is set and later appends do nothing, so a caller
- * checks once at the end. `p` is NUL-terminated (NULL while nothing was
- * added); set `len` to 0 to reuse it, free(p) when done. */
-struct out_buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-};
-
-void out_buf__add(struct out_buf *b, const char *s, size_t n);
-void out_buf__puts(struct out_buf *b, const char *s);
-void out_buf__printf(struct out_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Formats like vsnprintf and hands the text to sink(arg, text, length),
- * allocating only for long texts. Returns the length, or -EINVAL (a bad
- * format) / -ENOMEM, and then sink is not called. */
-int out__vprint(void (*sink)(void *arg, const char *s, size_t n), void *arg, const char *fmt,
-                va_list ap);
+/* Growing strings (struct out_buf) and out__vprint: util/fmt.h. */
 
 /* Human sizes like heaptrack_print: below 1000 "123B", else 1000-based with
  * two decimals "2.20K", "3.82M". Writes into buf, returns buf. */

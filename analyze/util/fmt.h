@@ -1,10 +1,38 @@
-/* util/fmt.h — printf into a new string, for the labels and titles that
- * the charts and series tables compose. */
+/* util/fmt.h — formatted and growing strings: printf into a new string
+ * (the labels and titles charts compose), a string that grows as it is
+ * written (cell text, exported lines, the loader's argv JSON), and printf
+ * into any sink. (The out_ names are the renderer's, where they began.) */
 #ifndef VHEAP_FMT_H
 #define VHEAP_FMT_H
+
+#include <stdarg.h>
+#include <stddef.h>
 
 /* The formatted text, malloc'd (the caller frees it), or NULL when out of
  * memory. */
 char *vh_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growing string. Appending never fails loudly: on ENOMEM `oom` is set
+ * and later appends do nothing, so a caller checks once at the end. `p` is
+ * NUL-terminated (NULL while nothing was added); set `len` to 0 to reuse
+ * it, free(p) when done. */
+struct out_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
+void out_buf__add(struct out_buf *b, const char *s, size_t n);
+void out_buf__puts(struct out_buf *b, const char *s);
+void out_buf__printf(struct out_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* out_buf__add as a sink (vh_json_str, out__vprint): arg is the out_buf. */
+void out_buf__sink(void *b, const char *s, size_t n);
+
+/* Formats like vsnprintf and hands the text to sink(arg, text, length),
+ * allocating only for long texts. Returns the length, or -EINVAL (a bad
+ * format) / -ENOMEM, and then sink is not called. */
+int out__vprint(void (*sink)(void *arg, const char *s, size_t n), void *arg, const char *fmt,
+                va_list ap);
 
 #endif

@@ -35,6 +35,8 @@ static int arm(const char *tmp)
         if (slot_on[i])
             continue;
         snprintf(slot_path[i], sizeof slot_path[i], "%s", tmp);
+        /* the handler must never see the slot on before its path is there */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
         slot_on[i] = 1;
         if (pending++ == 0) {
             struct sigaction sa;

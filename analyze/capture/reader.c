@@ -64,7 +64,6 @@ struct stack_ent {
 };
 
 struct capture {
-    char *path;
     const uint8_t *map;
     uint64_t size;
     const struct vh_capture_header *hdr;
@@ -700,7 +699,7 @@ int capture__open(const char *path, struct capture **out, char *err, size_t errl
         goto out;
     }
     c = calloc(1, sizeof *c);
-    if (!c || !(c->path = strdup(path))) {
+    if (!c) {
         rc = -ENOMEM;
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -756,11 +755,6 @@ out:
 const struct vh_capture_header *capture__header(const struct capture *c)
 {
     return c->hdr;
-}
-
-const char *capture__path(const struct capture *c)
-{
-    return c->path;
 }
 
 uint64_t capture__file_size(const struct capture *c)
@@ -865,6 +859,5 @@ void capture__close(struct capture *c)
     free(c->pend);
     free(c->stacks);
     free(c->dense);
-    free(c->path);
     free(c);
 }

@@ -40,7 +40,6 @@ struct vh_event {
 int capture__open(const char *path, struct capture **out, char *err, size_t errlen);
 
 const struct vh_capture_header *capture__header(const struct capture *c);
-const char *capture__path(const struct capture *c);
 uint64_t capture__file_size(const struct capture *c);
 uint32_t capture__chunks(const struct capture *c);   /* chunks in snapshot */
 

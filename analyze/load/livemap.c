@@ -130,8 +130,3 @@ struct vh_live_block *livemap__next(struct livemap *m, size_t *pos)
     }
     return NULL;
 }
-
-size_t livemap__memory(const struct livemap *m)
-{
-    return (m->mask + 1) * sizeof *m->slots;
-}

@@ -89,7 +89,4 @@ size_t livemap__count(const struct livemap *m);
 /* Iteration: start with *pos = 0; NULL at the end. No changes meanwhile. */
 struct vh_live_block *livemap__next(struct livemap *m, size_t *pos);
 
-/* Bytes held by the table itself (for the memory report). */
-size_t livemap__memory(const struct livemap *m);
-
 #endif

@@ -18,8 +18,6 @@
 #include "analyze/report/report.h"
 #include "analyze/util/weight.h"
 
-const char *const vh_rm_key[VH_RM_N] = { "allocations", "bytes", "temporary", "peak", "leaked" };
-
 static int dbfail(sqlite3 *db, const char *what, char *err, size_t errlen)
 {
     snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(db));

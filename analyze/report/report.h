@@ -16,7 +16,6 @@
 
 /* The measures of a stack, in this column order (stack_stats' columns). */
 enum { VH_RM_ALLOCS, VH_RM_BYTES, VH_RM_TEMP, VH_RM_PEAK, VH_RM_LEAKED, VH_RM_N };
-extern const char *const vh_rm_key[VH_RM_N];     /* "allocations", ...     */
 
 /* How rows are keyed by heap and tag: by the database's ids (one run), or
  * by heap name and tag label interned in `keys` (two runs: ids differ). */

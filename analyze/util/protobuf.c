@@ -46,11 +46,6 @@ void pb_bytes(struct pb *b, uint32_t field, const void *p, size_t n)
     put(b, p, n);
 }
 
-void pb_str(struct pb *b, uint32_t field, const char *s)
-{
-    pb_bytes(b, field, s, s ? strlen(s) : 0);
-}
-
 void pb_packed(struct pb *b, uint32_t field, const uint64_t *v, size_t n)
 {
     size_t len = 0;

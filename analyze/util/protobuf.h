@@ -18,7 +18,6 @@ struct pb {
  * take a missing field as 0 anyway: callers skip it to save room). */
 void pb_uint(struct pb *b, uint32_t field, uint64_t v);
 void pb_bytes(struct pb *b, uint32_t field, const void *p, size_t n);
-void pb_str(struct pb *b, uint32_t field, const char *s);
 /* A packed repeated varint field; nothing when n is 0. */
 void pb_packed(struct pb *b, uint32_t field, const uint64_t *v, size_t n);
 /* `sub` as a length-delimited field of b; sub is emptied for reuse. */

@@ -17,6 +17,11 @@ PACKAGES="build-essential pkg-config libunwind-dev libsqlite3-dev sqlite3 \
 libdw-dev libelf-dev zlib1g-dev libzstd-dev libjemalloc-dev libcmocka-dev \
 heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg chromium \
 heaptrack-gui xvfb imagemagick golang-go libtcmalloc-minimal4"
+# `install-deps.sh realworld`: also the real programs `make realworld` runs
+# under the shim beside heaptrack (bench/realworld.sh)
+if [ "${1:-}" = realworld ]; then
+    PACKAGES="$PACKAGES redis-server redis-tools git g++ nodejs"
+fi
 
 missing=""
 for p in $PACKAGES; do

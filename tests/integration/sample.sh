@@ -2,7 +2,9 @@
 # rounds in full and sampled (a sample every 32 KiB on average); the
 # sampled capture's estimates (each recorded allocation of s bytes weighs
 # 1/(1 - exp(-s/R)), tests/sample/estimate.py) of the top 5 stacks by
-# bytes allocated are within 10 % of the full capture's, which equal what
+# bytes allocated are within 10 %, or 5 standard deviations of the estimate
+# where that is more (a chance of about 1 in 3.5 million for a right
+# estimator), of the full capture's, which equal what
 # the program counted; no free of an unrecorded block is recorded; the
 # sampled capture is a small fraction of the full one; the same for C++'s
 # operator new (cxx_sampled). A bad VHEAP_SAMPLE
@@ -13,7 +15,9 @@ command -v python3 >/dev/null 2>&1 || die "python3 is needed (scripts/install-de
 
 # compare TRUTH FULL SAMPLED: the full capture's numbers equal the program's
 # own; the sampled estimates of its top 5 stacks by bytes (of those the
-# program counts: not the runtime's startup) are within 10 %.
+# program counts: not the runtime's startup) are within 10 % or 5 standard
+# deviations. (A fixed 10 % failed about one run in four on cxx_sampled's
+# new_obj, whose few large samples make its estimate vary by more.)
 compare() {
 python3 - "$@" <<'PY'
 import sys
@@ -23,22 +27,25 @@ def read(p):
         w = line.split()
         if w[:1] == ["stack"]:
             f = dict(x.split("=") for x in w[2:])
-            d[w[1]] = (int(f["bytes"]), int(f["calls"]))
+            d[w[1]] = (int(f["bytes"]), int(f["calls"]),
+                       float(f.get("sd_bytes", 0)), float(f.get("sd_calls", 0)))
     return d
 truth, full, samp = (read(p) for p in sys.argv[1:4])
 bad = 0
-for name, (b, c) in truth.items():
-    if full.get(name) != (b, c):
+for name, (b, c, _, _) in truth.items():
+    if full.get(name, ())[:2] != (b, c):
         print("full capture: %s %s, program %s" % (name, full.get(name), (b, c)), file=sys.stderr)
         bad += 1
 top = sorted((n for n in full if n in truth), key=lambda n: -full[n][0])[:5]
 for name in top:
-    fb, fc = full[name]
-    sb, sc = samp.get(name, (0, 0))
-    eb, ec = abs(sb - fb) / fb, abs(sc - fc) / fc
-    print("%-12s bytes %11d est %11d (%+.1f%%)  calls %7d est %7d (%+.1f%%)" %
-          (name, fb, sb, 100.0 * (sb - fb) / fb, fc, sc, 100.0 * (sc - fc) / fc))
-    if eb > 0.10 or ec > 0.10:
+    fb, fc = full[name][:2]
+    sb, sc, sdb, sdc = samp.get(name, (0, 0, 0.0, 0.0))
+    ok_b = abs(sb - fb) <= max(0.10 * fb, 5 * sdb)
+    ok_c = abs(sc - fc) <= max(0.10 * fc, 5 * sdc)
+    print("%-12s bytes %11d est %11d (%+.1f%%, sd %.1f%%)  calls %7d est %7d (%+.1f%%, sd %.1f%%)%s" %
+          (name, fb, sb, 100.0 * (sb - fb) / fb, 100.0 * sdb / fb,
+           fc, sc, 100.0 * (sc - fc) / fc, 100.0 * sdc / fc, "" if ok_b and ok_c else "  OFF"))
+    if not (ok_b and ok_c):
         bad += 1
 sys.exit(1 if bad else 0)
 PY

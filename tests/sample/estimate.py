@@ -3,8 +3,11 @@
 capture's dump: each recorded allocation of s bytes stands for 1/p of them,
 p = 1 - exp(-s / RATE) (docs/capture-format.md). A stack belongs to the
 first function of PROGRAM (by its symbol table, `nm`) among its frames.
-Prints "stack NAME bytes=B calls=C" lines like tests/programs/growd.c, and
-"frees_unknown=N" (frees of blocks never recorded allocated)."""
+Prints "stack NAME bytes=B calls=C sd_bytes=X sd_calls=Y" lines like
+tests/programs/growd.c's, with the standard deviation each estimate has
+(estimated from the sample: the variance of a sum of independently kept
+values y each weighed 1/p is the sum of (1 - p) / p^2 * y^2 over those kept),
+and "frees_unknown=N" (frees of blocks never recorded allocated)."""
 import math, subprocess, sys
 
 dump, prog, rate = sys.argv[1], sys.argv[2], float(sys.argv[3])
@@ -38,15 +41,18 @@ for line in open(dump):
                 if n.startswith(("cache_", "churn_", "leak_", "new_")):
                     name = n
                     break
-        b = est.setdefault(name, [0.0, 0.0])
+        b = est.setdefault(name, [0.0, 0.0, 0.0, 0.0])
         b[0] += s / p
         b[1] += 1.0 / p
+        b[2] += (1.0 - p) / (p * p) * s * s
+        b[3] += (1.0 - p) / (p * p)
         live.add(f["addr"])
     elif w[2] == "free" and f.get("heap") == "0":
         if f["addr"] in live:
             live.discard(f["addr"])
         else:
             unknown += 1
-for name, (b, c) in sorted(est.items()):
-    print("stack %s bytes=%d calls=%d" % (name, round(b), round(c)))
+for name, (b, c, vb, vc) in sorted(est.items()):
+    print("stack %s bytes=%d calls=%d sd_bytes=%.1f sd_calls=%.1f" %
+          (name, round(b), round(c), math.sqrt(vb), math.sqrt(vc)))
 print("frees_unknown=%d" % unknown)

@@ -399,15 +399,13 @@ int vh_export_pprof(struct vh_export *x)
     vh_export_note(x, "%s: pprof profile: %" PRIu64 " samples, %" PRIu64 " locations, %" PRIu64
                       " functions; %" PRIu64 " allocations of %" PRIu64 " bytes, %" PRIu64
                       " bytes leaked (%s)",
-                   strcmp(x->out_path, "-") ? x->out_path : "stdout", p.nsamples, p.nlocs,
+                   vh_export_dest(x), p.nsamples, p.nlocs,
                    p.nfuncs, p.total[0], p.total[1], p.total[3], x->heap_desc);
     rc = 0;
     goto out;
 nomem:
     rc = -ENOMEM;
 out:
-    if (rc == -ENOMEM)
-        vh_errorf(x->cmd, "out of memory");
     sqlite3_finalize(p.q_stack);
     sqlite3_finalize(p.q_frame);
     sqlite3_finalize(p.q_inl);

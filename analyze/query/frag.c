@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyze/query/frag.h"
+#include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
 
 const uint64_t frag_fit_sizes[FRAG_NFIT] = { 64, 4096, 1u << 20 };
@@ -254,9 +255,7 @@ static void cb_edge(void *arg, uint64_t page, size_t i, uint64_t ov)
 static int by_page(const void *x, const void *y)
 {
     const struct contrib *a = x, *b = y;
-    if (a->page != b->page)
-        return a->page < b->page ? -1 : 1;
-    return (a->i > b->i) - (a->i < b->i);
+    return vh_cmp2(a->page, b->page, a->i, b->i);
 }
 
 /* Pages of blocks b[idx[k]] (or b[k] when idx is NULL), k < n, in address
@@ -369,9 +368,7 @@ struct carve {
 static int by_carve(const void *x, const void *y)
 {
     const struct carve *a = x, *b = y;
-    if (a->parent != b->parent)
-        return a->parent < b->parent ? -1 : 1;
-    return (a->lo > b->lo) - (a->lo < b->lo);
+    return vh_cmp2(a->parent, b->parent, a->lo, b->lo);
 }
 
 /* Regions of one heap: its blocks are blocks[first .. first + n); with
@@ -457,7 +454,7 @@ static int heap_regions(struct rbuf *rb, struct frag_hist *hist, const struct vh
 static int by_heap_id(const void *x, const void *y)
 {
     const struct frag_heap *a = x, *b = y;
-    return (a->id > b->id) - (a->id < b->id);
+    return vh_cmp(a->id, b->id);
 }
 
 /* The blocks in address order across heaps: the heaps' runs (each sorted)
@@ -514,9 +511,7 @@ static int by_waste(const void *x, const void *y)
         return wa > wb ? -1 : 1;
     if (a->usable != b->usable)
         return a->usable > b->usable ? -1 : 1;
-    if (a->heap_id != b->heap_id)
-        return a->heap_id < b->heap_id ? -1 : 1;
-    return (a->stack_id > b->stack_id) - (a->stack_id < b->stack_id);
+    return vh_cmp2(a->heap_id, b->heap_id, a->stack_id, b->stack_id);
 }
 
 static int class_of(uint64_t size)

@@ -11,6 +11,7 @@
 
 #include "analyze/query/frag_rows.h"
 #include "analyze/query/stacks.h"
+#include "analyze/util/cmp.h"
 #include "analyze/util/diag.h"
 
 static double pct(uint64_t part, uint64_t whole)
@@ -160,9 +161,7 @@ static int by_region_size(const void *x, const void *y)
     uint64_t sa = a->hi - a->lo, sb = b->hi - b->lo;
     if (sa != sb)
         return sa > sb ? -1 : 1;
-    if (a->heap_id != b->heap_id)
-        return a->heap_id < b->heap_id ? -1 : 1;
-    return (a->lo > b->lo) - (a->lo < b->lo);
+    return vh_cmp2(a->heap_id, b->heap_id, a->lo, b->lo);
 }
 
 static int emit_summary(const struct frag_run *c, const struct frag_opts *fo, struct out *o, const struct frag_report *r, uint64_t t,

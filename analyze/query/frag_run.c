@@ -12,6 +12,7 @@
 #include "analyze/query/heap_sel.h"
 #include "analyze/render/output.h"
 #include "analyze/store/sql.h"
+#include "analyze/util/cmp.h"
 #include "analyze/util/diag.h"
 #include "analyze/util/grow.h"
 #include "analyze/util/parse_time.h"
@@ -117,30 +118,14 @@ static int read_basics(struct frag_run *c)
 /* The last RSS sample at or before t, or NULL. */
 const struct frag_rss *frag_run__rss_at(const struct frag_run *c, uint64_t t)
 {
-    size_t lo = 0, hi = c->nrss;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->rss[mid].time <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo ? &c->rss[lo - 1] : NULL;
+    size_t n = VH_PARTITION_POINT(i, c->nrss, c->rss[i].time <= t);
+    return n ? &c->rss[n - 1] : NULL;
 }
 
 const struct frag_hinfo *frag_run__heap(const struct frag_run *c, uint32_t id)
 {
-    size_t lo = 0, hi = c->nh;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->h[mid].id == id)
-            return &c->h[mid];
-        if (c->h[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    size_t i = VH_PARTITION_POINT(j, c->nh, c->h[j].id < id);
+    return i < c->nh && c->h[i].id == id ? &c->h[i] : NULL;
 }
 
 static int alive(const struct frag_hinfo *h, uint64_t t)

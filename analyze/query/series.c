@@ -21,6 +21,7 @@
 #include "analyze/query/recording.h"
 #include "analyze/query/series.h"
 #include "analyze/query/stacks.h"
+#include "analyze/util/cmp.h"
 #include "analyze/util/diag.h"
 #include "analyze/util/fmt.h"
 #include "analyze/util/grow.h"
@@ -126,25 +127,14 @@ static int bmap_take(struct vh_map *m, uint64_t addr, uint32_t heap)
 static int by_key(const void *a, const void *b)
 {
     const struct topkey *x = a, *y = b;
-    if (x->heap != y->heap)
-        return x->heap < y->heap ? -1 : 1;
-    return (x->stack > y->stack) - (x->stack < y->stack);
+    return vh_cmp2(x->heap, y->heap, x->stack, y->stack);
 }
 
 static inline int top_of(const struct ctx *c, uint32_t heap, uint32_t stack)
 {
-    size_t lo = 0, hi = c->ntop;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        const struct topkey *k = &c->keys[mid];
-        if (k->heap == heap && k->stack == stack)
-            return k->k;
-        if (k->heap < heap || (k->heap == heap && k->stack < stack))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return -1;
+    const struct topkey *k = c->keys;
+    size_t i = VH_PARTITION_POINT(j, c->ntop, vh_cmp2(k[j].heap, heap, k[j].stack, stack) < 0);
+    return i < c->ntop && k[i].heap == heap && k[i].stack == stack ? k[i].k : -1;
 }
 
 static inline int heap_on(const struct ctx *c, uint32_t heap)

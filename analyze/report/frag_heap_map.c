@@ -13,6 +13,7 @@
 #include "analyze/query/stacks.h"
 #include "analyze/render/svg.h"
 #include "analyze/report/frag_map.h"
+#include "analyze/util/cmp.h"
 #include "analyze/util/diag.h"
 #include "analyze/util/grow.h"
 
@@ -122,7 +123,7 @@ static int by_key_bytes(const void *x, const void *y)
     const struct mapkey *a = x, *b = y;
     if (a->bytes != b->bytes)
         return a->bytes > b->bytes ? -1 : 1;
-    return (a->stack > b->stack) - (a->stack < b->stack);
+    return vh_cmp(a->stack, b->stack);
 }
 
 int frag_map__moment(const struct frag_run *c, const struct frag_moment *mo, int by_age,

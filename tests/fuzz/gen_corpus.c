@@ -138,9 +138,7 @@ static void seed_every_type(uint32_t version, const char *name)
 static void seed_compact_edges(void)
 {
     struct capb b;
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__alloc_ex(&b, ch, VH_REC_ALLOC, UINT64_MAX / 2,
                    &(struct capb_alloc){ .addr = UINT64_MAX, .size = UINT64_MAX,
                                          .usable = UINT64_MAX, .stack = UINT32_MAX,

@@ -84,9 +84,7 @@ static void test_normalized_sequence(void **state)
     struct capb_alloc a;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 77);
+    uint32_t ch = capb__start(&b, 1, 77);
     capb__alloc(&b, ch, 100, 0x1000, 100, 112, 1);
     capb__free(&b, ch, 110, 0x1000);                   /* temporary */
     capb__alloc(&b, ch, 120, 0x2000, 50, 56, 1);
@@ -568,9 +566,7 @@ static void test_destroy_empty_then_reuse(void **state)
     size_t n;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 9);
+    uint32_t ch = capb__start(&b, 1, 9);
     capb__heap_create(&b, ch, 2, 6, 0, 0, 0, "first");
     capb__heap_destroy(&b, ch, 3, 6);
     capb__heap_create(&b, ch, 4, 6, 0, 0, 0, "second");
@@ -866,9 +862,7 @@ static void test_corrupt_blobs(void **state)
     struct liveset *ls;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 9);
+    uint32_t ch = capb__start(&b, 1, 9);
     for (int i = 0; i < 40; i++)
         capb__alloc(&b, ch, 10 + (uint64_t)i, 0x1000 + 16 * (uint64_t)i, 8, 8, 1);
     capb__end(&b, ch, 100);
@@ -1000,9 +994,7 @@ static void test_empty_capture(void **state)
     size_t n;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 9);
+    uint32_t ch = capb__start(&b, 1, 9);
     capb__end(&b, ch, 5);
     sqlite3 *db = load_opts(&b, 0, 0);
     free(read_all(db, 0, &n));

@@ -63,9 +63,7 @@ static void test_reused_id_is_a_new_heap(void **state)
     char s[256];
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__heap_create(&b, ch, 2, 1, 0, 0x200000000ull, 1u << 20, "a");
     heap_alloc(&b, ch, 3, 1, 0x200000010ull, 10, 1, 0);
     capb__heap_destroy(&b, ch, 4, 1);
@@ -281,9 +279,7 @@ static void test_nesting_cycle_refused(void **state)
     struct load_stats st;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__heap_create(&b, ch, 2, 1, 0, 0, 0, "a");
     capb__heap_create(&b, ch, 3, 2, 1, 0, 0, "b");
     capb__heap_create(&b, ch, 4, 3, 2, 0, 0, "c");

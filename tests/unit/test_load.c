@@ -72,9 +72,7 @@ static void test_counts_and_leaks(void **state)
     struct capb_alloc failed = { .stack = 2, .size = 1ull << 40, .flags = VH_RF_FAILED };
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 77);
+    uint32_t ch = capb__start(&b, 1, 77);
     capb__stack(&b, ch, 2, 1, frames, 2, 0);
     capb__alloc(&b, ch, 10, 0x1000, 100, 112, 1);
     capb__alloc(&b, ch, 11, 0x2000, 200, 208, 2);     /* stack 2: no STACK record */
@@ -121,9 +119,7 @@ static void test_peak_attribution(void **state)
     struct capb b;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 1);
+    uint32_t ch = capb__start(&b, 1, 1);
     capb__alloc(&b, ch, 10, 0x1000, 100, 100, 1);
     capb__alloc(&b, ch, 11, 0x2000, 50, 50, 2);
     capb__free(&b, ch, 12, 0x1000);
@@ -197,9 +193,7 @@ static void test_realloc_in_place_and_moving(void **state)
                              .func = VH_FN_REALLOC, .flags = VH_RF_REALLOC };
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__alloc(&b, ch, 10, 0x1000, 100, 104, 1);
     capb__resize(&b, ch, 11, 0x1000, 200, 200, 2);           /* in place       */
     capb__free_ex(&b, ch, 12, 0, VH_FN_REALLOC, 0x1000, VH_RF_REALLOC);
@@ -232,9 +226,7 @@ static void test_heap_destroy_not_leak(void **state)
     struct capb b;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__heap_create(&b, ch, 2, 1, 0, 0x200000000ull, 1u << 30, "loom");
     capb__heap_create(&b, ch, 3, 2, 1, 0x210000000ull, 1u << 20, "road");
     capb__heap_create(&b, ch, 4, 3, 0, 0, 0, "pool");
@@ -274,9 +266,7 @@ static void test_move_keeps_stack(void **state)
     struct capb b;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__heap_create(&b, ch, 2, 1, 0, 0, 0, "arena");
     heap_alloc(&b, ch, 10, 1, 0x10, 16, 7, 3);
     heap_alloc(&b, ch, 11, 1, 0x20, 32, 8, 0);
@@ -306,9 +296,7 @@ static void test_unknown_and_implicit_frees(void **state)
     struct capb b;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__free(&b, ch, 10, 0x5000);
     capb__alloc(&b, ch, 11, 0x6000, 10, 10, 1);
     capb__alloc(&b, ch, 12, 0x6000, 20, 20, 2);   /* its free was never seen */
@@ -335,9 +323,7 @@ static void test_modules_frames_tags_marks(void **state)
     uint64_t s2[] = { 0x401010, 0x7f0000001000 };
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__module(&b, ch, 1, 0x400000, 0x400000, 0x500000, id, 4, "/bin/prog", VH_RF_MAIN_EXE);
     capb__module(&b, ch, 2, 0x7f0000000000ull, 0x7f0000000000ull, 0x7f0000100000ull, NULL, 0,
                  "/lib/liba.so", 0);
@@ -400,9 +386,7 @@ static void test_stack_tree(void **state)
     const uint64_t s5[] = { 0x401900 };                       /* the root itself */
     const uint64_t s6[] = { 0x401400, 0x401800, 0x401900 };   /* after a module load */
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 0, 1);
+    uint32_t ch = capb__start(&b, 0, 1);
     capb__stack(&b, ch, 1, 1, s1, 3, 0);
     capb__stack(&b, ch, 2, 2, s2, 3, 0);
     capb__stack(&b, ch, 3, 3, s3, 2, 0);
@@ -474,9 +458,7 @@ static void test_missing_stacks_bounded(void **state)
     const uint64_t s1[] = { 0x401100, 0x401900 };
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 0, 1);
+    uint32_t ch = capb__start(&b, 0, 1);
     capb__stack(&b, ch, 1, 1, s1, 2, 0);
     capb__alloc(&b, ch, 2, 0x1000, 10, 16, 1);
     capb__alloc(&b, ch, 3, 0x2000, 20, 32, 100);

@@ -355,6 +355,17 @@ static inline uint64_t capb__alloc(struct capb *b, uint32_t chunk, uint64_t time
     return capb__alloc_ex(b, chunk, VH_REC_ALLOC, time, &a);
 }
 
+/* What vheap_alloc records: an allocation in custom heap `heap` (tag 0:
+ * none), with 8 bytes of slack. */
+static inline uint64_t capb__heap_alloc(struct capb *b, uint32_t chunk, uint64_t time,
+                                        uint16_t heap, uint64_t addr, uint64_t size,
+                                        uint32_t stack, uint16_t tag)
+{
+    struct capb_alloc a = { .addr = addr, .size = size, .usable = size + 8, .stack = stack,
+                            .heap = heap, .func = VH_FN_CUSTOM, .tag = tag };
+    return capb__alloc_ex(b, chunk, VH_REC_ALLOC, time, &a);
+}
+
 /* An in-place realloc on the system heap. */
 static inline uint64_t capb__resize(struct capb *b, uint32_t chunk, uint64_t time,
                                     uint64_t addr, uint64_t size, uint64_t usable,

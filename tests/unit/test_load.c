@@ -45,14 +45,6 @@ static sqlite3 *load(struct capb *b)
     q(db, "SELECT sum(" col ") FROM stack_stats WHERE heap_id=%d AND stack_id=%d", heap, stack)
 #define HEAP(db, col, heap) q(db, "SELECT " col " FROM heaps WHERE id=%d", heap)
 
-static void heap_alloc(struct capb *b, uint32_t ch, uint64_t t, uint16_t heap, uint64_t addr,
-                       uint64_t size, uint32_t stack, uint16_t tag)
-{
-    struct capb_alloc a = { .addr = addr, .size = size, .usable = size + 8, .stack = stack,
-                            .heap = heap, .tag = tag };
-    capb__alloc_ex(b, ch, VH_REC_ALLOC, t, &a);
-}
-
 /* A capture of two threads: tid 1 writes chunk *c1, tid 2 chunk *c2. */
 static void two_threads(struct capb *b, uint32_t *c1, uint32_t *c2)
 {
@@ -230,10 +222,10 @@ static void test_heap_destroy_not_leak(void **state)
     capb__heap_create(&b, ch, 2, 1, 0, 0x200000000ull, 1u << 30, "loom");
     capb__heap_create(&b, ch, 3, 2, 1, 0x210000000ull, 1u << 20, "road");
     capb__heap_create(&b, ch, 4, 3, 0, 0, 0, "pool");
-    heap_alloc(&b, ch, 10, 1, 0x200000010ull, 64, 1, 0);
-    heap_alloc(&b, ch, 11, 2, 0x210000010ull, 32, 2, 0);
-    heap_alloc(&b, ch, 12, 2, 0x210000020ull, 32, 2, 0);
-    heap_alloc(&b, ch, 13, 3, 0x300000000ull, 5, 3, 0);
+    capb__heap_alloc(&b, ch, 10, 1, 0x200000010ull, 64, 1, 0);
+    capb__heap_alloc(&b, ch, 11, 2, 0x210000010ull, 32, 2, 0);
+    capb__heap_alloc(&b, ch, 12, 2, 0x210000020ull, 32, 2, 0);
+    capb__heap_alloc(&b, ch, 13, 3, 0x300000000ull, 5, 3, 0);
     capb__alloc(&b, ch, 14, 0x1000, 7, 8, 4);
     capb__heap_destroy(&b, ch, 20, 1);
     sqlite3 *db = load(&b);
@@ -268,9 +260,9 @@ static void test_move_keeps_stack(void **state)
 
     uint32_t ch = capb__start(&b, 1, 5);
     capb__heap_create(&b, ch, 2, 1, 0, 0, 0, "arena");
-    heap_alloc(&b, ch, 10, 1, 0x10, 16, 7, 3);
-    heap_alloc(&b, ch, 11, 1, 0x20, 32, 8, 0);
-    heap_alloc(&b, ch, 12, 1, 0x30, 48, 9, 0);
+    capb__heap_alloc(&b, ch, 10, 1, 0x10, 16, 7, 3);
+    capb__heap_alloc(&b, ch, 11, 1, 0x20, 32, 8, 0);
+    capb__heap_alloc(&b, ch, 12, 1, 0x30, 48, 9, 0);
     capb__move(&b, ch, 13, 1, 0x10, 0x100);
     capb__move(&b, ch, 14, 1, 0x20, 0x200);
     capb__free_ex(&b, ch, 15, 1, VH_FN_CUSTOM, 0x200, 0);
@@ -337,7 +329,7 @@ static void test_modules_frames_tags_marks(void **state)
     capb__rss(&b, ch, 9, 5000000);
     capb__rss(&b, ch, 10, 9000000);
     capb__rss(&b, ch, 11, 7000000);
-    heap_alloc(&b, ch, 12, 0, 0x1000, 10, 2, 1);
+    capb__heap_alloc(&b, ch, 12, 0, 0x1000, 10, 2, 1);
     sqlite3 *db = load(&b);
     assert_non_null(db);
 
@@ -1047,7 +1039,7 @@ static void test_random_against_model(void **state)
             m->addr = 0x10000 + (uint64_t)i * 16;
             m->size = 1 + rnd(1000);
             m->serial = ++serial;
-            heap_alloc(&b, ch[th], t, m->heap, m->addr, m->size, m->stack, m->tag);
+            capb__heap_alloc(&b, ch[th], t, m->heap, m->addr, m->size, m->stack, m->tag);
             st[m->heap][m->stack].allocations++;
             st[m->heap][m->stack].bytes += (long long)m->size;
         } else if (rnd(4) == 0) {
@@ -1199,7 +1191,7 @@ static void test_random_streams_consistent(void **state)
             t += rnd(3);
             switch (rnd(12)) {
             case 0: case 1: case 2: case 3:
-                heap_alloc(&b, c, t, heap, addr, rnd(100), (uint32_t)rnd(5), (uint16_t)rnd(2));
+                capb__heap_alloc(&b, c, t, heap, addr, rnd(100), (uint32_t)rnd(5), (uint16_t)rnd(2));
                 break;
             case 4: case 5:
                 capb__free_ex(&b, c, t, heap, VH_FN_FREE, addr, rnd(4) ? 0 : VH_RF_REALLOC);

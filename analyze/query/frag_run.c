@@ -23,53 +23,65 @@ static int db_fail(const struct frag_run *c, const char *what)
     return -EIO;
 }
 
-static int read_heaps(struct frag_run *c)
+/* Runs sql (its ?1, if any, is --heap) and hands each row to `row`, which
+ * grows its array with *cap (0 at first) and returns 0 or -ENOMEM. A
+ * failure is printed: "out of memory", or `what` and SQLite's message. */
+static int read_rows(struct frag_run *c, const char *sql, const char *what,
+                     int (*row)(struct frag_run *c, sqlite3_stmt *st, size_t *cap))
 {
     sqlite3_stmt *st = NULL;
     size_t cap = 0;
     int rc;
 
-    if ((rc = vh_prepare(c->cmd, c->db,
-                         "SELECT h.id, h.name, h.base, h.size, h.create_time, h.destroy_time,"
-                         "       h.peak_bytes, h.peak_time, h.parent_id"
-                         " FROM heaps h WHERE " VH_HEAP_SEL("h.id", "?1") " ORDER BY h.id",
-                         &st)))
+    if ((rc = vh_prepare(c->cmd, c->db, sql, &st)))
         return rc;
-    vh_bind_heap_sel(st, 1, c->heap);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (vh_grow(&c->h, &cap, c->nh, sizeof *c->h, 16)) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        struct frag_hinfo *h = &c->h[c->nh];
-        int64_t id = sqlite3_column_int64(st, 0), base = sqlite3_column_int64(st, 2),
-                size = sqlite3_column_int64(st, 3);
-        const char *name = (const char *)sqlite3_column_text(st, 1);
-        if (id < 0 || id > UINT32_MAX)
-            continue;
-        memset(h, 0, sizeof *h);
-        h->id = (uint32_t)id;
-        if (!(h->name = strdup(name ? name : "?"))) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        if (sqlite3_column_type(st, 2) != SQLITE_NULL && base > 0 && size > 0) {
-            h->base = (uint64_t)base;
-            h->size = (uint64_t)size;
-        }
-        h->create = sqlite3_column_int64(st, 4);
-        h->destroy = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5);
-        h->peak_bytes = sqlite3_column_int64(st, 6);
-        h->peak_time = sqlite3_column_int64(st, 7);
-        h->parent = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 8);
-        c->nh++;
-    }
-    rc = rc == SQLITE_DONE ? 0 : db_fail(c, "reading heaps");
-out:
-    sqlite3_finalize(st);
+    if (sqlite3_bind_parameter_count(st))
+        vh_bind_heap_sel(st, 1, c->heap);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        if ((rc = row(c, st, &cap)))
+            break;
     if (rc == -ENOMEM)
         vh_errorf(c->cmd, "out of memory");
+    else
+        rc = rc == SQLITE_DONE ? 0 : db_fail(c, what);
+    sqlite3_finalize(st);
     return rc;
+}
+
+static int heap_row(struct frag_run *c, sqlite3_stmt *st, size_t *cap)
+{
+    if (vh_grow(&c->h, cap, c->nh, sizeof *c->h, 16))
+        return -ENOMEM;
+    struct frag_hinfo *h = &c->h[c->nh];
+    int64_t id = sqlite3_column_int64(st, 0), base = sqlite3_column_int64(st, 2),
+            size = sqlite3_column_int64(st, 3);
+    const char *name = (const char *)sqlite3_column_text(st, 1);
+    if (id < 0 || id > UINT32_MAX)
+        return 0;
+    memset(h, 0, sizeof *h);
+    h->id = (uint32_t)id;
+    if (!(h->name = strdup(name ? name : "?")))
+        return -ENOMEM;
+    if (sqlite3_column_type(st, 2) != SQLITE_NULL && base > 0 && size > 0) {
+        h->base = (uint64_t)base;
+        h->size = (uint64_t)size;
+    }
+    h->create = sqlite3_column_int64(st, 4);
+    h->destroy = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5);
+    h->peak_bytes = sqlite3_column_int64(st, 6);
+    h->peak_time = sqlite3_column_int64(st, 7);
+    h->parent = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 8);
+    c->nh++;
+    return 0;
+}
+
+static int rss_row(struct frag_run *c, sqlite3_stmt *st, size_t *cap)
+{
+    if (vh_grow(&c->rss, cap, c->nrss, sizeof *c->rss, 256))
+        return -ENOMEM;
+    int64_t t = sqlite3_column_int64(st, 0);
+    c->rss[c->nrss++] = (struct frag_rss){ t > 0 ? (uint64_t)t : 0, sqlite3_column_int64(st, 1) };
+    return 0;
 }
 
 static int read_basics(struct frag_run *c)
@@ -98,21 +110,8 @@ static int read_basics(struct frag_run *c)
         vh_errorf(c->cmd, "out of memory");
     if (rc)
         return rc;
-    if ((rc = vh_prepare(c->cmd, c->db, "SELECT time, bytes FROM rss ORDER BY time", &st)))
-        return rc;
-    size_t cap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (vh_grow(&c->rss, &cap, c->nrss, sizeof *c->rss, 256)) {
-            sqlite3_finalize(st);
-            vh_errorf(c->cmd, "out of memory");
-            return -ENOMEM;
-        }
-        int64_t t = sqlite3_column_int64(st, 0);
-        c->rss[c->nrss++] = (struct frag_rss){ t > 0 ? (uint64_t)t : 0, sqlite3_column_int64(st, 1) };
-    }
-    rc = rc == SQLITE_DONE ? 0 : db_fail(c, "reading RSS samples");
-    sqlite3_finalize(st);
-    return rc;
+    return read_rows(c, "SELECT time, bytes FROM rss ORDER BY time", "reading RSS samples",
+                     rss_row);
 }
 
 /* The last RSS sample at or before t, or NULL. */
@@ -134,37 +133,20 @@ static int alive(const struct frag_hinfo *h, uint64_t t)
            (h->destroy < 0 || (uint64_t)h->destroy > t);
 }
 
-/* The regions of the chosen heaps, in declaration order. */
-static int read_regions(struct frag_run *c)
+/* A region of a chosen heap (the regions, in declaration order). */
+static int region_row(struct frag_run *c, sqlite3_stmt *st, size_t *cap)
 {
-    sqlite3_stmt *st = NULL;
-    size_t cap = 0;
-    int rc;
-
-    if ((rc = vh_prepare(c->cmd, c->db,
-                         "SELECT heap_id, base, size, start_time, end_time FROM regions"
-                         " ORDER BY rowid", &st)))
-        return rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t heap = sqlite3_column_int64(st, 0), base = sqlite3_column_int64(st, 1),
-                size = sqlite3_column_int64(st, 2);
-        if (heap < 0 || heap > UINT32_MAX || !frag_run__heap(c, (uint32_t)heap) || base <= 0 ||
-            size <= 0 || c->nr >= UINT32_MAX - FRAG_REGION_ID0)
-            continue;
-        if (vh_grow(&c->r, &cap, c->nr, sizeof *c->r, 16)) {
-            rc = -ENOMEM;
-            break;
-        }
-        c->r[c->nr++] = (struct frag_rinfo){
-            (uint32_t)heap, (uint64_t)base, (uint64_t)size, sqlite3_column_int64(st, 3),
-            sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4) };
-    }
-    if (rc != -ENOMEM)
-        rc = rc == SQLITE_DONE ? 0 : db_fail(c, "reading regions");
-    sqlite3_finalize(st);
-    if (rc == -ENOMEM)
-        vh_errorf(c->cmd, "out of memory");
-    return rc;
+    int64_t heap = sqlite3_column_int64(st, 0), base = sqlite3_column_int64(st, 1),
+            size = sqlite3_column_int64(st, 2);
+    if (heap < 0 || heap > UINT32_MAX || !frag_run__heap(c, (uint32_t)heap) || base <= 0 ||
+        size <= 0 || c->nr >= UINT32_MAX - FRAG_REGION_ID0)
+        return 0;
+    if (vh_grow(&c->r, cap, c->nr, sizeof *c->r, 16))
+        return -ENOMEM;
+    c->r[c->nr++] = (struct frag_rinfo){
+        (uint32_t)heap, (uint64_t)base, (uint64_t)size, sqlite3_column_int64(st, 3),
+        sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4) };
+    return 0;
 }
 
 /* Region i as frag sees it: a part of its heap, existing at t when both
@@ -328,9 +310,13 @@ int frag_run__open(const char *cmd, sqlite3 *db, const char *heap, struct frag_r
     c->cmd = cmd;
     c->db = db;
     c->heap = heap;
-    int rc = read_heaps(c);
+    int rc = read_rows(c, "SELECT h.id, h.name, h.base, h.size, h.create_time, h.destroy_time,"
+                          "       h.peak_bytes, h.peak_time, h.parent_id"
+                          " FROM heaps h WHERE " VH_HEAP_SEL("h.id", "?1") " ORDER BY h.id",
+                       "reading heaps", heap_row);
     if (!rc)
-        rc = read_regions(c);
+        rc = read_rows(c, "SELECT heap_id, base, size, start_time, end_time FROM regions"
+                          " ORDER BY rowid", "reading regions", region_row);
     if (!rc)
         rc = read_basics(c);
     return rc;

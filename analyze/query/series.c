@@ -61,7 +61,6 @@ struct ctx {
     size_t nsel;
 
     struct vh_series_top *pub;     /* the top stacks, as series.h shows them */
-    struct top *tops;              /* and what naming them needed            */
     size_t ntop, nstacks_total;
     struct topkey *keys;
 
@@ -226,14 +225,14 @@ static int name_top(struct top *t, struct vh_series_top *pub)
  * their caller ("hold <- first_hill"); then, where the line tells them
  * apart, the line ("fmap_init:1292 <- pack"); then the stack id. All of a
  * group are renamed alike. */
-static int unique_names(struct ctx *c)
+static int unique_names(struct ctx *c, const struct top *tops)
 {
     uint8_t *dup = calloc(c->ntop ? c->ntop : 1, 1);
     int rc = -ENOMEM;
     if (!dup)
         return rc;
     for (size_t i = 0; i < c->ntop; i++)
-        if (!(c->pub[i].name = strdup(c->tops[i].first)))
+        if (!(c->pub[i].name = strdup(tops[i].first)))
             goto out;
     for (int pass = 0; pass < 3; pass++) {
         for (size_t i = 0; i < c->ntop; i++) {
@@ -242,12 +241,12 @@ static int unique_names(struct ctx *c)
                 if (j == i || strcmp(c->pub[i].name, c->pub[j].name))
                     continue;
                 dup[i] |= 1;
-                if (c->tops[i].line == c->tops[j].line)
+                if (tops[i].line == tops[j].line)
                     dup[i] |= 2;           /* the line does not help */
             }
         }
         for (size_t i = 0; i < c->ntop; i++) {
-            struct top *t = &c->tops[i];
+            const struct top *t = &tops[i];
             struct vh_series_top *p = &c->pub[i];
             char *n;
             if (!dup[i])
@@ -330,18 +329,24 @@ static int read_basics(struct ctx *c)
     return rc;
 }
 
+/* The stacks of the heaps chosen (?1), one row each; those that held
+ * memory are HAVING sum(s.max_live_bytes) > 0. */
+#define STACKS_OF_HEAPS                                                                   \
+    " FROM stack_stats s JOIN heaps h ON h.id = s.heap_id WHERE " VH_HEAP_SEL("h.id", "?1") \
+    " GROUP BY s.heap_id, s.stack_id"
+
 static int read_tops(struct ctx *c)
 {
     sqlite3_stmt *st = NULL, *cnt = NULL;
     struct vh_stacks *stacks = NULL;
+    struct top *tops = NULL;       /* what naming them needs, until named */
     char sql[1024];
     int rc;
 
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM (SELECT 1 FROM stack_stats s JOIN heaps h ON h.id = s.heap_id"
-             " WHERE " VH_HEAP_SEL("h.id", "?1")
-             " GROUP BY s.heap_id, s.stack_id HAVING sum(s.max_live_bytes) > 0)");
-    if ((rc = vh_prepare(c->cmd, c->db, sql, &cnt)))
+    if ((rc = vh_prepare(c->cmd, c->db,
+                         "SELECT count(*) FROM (SELECT 1" STACKS_OF_HEAPS
+                         " HAVING sum(s.max_live_bytes) > 0)",
+                         &cnt)))
         goto out;
     vh_bind_heap_sel(cnt, 1, c->a->heap);
     if (sqlite3_step(cnt) == SQLITE_ROW)
@@ -349,17 +354,15 @@ static int read_tops(struct ctx *c)
     if (!c->top)
         goto out;
     snprintf(sql, sizeof sql,
-             "SELECT s.heap_id, s.stack_id, %s AS m, h.name FROM stack_stats s"
-             " JOIN heaps h ON h.id = s.heap_id"
-             " WHERE " VH_HEAP_SEL("h.id", "?1")
-             " GROUP BY s.heap_id, s.stack_id HAVING m > 0 AND sum(s.max_live_bytes) > 0"
+             "SELECT s.heap_id, s.stack_id, %s AS m, h.name" STACKS_OF_HEAPS
+             " HAVING m > 0 AND sum(s.max_live_bytes) > 0"
              " ORDER BY m DESC, max(s.max_live_bytes) DESC, s.heap_id, s.stack_id LIMIT ?2",
              c->by->expr);
     if ((rc = vh_prepare(c->cmd, c->db, sql, &st)))
         goto out;
     vh_bind_heap_sel(st, 1, c->a->heap);
     sqlite3_bind_int64(st, 2, c->top);
-    if (!(c->tops = calloc((size_t)c->top, sizeof *c->tops)) ||
+    if (!(tops = calloc((size_t)c->top, sizeof *tops)) ||
         !(c->pub = calloc((size_t)c->top, sizeof *c->pub)) ||
         !(c->keys = calloc((size_t)c->top, sizeof *c->keys))) {
         rc = -ENOMEM;
@@ -368,7 +371,7 @@ static int read_tops(struct ctx *c)
     if ((rc = vh_stacks__open(c->cmd, c->db, c->a->depth, &stacks)))
         goto out;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct top *t = &c->tops[c->ntop];
+        struct top *t = &tops[c->ntop];
         struct vh_series_top *p = &c->pub[c->ntop];
         int err;
         p->heap_id = sqlite3_column_int64(st, 0);
@@ -396,8 +399,13 @@ static int read_tops(struct ctx *c)
         goto out;
     }
     qsort(c->keys, c->ntop, sizeof *c->keys, by_key);
-    rc = unique_names(c);
+    rc = unique_names(c, tops);
 out:
+    for (size_t i = 0; tops && i < c->ntop; i++) {
+        free(tops[i].first);
+        free(tops[i].second);
+    }
+    free(tops);
     vh_stacks__free(stacks);
     sqlite3_finalize(st);
     sqlite3_finalize(cnt);
@@ -932,11 +940,6 @@ out:
         .init_slive = c.init_slive, .marks = c.marks, .nmarks = c.nmarks,
     };
     memcpy(s->x_title, x_title, sizeof x_title);
-    for (size_t i = 0; i < c.ntop; i++) {
-        free(c.tops[i].first);
-        free(c.tops[i].second);
-    }
-    free(c.tops);
     free(c.keys);
     free(c.cur);
     vh_map__free(c.blocks);

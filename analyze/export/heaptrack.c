@@ -644,8 +644,7 @@ int vh_export_heaptrack(struct vh_export *x)
                                    "       f.inline_depth, m.path"
                                    " FROM frames f LEFT JOIN modules m ON m.id = f.module_id"
                                    " WHERE f.id = ?1", &h.q_frame)) ||
-        (rc = vh_export_prepare(x, "SELECT function, file, line FROM frame_inlines"
-                                   " WHERE frame_id = ?1 ORDER BY depth", &h.q_inl)) ||
+        (rc = vh_export_prepare(x, VH_SQL_FRAME_INLINES, &h.q_inl)) ||
         (rc = vh_export_prepare(x, "SELECT time, bytes FROM rss ORDER BY time", &rss.st)))
         goto out;
     if ((rc = rss_next(&rss)))

@@ -16,6 +16,7 @@
 #include "analyze/export/export.h"
 #include "analyze/util/grow.h"
 #include "analyze/util/protobuf.h"
+#include "analyze/store/db.h"
 #include "analyze/store/sql.h"
 
 /* profile.proto's field numbers (github.com/google/pprof, proto/profile.proto) */
@@ -355,8 +356,7 @@ int vh_export_pprof(struct vh_export *x)
                                    "       f.inline_depth, m.path, f.module_offset"
                                    " FROM frames f LEFT JOIN modules m ON m.id = f.module_id"
                                    " WHERE f.id = ?1", &p.q_frame)) ||
-        (rc = vh_export_prepare(x, "SELECT function, file, line FROM frame_inlines"
-                                   " WHERE frame_id = ?1 ORDER BY depth", &p.q_inl)))
+        (rc = vh_export_prepare(x, VH_SQL_FRAME_INLINES, &p.q_inl)))
         goto out;
     if ((rc = modules_and_heaps(&p)) || (rc = samples(&p)))
         goto out;

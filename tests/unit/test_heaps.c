@@ -73,21 +73,21 @@ static void test_reused_id_is_a_new_heap(void **state)
     assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 1", s, sizeof s), "a");
     assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 65536", s, sizeof s), "b");
     /* the first heap: its own numbers, destroyed, no leak */
-    assert_int_equal(q(db, "SELECT destroy_time FROM heaps WHERE id = 1"), 4);
-    assert_int_equal(q(db, "SELECT allocations FROM heaps WHERE id = 1"), 1);
-    assert_int_equal(q(db, "SELECT peak_bytes FROM heaps WHERE id = 1"), 10);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 1"), 0);
-    assert_int_equal(q(db, "SELECT base FROM heaps WHERE id = 1"), 0x200000000ll);
+    assert_int_equal(HEAP(db, "destroy_time", 1), 4);
+    assert_int_equal(HEAP(db, "allocations", 1), 1);
+    assert_int_equal(HEAP(db, "peak_bytes", 1), 10);
+    assert_int_equal(HEAP(db, "leaked_bytes", 1), 0);
+    assert_int_equal(HEAP(db, "base", 1), 0x200000000ll);
     /* the second: created at 6 inside p, still there, one block leaked */
-    assert_int_equal(q(db, "SELECT create_time FROM heaps WHERE id = 65536"), 6);
-    assert_int_equal(q(db, "SELECT destroy_time FROM heaps WHERE id = 65536"), -1);
-    assert_int_equal(q(db, "SELECT parent_id FROM heaps WHERE id = 65536"), 2);
-    assert_int_equal(q(db, "SELECT base FROM heaps WHERE id = 65536"), 0x300000000ll);
-    assert_int_equal(q(db, "SELECT allocations FROM heaps WHERE id = 65536"), 2);
-    assert_int_equal(q(db, "SELECT frees FROM heaps WHERE id = 65536"), 1);
-    assert_int_equal(q(db, "SELECT peak_bytes FROM heaps WHERE id = 65536"), 25);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65536"), 20);
-    assert_int_equal(q(db, "SELECT temporary FROM heaps WHERE id = 65536"), 1);
+    assert_int_equal(HEAP(db, "create_time", 65536), 6);
+    assert_int_equal(HEAP(db, "destroy_time", 65536), -1);
+    assert_int_equal(HEAP(db, "parent_id", 65536), 2);
+    assert_int_equal(HEAP(db, "base", 65536), 0x300000000ll);
+    assert_int_equal(HEAP(db, "allocations", 65536), 2);
+    assert_int_equal(HEAP(db, "frees", 65536), 1);
+    assert_int_equal(HEAP(db, "peak_bytes", 65536), 25);
+    assert_int_equal(HEAP(db, "leaked_bytes", 65536), 20);
+    assert_int_equal(HEAP(db, "temporary", 65536), 1);
     assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'heap_reuses'"), 1);
     assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'implicit_frees'"), 0);
     /* blocks, counters and series follow the new heap */
@@ -155,8 +155,8 @@ static void test_ranges_and_regions(void **state)
     sqlite3 *db = load(&b);
 
     /* what is left: the three moved blocks and the one from page 6 */
-    assert_int_equal(q(db, "SELECT live_blocks FROM heaps WHERE id = 1"), 4);
-    assert_int_equal(q(db, "SELECT frees FROM heaps WHERE id = 1"), 2);
+    assert_int_equal(HEAP(db, "live_blocks", 1), 4);
+    assert_int_equal(HEAP(db, "frees", 1), 2);
     assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE heap_id = 1"), 4);
     qs(db, "SELECT group_concat(printf('%x:%d', address, stack_id)) FROM"
            " (SELECT address, stack_id FROM leaks WHERE heap_id = 1 ORDER BY address)", s, sizeof s);
@@ -208,10 +208,10 @@ static void test_65535_heaps_then_reuse(void **state)
     assert_int_equal(q(db, "SELECT max(id) FROM heaps"), 65538);
     assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 7", s, sizeof s), "road");
     assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 65536", s, sizeof s), "again");
-    assert_int_equal(q(db, "SELECT parent_id FROM heaps WHERE id = 65537"), 65536);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65537"), 64);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65538"), 0);
-    assert_int_equal(q(db, "SELECT peak_bytes FROM heaps WHERE id = 65538"), 32);
+    assert_int_equal(HEAP(db, "parent_id", 65537), 65536);
+    assert_int_equal(HEAP(db, "leaked_bytes", 65537), 64);
+    assert_int_equal(HEAP(db, "leaked_bytes", 65538), 0);
+    assert_int_equal(HEAP(db, "peak_bytes", 65538), 32);
     assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE destroy_time IS NULL"), 3);
     assert_int_equal(q(db, "SELECT heap_id FROM leaks"), 65537);
     assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'heap_reuses'"), 3);
@@ -256,8 +256,8 @@ static void test_deep_chain_creates(void **state)
     assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE id > 1 AND parent_id = id - 1"),
                      65533);
     assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE destroy_time IS NOT NULL"), 65534);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65534"), 0);
-    assert_int_equal(q(db, "SELECT live_bytes FROM heaps WHERE id = 65534"), 0);
+    assert_int_equal(HEAP(db, "leaked_bytes", 65534), 0);
+    assert_int_equal(HEAP(db, "live_bytes", 65534), 0);
     assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'bad_heap_records'"), 0);
     done(db, &b);
 }
@@ -282,9 +282,9 @@ static void test_nesting_cycle_refused(void **state)
     sqlite3 *db = load_stats(&b, &st);
 
     assert_int_equal(st.nesting_steps, 3);          /* c, b, a */
-    assert_int_equal(q(db, "SELECT parent_id FROM heaps WHERE id = 1"), 3);
+    assert_int_equal(HEAP(db, "parent_id", 1), 3);
     assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE destroy_time IS NOT NULL"), 3);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 3"), 0);
+    assert_int_equal(HEAP(db, "leaked_bytes", 3), 0);
     done(db, &b);
 }
 

@@ -43,7 +43,6 @@ static sqlite3 *load(struct capb *b)
 
 #define STAT(db, col, heap, stack) \
     q(db, "SELECT sum(" col ") FROM stack_stats WHERE heap_id=%d AND stack_id=%d", heap, stack)
-#define HEAP(db, col, heap) q(db, "SELECT " col " FROM heaps WHERE id=%d", heap)
 
 /* A capture of two threads: tid 1 writes chunk *c1, tid 2 chunk *c2. */
 static void two_threads(struct capb *b, uint32_t *c1, uint32_t *c2)

@@ -30,6 +30,13 @@ static struct out_val ov_pct(uint64_t part, uint64_t whole)
     return whole ? OV_R(round(pct(part, whole) * 100) / 100) : OV_NULLV;
 }
 
+/* External fragmentation, 1 - largest/free, as a percentage; none without
+ * free bytes. */
+static struct out_val ov_ext(uint64_t largest, uint64_t free)
+{
+    return free ? OV_R(round((1.0 - (double)largest / (double)free) * 10000) / 100) : OV_NULLV;
+}
+
 enum {
     S_AT, S_TIME, S_HEAPS, S_PAGE, S_BLOCKS, S_REQ, S_USABLE, S_SLACK, S_SLACK_PCT,
     S_PAGES, S_PUSED, S_PUTIL, S_PFREE, S_SPARSE, S_PINNED, S_REGIONS, S_FOOT, S_UTIL, S_FREE,
@@ -215,8 +222,7 @@ static int emit_summary(const struct frag_run *c, const struct frag_opts *fo, st
     v[S_FREE] = OV_I(x->free);
     v[S_HOLES] = OV_I(x->holes);
     v[S_LARGEST] = OV_I(x->largest);
-    v[S_EXT] = x->free ? OV_R(round((1.0 - (double)x->largest / (double)x->free) * 10000) / 100)
-                       : OV_NULLV;
+    v[S_EXT] = ov_ext(x->largest, x->free);
     v[S_UNUSABLE] = OV_I(x->unusable);
     v[S_FIT64] = OV_I(x->fit[0]);
     v[S_FIT4K] = OV_I(x->fit[1]);
@@ -271,9 +277,7 @@ static int emit_regions(const struct frag_run *c, const struct frag_opts *fo, in
         v[R_HOLES] = OV_I(g->holes);
         v[R_LARGEST] = OV_I(g->largest);
         v[R_LARGEST_AT] = g->largest ? OV_I(g->largest_at) : OV_NULLV;
-        v[R_EXT] = g->free ? OV_R(round((1.0 - (double)g->largest / (double)g->free) * 10000) /
-                                  100)
-                           : OV_NULLV;
+        v[R_EXT] = ov_ext(g->largest, g->free);
         v[R_SPAN] = g->bounded ? OV_I(g->span) : OV_NULLV;
         v[R_RECLAIM] = g->bounded ? OV_I(g->reclaim) : OV_I(0);
         v[R_PAGES] = OV_I(g->pages);
@@ -438,9 +442,7 @@ int frag_rows__series(const struct frag_run *c, const struct frag_opts *fo,
         v[T_FOOT] = OV_I(t->footprint);
         v[T_FREE] = OV_I(t->free);
         v[T_LARGEST] = OV_I(t->largest);
-        v[T_EXT] = t->free ? OV_R(round((1.0 - (double)t->largest / (double)t->free) * 10000) /
-                                  100)
-                           : OV_NULLV;
+        v[T_EXT] = ov_ext(t->largest, t->free);
         v[T_UNUSABLE] = OV_I(t->unusable);
         v[T_PAGES] = OV_I(t->pages);
         v[T_PAGE_BYTES] = OV_I(t->pages * fo->page_size);

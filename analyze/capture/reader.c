@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "analyze/capture/reader.h"
+#include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
 
 #define MIN_CHUNK_SIZE 4096u
@@ -425,9 +426,7 @@ static int scan_chunks(struct capture *c)
 static int by_id_then_offset(const void *a, const void *b)
 {
     const struct stack_ent *x = a, *y = b;
-    if (x->id != y->id)
-        return x->id < y->id ? -1 : 1;
-    return (x->off > y->off) - (x->off < y->off);
+    return vh_cmp2(x->id, y->id, x->off, y->off);
 }
 
 /* Sorts the stacks, drops later definitions of an id (damage when their
@@ -783,14 +782,7 @@ const uint64_t *capture__stack(const struct capture *c, uint32_t id, uint32_t *d
         if (id < c->ndense && c->dense[id])
             e = &c->stacks[c->dense[id] - 1];
     } else {
-        size_t lo = 0, hi = c->nstacks;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (c->stacks[mid].id < id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo = VH_PARTITION_POINT(i, c->nstacks, c->stacks[i].id < id);
         if (lo < c->nstacks && c->stacks[lo].id == id)
             e = &c->stacks[lo];
     }

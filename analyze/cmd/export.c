@@ -359,6 +359,8 @@ static int run(int argc, char **argv)
     case F_PPROF: rc = vh_export_pprof(x); break;
     case F_NONE: rc = -EINVAL; break;
     }
+    if (rc == -ENOMEM)             /* the exporters say every other error */
+        vh_errorf(x->cmd, "out of memory");
     if (rc) {
         vh_xout__discard(x->out);
         goto out;

@@ -192,9 +192,7 @@ static int parse_opts(const struct vh_command *cmd, unsigned extra, const struct
 
 int vh_bind_heap(sqlite3_stmt *st, int idx, const struct vh_qopts *o)
 {
-    int rc = o->heap ? sqlite3_bind_text(st, idx, o->heap, -1, SQLITE_STATIC)
-                     : sqlite3_bind_null(st, idx);
-    return rc == SQLITE_OK ? 0 : -EINVAL;
+    return vh_bind_heap_sel(st, idx, o->heap);
 }
 
 /* ---- --heap ------------------------------------------------------------------ */

@@ -10,6 +10,7 @@
 
 #include "analyze/cmd/cli.h"
 #include "analyze/render/output.h"
+#include "analyze/query/heap_sel.h"
 #include "analyze/query/shadow.h"
 #include "analyze/query/stacks.h"
 #include "analyze/store/sql.h"
@@ -70,19 +71,7 @@ struct vh_opt {
 /* An array of struct vh_opt as vh_query__parse()'s (own, nown). */
 #define VH_OPTS(a) (a), sizeof(a) / sizeof((a)[0])
 
-// What --heap chooses (a line comment: the syntax contains a slash-star).
-// `NAME` or `ID`: every heap of that name (roads named by depth share one),
-// or the heap of that id. `NAME/*` or `ID/*`: those heaps and every heap
-// nested in them, at any depth (the loom and all its roads), unless a heap
-// is literally named so. vh_query__open() puts the chosen ids in the
-// connection's temp table vh_heap_sel(id); queries filter with
-// VH_HEAP_SEL("h.id", "?N") and bind --heap to ?N with vh_bind_heap() (NULL
-// without --heap: every heap). The older filter "(?N IS NULL OR h.name = ?N
-// OR CAST(h.id AS TEXT) = ?N)" still works for NAME and ID, not for NAME/*.
-#define VH_HEAP_SEL(col, param) \
-    "(" param " IS NULL OR " col " IN (SELECT id FROM temp.vh_heap_sel))"
-
-/* Binds --heap (text or NULL) to parameter `idx`. */
+/* Binds --heap (text or NULL) to parameter `idx` (VH_HEAP_SEL). */
 int vh_bind_heap(sqlite3_stmt *st, int idx, const struct vh_qopts *o);
 
 /* The chosen heaps into `sel` (a temp table with an `id` column, emptied

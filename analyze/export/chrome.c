@@ -213,8 +213,6 @@ static int heap_tracks(struct ch *c, uint64_t *nsamples, size_t *ntracks, uint64
     *ntracks = vh_strtab__count(t.names);
     rc = 0;
 out:
-    if (rc == -ENOMEM)
-        vh_errorf(x->cmd, "out of memory");
     evstream__close(es);
     sqlite3_finalize(name_q);
     for (size_t i = 1; t.g && i <= t.gcap; i++)
@@ -299,7 +297,6 @@ static int merge(struct ch *c, uint64_t *bytes)
     do {
         if (vh_reserve(&text, &cap, len + 65536, 1, 1 << 20)) {
             rc = -ENOMEM;
-            vh_errorf(c->x->cmd, "out of memory");
             goto out;
         }
         len += n = fread(text + len, 1, cap - len, f);
@@ -389,7 +386,7 @@ int vh_export_chrome(struct vh_export *x)
         snprintf(qb, sizeof qb, "%g ms", (double)quantum / 1e6);
     vh_export_note(x, "%s: Chrome trace: %zu heap track%s (%" PRIu64 " samples, quanta of %s),"
                       " RSS (%" PRIu64 " samples), %" PRIu64 " marks; times in us since %s",
-                   strcmp(x->out_path, "-") ? x->out_path : "stdout", ntracks,
+                   vh_export_dest(x), ntracks,
                    ntracks == 1 ? "" : "s", nheap, qb,
                    nrss, nmarks,
                    x->clock == VH_CLOCK_WALL ? "the Unix epoch" : "the process started");

@@ -19,6 +19,11 @@ void vh_export_note(const struct vh_export *x, const char *fmt, ...)
     fputc('\n', f);
 }
 
+const char *vh_export_dest(const struct vh_export *x)
+{
+    return strcmp(x->out_path, "-") ? x->out_path : "stdout";
+}
+
 int vh_export_prepare(const struct vh_export *x, const char *sql, sqlite3_stmt **st)
 {
     return vh_prepare(x->cmd, x->db, sql, st) ? -EIO : 0;

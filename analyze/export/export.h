@@ -67,6 +67,9 @@ static inline int vh_export_heap_on(const struct vh_export *x, uint32_t id)
 void vh_export_note(const struct vh_export *x, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Where the output went, for the closing note: the file, or "stdout". */
+const char *vh_export_dest(const struct vh_export *x);
+
 /* Prepares sql, printing SQLite's message on failure: 0 or -EIO. */
 int vh_export_prepare(const struct vh_export *x, const char *sql, sqlite3_stmt **st);
 
@@ -74,7 +77,8 @@ int vh_export_prepare(const struct vh_export *x, const char *sql, sqlite3_stmt *
 const char *vh_export_basename(const char *path);
 
 /* Each writes the whole file through x->out and returns 0, or -errno after
- * printing what went wrong. */
+ * printing what went wrong; -ENOMEM is not printed (cmd/export.c says it,
+ * once). */
 int vh_export_heaptrack(struct vh_export *x);
 int vh_export_flamegraph(struct vh_export *x);
 int vh_export_massif(struct vh_export *x);

@@ -186,15 +186,13 @@ int vh_export_flamegraph(struct vh_export *x)
         vh_xout__printf(x->out, " %" PRIu64 "\n", values[order[i]]);
     }
     vh_export_note(x, "%s: %u stacks, %" PRIu64 " %s in total (%s)",
-                   strcmp(x->out_path, "-") ? x->out_path : "stdout", n, total,
+                   vh_export_dest(x), n, total,
                    cost_what[x->cost], x->heap_desc);
     rc = 0;
     goto out;
 nomem:
     rc = -ENOMEM;
 out:
-    if (rc == -ENOMEM)
-        vh_errorf(x->cmd, "out of memory");
     free(rows);
     free(values);
     free(order);

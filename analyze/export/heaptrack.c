@@ -79,12 +79,6 @@ struct ht {
     size_t scap;
 };
 
-static int oom(struct ht *h)
-{
-    vh_errorf(h->x->cmd, "out of memory");
-    return -ENOMEM;
-}
-
 /* Text for the file: held back after a held '+', else written. */
 static int out(struct ht *h, const void *p, size_t n)
 {
@@ -550,8 +544,6 @@ static int free_suppressed(struct ht *h)
         rc = vh_export_heap_on(h->x, heap)
                  ? minus(h, heap, (uint64_t)sqlite3_column_int64(st, 1), 0)
                  : 0;
-        if (rc == -ENOMEM)
-            oom(h);
     }
     if (rc == SQLITE_DONE)
         rc = 0;
@@ -586,7 +578,7 @@ static void report(struct ht *h)
 {
     struct vh_export *x = h->x;
     char peak[32], live[32], t[32];
-    const char *file = strcmp(x->out_path, "-") ? x->out_path : "stdout";
+    const char *file = vh_export_dest(x);
     static const char *const codec[] = { "", ", gzip", ", zstd" };
 
     vh_export_note(x, "%s: heaptrack data%s: heap %s, %" PRIu64 " allocations, %" PRIu64
@@ -643,7 +635,7 @@ int vh_export_heaptrack(struct vh_export *x)
         !(h.node = vh_map__new()) || !(h.stack_trace = vh_map__new()) ||
         !(h.info = vh_map__new()) || !(h.live = vh_map__new()) || !(h.tids = vh_map__new()) ||
         !(h.other_heaps = vh_map__new())) {
-        rc = oom(&h);
+        rc = -ENOMEM;
         goto out;
     }
     if ((rc = vh_export_prepare(x, VH_SQL_STACK_UP("?1")
@@ -652,8 +644,7 @@ int vh_export_heaptrack(struct vh_export *x)
                                    "       f.inline_depth, m.path"
                                    " FROM frames f LEFT JOIN modules m ON m.id = f.module_id"
                                    " WHERE f.id = ?1", &h.q_frame)) ||
-        (rc = vh_export_prepare(x, "SELECT function, file, line FROM frame_inlines"
-                                   " WHERE frame_id = ?1 ORDER BY depth", &h.q_inl)) ||
+        (rc = vh_export_prepare(x, VH_SQL_FRAME_INLINES, &h.q_inl)) ||
         (rc = vh_export_prepare(x, "SELECT time, bytes FROM rss ORDER BY time", &rss.st)))
         goto out;
     if ((rc = rss_next(&rss)))
@@ -667,11 +658,8 @@ int vh_export_heaptrack(struct vh_export *x)
     while ((rc = evstream__next(es, &ev)) == 1) {
         if ((rc = rss_until(&h, &rss, ev.time)))
             goto rss_err;
-        if ((rc = event(&h, &ev))) {
-            if (rc == -ENOMEM)     /* other errors were said where they arose */
-                oom(&h);
-            goto out;
-        }
+        if ((rc = event(&h, &ev)))
+            goto out;              /* said where it arose, or -ENOMEM */
     }
     if (rc < 0) {
         vh_errorf(x->cmd, "the event stream: %s", evstream__error(es));
@@ -683,10 +671,8 @@ int vh_export_heaptrack(struct vh_export *x)
     if ((rc = free_suppressed(&h)))
         goto out;
     /* heaptrack_print's runtime is the last 'c' + 1 ms */
-    if ((rc = stamp(&h, x->runtime_ns))) {
-        oom(&h);
+    if ((rc = stamp(&h, x->runtime_ns)))
         goto out;
-    }
     /* Info 0's '-' still waiting (the last '+' is matched by its own '-'):
      * no '+' comes, so it goes before that last '+' when a '+' of another
      * info precedes it there and that '+' did not reach the peak (it lowers
@@ -706,10 +692,8 @@ int vh_export_heaptrack(struct vh_export *x)
     rc = 0;
     goto out;
 rss_err:
-    if (rc == -ENOMEM) {
-        oom(&h);
+    if (rc == -ENOMEM)
         goto out;
-    }
 sqlerr:
     vh_errorf(x->cmd, "reading the DB: %s", sqlite3_errmsg(x->db));
 out:

@@ -470,11 +470,11 @@ int vh_export_massif(struct vh_export *x)
     while ((rc = evstream__next(es, &ev)) == 1) {
         while (k < n - 1 && ev.time > grid(end, k, n)) {
             if ((rc = snapshot(&m, grid(end, k, n), k && k % DETAILED_EVERY == 0)))
-                goto fail;
+                goto out;
             k++;
         }
         if ((rc = event(&m, &ev)))
-            goto fail;
+            goto out;
     }
     if (rc < 0) {
         vh_errorf(x->cmd, "the event stream: %s", evstream__error(es));
@@ -482,12 +482,12 @@ int vh_export_massif(struct vh_export *x)
     }
     for (; k < n; k++)
         if ((rc = snapshot(&m, grid(end, k, n), k == n - 1 || (k && k % DETAILED_EVERY == 0))))
-            goto fail;
+            goto out;
     if (m.has_peak) {
         peak = (struct snap){ .time = m.peak_time, .heap = m.peak, .extra = m.peak_extra,
                               .peak = 1 };
         if ((rc = build_tree(&m, 1, m.peak, &peak.tree)))
-            goto fail;
+            goto out;
     }
 
     vh_xout__puts(x->out, "desc: vheap-analyze export --format massif, heap ");
@@ -509,7 +509,7 @@ int vh_export_massif(struct vh_export *x)
 
     char pb[32], pt[32];
     vh_export_note(x, "%s: massif data, heap %s: %zu snapshots, peak %s at %s",
-                   strcmp(x->out_path, "-") ? x->out_path : "stdout", x->heap_desc, num,
+                   vh_export_dest(x), x->heap_desc, num,
                    out__human_bytes((int64_t)m.peak, pb, sizeof pb),
                    out__human_ns((int64_t)m.peak_time, pt, sizeof pt));
     if (x->nheaps > 1)
@@ -517,9 +517,6 @@ int vh_export_massif(struct vh_export *x)
                        x->nheaps);
     rc = 0;
     goto out;
-fail:
-    if (rc == -ENOMEM)
-        vh_errorf(x->cmd, "out of memory");
 out:
     evstream__close(es);
     vh_stacks__free(m.stacks);

@@ -16,6 +16,7 @@
 #include "analyze/export/export.h"
 #include "analyze/util/grow.h"
 #include "analyze/util/protobuf.h"
+#include "analyze/store/db.h"
 #include "analyze/store/sql.h"
 
 /* profile.proto's field numbers (github.com/google/pprof, proto/profile.proto) */
@@ -355,8 +356,7 @@ int vh_export_pprof(struct vh_export *x)
                                    "       f.inline_depth, m.path, f.module_offset"
                                    " FROM frames f LEFT JOIN modules m ON m.id = f.module_id"
                                    " WHERE f.id = ?1", &p.q_frame)) ||
-        (rc = vh_export_prepare(x, "SELECT function, file, line FROM frame_inlines"
-                                   " WHERE frame_id = ?1 ORDER BY depth", &p.q_inl)))
+        (rc = vh_export_prepare(x, VH_SQL_FRAME_INLINES, &p.q_inl)))
         goto out;
     if ((rc = modules_and_heaps(&p)) || (rc = samples(&p)))
         goto out;
@@ -399,15 +399,13 @@ int vh_export_pprof(struct vh_export *x)
     vh_export_note(x, "%s: pprof profile: %" PRIu64 " samples, %" PRIu64 " locations, %" PRIu64
                       " functions; %" PRIu64 " allocations of %" PRIu64 " bytes, %" PRIu64
                       " bytes leaked (%s)",
-                   strcmp(x->out_path, "-") ? x->out_path : "stdout", p.nsamples, p.nlocs,
+                   vh_export_dest(x), p.nsamples, p.nlocs,
                    p.nfuncs, p.total[0], p.total[1], p.total[3], x->heap_desc);
     rc = 0;
     goto out;
 nomem:
     rc = -ENOMEM;
 out:
-    if (rc == -ENOMEM)
-        vh_errorf(x->cmd, "out of memory");
     sqlite3_finalize(p.q_stack);
     sqlite3_finalize(p.q_frame);
     sqlite3_finalize(p.q_inl);

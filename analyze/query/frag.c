@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyze/query/frag.h"
+#include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
 
 const uint64_t frag_fit_sizes[FRAG_NFIT] = { 64, 4096, 1u << 20 };
@@ -254,9 +255,7 @@ static void cb_edge(void *arg, uint64_t page, size_t i, uint64_t ov)
 static int by_page(const void *x, const void *y)
 {
     const struct contrib *a = x, *b = y;
-    if (a->page != b->page)
-        return a->page < b->page ? -1 : 1;
-    return (a->i > b->i) - (a->i < b->i);
+    return vh_cmp2(a->page, b->page, a->i, b->i);
 }
 
 /* Pages of blocks b[idx[k]] (or b[k] when idx is NULL), k < n, in address
@@ -369,9 +368,7 @@ struct carve {
 static int by_carve(const void *x, const void *y)
 {
     const struct carve *a = x, *b = y;
-    if (a->parent != b->parent)
-        return a->parent < b->parent ? -1 : 1;
-    return (a->lo > b->lo) - (a->lo < b->lo);
+    return vh_cmp2(a->parent, b->parent, a->lo, b->lo);
 }
 
 /* Regions of one heap: its blocks are blocks[first .. first + n); with
@@ -457,7 +454,7 @@ static int heap_regions(struct rbuf *rb, struct frag_hist *hist, const struct vh
 static int by_heap_id(const void *x, const void *y)
 {
     const struct frag_heap *a = x, *b = y;
-    return (a->id > b->id) - (a->id < b->id);
+    return vh_cmp(a->id, b->id);
 }
 
 /* The blocks in address order across heaps: the heaps' runs (each sorted)
@@ -514,9 +511,7 @@ static int by_waste(const void *x, const void *y)
         return wa > wb ? -1 : 1;
     if (a->usable != b->usable)
         return a->usable > b->usable ? -1 : 1;
-    if (a->heap_id != b->heap_id)
-        return a->heap_id < b->heap_id ? -1 : 1;
-    return (a->stack_id > b->stack_id) - (a->stack_id < b->stack_id);
+    return vh_cmp2(a->heap_id, b->heap_id, a->stack_id, b->stack_id);
 }
 
 static int class_of(uint64_t size)
@@ -1106,6 +1101,61 @@ struct theap {
     struct gapsum g;
 };
 
+/* The hole counts and the edge pages below are hash tables of 16-byte
+ * slots with linear probing, a slot empty while all zero. Only the slot and
+ * where its key hashes to (home) differ: growing, and deleting by backward
+ * shift (which keeps probe chains whole), are these, inlined with the
+ * table's kind. */
+struct oa_kind {
+    size_t size;                                   /* of a slot             */
+    size_t (*home)(const void *slot, size_t mask); /* where its key hashes  */
+    int (*used)(const void *slot);
+};
+
+/* Room for k more entries in the table *s of *mask + 1 slots holding
+ * `count` (none yet: *s NULL), kept at most half full. 0 or -ENOMEM. */
+static inline int oa_reserve(void **s, size_t *mask, size_t count, size_t k,
+                             const struct oa_kind *kd)
+{
+    size_t cap = *s ? *mask + 1 : 0;
+    if (cap && (count + k) * 2 <= cap)
+        return 0;
+    size_t n = cap ? cap * 2 : 1024;
+    while ((count + k) * 2 > n)
+        n *= 2;
+    char *ns = calloc(n, kd->size), *os = *s;
+    if (!ns)
+        return -ENOMEM;
+    for (size_t i = 0; i < cap; i++) {
+        const char *e = os + i * kd->size;
+        if (!kd->used(e))
+            continue;
+        size_t j = kd->home(e, n - 1);
+        while (kd->used(ns + j * kd->size))
+            j = (j + 1) & (n - 1);
+        memcpy(ns + j * kd->size, e, kd->size);
+    }
+    free(*s);
+    *s = ns;
+    *mask = n - 1;
+    return 0;
+}
+
+/* Empties slot i and moves the later entries of its probe chain back. */
+static inline void oa_remove(void *s, size_t mask, size_t i, const struct oa_kind *kd)
+{
+    char *b = s;
+    memset(b + i * kd->size, 0, kd->size);
+    for (size_t j = (i + 1) & mask; kd->used(b + j * kd->size); j = (j + 1) & mask) {
+        size_t k = kd->home(b + j * kd->size, mask);
+        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+            memcpy(b + i * kd->size, b + j * kd->size, kd->size);
+            memset(b + j * kd->size, 0, kd->size);
+            i = j;
+        }
+    }
+}
+
 struct pslot {                     /* key and value side by side: one miss  */
     uint64_t key;                  /* page + 1; 0 = empty                   */
     uint64_t occ;
@@ -1135,29 +1185,23 @@ static inline size_t hm_slot(uint64_t size, uint32_t heap, size_t mask)
     return (size_t)(((size ^ (uint64_t)heap << 40) * 0x9e3779b97f4a7c15ull) >> 24) & mask;
 }
 
+static size_t hm_home(const void *slot, size_t mask)
+{
+    const struct hcount *c = slot;
+    return hm_slot(c->size, c->heap, mask);
+}
+
+static int hm_used(const void *slot)
+{
+    return ((const struct hcount *)slot)->n != 0;
+}
+
+static const struct oa_kind hm_kind = { sizeof(struct hcount), hm_home, hm_used };
+
 /* Room for k more sizes. */
 static int hm_reserve(struct hmap *m, size_t k)
 {
-    if (m->s && (m->count + k) * 2 <= m->mask + 1)
-        return 0;
-    size_t n = m->s ? (m->mask + 1) * 2 : 1024;
-    while ((m->count + k) * 2 > n)
-        n *= 2;
-    struct hcount *s = calloc(n, sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    for (size_t i = 0; m->s && i <= m->mask; i++) {
-        if (!m->s[i].n)
-            continue;
-        size_t j = hm_slot(m->s[i].size, m->s[i].heap, n - 1);
-        while (s[j].n)
-            j = (j + 1) & (n - 1);
-        s[j] = m->s[i];
-    }
-    free(m->s);
-    m->s = s;
-    m->mask = n - 1;
-    return 0;
+    return oa_reserve((void **)&m->s, &m->mask, m->count, k, &hm_kind);
 }
 
 /* One more (sign > 0) or one fewer hole of `size` in heap `heap`: 1 when
@@ -1177,17 +1221,8 @@ static int hm_count(struct hmap *m, uint32_t heap, uint64_t size, int sign)
     }
     if (!m->s[i].n || --m->s[i].n)
         return 0;
-    /* the last one: backward-shift deletion keeps probe chains whole */
-    m->count--;
-    for (size_t j = (i + 1) & m->mask; m->s[j].n; j = (j + 1) & m->mask) {
-        size_t k = hm_slot(m->s[j].size, m->s[j].heap, m->mask);
-        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-            m->s[i] = m->s[j];
-            m->s[j].n = 0;
-            i = j;
-        }
-    }
-    m->s[i].n = 0;
+    m->count--;                    /* the last one */
+    oa_remove(m->s, m->mask, i, &hm_kind);
     return -1;
 }
 
@@ -1415,28 +1450,21 @@ static inline size_t pslot(uint64_t k, size_t mask)
     return (size_t)((k * 0x9e3779b97f4a7c15ull) >> 20) & mask;
 }
 
+static size_t pm_home(const void *slot, size_t mask)
+{
+    return pslot(((const struct pslot *)slot)->key, mask);
+}
+
+static int pm_used(const void *slot)
+{
+    return ((const struct pslot *)slot)->key != 0;
+}
+
+static const struct oa_kind pm_kind = { sizeof(struct pslot), pm_home, pm_used };
+
 static int pmap_reserve(struct pmap *m, size_t k)
 {
-    if ((m->count + k) * 2 <= m->mask + 1)
-        return 0;
-    size_t n = (m->mask + 1) * 2;
-    while ((m->count + k) * 2 > n)
-        n *= 2;
-    struct pslot *s = calloc(n, sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    for (size_t i = 0; i <= m->mask; i++) {
-        if (!m->s[i].key)
-            continue;
-        size_t j = pslot(m->s[i].key, n - 1);
-        while (s[j].key)
-            j = (j + 1) & (n - 1);
-        s[j] = m->s[i];
-    }
-    free(m->s);
-    m->s = s;
-    m->mask = n - 1;
-    return 0;
+    return oa_reserve((void **)&m->s, &m->mask, m->count, k, &pm_kind);
 }
 
 /* What a page with raw occupancy `occ` adds to the page numbers. */
@@ -1482,18 +1510,8 @@ static void pm_edge(void *arg, uint64_t page, size_t i, uint64_t ov)
     page_count(t, m->s[s].occ, 1);
     if (m->s[s].occ)
         return;
-    /* empty: backward-shift deletion keeps probe chains whole */
-    size_t i0 = s;
-    m->s[i0].key = 0;
-    m->count--;
-    for (size_t j = (i0 + 1) & m->mask; m->s[j].key; j = (j + 1) & m->mask) {
-        size_t h = pslot(m->s[j].key, m->mask);
-        if ((j > i0 && (h <= i0 || h > j)) || (j < i0 && (h <= i0 && h > j))) {
-            m->s[i0] = m->s[j];
-            m->s[j].key = 0;
-            i0 = j;
-        }
-    }
+    m->count--;                    /* empty */
+    oa_remove(m->s, m->mask, s, &pm_kind);
 }
 
 static void block_pages_edit(struct fragtrack *t, uint64_t addr, uint64_t usable, int sign)

@@ -45,10 +45,7 @@ int vh_stacks__new(sqlite3 *db, int64_t max_depth, struct vh_stacks **out)
                            " FROM up JOIN frames f ON f.id = up.frame_id"
                            " LEFT JOIN modules m ON m.id = f.module_id ORDER BY up.idx",
                            -1, &s->frames, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db,
-                           "SELECT function, file, line FROM frame_inlines"
-                           " WHERE frame_id = ?1 ORDER BY depth",
-                           -1, &s->inlines, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, VH_SQL_FRAME_INLINES, -1, &s->inlines, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "SELECT truncated FROM stacks WHERE id = ?1", -1, &s->trunc,
                            NULL) != SQLITE_OK)
         goto out;

@@ -1,7 +1,7 @@
 /* chart.c — the drawing behind `chart` and `series --svg` (chart.h):
  * memory over time as a stacked area of the top stacks with RSS and marks,
  * and a second chart of allocator calls per interval (render/svg.h). The
- * numbers come from cmd/series.c (query/series.h); this file only draws. */
+ * numbers come from query/series.c (query/series.h); this file only draws. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -208,7 +208,7 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
         sub = vh_xasprintf("live bytes at the end of every %s%s, by the top %zu of %zu stacks "
                         "ranked by %s; highest %s at %.3f s",
                         dur, s->per_event ? " (from single events)" : "", s->ntop, s->nstacks,
-                        s->measure_what, peak, (double)top_t / 1e9);
+                        s->by->what, peak, (double)top_t / 1e9);
     else
         sub = vh_xasprintf("live bytes at the end of every %s; highest %s at %.3f s", dur, peak,
                         (double)top_t / 1e9);
@@ -224,16 +224,16 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
     for (size_t k = 0; k < s->ntop; k++) {
         const struct vh_series_top *t = &s->tops[k];
         char m[32];
-        if (s->measure_bytes)
+        if (s->by->bytes)
             si_bytes((uint64_t)t->measure, m, sizeof m);
         else
             snprintf(m, sizeof m, "%" PRId64, t->measure);
         free(note);
         free(tip);
-        note = vh_xasprintf("%s %s%s%s%s%s", s->measure_legend, m, t->where ? " \xc2\xb7 " : "",
+        note = vh_xasprintf("%s %s%s%s%s%s", s->by->legend, m, t->where ? " \xc2\xb7 " : "",
                          t->where ? t->where : "", s->nheaps > 1 ? " \xc2\xb7 " : "",
                          s->nheaps > 1 ? t->heap : "");
-        tip = vh_xasprintf("#%zu %s (%s %s)\n%s", k + 1, t->name, s->measure_legend, m,
+        tip = vh_xasprintf("#%zu %s (%s %s)\n%s", k + 1, t->name, s->by->legend, m,
                         t->text ? t->text : "");
         if (!note || !tip) {
             rc = -ENOMEM;

@@ -12,6 +12,7 @@
 #include "analyze/report/frag_map.h"
 #include "analyze/render/output.h"
 #include "analyze/render/svg.h"
+#include "analyze/util/cmp.h"
 
 #define COLS 512                  /* cells per row                           */
 #define CELL 2                    /* pixels per cell                         */
@@ -87,15 +88,7 @@ static void acc_add(struct acc *a, uint64_t cell, uint8_t key, uint64_t bytes)
 /* The first block ending after `at`. */
 static size_t first_after(const struct frag_map *m, uint64_t at)
 {
-    size_t lo = 0, hi = m->nblocks;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->blocks[mid].addr + m->blocks[mid].usable <= at)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return VH_PARTITION_POINT(i, m->nblocks, m->blocks[i].addr + m->blocks[i].usable <= at);
 }
 
 /* Splits a region at its holes of at least `big` bytes. */
@@ -201,7 +194,7 @@ static int by_span(const void *x, const void *y)
 static int by_addr(const void *x, const void *y)
 {
     const struct band *a = x, *b = y;
-    return (a->r->lo > b->r->lo) - (a->r->lo < b->r->lo);
+    return vh_cmp(a->r->lo, b->r->lo);
 }
 
 static double band_height(const struct band *bd)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "analyze/query/frag.h"
+#include "analyze/query/frag_run.h"
 
 struct frag_map_key {
     const char *label;            /* legend text                             */
@@ -35,5 +36,11 @@ struct frag_map {
 
 /* Writes the SVG document to `path` (replacing it). 0, -EINVAL or -errno. */
 int frag_map__write(const struct frag_map *m, const char *path);
+
+/* The map of moment `m` of `run` (frag_heap_map.c): its first heap with a
+ * region, coloured by allocating stack or, with by_age, by age; written to
+ * `path`, said on stderr. 0 or -errno, printed as run->cmd's. */
+int frag_map__moment(const struct frag_run *run, const struct frag_moment *m, int by_age,
+                     const char *path);
 
 #endif

@@ -50,6 +50,11 @@ int db__default_path(const char *capture, char *out, size_t outlen);
     " UNION ALL SELECT n.id, n.parent, n.frame_id, up.idx + 1"                              \
     " FROM up JOIN stack_nodes n ON n.id = up.parent AND n.id < up.id) "
 
+/* The functions inlined into the frame whose id is ?1, innermost first:
+ * (function, file, line) rows. */
+#define VH_SQL_FRAME_INLINES \
+    "SELECT function, file, line FROM frame_inlines WHERE frame_id = ?1 ORDER BY depth"
+
 /* One integer from meta, or `dflt` when the key is missing or not a number. */
 long long db__meta_int(sqlite3 *db, const char *key, long long dflt);
 

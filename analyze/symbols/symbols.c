@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyze/util/cmp.h"
 #include "analyze/util/diag.h"
 #include "analyze/symbols/demangle.h"
 #include "analyze/symbols/symbols.h"
@@ -225,14 +226,7 @@ static int group_files(struct resolver *r)
 
 static struct sym_module *find_module(struct resolver *r, int64_t id)
 {
-    size_t lo = 0, hi = r->nmods;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->mods[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = VH_PARTITION_POINT(i, r->nmods, r->mods[i].id < id);
     return lo < r->nmods && r->mods[lo].id == id ? &r->mods[lo] : NULL;
 }
 
@@ -279,9 +273,7 @@ out:
 static int by_address(const void *a, const void *b)
 {
     const struct work *x = a, *y = b;
-    if (x->file != y->file)
-        return x->file < y->file ? -1 : 1;
-    return (x->offset > y->offset) - (x->offset < y->offset);
+    return vh_cmp2((uintptr_t)x->file, (uintptr_t)y->file, x->offset, y->offset);
 }
 
 /* ---- the Dwfl session ---------------------------------------------------- */
@@ -714,14 +706,7 @@ static const char *symbol_at(struct sym_file *f, Dwarf_Addr pc)
 {
     if (!f->syms_loaded && load_syms(f) < 0)
         return NULL;
-    size_t lo = 0, hi = f->nsyms;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (f->syms[mid].addr <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = VH_PARTITION_POINT(i, f->nsyms, f->syms[i].addr <= pc);
     if (!lo)
         return NULL;
     /* lo - 1 is the last symbol at or below pc; the best-ranked symbol at
@@ -809,9 +794,7 @@ static int index_walk(struct cu_fns *ix, Dwarf_Die *parent, unsigned depth)
 static int by_lo(const void *a, const void *b)
 {
     const struct fn_range *x = a, *y = b;
-    if (x->lo != y->lo)
-        return x->lo < y->lo ? -1 : 1;
-    return (x->off > y->off) - (x->off < y->off);
+    return vh_cmp2(x->lo, y->lo, x->off, y->off);
 }
 
 static struct cu_fns *cu_index(struct resolver *r, Dwarf_Die *cu)
@@ -884,14 +867,7 @@ static int fast_chain(struct resolver *r, Dwarf_Die *cu, Dwarf_Addr dpc)
         return -ENOMEM;
     /* The last range starting at or before dpc, looking back a little in
      * case ranges overlap (nested or split functions). */
-    size_t lo = 0, hi = ix->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ix->r[mid].lo <= dpc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = VH_PARTITION_POINT(i, ix->n, ix->r[i].lo <= dpc);
     /* Among aliases at one address (the assembler makes a DIE per symbol)
      * the first DIE wins, as with dwarf_getscopes. */
     const struct fn_range *hit = NULL;
@@ -956,7 +932,7 @@ static int slow_chain(struct resolver *r, Dwarf_Die *cu, Dwarf_Addr dpc)
 static int cu_range_order(const void *a, const void *b)
 {
     const struct cu_range *x = a, *y = b;
-    return (x->lo > y->lo) - (x->lo < y->lo);
+    return vh_cmp(x->lo, y->lo);
 }
 
 static int load_cu_ranges(struct sym_file *f)
@@ -1004,14 +980,7 @@ static Dwarf_Die *cu_by_ranges(struct sym_file *f, Dwarf_Addr pc, Dwarf_Addr *dw
     if (!f->ncus || !dwfl_module_getdwarf(f->mod, dwbias))
         return NULL;
     Dwarf_Addr dpc = pc - *dwbias;
-    size_t lo = 0, hi = f->ncus;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (f->cus[mid].lo <= dpc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = VH_PARTITION_POINT(i, f->ncus, f->cus[i].lo <= dpc);
     for (size_t i = lo, k = 0; i > 0 && k < 8; i--, k++)
         if (f->cus[i - 1].lo <= dpc && dpc < f->cus[i - 1].hi)
             return &f->cus[i - 1].cu;

@@ -1,5 +1,6 @@
 /* util/fmt.c — formatted and growing strings (fmt.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,4 +65,27 @@ void out_buf__printf(struct out_buf *b, const char *fmt, ...)
     if (out__vprint(out_buf__sink, b, fmt, ap) == -ENOMEM)
         b->oom = 1;
     va_end(ap);
+}
+
+void vh_fmt_duration(uint64_t ns, char *buf, size_t len)
+{
+    static const struct { uint64_t div; const char *unit; } u[] = {
+        { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "\xc2\xb5s" }, { 1, "ns" },
+    };
+    for (size_t i = 0; i < 4; i++) {
+        if (ns >= u[i].div || i == 3) {
+            snprintf(buf, len, "%.*f %s", ns % u[i].div ? 1 : 0, (double)ns / (double)u[i].div,
+                     u[i].unit);
+            return;
+        }
+    }
+}
+
+void vh_fmt_secs(uint64_t ns, int dec, char *buf, size_t len)
+{
+    uint64_t div = 1;
+    for (int i = dec; i < 9; i++)
+        div *= 10;
+    snprintf(buf, len, "%" PRIu64 ".%0*" PRIu64 "s", ns / 1000000000u, dec,
+             (ns % 1000000000u) / div);
 }

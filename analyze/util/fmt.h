@@ -1,16 +1,24 @@
 /* util/fmt.h — formatted and growing strings: printf into a new string
  * (the labels and titles charts compose), a string that grows as it is
  * written (cell text, exported lines, the loader's argv JSON), and printf
- * into any sink. (The out_ names are the renderer's, where they began.) */
+ * into any sink; durations as people read them. (The out_ names are the renderer's, where they began.) */
 #ifndef VHEAP_FMT_H
 #define VHEAP_FMT_H
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The formatted text, malloc'd (the caller frees it), or NULL when out of
  * memory. */
 char *vh_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A duration for people: "5 ms", "250 µs", "1.5 s" (one decimal when not
+ * whole). */
+void vh_fmt_duration(uint64_t ns, char *buf, size_t len);
+
+/* Seconds with `dec` decimals (0..9), cut, not rounded: "1.250s". */
+void vh_fmt_secs(uint64_t ns, int dec, char *buf, size_t len);
 
 /* A growing string. Appending never fails loudly: on ENOMEM `oom` is set
  * and later appends do nothing, so a caller checks once at the end. `p` is

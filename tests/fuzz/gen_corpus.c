@@ -37,13 +37,29 @@ static const uint8_t build_id[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6,
                                       7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 
 /* The records a program start writes: THREAD, the main module, libc. */
+/* The program and libc, loaded at t and t + 1. */
+static void modules(struct capb *b, uint32_t ch, uint64_t t)
+{
+    capb__module(b, ch, t, 0, 0x400000, 0x405000, build_id, 20, "/usr/bin/prog",
+                 VH_RF_MAIN_EXE);
+    capb__module(b, ch, t + 1, 0x7f0000000000, 0x7f0000000000, 0x7f00001f0000, build_id, 20,
+                 "/lib/x86_64-linux-gnu/libc.so.6", 0);
+}
+
+/* Thread `tid` at t, then the modules. */
 static void prologue(struct capb *b, uint32_t ch, uint64_t t, uint32_t tid)
 {
     capb__thread(b, ch, t, tid);
-    capb__module(b, ch, t + 1, 0, 0x400000, 0x405000, build_id, 20, "/usr/bin/prog",
-                 VH_RF_MAIN_EXE);
-    capb__module(b, ch, t + 2, 0x7f0000000000, 0x7f0000000000, 0x7f00001f0000, build_id, 20,
-                 "/lib/x86_64-linux-gnu/libc.so.6", 0);
+    modules(b, ch, t + 1);
+}
+
+/* A capture of the current format begun by thread 1 at 1 and the modules:
+ * its chunk. */
+static uint32_t start(struct capb *b)
+{
+    uint32_t ch = capb__start(b, 1, 1);
+    modules(b, ch, 2);
+    return ch;
 }
 
 static void seed_minimal(uint32_t version, const char *name)
@@ -138,9 +154,7 @@ static void seed_every_type(uint32_t version, const char *name)
 static void seed_compact_edges(void)
 {
     struct capb b;
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__alloc_ex(&b, ch, VH_REC_ALLOC, UINT64_MAX / 2,
                    &(struct capb_alloc){ .addr = UINT64_MAX, .size = UINT64_MAX,
                                          .usable = UINT64_MAX, .stack = UINT32_MAX,
@@ -190,9 +204,7 @@ static void seed_damage(void)
     uint64_t off;
 
     /* bad record in the middle: unknown fixed type, then good chunk */
-    capb__init(&b, 0);
-    ch = capb__chunk(&b);
-    prologue(&b, ch, 1, 1);
+    ch = start(&b);
     capb__alloc(&b, ch, 5, 0x1000, 10, 16, 0);
     off = capb__alloc(&b, ch, 6, 0x2000, 10, 16, 0);
     ((struct vh_rec_hdr *)capb__at(&b, off))->type = 0x3f;
@@ -202,9 +214,7 @@ static void seed_damage(void)
     save(&b, "damage_unknown_type.vhcap", 0);
 
     /* time goes backwards; duplicate stack id with other frames */
-    capb__init(&b, 0);
-    ch = capb__chunk(&b);
-    prologue(&b, ch, 1, 1);
+    ch = start(&b);
     capb__stack(&b, ch, 5, 1, frames, 3, 0);
     capb__stack(&b, ch, 6, 1, frames + 1, 3, 0);
     capb__alloc(&b, ch, 9, 0x1000, 10, 16, 1);
@@ -213,9 +223,7 @@ static void seed_damage(void)
 
     /* malformed compact records: a varint of 11 bytes; a struct record
      * without its PAD; a chunk without header below chunks_claimed */
-    capb__init(&b, 0);
-    ch = capb__chunk(&b);
-    prologue(&b, ch, 1, 1);
+    ch = start(&b);
     capb__alloc(&b, ch, 5, 0x1000, 10, 16, 0);
     capb__bytes(&b, ch, "\x02\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x05", 14);
     ch = capb__chunk(&b);
@@ -232,9 +240,7 @@ static void seed_damage(void)
     save(&b, "damage_compact.vhcap", 0);
 
     /* used past the chunk end, a bad chunk header, a zero-length record */
-    capb__init(&b, 0);
-    ch = capb__chunk(&b);
-    prologue(&b, ch, 1, 1);
+    ch = start(&b);
     capb__set_used(&b, ch, 3 * CAPB_DEFAULT_CHUNK);
     ch = capb__chunk(&b);
     capb__thread(&b, ch, 2, 2);
@@ -246,9 +252,7 @@ static void seed_damage(void)
     save(&b, "damage_chunks.vhcap", 0);
 
     /* the file cut in the middle of a record, header claims more chunks */
-    capb__init(&b, 0);
-    ch = capb__chunk(&b);
-    prologue(&b, ch, 1, 1);
+    ch = start(&b);
     for (uint64_t i = 0; i < 30; i++)
         capb__alloc(&b, ch, 10 + i, 0x1000 + 16 * i, 8, 16, 0);
     capb__header(&b)->chunks_claimed = 9;

@@ -15,16 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testprog.h"
+
 #define RING 512
 
-static uint64_t rnd = 88172645463325252ull;
-static uint64_t next(void)
-{
-    rnd ^= rnd << 13;
-    rnd ^= rnd >> 7;
-    rnd ^= rnd << 17;
-    return rnd;
-}
+static uint64_t rnd = 88172645463325252ull;   /* tp_rand's state */
 
 struct tally {
     const char *name;
@@ -62,27 +57,27 @@ static __attribute__((noinline)) void cache_fill(void **cache, int n)
 
 static __attribute__((noinline)) void churn_tiny(void)
 {
-    keep(take(&t_tiny, 16 + next() % 48));
+    keep(take(&t_tiny, 16 + tp_rand(&rnd) % 48));
 }
 
 static __attribute__((noinline)) void churn_small(void)
 {
-    keep(take(&t_small, 16 + next() % 240));
+    keep(take(&t_small, 16 + tp_rand(&rnd) % 240));
 }
 
 static __attribute__((noinline)) void churn_mid(void)
 {
-    keep(take(&t_mid, 256 + next() % 3840));
+    keep(take(&t_mid, 256 + tp_rand(&rnd) % 3840));
 }
 
 static __attribute__((noinline)) void churn_big(void)
 {
-    keep(take(&t_big, 4096 + next() % 28672));
+    keep(take(&t_big, 4096 + tp_rand(&rnd) % 28672));
 }
 
 static __attribute__((noinline)) void *leak_slowly(void)
 {
-    return take(&t_leak, 1000 + next() % 1000);
+    return take(&t_leak, 1000 + tp_rand(&rnd) % 1000);
 }
 
 int main(int argc, char **argv)

@@ -21,7 +21,8 @@ struct block {
 };
 
 struct counts {
-    unsigned long allocs, frees, resizes, bytes, live_blocks, live_bytes, calls;
+    struct tp_tally t;
+    unsigned long calls;
 };
 
 static int nthreads;
@@ -31,14 +32,6 @@ static struct counts counts[MAX_THREADS];
 static struct block exchange[MAX_THREADS];
 static pthread_mutex_t exchange_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct block kept[MAX_THREADS];
-
-static uint64_t rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
 
 /* Blocks are 2 bytes or more: first and last byte differ. */
 static void fill(struct block *b)
@@ -62,7 +55,7 @@ USER static void release(struct counts *c, struct block *b, uint64_t how)
         dallocx(b->p, MALLOCX_LG_ALIGN(b->lg));
     else
         free(b->p);
-    c->frees++;
+    c->t.frees++;
     b->p = NULL;
 }
 
@@ -74,12 +67,12 @@ USER static void *worker(void *arg)
     memset(held, 0, sizeof held);
     uint64_t s = 0x2545f4914f6cdd1dull * (uint64_t)(me + 1);
     for (unsigned long r = 0; r < rounds; r++) {
-        struct block *b = &held[rnd(&s) % HELD];
-        uint64_t op = rnd(&s) % 100;
+        struct block *b = &held[tp_rand(&s) % HELD];
+        uint64_t op = tp_rand(&s) % 100;
         c->calls++;
         if (!b->p) {
-            size_t size = 2 + rnd(&s) % (op < 90 ? 3000 : 100000);
-            int lg = (int)(rnd(&s) % 13);          /* alignment 1 .. 4096 */
+            size_t size = 2 + tp_rand(&s) % (op < 90 ? 3000 : 100000);
+            int lg = (int)(tp_rand(&s) % 13);          /* alignment 1 .. 4096 */
             if (op < 50) {
                 int zero = op < 20;
                 b->p = mallocx(size, MALLOCX_LG_ALIGN(lg) | (zero ? MALLOCX_ZERO : 0));
@@ -98,12 +91,11 @@ USER static void *worker(void *arg)
             b->lg = lg;
             TP_CHECK(b->p && sallocx(b->p, 0) >= size);
             b->size = size;
-            c->allocs++;
-            c->bytes += size;
+            tp_tally_alloc(&c->t, size);
             fill(b);
         } else if (op < 30) {
             /* rallocx: may move; the old contents follow. */
-            size_t size = 2 + rnd(&s) % 20000;
+            size_t size = 2 + tp_rand(&s) % 20000;
             unsigned char first = b->p[0];
             unsigned char *old = b->p;
             unsigned char *q = (op < 15) ? rallocx(b->p, size, MALLOCX_LG_ALIGN(b->lg))
@@ -112,31 +104,25 @@ USER static void *worker(void *arg)
             if (op >= 15)
                 b->lg = 0;         /* realloc keeps no alignment */
             TP_CHECK((uintptr_t)q % ((uintptr_t)1 << b->lg) == 0);
-            if (q == old) {
-                c->resizes++;
-            } else {
-                c->frees++;
-                c->allocs++;
-                c->bytes += size;
-            }
+            tp_tally_realloc(&c->t, old, q, size);
             b->p = q;
             b->size = size;
             fill(b);
         } else if (op < 45) {
             /* xallocx: in place only; below `size` means it could not. */
             check(b);
-            size_t size = b->size + rnd(&s) % 64;
+            size_t size = b->size + tp_rand(&s) % 64;
             size_t got = xallocx(b->p, size, 0, MALLOCX_LG_ALIGN(b->lg));
             TP_CHECK(got == sallocx(b->p, MALLOCX_LG_ALIGN(b->lg)));
             if (got >= size) {
                 b->size = size;
-                c->resizes++;
+                c->t.resizes++;
                 fill(b);
             }
         } else if (op < 60) {
             /* Swap with the exchange slot of another thread: what we take
              * out, we free here. */
-            int to = (int)(rnd(&s) % (uint64_t)nthreads);
+            int to = (int)(tp_rand(&s) % (uint64_t)nthreads);
             struct block got;
             check(b);
             pthread_mutex_lock(&exchange_lock);
@@ -145,9 +131,9 @@ USER static void *worker(void *arg)
             pthread_mutex_unlock(&exchange_lock);
             b->p = NULL;
             if (got.p)
-                release(c, &got, rnd(&s));
+                release(c, &got, tp_rand(&s));
         } else {
-            release(c, b, rnd(&s));
+            release(c, b, tp_rand(&s));
         }
     }
     for (int i = 0; i < HELD; i++) {
@@ -155,8 +141,8 @@ USER static void *worker(void *arg)
             continue;
         if (!kept[me].p) {
             kept[me] = held[i];    /* one block left live on purpose */
-            c->live_blocks++;
-            c->live_bytes += held[i].size;
+            c->t.live_blocks++;
+            c->t.live_bytes += held[i].size;
         } else {
             release(c, &held[i], (uint64_t)i);
         }
@@ -182,18 +168,10 @@ int main(int argc, char **argv)
             release(&t, &exchange[i], 0);
     }
     for (int i = 0; i < nthreads; i++) {
-        t.allocs += counts[i].allocs;
-        t.frees += counts[i].frees;
-        t.resizes += counts[i].resizes;
-        t.bytes += counts[i].bytes;
-        t.live_blocks += counts[i].live_blocks;
-        t.live_bytes += counts[i].live_bytes;
+        tp_tally_add(&t.t, &counts[i].t);
         t.calls += counts[i].calls;
     }
-    TP_CHECK(t.allocs == t.frees + t.live_blocks);
     printf("result threads=%d rounds=%lu calls=%lu ok\n", nthreads, rounds, t.calls);
-    printf("expect allocs=%lu failed=0 frees=%lu resizes=%lu bytes=%lu live_blocks=%lu "
-           "live_bytes=%lu\n",
-           t.allocs, t.frees, t.resizes, t.bytes, t.live_blocks, t.live_bytes);
+    tp_tally_expect(&t.t);
     return 0;
 }

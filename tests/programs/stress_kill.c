@@ -28,14 +28,6 @@ static void say(const char *buf, int n)
         _exit(4);
 }
 
-static uint64_t rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 USER static void *worker(void *arg)
 {
     uint64_t s = (uint64_t)(uintptr_t)arg;
@@ -44,9 +36,9 @@ USER static void *worker(void *arg)
     int tid = gettid();
     pthread_barrier_wait(&start);
     for (;;) {
-        unsigned k = (unsigned)(rnd(&s) % HELD);
-        unsigned op = (unsigned)(rnd(&s) % 10);
-        size_t size = 8 + rnd(&s) % (op == 9 ? 200000 : 2000);
+        unsigned k = (unsigned)(tp_rand(&s) % HELD);
+        unsigned op = (unsigned)(tp_rand(&s) % 10);
+        size_t size = 8 + tp_rand(&s) % (op == 9 ? 200000 : 2000);
         if (!held[k]) {
             if (op < 6) {
                 held[k] = malloc(size);
@@ -121,14 +113,14 @@ int main(int argc, char **argv)
     uint64_t seed = strtoull(argv[2], NULL, 10) * 0x9e3779b97f4a7c15ull + 1;
     static struct death d;
     d.how = argv[1];
-    d.after = 500 + rnd(&seed) % 20000;
+    d.after = 500 + tp_rand(&seed) % 20000;
     char line[96];
     say(line, snprintf(line, sizeof line, "user lo=%p hi=%p\n", (void *)__start_tp_user,
                        (void *)__stop_tp_user));
     pthread_t th;
     TP_CHECK(pthread_barrier_init(&start, NULL, WORKERS) == 0);
     for (int i = 0; i < WORKERS; i++)
-        TP_CHECK(pthread_create(&th, NULL, worker, (void *)(uintptr_t)(rnd(&seed) | 1)) == 0);
+        TP_CHECK(pthread_create(&th, NULL, worker, (void *)(uintptr_t)(tp_rand(&seed) | 1)) == 0);
     TP_CHECK(pthread_create(&th, NULL, reaper, &d) == 0);
     pthread_join(th, NULL);        /* never returns: the reaper ends us */
     return 6;

@@ -58,14 +58,6 @@ USER static void on_segv(int sig, siginfo_t *si, void *ctx)
     }
 }
 
-static uint64_t rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 /* The slot in the arena where block i of a round lives. */
 struct slot {
     void *p;
@@ -82,14 +74,14 @@ USER static void round_trip(unsigned r, uint64_t *seed)
     unsigned n = 200 + r % 50;
     struct slot *slots[256];
     for (unsigned i = 0; i < n; i++) {
-        size_t size = 48 + rnd(seed) % 2000;
+        size_t size = 48 + tp_rand(seed) % 2000;
         unsigned char *p = malloc(size);
         TP_CHECK(p);
         tp_alloc("malloc", p, size, malloc_usable_size(p), NULL);
         memset(p, (int)(i & 0xff), size);
         /* A page of the arena: the store faults the first time. */
-        size_t page = rnd(seed) % ARENA_PAGES;
-        size_t off = (rnd(seed) % (PAGE / sizeof(struct slot) - 1)) * sizeof(struct slot);
+        size_t page = tp_rand(seed) % ARENA_PAGES;
+        size_t off = (tp_rand(seed) % (PAGE / sizeof(struct slot) - 1)) * sizeof(struct slot);
         struct slot *s = (struct slot *)(arena + page * PAGE + off);
         memcpy(s->copy, p, sizeof s->copy);   /* may fault inside libc */
         s->p = p;                  /* or here */

@@ -34,8 +34,8 @@ struct mailbox {
  * rest depends on the allocator (a realloc may move or not) and timing. */
 struct counts {
     unsigned long calls[6];        /* malloc calloc realloc memalign free send */
-    unsigned long allocs, frees, resizes, bytes;
-    unsigned long live_blocks, live_bytes, received;
+    struct tp_tally t;
+    unsigned long received;
 };
 
 static int nthreads;
@@ -44,14 +44,6 @@ static double seconds;
 static struct mailbox boxes[MAX_THREADS];
 static struct counts counts[MAX_THREADS];
 static struct block kept[MAX_THREADS * KEEP];
-
-static uint64_t next_rand(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
 
 static unsigned char pattern(uint32_t serial, size_t i)
 {
@@ -79,19 +71,19 @@ static void check(const struct block *b, size_t upto)
 
 static size_t pick_size(uint64_t *s)
 {
-    uint64_t r = next_rand(s) % 1000;
+    uint64_t r = tp_rand(s) % 1000;
     if (r < 850)
-        return 1 + next_rand(s) % 512;
+        return 1 + tp_rand(s) % 512;
     if (r < 995)
-        return 513 + next_rand(s) % 16000;
-    return 65536 + next_rand(s) % 300000;  /* past the mmap threshold */
+        return 513 + tp_rand(s) % 16000;
+    return 65536 + tp_rand(s) % 300000;  /* past the mmap threshold */
 }
 
 USER static void drop(struct counts *c, struct block *b)
 {
     check(b, b->size);
     free(b->p);
-    c->frees++;
+    c->t.frees++;
     c->calls[4]++;
     b->p = NULL;
 }
@@ -129,8 +121,8 @@ USER static void *worker(void *arg)
         } else if (round >= rounds) {
             break;
         }
-        struct block *b = &held[next_rand(&seed) % HELD];
-        uint64_t op = next_rand(&seed) % 100;
+        struct block *b = &held[tp_rand(&seed) % HELD];
+        uint64_t op = tp_rand(&seed) % 100;
         if (b->p && op < 25) {
             drop(c, b);
         } else if (b->p && op < 40) {
@@ -142,19 +134,13 @@ USER static void *worker(void *arg)
             TP_CHECK(q);
             b->p = q;
             check(b, size < b->size ? size : b->size);
-            if (q == old) {
-                c->resizes++;
-            } else {
-                c->frees++;
-                c->allocs++;
-                c->bytes += size;
-            }
+            tp_tally_realloc(&c->t, old, q, size);
             b->size = size;
             b->serial = ++serial;
             fill(b);
         } else if (b->p && op < 55) {
             /* Hand the block to another thread, which frees it. */
-            int to = (int)(next_rand(&seed) % (uint64_t)nthreads);
+            int to = (int)(tp_rand(&seed) % (uint64_t)nthreads);
             struct mailbox *m = &boxes[to];
             check(b, b->size);
             c->calls[5]++;
@@ -171,7 +157,7 @@ USER static void *worker(void *arg)
             if (b->p)
                 drop(c, b);
             size_t size = pick_size(&seed);
-            uint64_t how = next_rand(&seed) % 10;
+            uint64_t how = tp_rand(&seed) % 10;
             if (how < 6) {
                 b->p = malloc(size);
                 c->calls[0]++;
@@ -184,7 +170,7 @@ USER static void *worker(void *arg)
                     TP_CHECK(b->p[i] == 0);
                 size = n * 16;
             } else {
-                size_t align = (size_t)16 << (next_rand(&seed) % 9);   /* 16..4096 */
+                size_t align = (size_t)16 << (tp_rand(&seed) % 9);   /* 16..4096 */
                 void *p = NULL;
                 if (how == 8) {
                     TP_CHECK(posix_memalign(&p, align, size) == 0);
@@ -198,8 +184,7 @@ USER static void *worker(void *arg)
             }
             TP_CHECK(b->p);
             TP_CHECK(malloc_usable_size(b->p) >= size);
-            c->allocs++;
-            c->bytes += size;
+            tp_tally_alloc(&c->t, size);
             b->size = size;
             b->serial = ++serial;
             fill(b);
@@ -214,8 +199,8 @@ USER static void *worker(void *arg)
             continue;
         if (kept_n < KEEP) {
             kept[me * KEEP + kept_n++] = held[i];
-            c->live_blocks++;
-            c->live_bytes += held[i].size;
+            c->t.live_blocks++;
+            c->t.live_bytes += held[i].size;
         } else {
             drop(c, &held[i]);
         }
@@ -261,16 +246,10 @@ int main(int argc, char **argv)
         struct counts *c = &counts[i];
         for (int k = 0; k < 6; k++)
             total.calls[k] += c->calls[k];
-        total.allocs += c->allocs;
-        total.frees += c->frees;
-        total.resizes += c->resizes;
-        total.bytes += c->bytes;
-        total.live_blocks += c->live_blocks;
-        total.live_bytes += c->live_bytes;
+        tp_tally_add(&total.t, &c->t);
         total.received += c->received;
     }
     unsigned long sent = total.calls[5];
-    TP_CHECK(total.allocs == total.frees + total.live_blocks);
     if (seconds > 0)
         printf("result threads=%d seconds=%g ok\n", nthreads, seconds);
     else
@@ -278,9 +257,6 @@ int main(int argc, char **argv)
                "handed_or_freed=%lu ok\n",
                nthreads, rounds, total.calls[0], total.calls[1], total.calls[2], total.calls[3],
                sent);
-    printf("expect allocs=%lu failed=0 frees=%lu resizes=%lu bytes=%lu live_blocks=%lu "
-           "live_bytes=%lu\n",
-           total.allocs, total.frees, total.resizes, total.bytes, total.live_blocks,
-           total.live_bytes);
+    tp_tally_expect(&total.t);
     return 0;
 }

@@ -259,6 +259,16 @@ template <class T> static inline void tp_delete_array(const char *func, T *p)
         }                                                                      \
     } while (0)
 
+/* xorshift64: a program's reproducible pseudo-random numbers, from a
+ * nonzero seed *s (one per thread). */
+static inline uint64_t tp_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
 /* Runs fn in n threads at once, thread i given (void *)(first + i), and
  * waits for them all. */
 static inline void tp_run_threads(unsigned n, void *(*fn)(void *), uintptr_t first)
@@ -268,6 +278,53 @@ static inline void tp_run_threads(unsigned n, void *(*fn)(void *), uintptr_t fir
         TP_CHECK(pthread_create(&th[i], NULL, fn, (void *)(first + i)) == 0);
     for (unsigned i = 0; i < n; i++)
         TP_CHECK(pthread_join(th[i], NULL) == 0);
+}
+
+/* ---- a tally instead of the log ------------------------------------------
+ * The stress programs make too many calls for an ev line each: every
+ * thread keeps a tally of what it did, and the program prints one expect
+ * line from their sum. */
+struct tp_tally {
+    unsigned long allocs, frees, resizes, bytes, live_blocks, live_bytes;
+};
+
+static inline void tp_tally_alloc(struct tp_tally *t, size_t size)
+{
+    t->allocs++;
+    t->bytes += size;
+}
+
+/* A realloc of `old` that returned `q`, now `size` bytes: in place, a
+ * resize; moved, a free and an allocation (as vheap counts it). */
+static inline void tp_tally_realloc(struct tp_tally *t, const void *old, const void *q,
+                                    size_t size)
+{
+    if (q == old) {
+        t->resizes++;
+    } else {
+        t->frees++;
+        tp_tally_alloc(t, size);
+    }
+}
+
+static inline void tp_tally_add(struct tp_tally *sum, const struct tp_tally *t)
+{
+    sum->allocs += t->allocs;
+    sum->frees += t->frees;
+    sum->resizes += t->resizes;
+    sum->bytes += t->bytes;
+    sum->live_blocks += t->live_blocks;
+    sum->live_bytes += t->live_bytes;
+}
+
+/* Checks that every allocation is freed or live, and prints the expect
+ * line. */
+static inline void tp_tally_expect(const struct tp_tally *t)
+{
+    TP_CHECK(t->allocs == t->frees + t->live_blocks);
+    printf("expect allocs=%lu failed=0 frees=%lu resizes=%lu bytes=%lu live_blocks=%lu "
+           "live_bytes=%lu\n",
+           t->allocs, t->frees, t->resizes, t->bytes, t->live_blocks, t->live_bytes);
 }
 
 #endif

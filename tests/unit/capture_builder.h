@@ -7,7 +7,7 @@
  *   struct capb b;
  *   capb__init(&b, 0);                     // 4 KiB chunks
  *   uint32_t ch = capb__chunk(&b);
- *   capb__thread(&b, ch, 10, 1234);
+ *   capb__thread(&b, ch, 10, 1234);        // or all three: capb__start
  *   capb__stack(&b, ch, 11, 1, frames, 3, 0);
  *   capb__alloc(&b, ch, 12, 0x1000, 100, 112, 1);
  *   capb__write(&b, path);
@@ -270,6 +270,16 @@ static inline uint64_t capb__thread(struct capb *b, uint32_t chunk, uint64_t tim
     return capb__time_rec(b, chunk, VH_REC_THREAD, time, 0, tid);
 }
 
+/* How most captures start: 4 KiB chunks, one chunk claimed, and in it
+ * the THREAD record of thread `tid` at `time`. Returns the chunk. */
+static inline uint32_t capb__start(struct capb *b, uint64_t time, uint32_t tid)
+{
+    capb__init(b, 0);
+    uint32_t ch = capb__chunk(b);
+    capb__thread(b, ch, time, tid);
+    return ch;
+}
+
 static inline uint64_t capb__thread_exit(struct capb *b, uint32_t chunk, uint64_t time,
                                          uint32_t tid)
 {
@@ -342,6 +352,17 @@ static inline uint64_t capb__alloc(struct capb *b, uint32_t chunk, uint64_t time
                                    uint64_t size, uint64_t usable, uint32_t stack)
 {
     struct capb_alloc a = { .addr = addr, .size = size, .usable = usable, .stack = stack };
+    return capb__alloc_ex(b, chunk, VH_REC_ALLOC, time, &a);
+}
+
+/* What vheap_alloc records: an allocation in custom heap `heap` (tag 0:
+ * none), with 8 bytes of slack. */
+static inline uint64_t capb__heap_alloc(struct capb *b, uint32_t chunk, uint64_t time,
+                                        uint16_t heap, uint64_t addr, uint64_t size,
+                                        uint32_t stack, uint16_t tag)
+{
+    struct capb_alloc a = { .addr = addr, .size = size, .usable = size + 8, .stack = stack,
+                            .heap = heap, .func = VH_FN_CUSTOM, .tag = tag };
     return capb__alloc_ex(b, chunk, VH_REC_ALLOC, time, &a);
 }
 

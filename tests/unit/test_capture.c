@@ -358,9 +358,7 @@ static void test_compact_edges(void **state)
     struct capture *c;
     uint64_t t = 100;
 
-    capb__init(&b, 0);
-    capb__chunk(&b);
-    capb__thread(&b, 0, t, 9);
+    capb__start(&b, t, 9);
     for (size_t i = 0; i < nin; i++)
         capb__alloc_ex(&b, 0, i % 2 ? VH_REC_RESIZE : VH_REC_ALLOC, t += i * 1000003, &in[i]);
     for (size_t i = 0; i < 4; i++)
@@ -462,9 +460,7 @@ static void test_thread_resets_cursor(void **state)
     struct capb b;
     struct capture *c;
 
-    capb__init(&b, 0);
-    capb__chunk(&b);
-    capb__thread(&b, 0, 1000, 1);
+    capb__start(&b, 1000, 1);
     capb__alloc(&b, 0, 2000, 0x7f0000001000, 8, 8, 1);
     capb__thread_exit(&b, 0, 2100, 1);
     /* The next owner took its time before claiming the chunk. */
@@ -559,9 +555,7 @@ static void test_compact_cut_by_used(void **state)
     struct capb b;
     struct capture *c;
 
-    capb__init(&b, 0);
-    capb__chunk(&b);
-    capb__thread(&b, 0, 10, 1);
+    capb__start(&b, 10, 1);
     capb__alloc(&b, 0, 11, 0x100, 8, 8, 0);
     uint64_t at = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 400,
                                  &(struct capb_alloc){ .addr = 0x55d0c0a0, .size = 300,
@@ -599,9 +593,7 @@ static void test_struct_alignment(void **state)
     const char *first;
 
     /* A MARK right after a compact record, without its PAD bytes. */
-    capb__init(&b, 0);
-    capb__chunk(&b);
-    capb__thread(&b, 0, 10, 1);
+    capb__start(&b, 10, 1);
     capb__alloc(&b, 0, 11, 0x100, 300, 300, 0);
     struct vh_rec_label m = { .h = { .type = VH_REC_MARK, .a = 2 }, .time = 12 };
     uint64_t at = capb__bytes(&b, 0, &m, sizeof m);
@@ -615,9 +607,7 @@ static void test_struct_alignment(void **state)
     capb__destroy(&b);
 
     /* A PAD byte at an aligned offset. */
-    capb__init(&b, 0);
-    capb__chunk(&b);
-    capb__thread(&b, 0, 10, 1);
+    capb__start(&b, 10, 1);
     at = capb__bytes(&b, 0, "\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f", 8);
     capb__mark(&b, 0, 11, "x");
     c = open_image(&b);
@@ -1185,9 +1175,7 @@ static void test_variable_record_too_long_or_short(void **state)
     capb__destroy(&b);
 
     /* A module record shorter than its fixed part. */
-    capb__init(&b, 0);
-    capb__chunk(&b);
-    capb__thread(&b, 0, 1, 5);
+    capb__start(&b, 1, 5);
     uint64_t m = capb__mark(&b, 0, 2, "0123456789abcdefghijklmnopqrstuvwxyz");
     ((struct vh_rec_hdr *)capb__at(&b, m))->type = VH_REC_MODULE;
     c = open_image(&b);
@@ -1216,9 +1204,7 @@ static void test_time_backwards(void **state)
     capb__destroy(&b);
 
     /* A compact record's time delta that wraps past 2^64 goes back too. */
-    capb__init(&b, 0);
-    capb__chunk(&b);
-    capb__thread(&b, 0, 1000, 5);
+    capb__start(&b, 1000, 5);
     uint64_t wrap = capb__bytes(&b, 0, (const uint8_t[]){ VH_REC_FREE,
                                     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
                                     0x00, VH_FN_FREE }, 13);

@@ -61,14 +61,6 @@ static struct vh_ev *read_all(sqlite3 *db, uint64_t from_time, size_t *n)
     return v;
 }
 
-static void heap_alloc(struct capb *b, uint32_t ch, uint64_t t, uint16_t heap, uint64_t addr,
-                       uint64_t size, uint32_t stack)
-{
-    struct capb_alloc a = { .addr = addr, .size = size, .usable = size + 8, .stack = stack,
-                            .heap = heap, .func = VH_FN_CUSTOM };
-    capb__alloc_ex(b, ch, VH_REC_ALLOC, t, &a);
-}
-
 /* ---- the exact sequence ------------------------------------------------------- */
 
 struct want {
@@ -84,9 +76,7 @@ static void test_normalized_sequence(void **state)
     struct capb_alloc a;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 77);
+    uint32_t ch = capb__start(&b, 1, 77);
     capb__alloc(&b, ch, 100, 0x1000, 100, 112, 1);
     capb__free(&b, ch, 110, 0x1000);                   /* temporary */
     capb__alloc(&b, ch, 120, 0x2000, 50, 56, 1);
@@ -107,9 +97,9 @@ static void test_normalized_sequence(void **state)
     capb__free(&b, ch, 206, 0xdead0);                  /* unknown: no event */
     capb__heap_create(&b, ch, 210, 3, 0, 0x100000, 1 << 20, "loom");
     capb__heap_create(&b, ch, 215, 4, 3, 0x180000, 1 << 16, "road");
-    heap_alloc(&b, ch, 220, 3, 0x100010, 8, 1);
-    heap_alloc(&b, ch, 221, 3, 0x100100, 16, 2);
-    heap_alloc(&b, ch, 222, 4, 0x180010, 32, 1);
+    capb__heap_alloc(&b, ch, 220, 3, 0x100010, 8, 1, 0);
+    capb__heap_alloc(&b, ch, 221, 3, 0x100100, 16, 2, 0);
+    capb__heap_alloc(&b, ch, 222, 4, 0x180010, 32, 1, 0);
     capb__move(&b, ch, 230, 3, 0x100100, 0x100200);
     capb__move(&b, ch, 235, 3, 0x100010, 0x100200);    /* onto a live block */
     capb__move(&b, ch, 236, 3, 0x777770, 0x100300);    /* unknown: no event */
@@ -493,7 +483,7 @@ static void test_big_heaps_in_order(void **state)
     }
     for (int i = 0; i < NLOOM; i++) {
         loom[i] = 0x7f0000000000ull + (((uint64_t)rnd(1u << 20) << 12 | (uint64_t)i) << 4);
-        heap_alloc(&b, ch, t++, 5, loom[i], 8 + (uint64_t)i % 50, 2);
+        capb__heap_alloc(&b, ch, t++, 5, loom[i], 8 + (uint64_t)i % 50, 2, 0);
     }
     for (int i = 0; i < NSYS; i += 2)           /* free half of them */
         capb__free(&b, ch, t++, sys[i]);
@@ -568,13 +558,11 @@ static void test_destroy_empty_then_reuse(void **state)
     size_t n;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 9);
+    uint32_t ch = capb__start(&b, 1, 9);
     capb__heap_create(&b, ch, 2, 6, 0, 0, 0, "first");
     capb__heap_destroy(&b, ch, 3, 6);
     capb__heap_create(&b, ch, 4, 6, 0, 0, 0, "second");
-    heap_alloc(&b, ch, 5, 6, 0x4000, 24, 1);
+    capb__heap_alloc(&b, ch, 5, 6, 0x4000, 24, 1, 0);
     capb__heap_destroy(&b, ch, 6, 6);
     capb__end(&b, ch, 7);
     sqlite3 *db = load_opts(&b, 0, 0);
@@ -866,9 +854,7 @@ static void test_corrupt_blobs(void **state)
     struct liveset *ls;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 9);
+    uint32_t ch = capb__start(&b, 1, 9);
     for (int i = 0; i < 40; i++)
         capb__alloc(&b, ch, 10 + (uint64_t)i, 0x1000 + 16 * (uint64_t)i, 8, 8, 1);
     capb__end(&b, ch, 100);
@@ -1000,9 +986,7 @@ static void test_empty_capture(void **state)
     size_t n;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 9);
+    uint32_t ch = capb__start(&b, 1, 9);
     capb__end(&b, ch, 5);
     sqlite3 *db = load_opts(&b, 0, 0);
     free(read_all(db, 0, &n));

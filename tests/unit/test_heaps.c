@@ -32,14 +32,6 @@ static sqlite3 *load(struct capb *b)
     return load_stats(b, &st);
 }
 
-static void heap_alloc(struct capb *b, uint32_t ch, uint64_t t, uint16_t heap, uint64_t addr,
-                       uint64_t size, uint32_t stack, uint16_t tag)
-{
-    struct capb_alloc a = { .addr = addr, .size = size, .usable = size, .stack = stack,
-                            .heap = heap, .tag = tag };
-    capb__alloc_ex(b, ch, VH_REC_ALLOC, t, &a);
-}
-
 /* What --heap `heap` chooses, as "id,id,..." in id order. */
 static const char *chosen(sqlite3 *db, const char *heap, char *out, size_t len)
 {
@@ -63,17 +55,15 @@ static void test_reused_id_is_a_new_heap(void **state)
     char s[256];
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__heap_create(&b, ch, 2, 1, 0, 0x200000000ull, 1u << 20, "a");
-    heap_alloc(&b, ch, 3, 1, 0x200000010ull, 10, 1, 0);
+    capb__heap_alloc(&b, ch, 3, 1, 0x200000010ull, 10, 1, 0);
     capb__heap_destroy(&b, ch, 4, 1);
     capb__heap_create(&b, ch, 5, 2, 0, 0, 0, "p");
     capb__tag(&b, ch, 5, 3, "jet:x");
     capb__heap_create(&b, ch, 6, 1, 2, 0x300000000ull, 4096, "b");
-    heap_alloc(&b, ch, 7, 1, 0x200000010ull, 20, 2, 3);   /* a's old address */
-    heap_alloc(&b, ch, 8, 1, 0x300000020ull, 5, 2, 3);
+    capb__heap_alloc(&b, ch, 7, 1, 0x200000010ull, 20, 2, 3);   /* a's old address */
+    capb__heap_alloc(&b, ch, 8, 1, 0x300000020ull, 5, 2, 3);
     capb__free_ex(&b, ch, 9, 1, VH_FN_CUSTOM, 0x300000020ull, 0);
     capb__heap_create(&b, ch, 10, 3, 0, 0, 0, "p/*");   /* a literal name */
     capb__end(&b, ch, 11);
@@ -83,21 +73,21 @@ static void test_reused_id_is_a_new_heap(void **state)
     assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 1", s, sizeof s), "a");
     assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 65536", s, sizeof s), "b");
     /* the first heap: its own numbers, destroyed, no leak */
-    assert_int_equal(q(db, "SELECT destroy_time FROM heaps WHERE id = 1"), 4);
-    assert_int_equal(q(db, "SELECT allocations FROM heaps WHERE id = 1"), 1);
-    assert_int_equal(q(db, "SELECT peak_bytes FROM heaps WHERE id = 1"), 10);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 1"), 0);
-    assert_int_equal(q(db, "SELECT base FROM heaps WHERE id = 1"), 0x200000000ll);
+    assert_int_equal(HEAP(db, "destroy_time", 1), 4);
+    assert_int_equal(HEAP(db, "allocations", 1), 1);
+    assert_int_equal(HEAP(db, "peak_bytes", 1), 10);
+    assert_int_equal(HEAP(db, "leaked_bytes", 1), 0);
+    assert_int_equal(HEAP(db, "base", 1), 0x200000000ll);
     /* the second: created at 6 inside p, still there, one block leaked */
-    assert_int_equal(q(db, "SELECT create_time FROM heaps WHERE id = 65536"), 6);
-    assert_int_equal(q(db, "SELECT destroy_time FROM heaps WHERE id = 65536"), -1);
-    assert_int_equal(q(db, "SELECT parent_id FROM heaps WHERE id = 65536"), 2);
-    assert_int_equal(q(db, "SELECT base FROM heaps WHERE id = 65536"), 0x300000000ll);
-    assert_int_equal(q(db, "SELECT allocations FROM heaps WHERE id = 65536"), 2);
-    assert_int_equal(q(db, "SELECT frees FROM heaps WHERE id = 65536"), 1);
-    assert_int_equal(q(db, "SELECT peak_bytes FROM heaps WHERE id = 65536"), 25);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65536"), 20);
-    assert_int_equal(q(db, "SELECT temporary FROM heaps WHERE id = 65536"), 1);
+    assert_int_equal(HEAP(db, "create_time", 65536), 6);
+    assert_int_equal(HEAP(db, "destroy_time", 65536), -1);
+    assert_int_equal(HEAP(db, "parent_id", 65536), 2);
+    assert_int_equal(HEAP(db, "base", 65536), 0x300000000ll);
+    assert_int_equal(HEAP(db, "allocations", 65536), 2);
+    assert_int_equal(HEAP(db, "frees", 65536), 1);
+    assert_int_equal(HEAP(db, "peak_bytes", 65536), 25);
+    assert_int_equal(HEAP(db, "leaked_bytes", 65536), 20);
+    assert_int_equal(HEAP(db, "temporary", 65536), 1);
     assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'heap_reuses'"), 1);
     assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'implicit_frees'"), 0);
     /* blocks, counters and series follow the new heap */
@@ -144,12 +134,12 @@ static void test_ranges_and_regions(void **state)
     capb__heap_create(&b, ch, 2, 1, 0, L, 64 * P, "loom");
     capb__region(&b, ch, 2, 1, 1, VH_REGION_META, L, P);                /* directory */
     capb__region(&b, ch, 2, 1, 2, VH_REGION_UNUSED, L + 8 * P, 56 * P); /* gap */
-    heap_alloc(&b, ch, 3, 1, L + 4 * P + 0x10, 16, 1, 0);   /* page 4: two blocks */
-    heap_alloc(&b, ch, 3, 1, L + 4 * P + 0x20, 16, 2, 0);
-    heap_alloc(&b, ch, 3, 1, L + 5 * P, 100, 3, 0);         /* page 5 */
-    heap_alloc(&b, ch, 3, 1, L + 6 * P + 0x40, 32, 4, 0);   /* page 6: a leak */
-    heap_alloc(&b, ch, 3, 1, L + 7 * P, 64, 5, 0);          /* page 7: freed by a sweep */
-    heap_alloc(&b, ch, 3, 1, L + 7 * P + 0x100, 64, 5, 0);
+    capb__heap_alloc(&b, ch, 3, 1, L + 4 * P + 0x10, 16, 1, 0);   /* page 4: two blocks */
+    capb__heap_alloc(&b, ch, 3, 1, L + 4 * P + 0x20, 16, 2, 0);
+    capb__heap_alloc(&b, ch, 3, 1, L + 5 * P, 100, 3, 0);         /* page 5 */
+    capb__heap_alloc(&b, ch, 3, 1, L + 6 * P + 0x40, 32, 4, 0);   /* page 6: a leak */
+    capb__heap_alloc(&b, ch, 3, 1, L + 7 * P, 64, 5, 0);          /* page 7: freed by a sweep */
+    capb__heap_alloc(&b, ch, 3, 1, L + 7 * P + 0x100, 64, 5, 0);
     /* pack: page 4 to page 1, then page 5 onto page 2 and page 6 to page 3 */
     capb__range(&b, ch, 4, 1, VH_RANGE_MOVE, L + 4 * P, L + 1 * P, P);
     capb__range(&b, ch, 4, 1, VH_RANGE_MOVE, L + 5 * P, L + 2 * P, 2 * P);
@@ -165,8 +155,8 @@ static void test_ranges_and_regions(void **state)
     sqlite3 *db = load(&b);
 
     /* what is left: the three moved blocks and the one from page 6 */
-    assert_int_equal(q(db, "SELECT live_blocks FROM heaps WHERE id = 1"), 4);
-    assert_int_equal(q(db, "SELECT frees FROM heaps WHERE id = 1"), 2);
+    assert_int_equal(HEAP(db, "live_blocks", 1), 4);
+    assert_int_equal(HEAP(db, "frees", 1), 2);
     assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE heap_id = 1"), 4);
     qs(db, "SELECT group_concat(printf('%x:%d', address, stack_id)) FROM"
            " (SELECT address, stack_id FROM leaks WHERE heap_id = 1 ORDER BY address)", s, sizeof s);
@@ -199,14 +189,14 @@ static void test_65535_heaps_then_reuse(void **state)
     for (uint32_t id = 1; id <= 65535; id++) {
         capb__heap_create(&b, ch, t++, id, 0, 0, 0, "road");
         if (id % 1000 == 0)
-            heap_alloc(&b, ch, t++, (uint16_t)id, 0x1000 + id * 16ull, 8, 1, 0);
+            capb__heap_alloc(&b, ch, t++, (uint16_t)id, 0x1000 + id * 16ull, 8, 1, 0);
         capb__heap_destroy(&b, ch, t++, (uint16_t)id);
     }
     capb__heap_create(&b, ch, t++, 7, 0, 0, 0, "again");
     capb__heap_create(&b, ch, t++, 8, 7, 0, 0, "inner");
-    heap_alloc(&b, ch, t++, 8, 0x5000, 64, 2, 0);
+    capb__heap_alloc(&b, ch, t++, 8, 0x5000, 64, 2, 0);
     capb__heap_create(&b, ch, t++, 9, 0, 0, 0, "gone");
-    heap_alloc(&b, ch, t++, 9, 0x6000, 32, 2, 0);
+    capb__heap_alloc(&b, ch, t++, 9, 0x6000, 32, 2, 0);
     capb__heap_destroy(&b, ch, t++, 9);
     capb__end(&b, ch, t++);
     sqlite3 *db = load(&b);
@@ -218,10 +208,10 @@ static void test_65535_heaps_then_reuse(void **state)
     assert_int_equal(q(db, "SELECT max(id) FROM heaps"), 65538);
     assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 7", s, sizeof s), "road");
     assert_string_equal(qs(db, "SELECT name FROM heaps WHERE id = 65536", s, sizeof s), "again");
-    assert_int_equal(q(db, "SELECT parent_id FROM heaps WHERE id = 65537"), 65536);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65537"), 64);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65538"), 0);
-    assert_int_equal(q(db, "SELECT peak_bytes FROM heaps WHERE id = 65538"), 32);
+    assert_int_equal(HEAP(db, "parent_id", 65537), 65536);
+    assert_int_equal(HEAP(db, "leaked_bytes", 65537), 64);
+    assert_int_equal(HEAP(db, "leaked_bytes", 65538), 0);
+    assert_int_equal(HEAP(db, "peak_bytes", 65538), 32);
     assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE destroy_time IS NULL"), 3);
     assert_int_equal(q(db, "SELECT heap_id FROM leaks"), 65537);
     assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'heap_reuses'"), 3);
@@ -256,7 +246,7 @@ static void test_deep_chain_creates(void **state)
         capb__heap_create(&b, ch, t++, id, parent, 0, 0, "road");
     }
     capb__heap_create(&b, ch, t++, 65534, 65533, 0, 0, "leaf");
-    heap_alloc(&b, ch, t++, 65534, 0x1000, 64, 1, 0);
+    capb__heap_alloc(&b, ch, t++, 65534, 0x1000, 64, 1, 0);
     capb__heap_destroy(&b, ch, t++, 1);
     capb__end(&b, ch, t++);
     sqlite3 *db = load_stats(&b, &st);
@@ -266,8 +256,8 @@ static void test_deep_chain_creates(void **state)
     assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE id > 1 AND parent_id = id - 1"),
                      65533);
     assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE destroy_time IS NOT NULL"), 65534);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 65534"), 0);
-    assert_int_equal(q(db, "SELECT live_bytes FROM heaps WHERE id = 65534"), 0);
+    assert_int_equal(HEAP(db, "leaked_bytes", 65534), 0);
+    assert_int_equal(HEAP(db, "live_bytes", 65534), 0);
     assert_int_equal(q(db, "SELECT value FROM meta WHERE key = 'bad_heap_records'"), 0);
     done(db, &b);
 }
@@ -281,22 +271,20 @@ static void test_nesting_cycle_refused(void **state)
     struct load_stats st;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__heap_create(&b, ch, 2, 1, 0, 0, 0, "a");
     capb__heap_create(&b, ch, 3, 2, 1, 0, 0, "b");
     capb__heap_create(&b, ch, 4, 3, 2, 0, 0, "c");
     capb__heap_create(&b, ch, 5, 1, 3, 0, 0, "a");   /* a inside c inside b inside a */
-    heap_alloc(&b, ch, 6, 3, 0x1000, 64, 1, 0);
+    capb__heap_alloc(&b, ch, 6, 3, 0x1000, 64, 1, 0);
     capb__heap_destroy(&b, ch, 7, 1);
     capb__end(&b, ch, 8);
     sqlite3 *db = load_stats(&b, &st);
 
     assert_int_equal(st.nesting_steps, 3);          /* c, b, a */
-    assert_int_equal(q(db, "SELECT parent_id FROM heaps WHERE id = 1"), 3);
+    assert_int_equal(HEAP(db, "parent_id", 1), 3);
     assert_int_equal(q(db, "SELECT count(*) FROM heaps WHERE destroy_time IS NOT NULL"), 3);
-    assert_int_equal(q(db, "SELECT leaked_bytes FROM heaps WHERE id = 3"), 0);
+    assert_int_equal(HEAP(db, "leaked_bytes", 3), 0);
     done(db, &b);
 }
 

@@ -43,15 +43,6 @@ static sqlite3 *load(struct capb *b)
 
 #define STAT(db, col, heap, stack) \
     q(db, "SELECT sum(" col ") FROM stack_stats WHERE heap_id=%d AND stack_id=%d", heap, stack)
-#define HEAP(db, col, heap) q(db, "SELECT " col " FROM heaps WHERE id=%d", heap)
-
-static void heap_alloc(struct capb *b, uint32_t ch, uint64_t t, uint16_t heap, uint64_t addr,
-                       uint64_t size, uint32_t stack, uint16_t tag)
-{
-    struct capb_alloc a = { .addr = addr, .size = size, .usable = size + 8, .stack = stack,
-                            .heap = heap, .tag = tag };
-    capb__alloc_ex(b, ch, VH_REC_ALLOC, t, &a);
-}
 
 /* A capture of two threads: tid 1 writes chunk *c1, tid 2 chunk *c2. */
 static void two_threads(struct capb *b, uint32_t *c1, uint32_t *c2)
@@ -72,9 +63,7 @@ static void test_counts_and_leaks(void **state)
     struct capb_alloc failed = { .stack = 2, .size = 1ull << 40, .flags = VH_RF_FAILED };
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 77);
+    uint32_t ch = capb__start(&b, 1, 77);
     capb__stack(&b, ch, 2, 1, frames, 2, 0);
     capb__alloc(&b, ch, 10, 0x1000, 100, 112, 1);
     capb__alloc(&b, ch, 11, 0x2000, 200, 208, 2);     /* stack 2: no STACK record */
@@ -121,9 +110,7 @@ static void test_peak_attribution(void **state)
     struct capb b;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 1);
+    uint32_t ch = capb__start(&b, 1, 1);
     capb__alloc(&b, ch, 10, 0x1000, 100, 100, 1);
     capb__alloc(&b, ch, 11, 0x2000, 50, 50, 2);
     capb__free(&b, ch, 12, 0x1000);
@@ -197,9 +184,7 @@ static void test_realloc_in_place_and_moving(void **state)
                              .func = VH_FN_REALLOC, .flags = VH_RF_REALLOC };
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__alloc(&b, ch, 10, 0x1000, 100, 104, 1);
     capb__resize(&b, ch, 11, 0x1000, 200, 200, 2);           /* in place       */
     capb__free_ex(&b, ch, 12, 0, VH_FN_REALLOC, 0x1000, VH_RF_REALLOC);
@@ -232,16 +217,14 @@ static void test_heap_destroy_not_leak(void **state)
     struct capb b;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__heap_create(&b, ch, 2, 1, 0, 0x200000000ull, 1u << 30, "loom");
     capb__heap_create(&b, ch, 3, 2, 1, 0x210000000ull, 1u << 20, "road");
     capb__heap_create(&b, ch, 4, 3, 0, 0, 0, "pool");
-    heap_alloc(&b, ch, 10, 1, 0x200000010ull, 64, 1, 0);
-    heap_alloc(&b, ch, 11, 2, 0x210000010ull, 32, 2, 0);
-    heap_alloc(&b, ch, 12, 2, 0x210000020ull, 32, 2, 0);
-    heap_alloc(&b, ch, 13, 3, 0x300000000ull, 5, 3, 0);
+    capb__heap_alloc(&b, ch, 10, 1, 0x200000010ull, 64, 1, 0);
+    capb__heap_alloc(&b, ch, 11, 2, 0x210000010ull, 32, 2, 0);
+    capb__heap_alloc(&b, ch, 12, 2, 0x210000020ull, 32, 2, 0);
+    capb__heap_alloc(&b, ch, 13, 3, 0x300000000ull, 5, 3, 0);
     capb__alloc(&b, ch, 14, 0x1000, 7, 8, 4);
     capb__heap_destroy(&b, ch, 20, 1);
     sqlite3 *db = load(&b);
@@ -274,13 +257,11 @@ static void test_move_keeps_stack(void **state)
     struct capb b;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__heap_create(&b, ch, 2, 1, 0, 0, 0, "arena");
-    heap_alloc(&b, ch, 10, 1, 0x10, 16, 7, 3);
-    heap_alloc(&b, ch, 11, 1, 0x20, 32, 8, 0);
-    heap_alloc(&b, ch, 12, 1, 0x30, 48, 9, 0);
+    capb__heap_alloc(&b, ch, 10, 1, 0x10, 16, 7, 3);
+    capb__heap_alloc(&b, ch, 11, 1, 0x20, 32, 8, 0);
+    capb__heap_alloc(&b, ch, 12, 1, 0x30, 48, 9, 0);
     capb__move(&b, ch, 13, 1, 0x10, 0x100);
     capb__move(&b, ch, 14, 1, 0x20, 0x200);
     capb__free_ex(&b, ch, 15, 1, VH_FN_CUSTOM, 0x200, 0);
@@ -306,9 +287,7 @@ static void test_unknown_and_implicit_frees(void **state)
     struct capb b;
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__free(&b, ch, 10, 0x5000);
     capb__alloc(&b, ch, 11, 0x6000, 10, 10, 1);
     capb__alloc(&b, ch, 12, 0x6000, 20, 20, 2);   /* its free was never seen */
@@ -335,9 +314,7 @@ static void test_modules_frames_tags_marks(void **state)
     uint64_t s2[] = { 0x401010, 0x7f0000001000 };
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 5);
+    uint32_t ch = capb__start(&b, 1, 5);
     capb__module(&b, ch, 1, 0x400000, 0x400000, 0x500000, id, 4, "/bin/prog", VH_RF_MAIN_EXE);
     capb__module(&b, ch, 2, 0x7f0000000000ull, 0x7f0000000000ull, 0x7f0000100000ull, NULL, 0,
                  "/lib/liba.so", 0);
@@ -351,7 +328,7 @@ static void test_modules_frames_tags_marks(void **state)
     capb__rss(&b, ch, 9, 5000000);
     capb__rss(&b, ch, 10, 9000000);
     capb__rss(&b, ch, 11, 7000000);
-    heap_alloc(&b, ch, 12, 0, 0x1000, 10, 2, 1);
+    capb__heap_alloc(&b, ch, 12, 0, 0x1000, 10, 2, 1);
     sqlite3 *db = load(&b);
     assert_non_null(db);
 
@@ -400,9 +377,7 @@ static void test_stack_tree(void **state)
     const uint64_t s5[] = { 0x401900 };                       /* the root itself */
     const uint64_t s6[] = { 0x401400, 0x401800, 0x401900 };   /* after a module load */
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 0, 1);
+    uint32_t ch = capb__start(&b, 0, 1);
     capb__stack(&b, ch, 1, 1, s1, 3, 0);
     capb__stack(&b, ch, 2, 2, s2, 3, 0);
     capb__stack(&b, ch, 3, 3, s3, 2, 0);
@@ -474,9 +449,7 @@ static void test_missing_stacks_bounded(void **state)
     const uint64_t s1[] = { 0x401100, 0x401900 };
     (void)state;
 
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 0, 1);
+    uint32_t ch = capb__start(&b, 0, 1);
     capb__stack(&b, ch, 1, 1, s1, 2, 0);
     capb__alloc(&b, ch, 2, 0x1000, 10, 16, 1);
     capb__alloc(&b, ch, 3, 0x2000, 20, 32, 100);
@@ -1065,7 +1038,7 @@ static void test_random_against_model(void **state)
             m->addr = 0x10000 + (uint64_t)i * 16;
             m->size = 1 + rnd(1000);
             m->serial = ++serial;
-            heap_alloc(&b, ch[th], t, m->heap, m->addr, m->size, m->stack, m->tag);
+            capb__heap_alloc(&b, ch[th], t, m->heap, m->addr, m->size, m->stack, m->tag);
             st[m->heap][m->stack].allocations++;
             st[m->heap][m->stack].bytes += (long long)m->size;
         } else if (rnd(4) == 0) {
@@ -1217,7 +1190,7 @@ static void test_random_streams_consistent(void **state)
             t += rnd(3);
             switch (rnd(12)) {
             case 0: case 1: case 2: case 3:
-                heap_alloc(&b, c, t, heap, addr, rnd(100), (uint32_t)rnd(5), (uint16_t)rnd(2));
+                capb__heap_alloc(&b, c, t, heap, addr, rnd(100), (uint32_t)rnd(5), (uint16_t)rnd(2));
                 break;
             case 4: case 5:
                 capb__free_ex(&b, c, t, heap, VH_FN_FREE, addr, rnd(4) ? 0 : VH_RF_REALLOC);

@@ -1,4 +1,4 @@
--- vheap.sql — the schema of a loaded vheap capture (schema version 4).
+-- vheap.sql — the schema of a loaded vheap capture (schema version 5).
 --
 -- A public interface: `vheap-analyze` queries it and so may users, with the
 -- sqlite3 CLI. Documented column by column in docs/schema.md. Sizes are
@@ -19,7 +19,8 @@ CREATE TABLE meta (
 -- date with its capture), coarse_clock_ns and precise_from (the header's
 -- record-time resolution while one thread recorded), loaded_at (UTC, ISO 8601), load_seconds, records,
 -- damage (first message or NULL), damage_count, bucket_ns (width of series
--- buckets), symbols ('resolved', 'skipped' or why not), and counts of
+-- buckets), growth_start_time and growth_end_time (the growth view's
+-- start_time and end_time), symbols ('resolved', 'skipped' or why not), and counts of
 -- oddities in the capture: implicit_frees, unknown_moves, unknown_records,
 -- implicit_heaps, bad_heap_records, heap_reuses, missing_stacks, reordered
 -- (records moved ahead to settle a cross-thread misorder); the event
@@ -112,12 +113,16 @@ CREATE TABLE frame_inlines (
 -- caller's node, shared by every stack that passes through it, so storage
 -- grows with the distinct call tree, not with stacks x depth. A stack names
 -- its innermost node; its frames are that node's frame, its parent's, and so
--- on up to an outermost node (parent 0). Read a stack's frames in order
--- through the stack_frames view below.
-CREATE TABLE stack_nodes (
+-- on up to an outermost node (parent 0). Read the tree through the
+-- stack_nodes view and a stack's frames in order through stack_frames
+-- (below). The table stores each node's distance to its parent, `up` = id -
+-- parent: 1 for most nodes, which SQLite stores in no bytes at all, where a
+-- parent id takes three (schema version 4 stored `parent`: 15 bytes a node
+-- instead of 12).
+CREATE TABLE stack_tree (
     id        INTEGER PRIMARY KEY,  -- 1, 2, ...
-    parent    INTEGER NOT NULL CHECK (parent < id),  -- the caller's node;
-                                    -- 0 for an outermost frame
+    up        INTEGER NOT NULL CHECK (up > 0),  -- id - parent (parent < id);
+                                    -- up = id for an outermost frame
     frame_id  INTEGER NOT NULL REFERENCES frames(id)
 );
 
@@ -187,8 +192,13 @@ CREATE TABLE rss (
     bytes  INTEGER NOT NULL
 );
 
--- Per (heap, stack, tag) totals over the whole run.
-CREATE TABLE stack_stats (
+-- Per (heap, stack, tag): the totals over the whole run (read them through
+-- the stack_stats view) and the fit of its live bytes over time (the growth
+-- view; its columns here are NULL where growth has no row). One table for
+-- both: schema version 4 had two with the same key, and growth repeated
+-- the fit's start and end in every row (now meta's growth_start_time and
+-- growth_end_time).
+CREATE TABLE stack_totals (
     heap_id         INTEGER NOT NULL,
     stack_id        INTEGER NOT NULL,
     tag_id          INTEGER NOT NULL DEFAULT 0,
@@ -202,28 +212,14 @@ CREATE TABLE stack_stats (
     peak_bytes      INTEGER NOT NULL,
     max_live_bytes  INTEGER NOT NULL,  -- this stack's own largest live bytes
     leaked_blocks   INTEGER NOT NULL,
-    leaked_bytes    INTEGER NOT NULL,
-    PRIMARY KEY (heap_id, stack_id, tag_id)
-) WITHOUT ROWID;
-
--- Each (heap, stack, tag)'s live bytes over time fitted to a straight line
--- by least squares over every instant (not every event) of one window for
--- all stacks: the recorded time (pauses left out) from the start of
--- recording to the end, live bytes 0 before the stack's first allocation. A leak that grows
--- steadily has a positive slope and r2 near 1; memory allocated once and
--- held is one step (r2 at most 0.75, near 0 when early); churn stays flat
--- (r2 near 0). Estimates in a sampled capture. Destroyed heaps: no rows.
-CREATE TABLE growth (
-    heap_id        INTEGER NOT NULL,
-    stack_id       INTEGER NOT NULL,
-    tag_id         INTEGER NOT NULL DEFAULT 0,
-    start_time     INTEGER NOT NULL,   -- start of recording (first window)
-    first_time     INTEGER NOT NULL,   -- first allocation here
-    end_time       INTEGER NOT NULL,   -- the capture's last record
-    live_bytes     INTEGER NOT NULL,   -- at end_time
-    mean_bytes     INTEGER NOT NULL,   -- over the window
-    bytes_per_hour REAL NOT NULL,      -- the line's slope, per recorded hour
-    r2             REAL NOT NULL,      -- 0..1: how well the line fits
+    leaked_bytes    INTEGER NOT NULL,  -- also growth.live_bytes
+    first_time      INTEGER,           -- growth's columns: NULL, all four,
+    mean_bytes      INTEGER,           -- when growth has no row
+    bytes_per_hour  REAL,
+    r2              REAL,
+    CHECK ((first_time IS NULL) = (mean_bytes IS NULL) AND
+           (first_time IS NULL) = (bytes_per_hour IS NULL) AND
+           (first_time IS NULL) = (r2 IS NULL)),
     PRIMARY KEY (heap_id, stack_id, tag_id)
 ) WITHOUT ROWID;
 
@@ -300,6 +296,39 @@ CREATE TABLE checkpoints (
 CREATE INDEX checkpoints_time ON checkpoints(time, seq);
 
 -- ---- Views ---------------------------------------------------------------
+
+-- The call tree: one row per node, `parent` the caller's node (0 for an
+-- outermost frame; always parent < id). A table of these columns in schema
+-- version 4; `WHERE id = ?` is a primary-key lookup.
+CREATE VIEW stack_nodes AS
+SELECT id, id - up AS parent, frame_id FROM stack_tree;
+
+-- Per (heap, stack, tag) totals over the whole run (a table of these
+-- columns and rows in schema version 4, keyed by heap_id, stack_id, tag_id).
+CREATE VIEW stack_stats AS
+SELECT heap_id, stack_id, tag_id, allocations, failed, bytes_allocated, usable_allocated,
+       frees, temporary, peak_blocks, peak_bytes, max_live_bytes, leaked_blocks, leaked_bytes
+FROM stack_totals;
+
+-- Each (heap, stack, tag)'s live bytes over time fitted to a straight line
+-- by least squares over every instant (not every event) of one window for
+-- all stacks: the recorded time (pauses left out) from the start of
+-- recording (start_time: the first window's start) to the end (end_time:
+-- the capture's last record), live bytes 0 before the stack's first
+-- allocation (first_time); live_bytes at end_time, mean_bytes over the
+-- window, bytes_per_hour the line's slope per recorded hour, r2 (0..1) how
+-- well the line fits. A leak that grows steadily has a positive slope and
+-- r2 near 1; memory allocated once and held is one step (r2 at most 0.75,
+-- near 0 when early); churn stays flat (r2 near 0). Estimates in a sampled
+-- capture. Destroyed heaps: no rows. A table of these columns and rows in
+-- schema version 4.
+CREATE VIEW growth AS
+SELECT heap_id, stack_id, tag_id,
+       (SELECT value FROM meta WHERE key = 'growth_start_time') AS start_time,
+       first_time,
+       (SELECT value FROM meta WHERE key = 'growth_end_time') AS end_time,
+       leaked_bytes AS live_bytes, mean_bytes, bytes_per_hour, r2
+FROM stack_totals WHERE first_time IS NOT NULL;
 
 -- A stack's frames in order, one row each: idx 0 = innermost, the
 -- allocator's caller (schema version 2 had this as a table). Walks the tree

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define VH_ROWS 64                     /* rows a statement                  */
-#define VH_ROWS_MAX_COLS 16
+#define VH_ROWS_MAX_COLS 18
 
 /* One column's value: INTEGER, or REAL where the caller's mask says so. */
 union vh_rowv {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sqlite3.h>
 
-#define VH_SCHEMA_VERSION 4
+#define VH_SCHEMA_VERSION 5
 #define VH_DB_SUFFIX ".sqlite"        /* default DB = capture path + this    */
 
 /* ---- schema.c: schema/vheap.sql, embedded ------------------------------ */
@@ -24,7 +24,7 @@ int vh_schema_apply(sqlite3 *db, enum vh_schema_part part, char *err, size_t err
 
 /* Opens `path` read-only (SQLITE_OPEN_READONLY) and checks that it is a vheap
  * DB of VH_SCHEMA_VERSION: "FILE is not a vheap database",
- * "FILE: schema version N, expected 3". */
+ * "FILE: schema version N, expected M (load the capture again)". */
 int db__open_read(const char *path, sqlite3 **out, char *err, size_t errlen);
 
 /* Checks an open handle the same way. */

@@ -426,8 +426,8 @@ static void test_stack_tree(void **state)
     sqlite3 *rw = NULL;
     assert_int_equal(sqlite3_open(db_path, &rw), SQLITE_OK);
     assert_int_equal(sqlite3_exec(rw, "PRAGMA ignore_check_constraints = 1;"
-                                      "UPDATE stack_nodes SET parent = (SELECT node FROM stacks"
-                                      " WHERE id = 1) WHERE parent = 0",
+                                      "UPDATE stack_tree SET up = id - (SELECT node FROM stacks"
+                                      " WHERE id = 1) WHERE up = id",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(rw);
@@ -1254,7 +1254,8 @@ static void test_schema_embedded(void **state)
     char err[256];
     (void)state;
 
-    assert_non_null(strstr(vh_schema_sql, "CREATE TABLE stack_stats"));
+    assert_non_null(strstr(vh_schema_sql, "CREATE TABLE stack_totals"));
+    assert_non_null(strstr(vh_schema_sql, "CREATE VIEW stack_stats"));
     assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
     assert_int_equal(vh_schema_apply(db, VH_SCHEMA_TABLES, err, sizeof err), 0);
     assert_int_equal(q(db, "SELECT count(*) FROM sqlite_master WHERE type='index' "
@@ -1262,7 +1263,7 @@ static void test_schema_embedded(void **state)
     assert_int_equal(vh_schema_apply(db, VH_SCHEMA_INDEXES, err, sizeof err), 0);
     assert_true(q(db, "SELECT count(*) FROM sqlite_master WHERE type='index' "
                       "AND sql IS NOT NULL") > 0);
-    assert_int_equal(q(db, "SELECT count(*) FROM sqlite_master WHERE type='view'"), 5);
+    assert_int_equal(q(db, "SELECT count(*) FROM sqlite_master WHERE type='view'"), 8);
     sqlite3_close(db);
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analyze/util/diag.h"
@@ -165,10 +166,10 @@ struct resolver {
 
 struct symbols {
     struct resolver r;
-    /* the queue: pend is the producer's own, handed over to `in` under mu
-     * every QUEUE_BATCH rows; the thread takes `in` whole */
-    struct sym_in *pend, *in;
-    size_t npend, cappend, nin, capin;
+    /* the queue, under mu: the producer appends, the thread takes it whole
+     * (swapping arrays) when QUEUE_BATCH rows wait or every QUEUE_WAIT_MS */
+    struct sym_in *in;
+    size_t nin, capin;
     int push_oom;                  /* a row could not be queued             */
     pthread_mutex_t mu;
     pthread_cond_t cv;             /* rows in `in`, closing, or done         */
@@ -1183,7 +1184,11 @@ static void release_dw(struct resolver *r)
 
 /* ---- the queue and the thread ------------------------------------------------ */
 
+/* The thread is woken when this many rows wait (one wake-up, not one a
+ * row), and looks every QUEUE_WAIT_MS anyway: a few rows do not wait for
+ * the end of the load, and the producer never makes a system call for one. */
 #define QUEUE_BATCH 64
+#define QUEUE_WAIT_MS 10
 
 static void *resolve_thread(void *arg)
 {
@@ -1193,8 +1198,15 @@ static void *resolve_thread(void *arg)
     for (;;) {
         pthread_mutex_lock(&s->mu);
         while (!s->nin && !s->closing) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += QUEUE_WAIT_MS * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
             s->waiting = 1;
-            pthread_cond_wait(&s->cv, &s->mu);
+            pthread_cond_timedwait(&s->cv, &s->mu, &until);
             s->waiting = 0;
         }
         struct sym_in *t = s->in;      /* take `in` whole, leave ours */
@@ -1219,43 +1231,33 @@ static void *resolve_thread(void *arg)
     return NULL;
 }
 
-/* Hands the producer's rows to the queue. */
-static void flush(struct symbols *s)
-{
-    if (!s->npend)
-        return;
-    if (!s->started) {                 /* no thread: finish takes them */
-        take(&s->r, s->pend, s->npend);
-        s->npend = 0;
-        return;
-    }
-    pthread_mutex_lock(&s->mu);
-    if (vh_reserve(&s->in, &s->capin, s->nin + s->npend, sizeof *s->in, 256)) {
-        for (size_t i = 0; i < s->npend; i++)
-            free(s->pend[i].key);
-        s->push_oom = 1;
-    } else {
-        memcpy(s->in + s->nin, s->pend, s->npend * sizeof *s->pend);
-        s->nin += s->npend;
-        if (s->waiting)
-            pthread_cond_signal(&s->cv);
-    }
-    pthread_mutex_unlock(&s->mu);
-    s->npend = 0;
-}
-
 static void push(struct symbols *s, const struct sym_in *in)
 {
     if (!s || s->finished)
         return;
-    if (vh_grow(&s->pend, &s->cappend, s->npend, sizeof *s->pend, QUEUE_BATCH)) {
-        free(in->key);
-        s->push_oom = 1;
+    if (!s->started) {                 /* no thread: resolved as they come */
+        if (vh_grow(&s->in, &s->capin, s->nin, sizeof *s->in, QUEUE_BATCH)) {
+            free(in->key);
+            s->push_oom = 1;
+            return;
+        }
+        s->in[s->nin++] = *in;
+        if (s->nin >= QUEUE_BATCH) {
+            take(&s->r, s->in, s->nin);
+            s->nin = 0;
+        }
         return;
     }
-    s->pend[s->npend++] = *in;
-    if (s->npend >= QUEUE_BATCH)
-        flush(s);
+    pthread_mutex_lock(&s->mu);
+    if (vh_grow(&s->in, &s->capin, s->nin, sizeof *s->in, 256)) {
+        free(in->key);
+        s->push_oom = 1;
+    } else {
+        s->in[s->nin++] = *in;
+        if (s->waiting && s->nin == QUEUE_BATCH)
+            pthread_cond_signal(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 struct symbols *symbols__new(const struct symbols_opts *o)
@@ -1263,8 +1265,12 @@ struct symbols *symbols__new(const struct symbols_opts *o)
     struct symbols *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
     s->r.opts = o;
     if (debuginfo_setup(&s->r) || !(s->r.keys = vh_strtab__new()) ||
         !(s->r.names = vh_strtab__new()) || !(s->r.mods = vh_map__new()) ||
@@ -1314,7 +1320,6 @@ int symbols__finish(struct symbols *s, char *err, size_t errlen)
     if (errlen)
         err[0] = '\0';
     if (!s->finished) {
-        flush(s);
         if (s->started) {
             pthread_mutex_lock(&s->mu);
             s->closing = 1;
@@ -1323,6 +1328,8 @@ int symbols__finish(struct symbols *s, char *err, size_t errlen)
                 pthread_cond_wait(&s->cv, &s->mu);
             pthread_mutex_unlock(&s->mu);
         } else {
+            take(&s->r, s->in, s->nin);
+            s->nin = 0;
             release_dw(&s->r);
         }
         s->finished = 1;
@@ -1345,16 +1352,13 @@ void symbols__free(struct symbols *s)
         pthread_cond_signal(&s->cv);
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->thread, NULL);
-        for (size_t i = 0; i < s->nin; i++)
-            free(s->in[i].key);
     } else {
         release_dw(&s->r);
     }
+    for (size_t i = 0; i < s->nin; i++)
+        free(s->in[i].key);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
-    for (size_t i = 0; i < s->npend; i++)
-        free(s->pend[i].key);
-    free(s->pend);
     free(s->in);
     struct resolver *r = &s->r;
     for (size_t i = 0; i < r->nlv_out; i++)

@@ -1333,6 +1333,12 @@ int symbols__finish(struct symbols *s, char *err, size_t errlen)
             release_dw(&s->r);
         }
         s->finished = 1;
+        /* room for the longest chain: symbols__result cannot fail */
+        size_t most = 1;
+        for (size_t i = 0; i < s->r.naddrs; i++)
+            most = s->r.addrs[i].nlv > most ? s->r.addrs[i].nlv : most;
+        if (vh_reserve(&s->view, &s->capview, most, sizeof *s->view, 16))
+            s->push_oom = 1;
     }
     if (s->push_oom)
         oom(&s->r);
@@ -1387,11 +1393,9 @@ const struct symbols_level *symbols__result(struct symbols *s, size_t k, int64_t
                                             size_t *nlevels)
 {
     const struct resolver *r = &s->r;
-    if (k >= r->nout)
+    if (!s->finished || r->rc || k >= r->nout)
         return NULL;
     const struct res_addr *a = &r->addrs[r->out[k].addr];
-    if (vh_reserve(&s->view, &s->capview, a->nlv, sizeof *s->view, 16))
-        return NULL;
     for (size_t i = 0; i < a->nlv; i++) {
         const struct res_level *l = &r->lv_out[a->lv0 + i];
         s->view[i] = (struct symbols_level){ l->function,

@@ -333,6 +333,10 @@ struct loader {
     struct rows *node_rows, *stack_rows;   /* stack_nodes, stacks: many rows
                                           a statement (rows_open)            */
     struct rowq *rowq;                 /* their writer thread while streaming */
+#if HAVE_SYMBOLS
+    struct symbols *sym;               /* resolving frames on its own thread
+                                          as they are made; NULL: not asked */
+#endif
     sqlite3_stmt *ins_frame, *ins_rss, *ins_mark, *ins_tag,
         *ins_series, *ins_region;
     struct open_region *regions;       /* declared and not ended yet         */
@@ -1539,6 +1543,9 @@ static void on_module(struct loader *L, const struct vh_event *ev)
     m->load_time = ev->time;
     m->is_main = !!(r->h.flags & VH_RF_MAIN_EXE);
     L->nmods++;
+#if HAVE_SYMBOLS
+    symbols__module(L->sym, (int64_t)L->nmods, m->path, m->build_id);
+#endif
     active_rebuild(L);
 }
 
@@ -1604,6 +1611,9 @@ static uint64_t frame_id(struct loader *L, uint64_t addr)
         sqlite3_bind_null(st, 4);
     }
     run(L, st);
+#if HAVE_SYMBOLS
+    symbols__frame(L->sym, id, mod, mod != 0, mod ? addr - L->mods[mod - 1].bias : 0);
+#endif
     return id;
 }
 
@@ -2999,6 +3009,12 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         rows_open(&L, L.stack_rows, "INSERT INTO stacks(id, depth, truncated, node) VALUES", 4))
         goto fail;
     L.rowq = L.node_rows->q = L.stack_rows->q = rowq__start(L.db);
+#if HAVE_SYMBOLS
+    /* frames are resolved on a thread of their own as they are made (the
+     * stream's thread only queues them); without a thread, at the end */
+    if (!opts->no_symbols && (L.sym = symbols__new(opts->symbols)))
+        symbols__start(L.sym);
+#endif
     L.ins_frame = prep(&L, "INSERT INTO frames(id, address, module_id, module_offset) "
                            "VALUES (?,?,?,?)");
     L.ins_rss = prep(&L, "INSERT INTO rss(time, bytes) VALUES (?,?)");
@@ -3136,8 +3152,15 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         snprintf(stats->symbols, sizeof stats->symbols, "skipped");
     } else {
 #if HAVE_SYMBOLS
-        if (symbols__resolve_db_opts(L.db, opts->symbols, msg, sizeof msg) < 0)
+        /* what the thread found, written now: a failure leaves the frames
+         * unresolved, the load's rows committed and the reason in meta */
+        if (!L.sym)
+            snprintf(stats->symbols, sizeof stats->symbols, "symbols: out of memory");
+        else if (symbols__finish(L.sym, msg, sizeof msg) < 0 ||
+                 symbols__write_db(L.sym, L.db, msg, sizeof msg) < 0)
             snprintf(stats->symbols, sizeof stats->symbols, "%s", msg);
+        symbols__free(L.sym);
+        L.sym = NULL;
 #else
         snprintf(stats->symbols, sizeof stats->symbols, "no symbolizer in this build");
 #endif
@@ -3184,6 +3207,9 @@ out:
     feeder_stop(&F);
     rows_unqueue(&L);
     loader_free(&L);
+#if HAVE_SYMBOLS
+    symbols__free(L.sym);
+#endif
     if (dbn.db || dbn.tmp[0])
         db__discard(&dbn);
     capture__close(L.cap);

@@ -37,7 +37,8 @@ struct load_stats {
     double seconds;                /* wall time of the whole load           */
     double stream_seconds;         /* of which: reading the event stream,   */
     double write_seconds;          /* writing what was kept in memory,      */
-    double symbols_seconds;        /* symbolization,                        */
+    double symbols_seconds;        /* symbolization (what of it is left after
+                                      the stream: its thread runs beside),  */
     double index_seconds;          /* building indexes                      */
     double stream_cpu_seconds;     /* CPU time of the stream phase (robust
                                       to a loaded machine)                  */

@@ -3,6 +3,7 @@
  * decoded here. Names come from files on disk: lengths are checked, depth
  * and output bounded, and malformed input gives NULL, never a crash. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,18 +106,24 @@ static int hexval(char c)
 typedef char *cxa_demangle_fn(const char *, char *, size_t *, int *);
 
 /* dlopen rather than -lstdc++: a C binary need not pull in the C++ runtime,
- * and without libstdc++ names simply stay mangled. */
+ * and without libstdc++ names simply stay mangled. Looked up once, by
+ * whichever thread demangles first (the load's resolver thread, or the
+ * caller's in `symbolize`): pthread_once, so that no thread sees the lookup
+ * half done and keeps a name mangled. */
+static cxa_demangle_fn *cxa_fn;
+static pthread_once_t cxa_once = PTHREAD_ONCE_INIT;
+
+static void cxa_lookup(void)
+{
+    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (h)
+        *(void **)&cxa_fn = dlsym(h, "__cxa_demangle");
+}
+
 static cxa_demangle_fn *cxa_demangle(void)
 {
-    static int tried;
-    static cxa_demangle_fn *fn;
-    if (!tried) {
-        tried = 1;
-        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-        if (h)
-            *(void **)&fn = dlsym(h, "__cxa_demangle");
-    }
-    return fn;
+    pthread_once(&cxa_once, cxa_lookup);
+    return cxa_fn;
 }
 
 /* ---- Rust legacy: _ZN <len><ident>... 17h<16 hex> E [.suffix] ------------ */

@@ -1,21 +1,28 @@
-/* symbols.c — resolves a loaded capture's frames with elfutils libdw: one
- * Dwfl session, each module at a base of our choosing (frames carry
- * module_offset, so the run's own layout does not matter), each distinct
- * address resolved once, every row written in one savepoint. */
+/* symbols.c — the resolver: modules and frames in, functions, files, lines
+ * and inline chains out, with elfutils libdw and no DB (symbols_db.c writes
+ * the rows). A Dwfl session a file, the file at a base of our choosing
+ * (frames carry module_offset, so the run's own layout does not matter),
+ * each distinct address resolved once, on a thread of its own while the
+ * loader streams (symbols__start) or on the caller's. */
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analyze/util/cmp.h"
 #include "analyze/util/diag.h"
+#include "analyze/util/grow.h"
+#include "analyze/util/map.h"
+#include "analyze/util/strtab.h"
 #include "analyze/symbols/demangle.h"
 #include "analyze/symbols/symbols.h"
 
@@ -40,15 +47,18 @@ struct elf_sym {                   /* a function symbol, session address    */
     int rank;                      /* lower wins at one address             */
 };
 
-/* One distinct (path, build-id): one Dwfl_Module, shared by every load of
- * that file (a library dlopen'ed twice is one file). */
 struct cu_range {                  /* a CU's address range (no aranges)     */
     Dwarf_Addr lo, hi;             /* DWARF addresses                       */
     Dwarf_Die cu;
 };
 
+/* One distinct (path, build-id): one Dwfl session and module, shared by
+ * every load of that file (a library dlopen'ed twice is one file), opened
+ * when its first frame comes. A session of its own, so that where a file
+ * sits in it does not depend on which files came before. */
 struct sym_file {
-    const char *path, *build_id;   /* owned by the first module row         */
+    char *path, *build_id;         /* "" when none                          */
+    Dwfl *dwfl;                    /* NULL until opened                      */
     Dwfl_Module *mod;
     struct cu_range *cus;          /* sorted; built on the first miss       */
     size_t ncus;
@@ -60,18 +70,6 @@ struct sym_file {
     enum file_state state;
     char *why;                     /* F_MISSING: libdw's reason              */
     size_t frames;                 /* frames pointing into it               */
-};
-
-struct sym_module {                /* one row of `modules`                  */
-    int64_t id;
-    char *path, *build_id;
-    struct sym_file *file;
-};
-
-struct work {                      /* one row of `frames` to resolve         */
-    struct sym_file *file;
-    uint64_t offset;
-    int64_t frame_id;
 };
 
 /* One function level at an address: [0] the innermost (maybe inlined), the
@@ -108,175 +106,90 @@ struct cu_cache {                  /* open addressing on (dbg, cu_off)      */
     size_t cap, n;
 };
 
+/* ---- results: no libdw in them ---- */
+struct res_level {
+    char *function;                /* malloc'd                              */
+    uint32_t file;                 /* in resolver.names; 0 none             */
+    int line;
+};
+struct res_addr {                  /* one distinct (file, offset)           */
+    size_t lv0;                    /* its levels in resolver.lv_out         */
+    uint32_t nlv;                  /* 0: nothing found                      */
+};
+struct res_frame {                 /* a frame with a result                 */
+    int64_t frame_id;
+    size_t addr;                   /* in resolver.addrs                     */
+};
+
+/* A module or frame as given, waiting in the queue. */
+struct sym_in {
+    int64_t id, module;            /* module: 0 none                        */
+    uint64_t offset;
+    char *key;                     /* a module's "path\0build_id\0"; NULL:
+                                      a frame                               */
+    size_t keylen;                 /* of path\0build_id (no last NUL)       */
+    int has_offset;
+};
+
+/* The resolving side: used by one thread only (the resolver's own, or the
+ * caller's in finish). */
 struct resolver {
-    sqlite3 *db;
-    char *err;
-    size_t errlen;
-    Dwfl *dwfl;
+    int rc;                        /* -errno of the first failure, 0        */
+    int cancel;                    /* symbols__free: take no more (atomic)  */
+    char err[512];
     Dwfl_Callbacks cb;
     char *debuginfo_path;          /* NULL: libdw's default                 */
     const struct symbols_opts *opts;     /* NULL: none                     */
-    struct sym_module *mods;
-    size_t nmods;
+    struct vh_strtab *keys;        /* "path\0build_id" -> file index + 1    */
     struct sym_file *files;
-    size_t nfiles;
-    struct work *work;
-    size_t nwork;
+    size_t nfiles, capfiles;
+    struct vh_map *mods;           /* module id -> file index + 1           */
+    struct vh_map *addr_map;       /* (file index, offset) -> addrs index+1 */
+    struct sym_in *waiting;        /* frames whose module has not come      */
+    size_t nwaiting, capwaiting;
     struct level *lv;
     size_t nlv, caplv;
     struct path_cache paths;
     struct cu_cache cus;
     Dwarf_Die *chain;              /* scopes at one address, outermost first */
     size_t nchain, capchain;
-    sqlite3_stmt *upd, *ins;
-    size_t frames, resolved, with_line, missing, rebuilt;
+    size_t frames;
+    /* what finish hands over */
+    struct vh_strtab *names;       /* source file names                     */
+    struct res_level *lv_out;
+    size_t nlv_out, caplv_out;
+    struct res_addr *addrs;
+    size_t naddrs, capaddrs;
+    struct res_frame *out;
+    size_t nout, capout;
+    size_t missing, rebuilt;
 };
 
-static int sql_fail(struct resolver *r, const char *what)
-{
-    snprintf(r->err, r->errlen, "symbols: %s: %s", what, sqlite3_errmsg(r->db));
-    return -EIO;
-}
+struct symbols {
+    struct resolver r;
+    /* the queue, under mu: the producer appends, the thread takes it whole
+     * (swapping arrays) when QUEUE_BATCH rows wait or every QUEUE_WAIT_MS */
+    struct sym_in *in;
+    size_t nin, capin;
+    int push_oom;                  /* a row could not be queued             */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;             /* rows in `in`, closing, or done         */
+    pthread_t thread;
+    int started, waiting, closing, done, finished;
+    struct symbols_level *view;    /* symbols__result's levels              */
+    size_t capview;
+};
 
 static int oom(struct resolver *r)
 {
-    snprintf(r->err, r->errlen, "symbols: out of memory");
+    if (!r->rc) {
+        snprintf(r->err, sizeof r->err, "symbols: out of memory");
+        r->rc = -ENOMEM;
+    }
     return -ENOMEM;
 }
 
-static char *dup_col(sqlite3_stmt *st, int col)
-{
-    const unsigned char *s = sqlite3_column_text(st, col);
-    return s ? strdup((const char *)s) : NULL;
-}
-
-/* ---- modules and frames -------------------------------------------------- */
-
-static int load_modules(struct resolver *r)
-{
-    sqlite3_stmt *st = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    if (sqlite3_prepare_v2(r->db, "SELECT id, path, build_id FROM modules ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return sql_fail(r, "reading modules");
-    int s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        if (r->nmods == cap) {
-            size_t ncap = cap ? cap * 2 : 64;
-            void *p = realloc(r->mods, ncap * sizeof *r->mods);
-            if (!p) {
-                rc = oom(r);
-                goto out;
-            }
-            r->mods = p;
-            cap = ncap;
-        }
-        struct sym_module *m = &r->mods[r->nmods++];
-        m->id = sqlite3_column_int64(st, 0);
-        m->path = dup_col(st, 1);
-        m->build_id = dup_col(st, 2);
-        m->file = NULL;
-    }
-    if (s != SQLITE_DONE)
-        rc = sql_fail(r, "reading modules");
-out:
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static int cmp_str(const char *a, const char *b)
-{
-    return strcmp(a ? a : "", b ? b : "");
-}
-
-static int by_file(const void *a, const void *b)
-{
-    const struct sym_module *x = *(struct sym_module *const *)a;
-    const struct sym_module *y = *(struct sym_module *const *)b;
-    int c = cmp_str(x->path, y->path);
-    return c ? c : cmp_str(x->build_id, y->build_id);
-}
-
-/* Groups module rows by (path, build-id) into files. */
-static int group_files(struct resolver *r)
-{
-    if (!r->nmods)
-        return 0;
-    struct sym_module **order = malloc(r->nmods * sizeof *order);
-    r->files = calloc(r->nmods, sizeof *r->files);
-    if (!order || !r->files) {
-        free(order);
-        return oom(r);
-    }
-    for (size_t i = 0; i < r->nmods; i++)
-        order[i] = &r->mods[i];
-    qsort(order, r->nmods, sizeof *order, by_file);
-    for (size_t i = 0; i < r->nmods; i++) {
-        if (!i || by_file(&order[i - 1], &order[i])) {
-            struct sym_file *f = &r->files[r->nfiles++];
-            f->path = order[i]->path;
-            f->build_id = order[i]->build_id;
-        }
-        order[i]->file = &r->files[r->nfiles - 1];
-    }
-    free(order);
-    return 0;
-}
-
-static struct sym_module *find_module(struct resolver *r, int64_t id)
-{
-    size_t lo = VH_PARTITION_POINT(i, r->nmods, r->mods[i].id < id);
-    return lo < r->nmods && r->mods[lo].id == id ? &r->mods[lo] : NULL;
-}
-
-static int load_frames(struct resolver *r)
-{
-    sqlite3_stmt *st = NULL;
-    size_t cap = 0;
-    int rc = 0, s;
-    /* module_offset is what the loader stores; address - bias is the same
-     * thing for a loader that left it out. */
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT f.id, f.module_id, coalesce(f.module_offset, f.address - m.bias)"
-                           " FROM frames f LEFT JOIN modules m ON m.id = f.module_id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return sql_fail(r, "reading frames");
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        r->frames++;
-        struct sym_module *m = find_module(r, sqlite3_column_int64(st, 1));
-        if (!m || sqlite3_column_type(st, 2) == SQLITE_NULL)
-            continue;
-        if (r->nwork == cap) {
-            size_t ncap = cap ? cap * 2 : 1024;
-            void *p = realloc(r->work, ncap * sizeof *r->work);
-            if (!p) {
-                rc = oom(r);
-                goto out;
-            }
-            r->work = p;
-            cap = ncap;
-        }
-        struct work *w = &r->work[r->nwork++];
-        w->frame_id = sqlite3_column_int64(st, 0);
-        w->offset = (uint64_t)sqlite3_column_int64(st, 2);
-        w->file = m->file;
-        m->file->frames++;
-    }
-    if (s != SQLITE_DONE)
-        rc = sql_fail(r, "reading frames");
-out:
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static int by_address(const void *a, const void *b)
-{
-    const struct work *x = a, *y = b;
-    return vh_cmp2((uintptr_t)x->file, (uintptr_t)y->file, x->offset, y->offset);
-}
-
-/* ---- the Dwfl session ---------------------------------------------------- */
+/* ---- the Dwfl sessions --------------------------------------------------- */
 
 /* Lowercase hex of the module's build-id, "" if it has none. */
 static void build_id_hex(Dwfl_Module *mod, char *hex, size_t len)
@@ -302,7 +215,7 @@ static int build_id_matches(const char *recorded, const char *actual)
 /* dwfl_report_elf on `path`, which must be a regular file: the paths come
  * from the capture, and a FIFO or a device there must neither block the load
  * nor feed it forever. NULL with the reason in *why. */
-static Dwfl_Module *report_regular(struct resolver *r, const char *name, const char *path,
+static Dwfl_Module *report_regular(Dwfl *dwfl, const char *name, const char *path,
                                    Dwarf_Addr base, const char **why)
 {
     struct stat sb;
@@ -318,7 +231,7 @@ static Dwfl_Module *report_regular(struct resolver *r, const char *name, const c
         close(fd);
         return NULL;
     }
-    mod = dwfl_report_elf(r->dwfl, name, path, fd, base, true);
+    mod = dwfl_report_elf(dwfl, name, path, fd, base, true);
     if (!mod) {                    /* on success libdw owns fd */
         *why = dwfl_errmsg(-1);
         close(fd);
@@ -347,7 +260,7 @@ static Dwfl_Module *report_by_build_id(struct resolver *r, struct sym_file *f,
                 snprintf(path, sizeof path, "%s/.build-id/%.2s/%.128s%s", dir, id, id + 2,
                          suffix[k]);
                 const char *why;
-                Dwfl_Module *mod = report_regular(r, f->path, path, base, &why);
+                Dwfl_Module *mod = report_regular(f->dwfl, f->path, path, base, &why);
                 if (mod)
                     return mod;
             }
@@ -417,7 +330,7 @@ static void report_file(struct resolver *r, struct sym_file *f, Dwarf_Addr *base
     size_t n = f->path && f->path[0] ? candidates(r, f, paths, 16) : 0;
     for (size_t i = 0; i < n; i++) {
         const char *w = NULL;
-        Dwfl_Module *mod = report_regular(r, f->path, paths[i], *base, &w);
+        Dwfl_Module *mod = report_regular(f->dwfl, f->path, paths[i], *base, &w);
         if (!mod) {
             if (i == n - 1)        /* the recorded path's reason is the one told */
                 why = w;
@@ -436,10 +349,11 @@ static void report_file(struct resolver *r, struct sym_file *f, Dwarf_Addr *base
     f->state = mod ? check_reported(r, f, mod, base) : rebuilt ? F_REBUILT : F_MISSING;
 }
 
-static int open_session(struct resolver *r)
+
+/* VHEAP_DEBUGINFO_PATH and the search directories come before libdw's
+ * default directories, not instead of them. */
+static int debuginfo_setup(struct resolver *r)
 {
-    /* VHEAP_DEBUGINFO_PATH and the search directories come before libdw's
-     * default directories, not instead of them */
     const char *env = getenv("VHEAP_DEBUGINFO_PATH");
     const struct symbols_opts *o = r->opts;
     if ((env && *env) || (o && o->nsearch_dirs)) {
@@ -447,7 +361,7 @@ static int open_session(struct resolver *r)
         for (size_t i = 0; o && i < o->nsearch_dirs; i++)
             len += strlen(o->search_dirs[i]) + 1;
         if (!(r->debuginfo_path = malloc(len)))
-            return oom(r);
+            return -ENOMEM;
         char *p = r->debuginfo_path;
         if (env && *env)
             p += sprintf(p, "%s:", env);
@@ -459,26 +373,27 @@ static int open_session(struct resolver *r)
     r->cb.find_debuginfo = dwfl_standard_find_debuginfo;
     r->cb.section_address = dwfl_offline_section_address;
     r->cb.debuginfo_path = &r->debuginfo_path;
-    r->dwfl = dwfl_begin(&r->cb);
-    if (!r->dwfl) {
-        snprintf(r->err, r->errlen, "symbols: libdw: %s", dwfl_errmsg(-1));
-        return -ENOMEM;
+    return 0;
+}
+
+/* The file's session, when its first frame comes: F_OK, or why not. */
+static int open_file(struct resolver *r, struct sym_file *f)
+{
+    f->dwfl = dwfl_begin(&r->cb);
+    if (!f->dwfl) {
+        snprintf(r->err, sizeof r->err, "symbols: libdw: %s", dwfl_errmsg(-1));
+        return r->rc = -ENOMEM;
     }
-    dwfl_report_begin(r->dwfl);
+    dwfl_report_begin(f->dwfl);
     Dwarf_Addr base = BASE_START;
-    for (size_t i = 0; i < r->nfiles; i++) {
-        struct sym_file *f = &r->files[i];
-        if (!f->frames)
-            continue;              /* never opened: nothing asks about it  */
-        report_file(r, f, &base);
-        if (f->state == F_MISSING)
-            r->missing++;
-        else if (f->state == F_REBUILT)
-            r->rebuilt++;
-    }
-    if (dwfl_report_end(r->dwfl, NULL, NULL) != 0) {
-        snprintf(r->err, r->errlen, "symbols: libdw: %s", dwfl_errmsg(-1));
-        return -EIO;
+    report_file(r, f, &base);
+    if (f->state == F_MISSING)
+        r->missing++;
+    else if (f->state == F_REBUILT)
+        r->rebuilt++;
+    if (dwfl_report_end(f->dwfl, NULL, NULL) != 0) {
+        snprintf(r->err, sizeof r->err, "symbols: libdw: %s", dwfl_errmsg(-1));
+        return r->rc = -EIO;
     }
     return 0;
 }
@@ -1065,122 +980,442 @@ static int resolve_pc(struct resolver *r, struct sym_file *f, Dwarf_Addr pc)
     return 0;
 }
 
-/* ---- writing ---------------------------------------------------------------- */
 
-static int write_frame(struct resolver *r, int64_t frame_id)
+/* ---- taking rows --------------------------------------------------------------- */
+
+static void take_frame(struct resolver *r, const struct sym_in *in);
+
+/* A module row: its file, made when its (path, build-id) is new. */
+static void take_module(struct resolver *r, const struct sym_in *in)
 {
-    const struct level *top = &r->lv[0];
-    sqlite3_bind_text(r->upd, 1, top->function, -1, SQLITE_STATIC);
-    sqlite3_bind_text(r->upd, 2, top->file, -1, SQLITE_STATIC);
-    if (top->line > 0)
-        sqlite3_bind_int(r->upd, 3, top->line);
-    else
-        sqlite3_bind_null(r->upd, 3);
-    sqlite3_bind_int64(r->upd, 4, (sqlite3_int64)(r->nlv - 1));
-    sqlite3_bind_int64(r->upd, 5, frame_id);
-    int s = sqlite3_step(r->upd);
-    sqlite3_reset(r->upd);
-    if (s != SQLITE_DONE)
-        return sql_fail(r, "updating frames");
-    for (size_t d = 1; d < r->nlv; d++) {
-        const struct level *l = &r->lv[d];
-        sqlite3_bind_int64(r->ins, 1, frame_id);
-        sqlite3_bind_int64(r->ins, 2, (sqlite3_int64)d);
-        sqlite3_bind_text(r->ins, 3, l->function, -1, SQLITE_STATIC);
-        sqlite3_bind_text(r->ins, 4, l->file, -1, SQLITE_STATIC);
-        if (l->line > 0)
-            sqlite3_bind_int(r->ins, 5, l->line);
-        else
-            sqlite3_bind_null(r->ins, 5);
-        s = sqlite3_step(r->ins);
-        sqlite3_reset(r->ins);
-        if (s != SQLITE_DONE)
-            return sql_fail(r, "writing frame_inlines");
+    int added = 0;
+    uint32_t k = vh_strtab__intern(r->keys, in->key, in->keylen, &added);
+    if (!k) {
+        oom(r);
+        return;
     }
-    if (top->function)
-        r->resolved++;
-    if (top->file && top->line > 0)
-        r->with_line++;
-    return 0;
+    if (added) {                       /* ids count up from 1: k - 1 is next */
+        if (vh_grow(&r->files, &r->capfiles, r->nfiles, sizeof *r->files, 16)) {
+            oom(r);
+            return;
+        }
+        struct sym_file *f = &r->files[r->nfiles];
+        memset(f, 0, sizeof *f);
+        size_t pl = strlen(in->key);
+        f->path = strdup(in->key);
+        f->build_id = strdup(in->key + pl + 1);
+        if (!f->path || !f->build_id) {
+            free(f->path);
+            free(f->build_id);
+            oom(r);
+            return;
+        }
+        r->nfiles++;
+    }
+    int existed;
+    struct vh_map_ent *e = vh_map__insert(r->mods, (uint64_t)in->id, 0, &existed);
+    if (!e) {
+        oom(r);
+        return;
+    }
+    e->v1 = k;                         /* file index + 1 */
+    /* frames that came before their module (not from the loader) */
+    for (size_t i = 0; i < r->nwaiting && !r->rc;) {
+        if (r->waiting[i].module == in->id) {
+            struct sym_in w = r->waiting[i];
+            r->waiting[i] = r->waiting[--r->nwaiting];
+            take_frame(r, &w);
+        } else {
+            i++;
+        }
+    }
 }
 
-static int resolve_all(struct resolver *r)
+/* Resolves the address into the results; 0, or -ENOMEM. */
+static int resolve_addr(struct resolver *r, struct sym_file *f, uint64_t offset,
+                        struct res_addr *a)
 {
-    if (sqlite3_exec(r->db,
-                     "DELETE FROM frame_inlines;"
-                     "UPDATE frames SET function = NULL, file = NULL, line = NULL,"
-                     " inline_depth = 0 WHERE function IS NOT NULL OR file IS NOT NULL"
-                     " OR line IS NOT NULL OR inline_depth != 0;",
-                     NULL, NULL, NULL) != SQLITE_OK)
-        return sql_fail(r, "clearing frames");
-    if (sqlite3_prepare_v2(r->db,
-                           "UPDATE frames SET function = ?1, file = ?2, line = ?3,"
-                           " inline_depth = ?4 WHERE id = ?5",
-                           -1, &r->upd, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(r->db,
-                           "INSERT INTO frame_inlines (frame_id, depth, function, file, line)"
-                           " VALUES (?1, ?2, ?3, ?4, ?5)",
-                           -1, &r->ins, NULL) != SQLITE_OK)
-        return sql_fail(r, "preparing updates");
-
-    for (size_t i = 0, j; i < r->nwork; i = j) {
-        const struct work *w = &r->work[i];
-        for (j = i + 1; j < r->nwork && r->work[j].file == w->file &&
-                        r->work[j].offset == w->offset;
-             j++)
-            ;
-        if (w->file->state != F_OK)
-            continue;
-        /* A return address: the call is the byte before it. */
-        Dwarf_Addr pc = w->file->bias + w->offset - (w->offset ? 1 : 0);
-        int rc = resolve_pc(r, w->file, pc);
-        for (size_t k = i; rc == 0 && k < j && r->nlv; k++)
-            rc = write_frame(r, r->work[k].frame_id);
-        clear_levels(r);
-        if (rc == -ENOMEM)
-            return oom(r);
-        if (rc)
-            return rc;
+    /* A return address: the call is the byte before it. */
+    Dwarf_Addr pc = f->bias + offset - (offset ? 1 : 0);
+    int rc = resolve_pc(r, f, pc);
+    a->lv0 = r->nlv_out;
+    a->nlv = 0;
+    if (!rc && vh_reserve(&r->lv_out, &r->caplv_out, r->nlv_out + r->nlv, sizeof *r->lv_out,
+                          256))
+        rc = -ENOMEM;
+    for (size_t i = 0; !rc && i < r->nlv; i++) {
+        uint32_t id = 0;
+        int added;
+        if (r->lv[i].file && !(id = vh_strtab__intern(r->names, r->lv[i].file,
+                                                      strlen(r->lv[i].file), &added)))
+            rc = -ENOMEM;
+        r->lv_out[r->nlv_out + i] = (struct res_level){ r->lv[i].function, id, r->lv[i].line };
+        if (!rc)
+            r->lv[i].function = NULL;  /* the result owns it now */
     }
-    return 0;
-}
-
-/* The counts, for `summary` and for people reading meta; optional: a DB
- * without a meta table (a unit test's) is fine. */
-static int write_stats(struct resolver *r)
-{
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(r->db, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    const struct { const char *key; size_t value; } kv[] = {
-        {"symbols_frames", r->frames},
-        {"symbols_resolved", r->resolved},
-        {"symbols_with_line", r->with_line},
-        {"symbols_modules_missing", r->missing},
-        {"symbols_modules_rebuilt", r->rebuilt},
-    };
-    int rc = 0;
-    for (size_t i = 0; i < sizeof kv / sizeof kv[0] && !rc; i++) {
-        sqlite3_bind_text(st, 1, kv[i].key, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)kv[i].value);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            rc = sql_fail(r, "writing meta");
-        sqlite3_reset(st);
+    if (!rc) {
+        r->nlv_out += r->nlv;
+        a->nlv = (uint32_t)r->nlv;
     }
-    sqlite3_finalize(st);
+    clear_levels(r);
     return rc;
 }
 
-static void warn_untrusted(struct resolver *r)
+static void take_frame(struct resolver *r, const struct sym_in *in)
 {
-    size_t shown = 0, more = 0;
+    if (!in->module || !in->has_offset)
+        return;
+    struct vh_map_ent *m = vh_map__find(r->mods, (uint64_t)in->module, 0);
+    if (!m) {                          /* its module may come later */
+        if (vh_grow(&r->waiting, &r->capwaiting, r->nwaiting, sizeof *r->waiting, 16)) {
+            oom(r);
+            return;
+        }
+        r->waiting[r->nwaiting++] = *in;
+        return;
+    }
+    size_t fi = m->v1 - 1;
+    struct sym_file *f = &r->files[fi];
+    if (!f->dwfl && open_file(r, f))
+        return;
+    f->frames++;
+    if (f->state != F_OK)
+        return;
+    int existed = 0;
+    struct vh_map_ent *e = vh_map__insert(r->addr_map, fi, in->offset, &existed);
+    if (!e) {
+        oom(r);
+        return;
+    }
+    if (!existed) {
+        if (vh_grow(&r->addrs, &r->capaddrs, r->naddrs, sizeof *r->addrs, 256)) {
+            oom(r);
+            return;
+        }
+        e->v1 = ++r->naddrs;           /* before resolving: e moves no more */
+        if (resolve_addr(r, f, in->offset, &r->addrs[r->naddrs - 1])) {
+            oom(r);
+            return;
+        }
+    }
+    size_t ai = e->v1 - 1;
+    if (!r->addrs[ai].nlv)
+        return;
+    if (vh_grow(&r->out, &r->capout, r->nout, sizeof *r->out, 1024)) {
+        oom(r);
+        return;
+    }
+    r->out[r->nout++] = (struct res_frame){ in->id, ai };
+}
+
+static void take(struct resolver *r, struct sym_in *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!r->rc && !__atomic_load_n(&r->cancel, __ATOMIC_RELAXED)) {
+            if (in[i].key)
+                take_module(r, &in[i]);
+            else {
+                r->frames++;
+                take_frame(r, &in[i]);
+            }
+        }
+        free(in[i].key);
+    }
+}
+
+/* libdw's objects and the caches over them; the results stay. */
+static void release_dw(struct resolver *r)
+{
+    clear_levels(r);
+    free(r->lv);
+    r->lv = NULL;
+    r->caplv = 0;
+    for (size_t i = 0; i < r->paths.cap; i++)
+        free(r->paths.vals[i]);
+    free(r->paths.keys);
+    free(r->paths.vals);
+    memset(&r->paths, 0, sizeof r->paths);
+    for (size_t i = 0; i < r->cus.cap; i++)
+        free(r->cus.slots[i].r);
+    free(r->cus.slots);
+    memset(&r->cus, 0, sizeof r->cus);
+    free(r->chain);
+    r->chain = NULL;
+    r->nchain = r->capchain = 0;
     for (size_t i = 0; i < r->nfiles; i++) {
-        const struct sym_file *f = &r->files[i];
+        struct sym_file *f = &r->files[i];
+        for (size_t k = 0; k < f->nsyms; k++)
+            free(f->syms[k].shown);
+        free(f->syms);
+        free(f->cus);
+        f->syms = NULL;
+        f->cus = NULL;
+        f->nsyms = f->ncus = 0;
+        if (f->dwfl)
+            dwfl_end(f->dwfl);
+        f->dwfl = NULL;
+        f->mod = NULL;
+    }
+    vh_map__free(r->addr_map);
+    r->addr_map = NULL;
+}
+
+/* ---- the queue and the thread ------------------------------------------------ */
+
+/* The thread is woken when this many rows wait (one wake-up, not one a
+ * row), and looks every QUEUE_WAIT_MS anyway: a few rows do not wait for
+ * the end of the load, and the producer never makes a system call for one. */
+#define QUEUE_BATCH 64
+#define QUEUE_WAIT_MS 10
+
+static void *resolve_thread(void *arg)
+{
+    struct symbols *s = arg;
+    struct sym_in *batch = NULL;
+    size_t cap = 0;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->nin && !s->closing) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += QUEUE_WAIT_MS * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            s->waiting = 1;
+            pthread_cond_timedwait(&s->cv, &s->mu, &until);
+            s->waiting = 0;
+        }
+        struct sym_in *t = s->in;      /* take `in` whole, leave ours */
+        size_t n = s->nin, tc = s->capin;
+        s->in = batch;
+        s->capin = cap;
+        s->nin = 0;
+        batch = t;
+        cap = tc;
+        int closing = s->closing;
+        pthread_mutex_unlock(&s->mu);
+        take(&s->r, batch, n);
+        if (closing && !n)
+            break;
+    }
+    free(batch);
+    pthread_mutex_lock(&s->mu);
+    s->done = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    release_dw(&s->r);                 /* while the caller writes rows */
+    return NULL;
+}
+
+static void push(struct symbols *s, const struct sym_in *in)
+{
+    if (!s || s->finished)
+        return;
+    if (!s->started) {                 /* no thread: resolved as they come */
+        if (vh_grow(&s->in, &s->capin, s->nin, sizeof *s->in, QUEUE_BATCH)) {
+            free(in->key);
+            s->push_oom = 1;
+            return;
+        }
+        s->in[s->nin++] = *in;
+        if (s->nin >= QUEUE_BATCH) {
+            take(&s->r, s->in, s->nin);
+            s->nin = 0;
+        }
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (vh_grow(&s->in, &s->capin, s->nin, sizeof *s->in, 256)) {
+        free(in->key);
+        s->push_oom = 1;
+    } else {
+        s->in[s->nin++] = *in;
+        if (s->waiting && s->nin == QUEUE_BATCH)
+            pthread_cond_signal(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+struct symbols *symbols__new(const struct symbols_opts *o)
+{
+    struct symbols *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    s->r.opts = o;
+    if (debuginfo_setup(&s->r) || !(s->r.keys = vh_strtab__new()) ||
+        !(s->r.names = vh_strtab__new()) || !(s->r.mods = vh_map__new()) ||
+        !(s->r.addr_map = vh_map__new())) {
+        symbols__free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int symbols__start(struct symbols *s)
+{
+    if (s->started)
+        return 0;
+    int rc = pthread_create(&s->thread, NULL, resolve_thread, s);
+    if (rc)
+        return -rc;
+    s->started = 1;
+    return 0;
+}
+
+void symbols__module(struct symbols *s, int64_t id, const char *path, const char *build_id)
+{
+    size_t pl = path ? strlen(path) : 0, bl = build_id ? strlen(build_id) : 0;
+    struct sym_in in = { .id = id, .keylen = pl + 1 + bl };
+    if (!s)
+        return;
+    if (!(in.key = malloc(pl + bl + 2))) {
+        s->push_oom = 1;
+        return;
+    }
+    memcpy(in.key, path ? path : "", pl + 1);
+    memcpy(in.key + pl + 1, build_id ? build_id : "", bl + 1);
+    push(s, &in);
+}
+
+void symbols__frame(struct symbols *s, int64_t id, int64_t module_id, int has_offset,
+                    uint64_t module_offset)
+{
+    struct sym_in in = { .id = id, .module = module_id, .offset = module_offset,
+                         .has_offset = has_offset };
+    push(s, &in);
+}
+
+int symbols__finish(struct symbols *s, char *err, size_t errlen)
+{
+    if (errlen)
+        err[0] = '\0';
+    if (!s->finished) {
+        if (s->started) {
+            pthread_mutex_lock(&s->mu);
+            s->closing = 1;
+            pthread_cond_signal(&s->cv);
+            while (!s->done)
+                pthread_cond_wait(&s->cv, &s->mu);
+            pthread_mutex_unlock(&s->mu);
+        } else {
+            take(&s->r, s->in, s->nin);
+            s->nin = 0;
+            release_dw(&s->r);
+        }
+        s->finished = 1;
+        /* room for the longest chain: symbols__result cannot fail */
+        size_t most = 1;
+        for (size_t i = 0; i < s->r.naddrs; i++)
+            most = s->r.addrs[i].nlv > most ? s->r.addrs[i].nlv : most;
+        if (vh_reserve(&s->view, &s->capview, most, sizeof *s->view, 16))
+            s->push_oom = 1;
+    }
+    if (s->push_oom)
+        oom(&s->r);
+    if (s->r.rc)
+        snprintf(err, errlen, "%s", s->r.err);
+    return s->r.rc;
+}
+
+void symbols__free(struct symbols *s)
+{
+    if (!s)
+        return;
+    if (s->started) {
+        pthread_mutex_lock(&s->mu);
+        s->closing = 1;
+        __atomic_store_n(&s->r.cancel, 1, __ATOMIC_RELAXED);   /* take no more */
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->thread, NULL);
+    } else {
+        release_dw(&s->r);
+    }
+    for (size_t i = 0; i < s->nin; i++)
+        free(s->in[i].key);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s->in);
+    struct resolver *r = &s->r;
+    for (size_t i = 0; i < r->nlv_out; i++)
+        free(r->lv_out[i].function);
+    free(r->lv_out);
+    free(r->addrs);
+    free(r->out);
+    free(r->waiting);
+    for (size_t i = 0; i < r->nfiles; i++) {
+        free(r->files[i].path);
+        free(r->files[i].build_id);
+        free(r->files[i].why);
+    }
+    free(r->files);
+    vh_strtab__free(r->keys);
+    vh_strtab__free(r->names);
+    vh_map__free(r->mods);
+    free(r->debuginfo_path);
+    free(s->view);
+    free(s);
+}
+
+/* ---- what was found ------------------------------------------------------------ */
+
+const struct symbols_level *symbols__result(struct symbols *s, size_t k, int64_t *frame_id,
+                                            size_t *nlevels)
+{
+    const struct resolver *r = &s->r;
+    if (!s->finished || r->rc || k >= r->nout)
+        return NULL;
+    const struct res_addr *a = &r->addrs[r->out[k].addr];
+    for (size_t i = 0; i < a->nlv; i++) {
+        const struct res_level *l = &r->lv_out[a->lv0 + i];
+        s->view[i] = (struct symbols_level){ l->function,
+                                             l->file ? vh_strtab__get(r->names, l->file) : NULL,
+                                             l->line };
+    }
+    *frame_id = r->out[k].frame_id;
+    *nlevels = a->nlv;
+    return s->view;
+}
+
+void symbols__counts(const struct symbols *s, struct symbols_counts *c)
+{
+    c->frames = s->r.frames;
+    c->missing = s->r.missing;
+    c->rebuilt = s->r.rebuilt;
+}
+
+static int by_file(const void *a, const void *b)
+{
+    const struct sym_file *x = *(struct sym_file *const *)a;
+    const struct sym_file *y = *(struct sym_file *const *)b;
+    int c = strcmp(x->path, y->path);
+    return c ? c : strcmp(x->build_id, y->build_id);
+}
+
+void symbols__warn(const struct symbols *s)
+{
+    const struct resolver *r = &s->r;
+    const struct sym_file **order = malloc((r->nfiles ? r->nfiles : 1) * sizeof *order);
+    size_t shown = 0, more = 0;
+    if (!order)
+        return;
+    for (size_t i = 0; i < r->nfiles; i++)
+        order[i] = &r->files[i];
+    qsort(order, r->nfiles, sizeof *order, by_file);
+    for (size_t i = 0; i < r->nfiles; i++) {
+        const struct sym_file *f = order[i];
         if (f->state != F_MISSING && f->state != F_REBUILT)
             continue;
         /* The vDSO and other pseudo-modules have no file to find. */
-        if (!f->path || f->path[0] != '/')
+        if (f->path[0] != '/')
             continue;
         if (shown == MAX_WARNINGS) {
             more++;
@@ -1195,76 +1430,5 @@ static void warn_untrusted(struct resolver *r)
     }
     if (more)
         fprintf(stderr, "vheap-analyze: symbols: ... and %zu more modules not resolved\n", more);
-}
-
-int symbols__resolve_db(sqlite3 *db, char *err, size_t errlen)
-{
-    return symbols__resolve_db_opts(db, NULL, err, errlen);
-}
-
-int symbols__resolve_db_opts(sqlite3 *db, const struct symbols_opts *o, char *err,
-                             size_t errlen)
-{
-    struct resolver r = {.db = db, .err = err, .errlen = errlen, .opts = o};
-    int rc, in_savepoint = 0;
-    if (errlen)
-        err[0] = '\0';
-
-    if ((rc = load_modules(&r)) || (rc = group_files(&r)) || (rc = load_frames(&r)))
-        goto out;
-    if (r.nwork)
-        qsort(r.work, r.nwork, sizeof *r.work, by_address);
-    if ((rc = open_session(&r)))
-        goto out;
-
-    if (sqlite3_exec(db, "SAVEPOINT vh_symbols", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = sql_fail(&r, "starting the update");
-        goto out;
-    }
-    in_savepoint = 1;
-    if ((rc = resolve_all(&r)) || (rc = write_stats(&r)))
-        goto out;
-    sqlite3_finalize(r.upd);
-    sqlite3_finalize(r.ins);
-    r.upd = r.ins = NULL;
-    if (sqlite3_exec(db, "RELEASE vh_symbols", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = sql_fail(&r, "committing");
-        goto out;
-    }
-    in_savepoint = 0;
-    warn_untrusted(&r);
-out:
-    sqlite3_finalize(r.upd);
-    sqlite3_finalize(r.ins);
-    if (in_savepoint) {
-        sqlite3_exec(db, "ROLLBACK TO vh_symbols; RELEASE vh_symbols", NULL, NULL, NULL);
-    }
-    clear_levels(&r);
-    free(r.lv);
-    for (size_t i = 0; i < r.paths.cap; i++)
-        free(r.paths.vals[i]);
-    free(r.paths.keys);
-    free(r.paths.vals);
-    for (size_t i = 0; i < r.cus.cap; i++)
-        free(r.cus.slots[i].r);
-    free(r.cus.slots);
-    free(r.chain);
-    if (r.dwfl)
-        dwfl_end(r.dwfl);
-    for (size_t i = 0; i < r.nfiles; i++) {
-        free(r.files[i].why);
-        for (size_t k = 0; k < r.files[i].nsyms; k++)
-            free(r.files[i].syms[k].shown);
-        free(r.files[i].syms);
-        free(r.files[i].cus);
-    }
-    free(r.files);
-    for (size_t i = 0; i < r.nmods; i++) {
-        free(r.mods[i].path);
-        free(r.mods[i].build_id);
-    }
-    free(r.mods);
-    free(r.work);
-    free(r.debuginfo_path);
-    return rc;
+    free(order);
 }

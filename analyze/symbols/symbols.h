@@ -1,11 +1,15 @@
-/* symbols.h — offline symbolization of a loaded capture's frames table.
+/* symbols.h — offline symbolization of a loaded capture's frames.
  * The loader (analyze/load/load.c) fills modules and frames with raw addresses;
  * this resolves them with elfutils libdw, in the analyzer, never in the
- * profiled program. */
+ * profiled program. Two halves: the resolver (symbols.c) is given modules
+ * and frames and resolves them in memory, on a thread of its own while the
+ * loader streams, or on the caller's; symbols_db.c writes what it found
+ * into a DB, and feeds it from a DB for `vheap-analyze symbolize`. */
 #ifndef VHEAP_SYMBOLS_H
 #define VHEAP_SYMBOLS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sqlite3.h>
 
 /* Resolves every frame of `db` that has a module (frames.module_id and
@@ -70,5 +74,68 @@ int symbols__add_place(struct symbols_places *p, const char *cmd, int exe, const
  * DB already resolved replaces what the last time found. */
 int symbols__resolve_db_opts(sqlite3 *db, const struct symbols_opts *o, char *err,
                              size_t errlen);
+
+/* ---- the resolver, without a DB ------------------------------------------
+ * What symbols__resolve_db_opts does, in parts, so that the expensive part
+ * (libdw: opening files, inflating debug sections, walking DWARF) can run
+ * while the loader is still streaming:
+ *
+ *   s = symbols__new(o);             o must outlive s
+ *   symbols__start(s);               optional: resolve on a thread of s's own
+ *   symbols__module(s, ...), symbols__frame(s, ...)   as rows are made
+ *   symbols__finish(s, err);         waits for the thread (or resolves now)
+ *   symbols__write_db(s, db, err);   the rows, meta and warnings
+ *   symbols__free(s);
+ *
+ * module and frame only copy their arguments into a queue (taking a mutex
+ * the thread holds just long enough to take the queue): the caller never
+ * waits for libdw. A frame may come before its module; one whose module
+ * never comes stays unresolved. Each distinct (file, offset) is resolved
+ * once. libdw's objects belong to the thread that resolves; what finish
+ * returns refers to none of them. Results do not depend on the order rows
+ * come in. */
+struct symbols;
+
+/* NULL when out of memory. Reads VHEAP_DEBUGINFO_PATH now. */
+struct symbols *symbols__new(const struct symbols_opts *o);
+/* 0, or -errno (no thread: finish resolves on the caller's thread). */
+int symbols__start(struct symbols *s);
+/* A module row: path and build_id (lowercase hex, "" or NULL if none) are
+ * copied. Modules that share path and build-id are one file. */
+void symbols__module(struct symbols *s, int64_t id, const char *path, const char *build_id);
+/* A frame row: module_id 0 (or has_offset 0) for a frame no module maps,
+ * counted in symbols_frames only. */
+void symbols__frame(struct symbols *s, int64_t id, int64_t module_id, int has_offset,
+                    uint64_t module_offset);
+/* Every row given has been resolved (the thread, if any, has let go of
+ * them). 0, or -errno with the reason in err (out of memory, libdw failing
+ * to start a session); symbols__write_db then writes nothing. */
+int symbols__finish(struct symbols *s, char *err, size_t errlen);
+/* After finish: clears the DB's frames' functions, files, lines and
+ * frame_inlines, writes what was found and the symbols_* meta counts (if
+ * meta exists), all in one SAVEPOINT; then the warnings about files missing
+ * or rebuilt, on stderr. 0, or -errno with the reason in err (nothing
+ * written, no warnings). */
+int symbols__write_db(struct symbols *s, sqlite3 *db, char *err, size_t errlen);
+/* Stops the thread (waiting for the address it is on) and frees; NULL ok. */
+void symbols__free(struct symbols *s);
+
+/* What finish found, for symbols_db.c: the k-th frame with a result (in the
+ * order frames came), NULL past the end. Its levels, innermost first: the
+ * out-of-line function's is the last. Valid until symbols__free. */
+struct symbols_level {
+    const char *function, *file;   /* NULL: unknown                          */
+    int line;                      /* 0: unknown                             */
+};
+const struct symbols_level *symbols__result(struct symbols *s, size_t k, int64_t *frame_id,
+                                            size_t *nlevels);
+struct symbols_counts {
+    size_t frames;                 /* every frame given                      */
+    size_t missing, rebuilt;       /* files with frames that are not trusted */
+};
+void symbols__counts(const struct symbols *s, struct symbols_counts *c);
+/* The warnings, one per untrusted file with frames (at most 20, then a
+ * count), in the order of (path, build-id). */
+void symbols__warn(const struct symbols *s);
 
 #endif

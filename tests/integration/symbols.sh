@@ -33,6 +33,23 @@ site() {
             ORDER BY l.time, sf.idx LIMIT 1"
 }
 
+# same_as_symbolize DB: `symbolize` on a copy of DB (the resolver fed from
+# the DB) writes the rows the load's thread wrote, and warns the same.
+same_as_symbolize() {
+    cp "$1" "$1.again"
+    "$ANALYZE" symbolize "$1.again" >/dev/null 2>"$1.again.err" ||
+        die "symbolize $1 exited $?: $(cat "$1.again.err")"
+    for sql in "SELECT * FROM frames ORDER BY id" \
+        "SELECT * FROM frame_inlines ORDER BY frame_id, depth" \
+        "SELECT key, value FROM meta WHERE key LIKE 'symbols%' ORDER BY key"; do
+        [ "$(q "$1" "$sql")" = "$(q "$1.again" "$sql")" ] ||
+            die "$1: symbolize wrote other rows than the load: $sql"
+    done
+    # the load's stderr also has its summary line: the warnings only
+    [ "$(grep 'symbols:' "$1.err")" = "$(cat "$1.again.err")" ] ||
+        die "$1: symbolize warned '$(cat "$1.again.err")', the load '$(cat "$1.err")'"
+}
+
 # field N LINE: the Nth tab-separated field.
 field() { printf '%s\n' "$2" | cut -f "$1"; }
 
@@ -109,6 +126,7 @@ if [ -n "$libc_id" ] &&
 else
     echo "note: libc6-dbg not installed, libc file:line not checked" >&2
 fi
+same_as_symbolize inl.sqlite
 echo "inline_syms: $nsites sites, inline chains and libc resolved"
 
 # clang emits no .debug_aranges, which libdw 0.188 needs to find a CU: the
@@ -142,6 +160,7 @@ done <cxx.out
 # at its caller, with no frame of libstdc++'s operator new in it.
 expect_eq "cxx site 600 frame index" "$(field 7 "$(site cxx.sqlite 600 '*/cxx_syms')")" 0
 expect_eq "libstdc++ frame under new[]" "$(site cxx.sqlite 600 '*/libstdc++.so*')" ""
+same_as_symbolize cxx.sqlite
 echo "cxx_syms: 5 demangled sites"
 
 # ---- separate debug files -----------------------------------------------
@@ -184,15 +203,18 @@ row=$(site rebuilt.sqlite 2222 '*/bin/victim')
 [ -n "$row" ] || die "rebuilt: the frame lost its module"
 expect_eq "rebuilt: function" "$(field 2 "$row")" ""
 expect_eq "rebuilt: meta" "$(q rebuilt.sqlite "SELECT value FROM meta WHERE key = 'symbols_modules_rebuilt'")" 1
-grep -q 'bin/victim: rebuilt since the run' rebuilt.sqlite.err ||
-    die "rebuilt: no warning (stderr: $(cat rebuilt.sqlite.err))"
+[ "$(grep -c 'bin/victim: rebuilt since the run' rebuilt.sqlite.err)" = 1 ] ||
+    die "rebuilt: not one warning (stderr: $(cat rebuilt.sqlite.err))"
+same_as_symbolize rebuilt.sqlite
 offset=$(q rebuilt.sqlite "SELECT module_offset FROM frames WHERE id = $(field 1 "$row")")
 [ "${offset:-0}" -gt 0 ] || die "rebuilt: no module_offset"
 rm bin/victim
 load victim.vhcap missing.sqlite
 expect_eq "missing: function" "$(field 2 "$(site missing.sqlite 2222 '*/bin/victim')")" ""
 expect_eq "missing: meta" "$(q missing.sqlite "SELECT value FROM meta WHERE key = 'symbols_modules_missing'")" 1
-grep -q 'bin/victim: .*keep' missing.sqlite.err || die "missing: no warning"
+[ "$(grep -c 'bin/victim: .*keep' missing.sqlite.err)" = 1 ] ||
+    die "missing: not one warning (stderr: $(cat missing.sqlite.err))"
+same_as_symbolize missing.sqlite
 echo "untrusted modules: rebuilt and missing keep module+offset"
 
 # ---- Rust: legacy and v0 mangling -------------------------------------------------

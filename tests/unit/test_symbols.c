@@ -3,7 +3,9 @@
  * know; the tests put them in a fresh DB as a loader would (module with
  * bias from dl_iterate_phdr, frames with module_offset), resolve, and
  * compare function, file, line and the inline chain. Also: untrusted
- * modules, libc through its separate debug file, and the demangler. */
+ * modules, libc through its separate debug file, the demangler, and the
+ * resolver fed as the loader feeds it (its own thread, frames before their
+ * modules, a capture loaded with symbols) against symbolize's way. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -20,9 +22,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include "analyze/store/db.h"
 #include "analyze/symbols/demangle.h"
 #include "analyze/symbols/symbols.h"
+#include "tests/unit/capture_builder.h"
+#include "tests/unit/load_fixture.h"
 
 /* ---- probes: return addresses with known lines ---------------------------- */
 
@@ -500,6 +506,306 @@ static void test_libc_debuginfo(void **state)
     dlclose(libc);
 }
 
+/* ---- the resolver's thread against the DB's way ---------------------------- */
+
+/* Every row symbolization writes (frames, frame_inlines, meta's symbols_*),
+ * as text; free it. */
+static char *dump(sqlite3 *db)
+{
+    static const char *const sql[] = {
+        "SELECT * FROM frames ORDER BY id",
+        "SELECT * FROM frame_inlines ORDER BY frame_id, depth",
+        "SELECT key, value FROM meta WHERE key LIKE 'symbols%' ORDER BY key",
+    };
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    for (size_t i = 0; i < sizeof sql / sizeof *sql; i++) {
+        sqlite3_stmt *st = prepare(db, sql[i]);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            for (int c = 0; c < sqlite3_column_count(st); c++) {
+                const unsigned char *t = sqlite3_column_text(st, c);
+                fprintf(f, "%s%s", c ? "|" : "", t ? (const char *)t : "NULL");
+            }
+            fputc('\n', f);
+        }
+        sqlite3_finalize(st);
+        fputs("--\n", f);
+    }
+    fclose(f);
+    return buf;
+}
+
+/* stderr into a file (for the warnings), and back. */
+static int stderr_to(const char *path)
+{
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    return saved;
+}
+
+static char *stderr_back(int saved, const char *path)
+{
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char *buf = calloc(1, 8192);
+    FILE *f = fopen(path, "r");
+    assert_non_null(buf);
+    assert_non_null(f);
+    size_t n = fread(buf, 1, 8191, f);
+    buf[n] = '\0';
+    fclose(f);
+    unlink(path);
+    return buf;
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+struct fed {                       /* one DB row, as both ways get it */
+    int64_t id, module;            /* module: 0 for a frame without one    */
+    uint64_t offset;
+};
+
+/* The same modules and frames given to symbols__resolve_db (from a DB) and
+ * to the resolver on its own thread with every frame before its module:
+ * the same rows. */
+static void test_thread_matches_db(void **state)
+{
+    void *plain = probe_plain(), *inl = probe_inlined();
+    struct modinfo m = module_of(plain), c = module_of((void *)getpid);
+    sqlite3 *a = new_db(), *b = new_db();
+    int64_t mods[3];
+    const char *paths[3] = { m.path, c.path, "/nonexistent/vheap-test/libgone.so" };
+    const char *ids[3] = { m.build_id[0] ? m.build_id : NULL,
+                           c.build_id[0] ? c.build_id : NULL, NULL };
+    for (int i = 0; i < 3; i++) {
+        mods[i] = add_module(a, paths[i], ids[i], i == 1 ? &c : &m);
+        assert_int_equal(add_module(b, paths[i], ids[i], i == 1 ? &c : &m), mods[i]);
+    }
+    struct fed fr[] = {
+        { 0, mods[0], (uintptr_t)plain - m.bias },
+        { 0, mods[0], (uintptr_t)inl - m.bias },
+        { 0, mods[1], (uintptr_t)(void *)getpid + 1 - c.bias },
+        { 0, mods[2], 0x1234 },
+        { 0, mods[0], (uintptr_t)plain - m.bias },     /* the same address again */
+        { 0, 0, 0 },                                    /* no module */
+        { 0, mods[2], 0x2345 },
+    };
+    size_t n = sizeof fr / sizeof *fr;
+    for (size_t i = 0; i < n; i++) {
+        const char *sql = fr[i].module
+            ? "INSERT INTO frames (address, module_id, module_offset) VALUES (?, ?, ?)"
+            : "INSERT INTO frames (address) VALUES (?)";
+        sqlite3_stmt *st = prepare(a, sql);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)(fr[i].offset + 0x1000));
+        if (fr[i].module) {
+            sqlite3_bind_int64(st, 2, fr[i].module);
+            sqlite3_bind_int64(st, 3, (sqlite3_int64)fr[i].offset);
+        }
+        fr[i].id = insert(a, st);
+    }
+    /* b: the same frames rows, resolved the loader's way */
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *st = prepare(b, "INSERT INTO frames (id, address, module_id, module_offset)"
+                                      " VALUES (?, ?, ?, ?)");
+        sqlite3_bind_int64(st, 1, fr[i].id);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)(fr[i].offset + 0x1000));
+        if (fr[i].module) {
+            sqlite3_bind_int64(st, 3, fr[i].module);
+            sqlite3_bind_int64(st, 4, (sqlite3_int64)fr[i].offset);
+        }
+        insert(b, st);
+    }
+
+    const char *errf = "/tmp/vheap-symtest-stderr.txt";
+    int saved = stderr_to(errf);
+    resolve(a);
+    char *warn_a = stderr_back(saved, errf);
+
+    char err[256];
+    struct symbols *s = symbols__new(NULL);
+    assert_non_null(s);
+    assert_int_equal(symbols__start(s), 0);
+    for (size_t i = n; i-- > 0;)       /* frames first, newest first */
+        symbols__frame(s, fr[i].id, fr[i].module, fr[i].module != 0, fr[i].offset);
+    for (int i = 0; i < 3; i++)
+        symbols__module(s, mods[i], paths[i], ids[i]);
+    assert_int_equal(symbols__finish(s, err, sizeof err), 0);
+    saved = stderr_to(errf);
+    int rc = symbols__write_db(s, b, err, sizeof err);
+    char *warn_b = stderr_back(saved, errf);
+    assert_int_equal(rc, 0);
+    symbols__free(s);
+
+    char *da = dump(a), *db_ = dump(b);
+    assert_string_equal(da, db_);
+    assert_string_equal(warn_a, warn_b);
+    /* the missing file warned once, naming its two frames */
+    assert_int_equal(count_lines(warn_b), 1);
+    assert_non_null(strstr(warn_b, "libgone.so: No such file or directory; its 2 frames keep"));
+    expect_here(frame_row(b, fr[0].id), "probe_plain", line_plain);
+    expect_here(frame_row(b, fr[4].id), "probe_plain", line_plain);
+    assert_int_equal(frame_row(b, fr[1].id).depth, 2);
+    assert_string_equal(frame_row(b, fr[3].id).function, "(null)");
+    assert_int_equal(meta_int(b, "symbols_frames"), (long long)n);
+    assert_int_equal(meta_int(b, "symbols_modules_missing"), 1);
+    free(da);
+    free(db_);
+    free(warn_a);
+    free(warn_b);
+    sqlite3_close(a);
+    sqlite3_close(b);
+}
+
+/* Freed before finish (a load that failed), with and without a thread,
+ * with rows still queued: no leak, no hang (make asan). A frame whose
+ * module never comes stays unresolved. */
+static void test_thread_stopped_and_orphans(void **state)
+{
+    void *plain = probe_plain();
+    struct modinfo m = module_of(plain);
+    for (int threaded = 0; threaded < 2; threaded++) {
+        struct symbols *s = symbols__new(NULL);
+        assert_non_null(s);
+        if (threaded)
+            assert_int_equal(symbols__start(s), 0);
+        symbols__module(s, 1, m.path, m.build_id);
+        for (int i = 0; i < 200; i++)
+            symbols__frame(s, i + 1, 1, 1, (uintptr_t)plain - m.bias + (uint64_t)i);
+        symbols__free(s);
+    }
+    char err[256];
+    struct symbols *s = symbols__new(NULL);
+    assert_int_equal(symbols__start(s), 0);
+    symbols__frame(s, 1, 7, 1, (uintptr_t)plain - m.bias);   /* module 7 never comes */
+    symbols__module(s, 1, m.path, m.build_id);
+    symbols__frame(s, 2, 1, 1, (uintptr_t)plain - m.bias);
+    assert_int_equal(symbols__finish(s, err, sizeof err), 0);
+    int64_t id;
+    size_t nlv;
+    const struct symbols_level *lv = symbols__result(s, 0, &id, &nlv);
+    assert_non_null(lv);
+    assert_int_equal(id, 2);
+    assert_string_equal(lv[0].function, "probe_plain");
+    assert_null(symbols__result(s, 1, &id, &nlv));
+    struct symbols_counts c;
+    symbols__counts(s, &c);
+    assert_int_equal(c.frames, 2);
+    symbols__free(s);
+}
+
+static uint32_t hex_bytes(const char *hex, uint8_t *out, size_t max)
+{
+    uint32_t n = 0;
+    for (; hex[0] && hex[1] && n < max; hex += 2)
+        out[n++] = (uint8_t)strtoul((char[3]){ hex[0], hex[1], 0 }, NULL, 16);
+    return n;
+}
+
+/* A capture loaded with symbols (the loader's thread): this binary's
+ * probes resolved, a missing library warned about once, and `symbolize`'s
+ * way on the same DB writes the same rows and the same warning. */
+static void test_load_matches_symbolize(void **state)
+{
+    void *plain = probe_plain(), *inl = probe_inlined();
+    struct modinfo m = module_of(plain);
+    uint8_t id[32];
+    uint32_t idlen = hex_bytes(m.build_id, id, sizeof id);
+    uint64_t gone = 0x7f0000000000ull;
+    uint64_t frames1[] = { (uintptr_t)plain, 0x1234, gone + 0x100 };
+    uint64_t frames2[] = { (uintptr_t)inl, gone + 0x200, gone + 0x100 };
+    struct capb b;
+    capb__init(&b, 0);
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, 1, 77);
+    capb__module(&b, ch, 2, m.bias, m.lo, m.hi, id, idlen, m.path, VH_RF_MAIN_EXE);
+    capb__module(&b, ch, 3, gone, gone, gone + 0x100000, NULL, 0,
+                 "/nonexistent/vheap-test/libgone.so", 0);
+    capb__stack(&b, ch, 4, 1, frames1, 3, 0);
+    capb__stack(&b, ch, 5, 2, frames2, 3, 0);
+    capb__alloc(&b, ch, 6, 0x1000, 100, 112, 1);
+    capb__alloc(&b, ch, 7, 0x2000, 200, 208, 2);
+    struct load_opts o = { .progress = 0 };
+    struct load_stats st;
+    const char *errf = "/tmp/vheap-symtest-stderr.txt";
+    int saved = stderr_to(errf);
+    char lerr[512];
+    int rc = fx_write_and_load(&b, &o, &st, lerr, sizeof lerr);
+    char *warn_load = stderr_back(saved, errf);
+    capb__destroy(&b);
+    if (rc)
+        fail_msg("load: %s", lerr);
+    assert_string_equal(st.symbols, "");
+
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    char *loaded = dump(db);
+    sqlite3_stmt *q1 = prepare(db, "SELECT id FROM frames WHERE address = ?");
+    sqlite3_bind_int64(q1, 1, (sqlite3_int64)(uintptr_t)plain);
+    assert_int_equal(sqlite3_step(q1), SQLITE_ROW);
+    int64_t fplain = sqlite3_column_int64(q1, 0);
+    sqlite3_finalize(q1);
+    expect_here(frame_row(db, fplain), "probe_plain", line_plain);
+    assert_int_equal(meta_int(db, "symbols_frames"), 5);
+    assert_int_equal(meta_int(db, "symbols_modules_missing"), 1);
+    assert_int_equal(count_lines(warn_load), 1);
+    assert_non_null(strstr(warn_load, "libgone.so: No such file or directory; its 2 frames keep"));
+
+    saved = stderr_to(errf);
+    resolve(db);
+    char *warn_sym = stderr_back(saved, errf);
+    char *again = dump(db);
+    assert_string_equal(loaded, again);
+    assert_string_equal(warn_load, warn_sym);
+    free(loaded);
+    free(again);
+    free(warn_load);
+    free(warn_sym);
+    sqlite3_close(db);
+    unlink(db_path);
+    unlink(cap_path);
+}
+
+/* A capture without one frame, loaded with symbols: nothing to resolve,
+ * nothing warned, the counts zero. */
+static void test_load_no_frames(void **state)
+{
+    struct modinfo m = module_of((void *)probe_plain);
+    struct capb b;
+    capb__init(&b, 0);
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, 1, 77);
+    capb__module(&b, ch, 2, m.bias, m.lo, m.hi, NULL, 0, m.path, VH_RF_MAIN_EXE);
+    capb__alloc(&b, ch, 3, 0x1000, 100, 112, 0);
+    struct load_opts o = { .progress = 0 };
+    struct load_stats st;
+    const char *errf = "/tmp/vheap-symtest-stderr.txt";
+    int saved = stderr_to(errf);
+    sqlite3 *db = fx_load_stats(&b, &o, &st);
+    char *warn = stderr_back(saved, errf);
+    capb__destroy(&b);
+    assert_string_equal(warn, "");
+    assert_string_equal(st.symbols, "");
+    assert_int_equal(meta_int(db, "symbols_frames"), 0);
+    assert_int_equal(meta_int(db, "symbols_resolved"), 0);
+    assert_int_equal(meta_int(db, "symbols_modules_missing"), 0);
+    free(warn);
+    sqlite3_close(db);
+    unlink(db_path);
+    unlink(cap_path);
+}
+
 static void expect_demangled(const char *mangled, const char *want)
 {
     char *got = vh_demangle(mangled);
@@ -572,6 +878,10 @@ int main(void)
         cmocka_unit_test(test_no_module_and_errors),
         cmocka_unit_test(test_libc_debuginfo),
         cmocka_unit_test(test_demangle),
+        cmocka_unit_test(test_thread_matches_db),
+        cmocka_unit_test(test_thread_stopped_and_orphans),
+        cmocka_unit_test(test_load_matches_symbolize),
+        cmocka_unit_test(test_load_no_frames),
     };
     return cmocka_run_group_tests_name("symbols", tests, NULL, NULL);
 }

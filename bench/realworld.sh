@@ -197,5 +197,6 @@ done
 echo "(heaptrack_print rounds peak and leaked to 3 significant digits; heaptrack"
 echo " counts one call of its own in each process and its 72 KB pool in the peak;"
 echo " node, python and cc1plus vary a little from run to run under either tool:"
-echo " GC timing, and hash tables keyed by addresses under ASLR)"
+echo " GC timing, and hash tables keyed by addresses under ASLR; python copies"
+echo " its environment, which holds VHEAP_OUT and VHEAP_QUIET in vheap's run)"
 exit $fail

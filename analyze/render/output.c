@@ -1,7 +1,7 @@
 /* output.c — renders query results as a table, JSON or CSV (output.h).
  *
- * Rows are copied into the renderer and printed at out__end(): tables need
- * every width before the first line. Formatting rules live here only, so the
+ * Rows are rendered as they are added and spooled until out__end(): tables
+ * need every width before the first line. Formatting rules live here only, so the
  * three formats cannot drift apart per command. */
 #include <errno.h>
 #include <inttypes.h>

@@ -463,6 +463,25 @@ if [ $can_load = 1 ] && command -v sqlite3 >/dev/null 2>&1; then
                           $1 ? $2 / $1 : 0, $3, b($4), b(db - $2 - $4) }'
     done
 fi
+# Queries over each DB (the last load): wall seconds and peak RSS of the
+# commands that go through every stack (--limit 0) or replay the event
+# stream (--temporary heaptrack); memory should stay one row's, not the
+# result's (render/output.c spools rows).
+if [ $can_load = 1 ]; then
+    printf '%-12s %-40s %8s %10s\n' "" "query (output to /dev/null)" wall rss
+    for w in $wls; do
+        [ -f "$tmp/vh.$w.db" ] || continue
+        for qc in "top --temporary heaptrack" "top --limit 0" "leaks --growth --limit 0" \
+                  "peak --limit 0" "summary --format json"; do
+            rm -f res
+            # shellcheck disable=SC2086 # qc is words
+            "$stamp" res "$analyze" $qc "$tmp/vh.$w.db" >/dev/null 2>&1 || true
+            [ -s res ] || continue
+            awk -v w="$w" -v q="$qc" -v rss="$(bytes "$(awk '{ print $4 * 1024 }' res)")" \
+                '{ printf "%-12s %-40s %8.2f %10s%s\n", w, q, $1, rss, $5 == 0 ? "" : " (exit " $5 ")" }' res
+        done
+    done
+fi
 say "(targets: vheap load+summary <= 0.5 x heaptrack_print on the same run, the DB"
 say " no larger than heaptrack's (interpreted, compressed) file, load's peak RSS"
 say " <= 1 GiB. Load also symbolizes, which heaptrack did earlier in"

@@ -1,7 +1,7 @@
 /* output.c — renders query results as a table, JSON or CSV (output.h).
  *
- * Rows are copied into the renderer and printed at out__end(): tables need
- * every width before the first line. Formatting rules live here only, so the
+ * Rows are rendered as they are added and spooled until out__end(): tables
+ * need every width before the first line. Formatting rules live here only, so the
  * three formats cannot drift apart per command. */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,9 +24,18 @@ struct cell {
     char *note;
 };
 
-struct row {
-    struct cell *cells;
-    struct out_stack *stack;
+/* Rows are rendered as they come, in the format's own text, and kept in a
+ * spool until out__end(): in memory up to SPOOL_MEM, then in an unnamed
+ * temp file, so that a result of any size costs memory for one row. A
+ * record is a flag (the row had a stack) and k strings, each length first. */
+#define SPOOL_MEM (1u << 20)
+
+struct spool {
+    char *mem;
+    size_t len, cap;
+    FILE *f;                       /* once mem would pass SPOOL_MEM          */
+    size_t rpos;                   /* reading mem                            */
+    int failed;
 };
 
 struct section {
@@ -35,8 +44,14 @@ struct section {
     enum out_section_kind kind;
     const struct out_col *cols;
     size_t ncols;
-    struct row *rows;
-    size_t nrows, cap;
+    size_t nrows;
+    struct spool rows;
+    int any_stack;                 /* some row had a stack                   */
+    /* table lists: what needs every row, gathered row by row */
+    size_t *width;                 /* widest text per column                 */
+    unsigned char *nonzero;        /* a row not 0 (OUT_F_HIDE_ZERO)          */
+    unsigned char *differs;        /* a row unlike the first (HIDE_SAME)     */
+    struct cell *first;            /* the first row's cells                  */
     char **notes;
     size_t nnotes;
 };
@@ -49,6 +64,75 @@ struct out {
     size_t nsecs;
     int failed;                    /* an allocation failed: out__end errors */
 };
+
+static void spool_write(struct spool *sp, const void *p, size_t n)
+{
+    if (sp->failed)
+        return;
+    if (!sp->f && sp->len + n > SPOOL_MEM && (sp->f = tmpfile())) {
+        if (sp->len && fwrite(sp->mem, 1, sp->len, sp->f) != sp->len)
+            sp->failed = 1;
+        free(sp->mem);
+        sp->mem = NULL;
+        sp->len = sp->cap = 0;
+    }
+    if (sp->f) {
+        if (n && fwrite(p, 1, n, sp->f) != n)
+            sp->failed = 1;
+        return;
+    }
+    if (vh_reserve(&sp->mem, &sp->cap, sp->len + n, 1, 4096)) {
+        sp->failed = 1;
+        return;
+    }
+    memcpy(sp->mem + sp->len, p, n);
+    sp->len += n;
+}
+
+static void spool_str(struct spool *sp, const struct out_buf *b)
+{
+    size_t n = b->p ? b->len : 0;
+    spool_write(sp, &n, sizeof n);
+    spool_write(sp, b->p ? b->p : "", n);
+}
+
+/* Back to the start for reading; 0 or -EIO. */
+static int spool_rewind(struct spool *sp)
+{
+    sp->rpos = 0;
+    if (sp->f && (fflush(sp->f) || fseek(sp->f, 0, SEEK_SET)))
+        return -EIO;
+    return sp->failed ? -EIO : 0;
+}
+
+static int spool_read(struct spool *sp, void *p, size_t n)
+{
+    if (sp->f)
+        return n && fread(p, 1, n, sp->f) != n ? -EIO : 0;
+    if (sp->rpos + n > sp->len)
+        return -EIO;
+    memcpy(p, sp->mem + sp->rpos, n);
+    sp->rpos += n;
+    return 0;
+}
+
+/* The next string into b (b->len set, NUL-terminated). */
+static int spool_read_str(struct spool *sp, struct out_buf *b)
+{
+    size_t n;
+    if (spool_read(sp, &n, sizeof n) || vh_reserve(&b->p, &b->cap, n + 1, 1, 64))
+        return -EIO;
+    b->len = n;
+    b->p[n] = 0;
+    return spool_read(sp, b->p, n);
+}
+
+static void spool_free(struct spool *sp)
+{
+    if (sp->f)
+        fclose(sp->f);
+    free(sp->mem);
+}
 
 int out__parse_format(const char *s, enum out_format *fmt)
 {
@@ -131,6 +215,14 @@ int out__section(struct out *o, const char *name, enum out_section_kind kind,
     s->kind = kind;
     s->cols = cols;
     s->ncols = ncols;
+    if (o->fmt == OUT_TABLE && kind == OUT_LIST) {
+        size_t n = ncols ? ncols : 1;
+        s->width = calloc(n, sizeof *s->width);
+        s->nonzero = calloc(n, 1);
+        s->differs = calloc(n, 1);
+        if (!s->width || !s->nonzero || !s->differs)
+            o->failed = 1;
+    }
     return o->failed ? -ENOMEM : 0;
 }
 
@@ -153,6 +245,57 @@ void out_stack__free(struct out_stack *st)
     free(st);
 }
 
+/* A value as a cell, its strings borrowed from the caller's. */
+static struct cell as_cell(const struct out_val *v)
+{
+    struct cell c = { .kind = v->kind, .i = v->i, .r = v->r, .note = (char *)v->note };
+    if (v->kind == OV_TEXT && !(c.s = (char *)v->s))
+        c.kind = OV_NULL;
+    if (v->kind == OV_WORDS) {
+        c.words = (char **)v->words;
+        c.nwords = v->nwords;
+    }
+    return c;
+}
+
+/* A copy of a cell that owns its strings (the first row of a table list). */
+static void cell_copy(struct out *o, struct cell *d, const struct cell *c)
+{
+    *d = *c;
+    d->note = dup_or_fail(o, c->note);
+    d->s = c->kind == OV_TEXT ? dup_or_fail(o, c->s) : NULL;
+    d->words = NULL;
+    d->nwords = 0;
+    if (c->kind == OV_WORDS) {
+        if (!(d->words = calloc(c->nwords ? c->nwords : 1, sizeof *d->words))) {
+            o->failed = 1;
+            d->kind = OV_NULL;
+            return;
+        }
+        d->nwords = c->nwords;
+        for (size_t w = 0; w < c->nwords; w++)
+            d->words[w] = dup_or_fail(o, c->words[w] ? c->words[w] : "");
+    }
+}
+
+/* A word of an OV_WORDS cell: NULL reads as "". */
+static const char *word(const struct cell *c, size_t w)
+{
+    return c->words[w] ? c->words[w] : "";
+}
+
+static void cell_free(struct cell *c)
+{
+    free(c->s);
+    free(c->note);
+    for (size_t w = 0; w < c->nwords; w++)
+        free(c->words[w]);
+    free(c->words);
+}
+
+static void render_row(struct out *o, struct section *s, const struct cell *cells,
+                       const struct out_stack *stack);
+
 int out__row(struct out *o, const struct out_val *vals, struct out_stack *stack)
 {
     if (!o->nsecs) {
@@ -160,41 +303,20 @@ int out__row(struct out *o, const struct out_val *vals, struct out_stack *stack)
         return -EINVAL;
     }
     struct section *s = &o->secs[o->nsecs - 1];
-    if (vh_grow(&s->rows, &s->cap, s->nrows, sizeof *s->rows, 16)) {
+    struct cell *cells = calloc(s->ncols ? s->ncols : 1, sizeof *cells);
+    if (!cells) {
         o->failed = 1;
         out_stack__free(stack);
         return -ENOMEM;
     }
-    struct row *r = &s->rows[s->nrows++];
-    r->stack = stack;
-    r->cells = calloc(s->ncols ? s->ncols : 1, sizeof *r->cells);
-    if (!r->cells) {
+    for (size_t c = 0; c < s->ncols; c++)
+        cells[c] = as_cell(&vals[c]);
+    render_row(o, s, cells, stack);
+    free(cells);
+    out_stack__free(stack);
+    s->nrows++;
+    if (s->rows.failed)
         o->failed = 1;
-        return -ENOMEM;
-    }
-    for (size_t c = 0; c < s->ncols; c++) {
-        const struct out_val *v = &vals[c];
-        struct cell *cl = &r->cells[c];
-        cl->kind = v->kind;
-        cl->i = v->i;
-        cl->r = v->r;
-        cl->note = dup_or_fail(o, v->note);
-        if (v->kind == OV_TEXT) {
-            cl->s = dup_or_fail(o, v->s);
-            if (!cl->s)
-                cl->kind = OV_NULL;
-        } else if (v->kind == OV_WORDS) {
-            cl->words = calloc(v->nwords ? v->nwords : 1, sizeof *cl->words);
-            if (!cl->words) {
-                o->failed = 1;
-                cl->kind = OV_NULL;
-                continue;
-            }
-            cl->nwords = v->nwords;
-            for (size_t w = 0; w < v->nwords; w++)
-                cl->words[w] = dup_or_fail(o, v->words[w] ? v->words[w] : "");
-        }
-    }
     return o->failed ? -ENOMEM : 0;
 }
 
@@ -225,22 +347,17 @@ static void free_all(struct out *o)
 {
     for (size_t k = 0; k < o->nsecs; k++) {
         struct section *s = &o->secs[k];
-        for (size_t i = 0; i < s->nrows; i++) {
-            struct row *r = &s->rows[i];
-            for (size_t c = 0; r->cells && c < s->ncols; c++) {
-                free(r->cells[c].s);
-                free(r->cells[c].note);
-                for (size_t w = 0; w < r->cells[c].nwords; w++)
-                    free(r->cells[c].words[w]);
-                free(r->cells[c].words);
-            }
-            free(r->cells);
-            out_stack__free(r->stack);
-        }
+        spool_free(&s->rows);
+        if (s->first)
+            for (size_t c = 0; c < s->ncols; c++)
+                cell_free(&s->first[c]);
+        free(s->first);
+        free(s->width);
+        free(s->nonzero);
+        free(s->differs);
         for (size_t i = 0; i < s->nnotes; i++)
             free(s->notes[i]);
         free(s->notes);
-        free(s->rows);
         free(s->name);
         free(s->title);
     }
@@ -301,7 +418,7 @@ static void table_value(const struct out *o, const struct out_col *col,
         for (size_t w = 0; w < c->nwords; w++) {
             if (w)
                 out_buf__puts(b, " ");
-            buf_safe(b, c->words[w]);
+            buf_safe(b, word(c, w));
         }
         return;
     case OV_REAL:
@@ -359,7 +476,7 @@ static int cells_equal(const struct cell *a, const struct cell *b)
         if (a->nwords != b->nwords)
             return 0;
         for (size_t w = 0; w < a->nwords; w++)
-            if (strcmp(a->words[w], b->words[w]))
+            if (strcmp(word(a, w), word(b, w)))
                 return 0;
         return 1;
     }
@@ -371,23 +488,22 @@ static int is_zero(const struct cell *c)
     return c->kind == OV_INT && c->i == 0;
 }
 
+/* Whether a column is in the table at all, before any row. */
+static int table_may_show(const struct section *s, size_t c)
+{
+    return !(s->cols[c].flags & (OUT_F_NO_TABLE | OUT_F_CSV_ONLY));
+}
+
+/* Whether a column is in the table, over every row (gathered by out__row). */
 static int table_shows(const struct section *s, size_t c)
 {
     const struct out_col *col = &s->cols[c];
-    if (col->flags & (OUT_F_NO_TABLE | OUT_F_CSV_ONLY))
+    if (!table_may_show(s, c))
         return 0;
-    if ((col->flags & OUT_F_HIDE_ZERO) && s->kind == OUT_LIST) {
-        for (size_t i = 0; i < s->nrows; i++)
-            if (!is_zero(&s->rows[i].cells[c]))
-                return 1;
-        return 0;
-    }
-    if ((col->flags & OUT_F_HIDE_SAME) && s->kind == OUT_LIST) {
-        for (size_t i = 1; i < s->nrows; i++)
-            if (!cells_equal(&s->rows[0].cells[c], &s->rows[i].cells[c]))
-                return 1;
-        return 0;
-    }
+    if ((col->flags & OUT_F_HIDE_ZERO) && s->kind == OUT_LIST)
+        return s->nonzero[c];
+    if ((col->flags & OUT_F_HIDE_SAME) && s->kind == OUT_LIST)
+        return s->differs[c];
     return 1;
 }
 
@@ -410,7 +526,7 @@ static void where(struct out_buf *b, const char *file, int64_t line)
 
 /* One line per function, innermost first; functions inlined into a physical
  * frame are marked, and the module is named on the out-of-line one. */
-static void table_stack(FILE *f, const struct out_stack *st, const char *indent)
+static void table_stack(struct out_buf *out, const struct out_stack *st, const char *indent)
 {
     struct out_buf b = { 0 };
     for (size_t i = 0; i < st->n; i++) {
@@ -435,287 +551,349 @@ static void table_stack(FILE *f, const struct out_stack *st, const char *indent)
             if (!fr->function && fr->has_offset)
                 out_buf__printf(&b, "+0x%" PRIx64, (uint64_t)fr->offset);
         }
-        if (!b.oom)
-            fprintf(f, "%s\n", b.p);
+        if (!b.oom) {
+            out_buf__add(out, b.p, b.len);
+            out_buf__puts(out, "\n");
+        }
     }
     if (st->omitted)
-        fprintf(f, "%s... %zu more frames\n", indent, st->omitted);
+        out_buf__printf(out, "%s... %zu more frames\n", indent, st->omitted);
     else if (st->truncated)
-        fprintf(f, "%s... (stack truncated at the recording depth)\n", indent);
+        out_buf__printf(out, "%s... (stack truncated at the recording depth)\n", indent);
     if (!st->n && !st->omitted)
-        fprintf(f, "%s(no stack recorded)\n", indent);
+        out_buf__printf(out, "%s(no stack recorded)\n", indent);
     free(b.p);
 }
 
-static void table_records(const struct out *o, const struct section *s)
+/* A row of "title: value" lines (objects and records): all its text, the
+ * blank line before every row but the first included. */
+static void table_record_row(struct out *o, struct section *s, const struct cell *cells,
+                             const struct out_stack *stack, struct out_buf *t)
 {
     struct out_buf b = { 0 };
-    for (size_t i = 0; i < s->nrows; i++) {
-        const struct row *r = &s->rows[i];
-        if (i)
-            fputc('\n', o->f);
-        for (size_t c = 0; c < s->ncols; c++) {
-            if (!table_shows(s, c) || r->cells[c].kind == OV_NULL ||
-                ((s->cols[c].flags & OUT_F_HIDE_ZERO) && is_zero(&r->cells[c])))
-                continue;
-            b.len = 0;
-            table_cell(o, &s->cols[c], &r->cells[c], &b);
-            if (!b.oom)
-                fprintf(o->f, "%s: %s\n", s->cols[c].title, b.p);
-        }
-        if (r->stack)
-            table_stack(o->f, r->stack, "    ");
+    if (s->nrows)
+        out_buf__puts(t, "\n");
+    for (size_t c = 0; c < s->ncols; c++) {
+        if (!table_shows(s, c) || cells[c].kind == OV_NULL ||
+            ((s->cols[c].flags & OUT_F_HIDE_ZERO) && is_zero(&cells[c])))
+            continue;
+        b.len = 0;
+        table_cell(o, &s->cols[c], &cells[c], &b);
+        if (!b.oom)
+            out_buf__printf(t, "%s: %s\n", s->cols[c].title, b.p);
     }
+    if (stack)
+        table_stack(t, stack, "    ");
     free(b.p);
 }
 
-static void table_list(const struct out *o, const struct section *s)
+/* A row of an aligned list: each column's text (widths, and which columns
+ * show, are known at the end), then the stack's lines. */
+static void table_list_row(struct out *o, struct section *s, const struct cell *cells,
+                           const struct out_stack *stack)
+{
+    struct out_buf b = { 0 };
+    if (!s->nrows && s->ncols) {
+        if (!(s->first = calloc(s->ncols, sizeof *s->first)))
+            o->failed = 1;
+        for (size_t c = 0; s->first && c < s->ncols; c++)
+            cell_copy(o, &s->first[c], &cells[c]);
+    }
+    for (size_t c = 0; c < s->ncols; c++) {
+        if (!is_zero(&cells[c]))
+            s->nonzero[c] = 1;
+        if (s->nrows && s->first && !cells_equal(&s->first[c], &cells[c]))
+            s->differs[c] = 1;
+        b.len = 0;
+        if (table_may_show(s, c)) {
+            table_cell(o, &s->cols[c], &cells[c], &b);
+            if (b.p && b.len > s->width[c])
+                s->width[c] = strlen(b.p);
+        }
+        spool_str(&s->rows, &b);
+    }
+    b.len = 0;
+    if (stack)
+        table_stack(&b, stack, "    ");
+    spool_str(&s->rows, &b);
+    if (b.oom)
+        o->failed = 1;
+    free(b.p);
+}
+
+static int table_list(const struct out *o, struct section *s)
 {
     if (!s->nrows)
-        return;                    /* a lone header says less than a note */
+        return 0;                  /* a lone header says less than a note */
     size_t nc = s->ncols;
-    size_t *w = calloc(nc ? nc : 1, sizeof *w);
     int *show = calloc(nc ? nc : 1, sizeof *show);
-    char **text = calloc(s->nrows * nc + 1, sizeof *text);
-    if (!w || !show || !text)
-        goto out;
+    struct out_buf b = { 0 };
+    unsigned char has_stack;
+    int rc = -ENOMEM;
+    if (!show)
+        return rc;
     size_t last = 0;
     for (size_t c = 0; c < nc; c++) {
         show[c] = table_shows(s, c);
         if (show[c]) {
-            w[c] = strlen(s->cols[c].title);
+            size_t l = strlen(s->cols[c].title);
+            if (l > s->width[c])
+                s->width[c] = l;
             last = c;
         }
     }
-    for (size_t i = 0; i < s->nrows; i++) {
-        for (size_t c = 0; c < nc; c++) {
-            if (!show[c])
-                continue;
-            struct out_buf b = { 0 };
-            table_cell(o, &s->cols[c], &s->rows[i].cells[c], &b);
-            text[i * nc + c] = b.p ? b.p : strdup("");
-            size_t l = text[i * nc + c] ? strlen(text[i * nc + c]) : 0;
-            if (l > w[c])
-                w[c] = l;
-        }
-    }
+    if ((rc = spool_rewind(&s->rows)))
+        goto out;
     /* Line 0 is the header: titles align like their data (numbers right). */
     for (size_t i = 0; i <= s->nrows; i++) {
         const char *sep = "";
+        if (i > 0 && (rc = spool_read(&s->rows, &has_stack, 1)))
+            goto out;
         for (size_t c = 0; c < nc; c++) {
+            if (i > 0 && (rc = spool_read_str(&s->rows, &b)))
+                goto out;
             if (!show[c])
                 continue;
-            const char *t = i == 0 ? s->cols[c].title : text[(i - 1) * nc + c];
-            if (!t)
-                t = "";
+            const char *t = i == 0 ? s->cols[c].title : b.p;
             if (is_numeric(s->cols[c].type))
-                fprintf(o->f, "%s%*s", sep, (int)w[c], t);
+                fprintf(o->f, "%s%*s", sep, (int)s->width[c], t);
             else if (c == last)
                 fprintf(o->f, "%s%s", sep, t);
             else
-                fprintf(o->f, "%s%-*s", sep, (int)w[c], t);
+                fprintf(o->f, "%s%-*s", sep, (int)s->width[c], t);
             sep = "  ";
         }
         fputc('\n', o->f);
-        if (i > 0 && s->rows[i - 1].stack) {
-            table_stack(o->f, s->rows[i - 1].stack, "    ");
+        if (i > 0 && (rc = spool_read_str(&s->rows, &b)))
+            goto out;
+        if (i > 0 && has_stack) {
+            fputs(b.p, o->f);
             if (i < s->nrows)
                 fputc('\n', o->f);
         }
     }
 out:
-    if (text)
-        for (size_t i = 0; i < s->nrows * nc; i++)
-            free(text[i]);
-    free(text);
+    free(b.p);
     free(show);
-    free(w);
+    return rc;
 }
 
-static void render_table(struct out *o)
+static int table_records(const struct out *o, struct section *s)
 {
-    int first = 1;
-    for (size_t k = 0; k < o->nsecs; k++) {
-        const struct section *s = &o->secs[k];
+    struct out_buf b = { 0 };
+    unsigned char has_stack;
+    int rc = spool_rewind(&s->rows);
+    for (size_t i = 0; !rc && i < s->nrows; i++)
+        if (!(rc = spool_read(&s->rows, &has_stack, 1)) &&
+            !(rc = spool_read_str(&s->rows, &b)))
+            fputs(b.p, o->f);
+    free(b.p);
+    return rc;
+}
+
+static int render_table(struct out *o)
+{
+    int first = 1, rc = 0;
+    for (size_t k = 0; !rc && k < o->nsecs; k++) {
+        struct section *s = &o->secs[k];
         if (!first)
             fputc('\n', o->f);
         first = 0;
         if (s->title)
             fprintf(o->f, "%s\n", s->title);
         if (s->kind == OUT_LIST)
-            table_list(o, s);
+            rc = table_list(o, s);
         else
-            table_records(o, s);
-        for (size_t i = 0; i < s->nnotes; i++)
+            rc = table_records(o, s);
+        for (size_t i = 0; !rc && i < s->nnotes; i++)
             fprintf(o->f, "%s\n", s->notes[i]);
     }
+    return rc;
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
 
-static void file_sink(void *f, const char *s, size_t n)
-{
-    fwrite(s, 1, n, f);
-}
-
-static void json_str(FILE *f, const char *s)
+static void json_str(struct out_buf *b, const char *s)
 {
     if (!s)
-        fputs("null", f);
+        out_buf__puts(b, "null");
     else
-        vh_json_str(file_sink, f, s, strlen(s), 0);
+        vh_json_str(out_buf__sink, b, s, strlen(s), 0);
 }
 
-static void json_real(FILE *f, double r)
+static void json_real(struct out_buf *b, double r)
 {
     if (isfinite(r))
-        fprintf(f, "%.15g", r);
+        out_buf__printf(b, "%.15g", r);
     else
-        fputs("null", f);
+        out_buf__puts(b, "null");
 }
 
-static void json_cell(FILE *f, const struct out_col *col, const struct cell *c)
+static void json_cell(struct out_buf *b, const struct out_col *col, const struct cell *c)
 {
     switch (c->kind) {
-    case OV_NULL: fputs("null", f); break;
-    case OV_TEXT: json_str(f, c->s); break;
-    case OV_REAL: json_real(f, c->r); break;
+    case OV_NULL: out_buf__puts(b, "null"); break;
+    case OV_TEXT: json_str(b, c->s); break;
+    case OV_REAL: json_real(b, c->r); break;
     case OV_WORDS:
-        fputc('[', f);
+        out_buf__puts(b, "[");
         for (size_t w = 0; w < c->nwords; w++) {
             if (w)
-                fputs(", ", f);
-            json_str(f, c->words[w]);
+                out_buf__puts(b, ", ");
+            json_str(b, word(c, w));
         }
-        fputc(']', f);
+        out_buf__puts(b, "]");
         break;
     case OV_INT:
         if (col->type == OUT_BOOL)
-            fputs(c->i ? "true" : "false", f);
+            out_buf__puts(b, c->i ? "true" : "false");
         else if (col->type == OUT_REAL)
-            json_real(f, (double)c->i);
+            json_real(b, (double)c->i);
         else
-            fprintf(f, "%" PRId64, c->i);
+            out_buf__printf(b, "%" PRId64, c->i);
         break;
     }
 }
 
-static void json_line(FILE *f, int64_t line)
+static void json_line(struct out_buf *b, int64_t line)
 {
     if (line > 0)
-        fprintf(f, "%" PRId64, line);
+        out_buf__printf(b, "%" PRId64, line);
     else
-        fputs("null", f);
+        out_buf__puts(b, "null");
 }
 
-static void json_stack(FILE *f, const struct out_stack *st)
+static void json_stack(struct out_buf *b, const struct out_stack *st)
 {
-    fputc('[', f);
+    out_buf__puts(b, "[");
     for (size_t i = 0; i < st->n; i++) {
         const struct out_frame *fr = &st->frames[i];
-        fputs(i ? ", {\"function\": " : "{\"function\": ", f);
-        json_str(f, fr->function);
-        fputs(", \"file\": ", f);
-        json_str(f, fr->file);
-        fputs(", \"line\": ", f);
-        json_line(f, fr->line);
-        fputs(", \"module\": ", f);
-        json_str(f, fr->module);
-        fprintf(f, ", \"address\": %" PRId64 ", \"offset\": ", fr->address);
+        out_buf__puts(b, i ? ", {\"function\": " : "{\"function\": ");
+        json_str(b, fr->function);
+        out_buf__puts(b, ", \"file\": ");
+        json_str(b, fr->file);
+        out_buf__puts(b, ", \"line\": ");
+        json_line(b, fr->line);
+        out_buf__puts(b, ", \"module\": ");
+        json_str(b, fr->module);
+        out_buf__printf(b, ", \"address\": %" PRId64 ", \"offset\": ", fr->address);
         if (fr->has_offset)
-            fprintf(f, "%" PRId64, fr->offset);
+            out_buf__printf(b, "%" PRId64, fr->offset);
         else
-            fputs("null", f);
-        fputs(", \"inlined\": [", f);
+            out_buf__puts(b, "null");
+        out_buf__puts(b, ", \"inlined\": [");
         for (size_t j = 0; j < fr->ninlined; j++) {
-            fputs(j ? ", {\"function\": " : "{\"function\": ", f);
-            json_str(f, fr->inlined[j].function);
-            fputs(", \"file\": ", f);
-            json_str(f, fr->inlined[j].file);
-            fputs(", \"line\": ", f);
-            json_line(f, fr->inlined[j].line);
-            fputc('}', f);
+            out_buf__puts(b, j ? ", {\"function\": " : "{\"function\": ");
+            json_str(b, fr->inlined[j].function);
+            out_buf__puts(b, ", \"file\": ");
+            json_str(b, fr->inlined[j].file);
+            out_buf__puts(b, ", \"line\": ");
+            json_line(b, fr->inlined[j].line);
+            out_buf__puts(b, "}");
         }
-        fputs("]}", f);
+        out_buf__puts(b, "]}");
     }
-    fputc(']', f);
+    out_buf__puts(b, "]");
 }
 
-static int section_has_stacks(const struct section *s)
+/* A row in two parts: its columns ("{" and every key, no closing brace;
+ * empty with no columns) and its stack (what follows "stack": ), joined at
+ * the end, when it is known whether any row of the section has a stack. */
+static void json_row_parts(struct out *o, struct section *s, const struct cell *cells,
+                           const struct out_stack *stack)
 {
-    for (size_t i = 0; i < s->nrows; i++)
-        if (s->rows[i].stack)
-            return 1;
-    return 0;
-}
-
-static void json_row(FILE *f, const struct section *s, const struct row *r, int stacks)
-{
+    struct out_buf b = { 0 };
     const char *sep = "{";
     for (size_t c = 0; c < s->ncols; c++) {
         if (s->cols[c].flags & OUT_F_CSV_ONLY)
             continue;
-        fprintf(f, "%s", sep);
-        json_str(f, s->cols[c].key);
-        fputs(": ", f);
-        json_cell(f, &s->cols[c], &r->cells[c]);
+        out_buf__puts(&b, sep);
+        json_str(&b, s->cols[c].key);
+        out_buf__puts(&b, ": ");
+        json_cell(&b, &s->cols[c], &cells[c]);
         sep = ", ";
     }
-    if (stacks) {
-        fprintf(f, "%s\"stack\": ", sep);
-        if (r->stack)
-            json_stack(f, r->stack);
-        else
-            fputs("null", f);
-        fprintf(f, ", \"stack_truncated\": %s",
-                r->stack && (r->stack->truncated || r->stack->omitted) ? "true" : "false");
-        sep = ", ";
-    }
-    fputs(*sep == '{' ? "{}" : "}", f);
+    spool_str(&s->rows, &b);
+    b.len = 0;
+    if (stack)
+        json_stack(&b, stack);
+    else
+        out_buf__puts(&b, "null");
+    out_buf__printf(&b, ", \"stack_truncated\": %s",
+                    stack && (stack->truncated || stack->omitted) ? "true" : "false");
+    spool_str(&s->rows, &b);
+    if (b.oom)
+        o->failed = 1;
+    free(b.p);
 }
 
-static void render_json(struct out *o)
+static int json_row(FILE *f, struct section *s, struct out_buf *cols, struct out_buf *stack)
+{
+    unsigned char has_stack;
+    int rc;
+    if ((rc = spool_read(&s->rows, &has_stack, 1)) || (rc = spool_read_str(&s->rows, cols)) ||
+        (rc = spool_read_str(&s->rows, stack)))
+        return rc;
+    fputs(cols->p, f);
+    if (s->any_stack)
+        fprintf(f, "%s\"stack\": %s}", cols->len ? ", " : "{", stack->p);
+    else
+        fputs(cols->len ? "}" : "{}", f);
+    return 0;
+}
+
+static int render_json(struct out *o)
 {
     FILE *f = o->f;
+    struct out_buf b = { 0 }, st = { 0 };
+    int rc = 0;
     fputs("{", f);
-    for (size_t k = 0; k < o->nsecs; k++) {
-        const struct section *s = &o->secs[k];
-        int stacks = section_has_stacks(s);
+    for (size_t k = 0; !rc && k < o->nsecs; k++) {
+        struct section *s = &o->secs[k];
         fputs(k ? ",\n  " : "\n  ", f);
-        json_str(f, s->name);
+        b.len = 0;
+        json_str(&b, s->name);
+        if (b.p)
+            fputs(b.p, f);
         fputs(": ", f);
+        if ((rc = spool_rewind(&s->rows)))
+            break;
         if (s->kind == OUT_OBJECT) {
             if (s->nrows)
-                json_row(f, s, &s->rows[0], stacks);
+                rc = json_row(f, s, &b, &st);
             else
                 fputs("null", f);
             continue;
         }
         fputs("[", f);
-        for (size_t i = 0; i < s->nrows; i++) {
+        for (size_t i = 0; !rc && i < s->nrows; i++) {
             fputs(i ? ",\n    " : "\n    ", f);
-            json_row(f, s, &s->rows[i], stacks);
+            rc = json_row(f, s, &b, &st);
         }
         fputs(s->nrows ? "\n  ]" : "]", f);
     }
-    fputs(o->nsecs ? "\n}\n" : "}\n", f);
+    if (!rc)
+        fputs(o->nsecs ? "\n}\n" : "}\n", f);
+    free(b.p);
+    free(st.p);
+    return rc;
 }
 
 /* ---- CSV (RFC 4180) --------------------------------------------------------- */
 
-static void csv_field(FILE *f, const char *s)
+static void csv_field(struct out_buf *b, const char *s)
 {
     if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
+        out_buf__puts(b, s);
         return;
     }
-    fputc('"', f);
+    out_buf__puts(b, "\"");
     for (; *s; s++) {
         if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
+            out_buf__puts(b, "\"");
+        out_buf__add(b, s, 1);
     }
-    fputc('"', f);
+    out_buf__puts(b, "\"");
 }
 
 /* The stack as one field: "f (file:line) <- g (file:line) <- ...", inlined
@@ -754,77 +932,128 @@ static void csv_stack_text(struct out_buf *b, const struct out_stack *st)
     }
 }
 
-static void csv_cell(FILE *f, const struct out_col *col, const struct cell *c)
+static void csv_cell(struct out_buf *out, const struct out_col *col, const struct cell *c)
 {
     struct out_buf b = { 0 };
     switch (c->kind) {
     case OV_NULL:
         return;
     case OV_TEXT:
-        csv_field(f, c->s);
+        csv_field(out, c->s);
         return;
     case OV_WORDS:
         for (size_t w = 0; w < c->nwords; w++) {
             if (w)
                 out_buf__puts(&b, " ");
-            out_buf__puts(&b, c->words[w]);
+            out_buf__puts(&b, word(c, w));
         }
-        csv_field(f, b.p ? b.p : "");
+        csv_field(out, b.p ? b.p : "");
         free(b.p);
         return;
     case OV_REAL:
         if (isfinite(c->r))
-            fprintf(f, "%.15g", c->r);
+            out_buf__printf(out, "%.15g", c->r);
         return;
     case OV_INT:
         if (col->type == OUT_BOOL)
-            fputs(c->i ? "1" : "0", f);
+            out_buf__puts(out, c->i ? "1" : "0");
         else
-            fprintf(f, "%" PRId64, c->i);
+            out_buf__printf(out, "%" PRId64, c->i);
         return;
     }
 }
 
-static void render_csv(struct out *o)
+/* A row in two parts: its fields, and its stack's field (empty without). */
+static void csv_row_parts(struct out *o, struct section *s, const struct cell *cells,
+                          const struct out_stack *stack)
 {
-    const struct section *s = NULL;
+    struct out_buf b = { 0 }, t = { 0 };
+    const char *sep = "";
+    for (size_t c = 0; c < s->ncols; c++) {
+        out_buf__puts(&b, sep);
+        csv_cell(&b, &s->cols[c], &cells[c]);
+        sep = ",";
+    }
+    spool_str(&s->rows, &b);
+    b.len = 0;
+    if (stack) {
+        csv_stack_text(&t, stack);
+        csv_field(&b, t.p ? t.p : "");
+    }
+    spool_str(&s->rows, &b);
+    if (b.oom || t.oom)
+        o->failed = 1;
+    free(b.p);
+    free(t.p);
+}
+
+static int render_csv(struct out *o)
+{
+    struct section *s = NULL;
     for (size_t k = 0; k < o->nsecs; k++)
         if (o->secs[k].kind != OUT_OBJECT)
             s = &o->secs[k];
     if (!s && o->nsecs)
         s = &o->secs[0];
     if (!s)
-        return;
-    int stacks = section_has_stacks(s);
+        return 0;
     FILE *f = o->f;
+    struct out_buf b = { 0 }, st = { 0 };
+    unsigned char has_stack;
     const char *sep = "";
     for (size_t c = 0; c < s->ncols; c++) {
         fputs(sep, f);
-        csv_field(f, s->cols[c].key);
+        b.len = 0;
+        csv_field(&b, s->cols[c].key);
+        if (b.p)
+            fputs(b.p, f);
         sep = ",";
     }
-    if (stacks)
+    if (s->any_stack)
         fprintf(f, "%sstack", sep);
     fputs("\r\n", f);
-    for (size_t i = 0; i < s->nrows; i++) {
-        const struct row *r = &s->rows[i];
-        sep = "";
-        for (size_t c = 0; c < s->ncols; c++) {
+    int rc = spool_rewind(&s->rows);
+    for (size_t i = 0; !rc && i < s->nrows; i++) {
+        if ((rc = spool_read(&s->rows, &has_stack, 1)) || (rc = spool_read_str(&s->rows, &b)) ||
+            (rc = spool_read_str(&s->rows, &st)))
+            break;
+        fputs(b.p, f);
+        if (s->any_stack) {
             fputs(sep, f);
-            csv_cell(f, &s->cols[c], &r->cells[c]);
-            sep = ",";
-        }
-        if (stacks) {
-            fputs(sep, f);
-            if (r->stack) {
-                struct out_buf b = { 0 };
-                csv_stack_text(&b, r->stack);
-                csv_field(f, b.p ? b.p : "");
-                free(b.p);
-            }
+            fputs(st.p, f);
         }
         fputs("\r\n", f);
     }
+    free(b.p);
+    free(st.p);
+    return rc;
+}
+
+/* ---- rows as they come ---------------------------------------------------- */
+
+static void render_row(struct out *o, struct section *s, const struct cell *cells,
+                       const struct out_stack *stack)
+{
+    unsigned char has_stack = stack != NULL;
+    struct out_buf b = { 0 };
+    if (stack)
+        s->any_stack = 1;
+    spool_write(&s->rows, &has_stack, 1);
+    switch (o->fmt) {
+    case OUT_TABLE:
+        if (s->kind == OUT_LIST) {
+            table_list_row(o, s, cells, stack);
+        } else {
+            table_record_row(o, s, cells, stack, &b);
+            spool_str(&s->rows, &b);
+        }
+        break;
+    case OUT_JSON: json_row_parts(o, s, cells, stack); break;
+    case OUT_CSV: csv_row_parts(o, s, cells, stack); break;
+    }
+    if (b.oom)
+        o->failed = 1;
+    free(b.p);
 }
 
 int out__end(struct out *o)
@@ -837,9 +1066,9 @@ int out__end(struct out *o)
         goto out;
     }
     switch (o->fmt) {
-    case OUT_TABLE: render_table(o); break;
-    case OUT_JSON: render_json(o); break;
-    case OUT_CSV: render_csv(o); break;
+    case OUT_TABLE: rc = render_table(o); break;
+    case OUT_JSON: rc = render_json(o); break;
+    case OUT_CSV: rc = render_csv(o); break;
     }
     if (fflush(o->f) || ferror(o->f))
         rc = -EIO;

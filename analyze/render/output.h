@@ -3,8 +3,10 @@
  * A command declares sections (a single object, or a list of rows), each with
  * typed columns, adds rows, and calls out__end(): the same calls produce an
  * aligned table for people, JSON for scripts (exact integers, stable key
- * order) or RFC 4180 CSV. Everything is buffered until out__end() so that
- * table columns can be aligned; only data goes to the stream given. */
+ * order) or RFC 4180 CSV. Each row is rendered when added, into a spool
+ * (memory, then a temp file past 1 MiB) printed at out__end(), so that table
+ * columns can be aligned and memory stays one row's whatever the number of
+ * rows; only data goes to the stream given. */
 #ifndef VHEAP_OUTPUT_H
 #define VHEAP_OUTPUT_H
 

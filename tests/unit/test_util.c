@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <malloc.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -446,6 +447,96 @@ static void test_output(void **state)
     assert_int_equal(out__parse_format("xml", &fmt), -EINVAL);
 }
 
+
+/* Rows past the spool's 1 MiB in memory (so through its temp file): the
+ * renderer's memory does not grow with them, and what needs every row is
+ * still decided by every row: the JSON and CSV stack column by a stack in
+ * the last row only, a table's same-in-every-row and zero columns shown for
+ * a last row that differs. */
+static const struct out_col many_cols[] = {
+    { "heap", "heap", OUT_TEXT, OUT_F_HIDE_SAME },
+    { "n", "n", OUT_INT, 0 },
+    { "odd", "odd", OUT_INT, OUT_F_HIDE_ZERO },
+};
+
+enum { MANY = 30000, FRAMES = 20 };
+
+static struct out_stack *many_stack(int64_t i)
+{
+    struct out_stack *st = calloc(1, sizeof *st);
+    assert_non_null(st);
+    st->frames = calloc(FRAMES, sizeof *st->frames);
+    assert_non_null(st->frames);
+    st->n = FRAMES;
+    for (int k = 0; k < FRAMES; k++) {
+        assert_true(asprintf(&st->frames[k].function, "function_number_%d_of_row_%lld", k,
+                             (long long)i) > 0);
+        st->frames[k].file = strdup("/some/rather/long/path/to/a/source/file.c");
+        st->frames[k].line = k + 1;
+    }
+    return st;
+}
+
+static char *render_many(enum out_format fmt, long long *heap_growth)
+{
+    /* a file, not a memory stream: the document is not the renderer's */
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    struct out *o = out__begin(fmt, 0, f);
+    assert_non_null(o);
+    assert_int_equal(out__section(o, "rows", OUT_LIST, NULL, many_cols, 3), 0);
+    size_t before = 0;
+    for (int64_t i = 0; i < MANY; i++) {
+        int last = i == MANY - 1;
+        struct out_val v[] = { OV_S(last ? "other" : "malloc"), OV_I(i), OV_I(last) };
+        /* the first rows have no stack: the column comes from later ones */
+        assert_int_equal(out__row(o, v, i < 2 ? NULL : many_stack(i)), 0);
+        if (i == 100)
+            before = mallinfo2().uordblks;
+        if (last)
+            *heap_growth = (long long)mallinfo2().uordblks - (long long)before;
+    }
+    assert_int_equal(out__end(o), 0);
+    long n = ftell(f);
+    assert_true(n > 0);
+    char *p = malloc((size_t)n + 1);
+    assert_non_null(p);
+    rewind(f);
+    assert_int_equal(fread(p, 1, (size_t)n, f), (size_t)n);
+    p[n] = 0;
+    fclose(f);
+    return p;
+}
+
+static void test_output_many_rows(void **state)
+{
+    long long growth;
+    (void)state;
+    char *j = render_many(OUT_JSON, &growth);
+    assert_true(growth < (2ll << 20));   /* rows as values: 100+ MB */
+    assert_non_null(strstr(j, "{\"heap\": \"malloc\", \"n\": 0, \"odd\": 0, \"stack\": null,"
+                              " \"stack_truncated\": false},\n"));
+    assert_non_null(strstr(j, "{\"heap\": \"other\", \"n\": 29999, \"odd\": 1, \"stack\":"
+                              " [{\"function\": \"function_number_0_of_row_29999\""));
+    assert_non_null(strstr(j, "\"line\": 20, \"module\": null, \"address\": 0, \"offset\": null,"
+                              " \"inlined\": []}], \"stack_truncated\": false}\n  ]\n}\n"));
+    free(j);
+    char *c = render_many(OUT_CSV, &growth);
+    assert_true(growth < (2ll << 20));
+    assert_true(!strncmp(c, "heap,n,odd,stack\r\nmalloc,0,0,\r\nmalloc,1,0,\r\nmalloc,2,0,"
+                            "function_number_0_of_row_2 (/some/rather/long/path/to/a/source/"
+                            "file.c:1) <- function_number_1_of_row_2 (", 128));
+    free(c);
+    char *t = render_many(OUT_TABLE, &growth);
+    assert_true(growth < (2ll << 20));
+    assert_true(!strncmp(t, "heap        n  odd\nmalloc      0    0\nmalloc      1    0\n"
+                            "malloc      2    0\n    function_number_0_of_row_2 (/some", 88));
+    assert_non_null(strstr(t, "\nother   29999    1\n    function_number_0_of_row_29999 ("));
+    assert_non_null(strstr(t, "function_number_19_of_row_29999 (/some/rather/long/path/to/a/"
+                              "source/file.c:20)\n"));
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_tmpfile),
         cmocka_unit_test(test_xout),
         cmocka_unit_test(test_output),
+        cmocka_unit_test(test_output_many_rows),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -1094,9 +1094,6 @@ struct theap {
     int region;                    /* a declared region: carved, no more    */
     int64_t parent;                /* id, -1 for none                       */
     int carved;                    /* its region is an entry in the parent's */
-    int in_block;                  /* its region starts at one of the parent's
-                                      blocks (not carved): inside the parent
-                                      all the same                          */
     uint64_t nested_bytes;         /* nested regions in its own blocks      */
     uint64_t base, end, min_hole;
     struct btree blocks, holes;
@@ -1389,13 +1386,24 @@ static void link_entry(struct fragtrack *t, struct theap *h, uint64_t addr, uint
                        uint64_t usable, int pseudo);
 static void unlink_entry(struct fragtrack *t, struct theap *h, struct bpos *pos);
 
+/* The bounded parent an existing bounded heap is nested in, or NULL: its
+ * region is inside the parent's, whether carved from it or (a block of the
+ * parent in the way) not. */
+static struct theap *nested_in(const struct fragtrack *t, const struct theap *h)
+{
+    struct theap *p = h->exists && h->bounded && h->parent >= 0 && h->parent <= UINT32_MAX &&
+                              h->parent != h->id
+                          ? heap_find(t, (uint32_t)h->parent) : NULL;
+    return p && p->bounded ? p : NULL;
+}
+
 /* Puts an existing nested heap's region into its parent's blocks, or takes
  * it out when the heap stops existing. */
 static int carve(struct fragtrack *t, struct theap *h)
 {
     struct theap *p = h->parent >= 0 && h->parent <= UINT32_MAX && h->parent != h->id
                           ? heap_find(t, (uint32_t)h->parent) : NULL;
-    int want = h->exists && h->bounded && p && p->bounded;
+    int want = nested_in(t, h) != NULL;
     struct bpos pos;
 
     if (want == h->carved)
@@ -1406,13 +1414,13 @@ static int carve(struct fragtrack *t, struct theap *h)
         if (p && bt_seek(&t->pool, &p->blocks, h->base, &pos) &&
             LF(&t->pool, pos.leaf)->f[pos.i])
             unlink_entry(t, p, &pos);
-        h->carved = h->in_block = 0;
+        h->carved = 0;
         return 0;
     }
-    /* a block of the parent is there: the region is inside the parent,
-     * but not an entry of its own (tried again at the next declaration) */
-    h->in_block = bt_seek(&t->pool, &p->blocks, h->base, &pos);
-    if (h->in_block)
+    /* a block of the parent is there: the region is inside the parent
+     * (nested_in), but not an entry of its own (tried again at the next
+     * declaration) */
+    if (bt_seek(&t->pool, &p->blocks, h->base, &pos))
         return 0;
     link_entry(t, p, h->base, 0, h->end - h->base, 1);
     h->carved = 1;
@@ -1722,11 +1730,10 @@ void fragtrack__totals(const struct fragtrack *t, struct frag_totals *out)
         if (!h->exists || h->region)
             continue;
         if (h->bounded) {
-            /* a nested heap is in its parent's footprint, carved or in one
-             * of its blocks (frag_loomsim: a road declared while the loom
-             * held a block at its base counted twice, about 1 run in 12) */
-            const struct theap *ph = h->carved || h->in_block
-                                         ? heap_find(t, (uint32_t)h->parent) : NULL;
+            /* a nested heap is in its parent's footprint, carved or not
+             * (frag_loomsim: a road declared while the loom held a block
+             * at its base counted twice, about 1 run in 12) */
+            const struct theap *ph = nested_in(t, h);
             out->regions++;
             if (!ph || !ph->exists)
                 out->footprint += h->end - h->base;

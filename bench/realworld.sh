@@ -132,15 +132,25 @@ have() {
     esac
 }
 
-# ht VALUE-LINE: a heaptrack_print summary value ("12.3M" -> bytes, "123" -> 123)
-ht_num() {
-    awk -v k="$1" 'index($0, k) == 1 {
-        v = substr($0, length(k) + 1); sub(/^ */, "", v); sub(/[ (].*/, "", v)
-        m = 1; u = substr(v, length(v))
-        if (u == "K") m = 1e3; else if (u == "M") m = 1e6; else if (u == "G") m = 1e9
-        if (m > 1) v = substr(v, 1, length(v) - 1)
-        printf "%.0f\n", v * m; exit }'
-}
+# The row's numbers: vheap's from its summary (JSON), heaptrack's from
+# heaptrack_print's summary lines, read as tests/vhcheck.py reads them.
+cat >numbers.py <<'EOF'
+import json, sys
+sys.path.insert(0, sys.argv[3])
+from vhcheck import ht_print_value, ht_size_bounds
+d = json.load(open(sys.argv[1]))
+p = d.get("process", {})
+h = ([x for x in d.get("heaps", []) if x.get("heap") == "malloc"] or [{}])[0]
+ht = open(sys.argv[2]).read()
+def size(label):
+    lo, hi = ht_size_bounds(ht_print_value(ht, label, "heaptrack_print"))
+    return round((lo + hi) / 2)
+sup = size("suppressed leaks") if "suppressed leaks:" in ht else 0
+print(h.get("allocations", "-"), h.get("peak_bytes", "-"), h.get("leaked_bytes", "-"),
+      p.get("dropped_events", "-"), p.get("nested_events", "-"),
+      ht_print_value(ht, "calls to allocation functions", "heaptrack_print"),
+      size("peak heap memory consumption"), size("total memory leaked") + sup)
+EOF
 
 printf '%-8s %7s %21s %21s %21s %10s  %s\n' program exit "calls vheap/ht" "peak vheap/ht" \
     "leaked vheap/ht" events analysis
@@ -165,30 +175,24 @@ for p in $progs; do
     if ! "$analyze" load -q --no-progress "$cap" "$db" 2>load.err; then
         steps="load failed: $(head -c 120 load.err)"
     else
-        for q in "summary" "top --limit 5" "leaks --limit 5" "peak"; do
+        for q in "summary --format json" "top --limit 5" "leaks --limit 5" "peak"; do
             # shellcheck disable=SC2086
-            "$analyze" $q "$db" >/dev/null 2>q.err || { steps="$q failed: $(head -c 100 q.err)"; break; }
+            "$analyze" $q "$db" >q.out 2>q.err || { steps="$q failed: $(head -c 100 q.err)"; break; }
+            # the first, summary's JSON, gives the row's vheap numbers
+            [ -f summary.json ] || cp q.out summary.json
         done
         if [ "$steps" = ok ]; then
             "$analyze" export --format heaptrack "$db" -o "$tmp/$p.export.zst" 2>/dev/null &&
                 heaptrack_print "$tmp/$p.export.zst" >/dev/null 2>&1 || steps="heaptrack export unreadable"
         fi
     fi
-    vj=$("$analyze" summary --format json "$db" 2>/dev/null || echo '{}')
-    set -- $(printf '%s' "$vj" | python3 -c '
-import json, sys
-d = json.load(sys.stdin); p = d.get("process", {})
-h = [x for x in d.get("heaps", []) if x.get("heap") == "malloc"] or [{}]
-print(h[0].get("allocations", "-"), h[0].get("peak_bytes", "-"), h[0].get("leaked_bytes", "-"),
-      p.get("dropped_events", "-"), p.get("nested_events", "-"))' 2>/dev/null || echo "- - - - -")
-    va=$1 vp=$2 vl=$3 vd=$4 vn=$5
     vg=$("$analyze" dump "$cap" 2>/dev/null | sed -n '/^loss /{s/.*guard_resets=\([0-9]*\).*/\1/p;q;}')
     heaptrack_print "$htf" >ht.txt 2>/dev/null || true
-    ha=$(ht_num "calls to allocation functions:" <ht.txt)
-    hp=$(ht_num "peak heap memory consumption:" <ht.txt)
-    hl=$(ht_num "total memory leaked:" <ht.txt)
-    hs=$(ht_num "suppressed leaks:" <ht.txt)
-    hl=$(( ${hl:-0} + ${hs:-0} ))
+    [ -f summary.json ] || echo '{}' >summary.json
+    # shellcheck disable=SC2046
+    set -- $(python3 numbers.py summary.json ht.txt "$top/tests" 2>/dev/null || echo - - - - - - - -)
+    rm -f summary.json
+    va=$1 vp=$2 vl=$3 vd=$4 vn=$5 ha=$6 hp=$7 hl=$8
     printf '%-8s %3s/%-3s %10s/%-10s %10s/%-10s %10s/%-10s %10s  %s\n' "$p" "$vrc" "$hrc" \
         "$va" "${ha:--}" "$vp" "${hp:--}" "$vl" "$hl" "$vd/$vn/${vg:--}" "$steps"
     [ "$vrc" = "$hrc" ] && [ "$steps" = ok ] && [ "$vd" = 0 ] && [ "$vn" = 0 ] && [ "$vg" = 0 ] ||

@@ -501,9 +501,10 @@ static int parse_cie(const uint8_t *p, const uint8_t *limit, struct cie *c)
     if (aug[0] == 'z') {
         c->has_aug_data = 1;
         uint64_t alen = uleb(&r);
-        const uint8_t *aend = r.p + alen;
-        if (alen > (uint64_t)(r.end - r.p))
+        /* Bound first: forming r.p + alen past the object is undefined. */
+        if (r.bad || alen > (uint64_t)(r.end - r.p))
             return -1;
+        const uint8_t *aend = r.p + alen;
         for (const char *a = aug + 1; *a; a++) {
             switch (*a) {
             case 'R': c->fde_enc = (uint8_t)fixed(&r, 1); break;
@@ -635,9 +636,12 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (cie_off == 0)
         return 1;                  /* that is a CIE, not an FDE */
     struct cie c;
+    /* The CIE pointer counts back from itself; one reaching before the
+     * segment would be a pointer below the object (undefined to form). */
+    if (cie_off > (uint64_t)(cie_ptr_at - seg_start))
+        return 1;
     const uint8_t *cie = cie_ptr_at - cie_off;
-    if (cie >= seg_end || cie < seg_start ||
-        parse_cie(cie, seg_end, &c) < 0 || c.signal)
+    if (parse_cie(cie, seg_end, &c) < 0 || c.signal)
         return 1;
     uint64_t start = pointer(&f, c.fde_enc, base);
     uint64_t range = pointer(&f, c.fde_enc & DW_EH_PE_format, 0);

@@ -13,6 +13,7 @@
 #include "analyze/util/grow.h"
 #include "analyze/render/output.h"
 #include "analyze/util/json.h"
+#include "analyze/util/tmpfile.h"
 
 struct cell {
     enum out_val_kind kind;
@@ -26,7 +27,7 @@ struct cell {
 
 /* Rows are rendered as they come, in the format's own text, and kept in a
  * spool until out__end(): in memory up to SPOOL_MEM, then in an unnamed
- * temp file, so that a result of any size costs memory for one row. A
+ * scratch file in $TMPDIR (util/tmpfile.h), so that a result of any size costs memory for one row. A
  * record is a flag (the row had a stack) and k strings, each length first. */
 #define SPOOL_MEM (1u << 20)
 
@@ -69,7 +70,7 @@ static void spool_write(struct spool *sp, const void *p, size_t n)
 {
     if (sp->failed)
         return;
-    if (!sp->f && sp->len + n > SPOOL_MEM && (sp->f = tmpfile())) {
+    if (!sp->f && sp->len + n > SPOOL_MEM && (sp->f = vh_tmpfile_scratch())) {
         if (sp->len && fwrite(sp->mem, 1, sp->len, sp->f) != sp->len)
             sp->failed = 1;
         free(sp->mem);

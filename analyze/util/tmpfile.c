@@ -95,3 +95,33 @@ void vh_tmpfile_discard(const char *tmp)
     unlink(tmp);
     disarm(tmp);
 }
+
+FILE *vh_tmpfile_scratch(void)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    /* O_TMPFILE never has a name; where the file system lacks it, a name
+     * unlinked at once is the next best. */
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != ENOENT && errno != ENOTDIR) {
+        char path[4096];
+        int n = snprintf(path, sizeof path, "%s/vheap-scratch.XXXXXX", dir);
+        if (n < 0 || (size_t)n >= sizeof path) {
+            errno = ENAMETOOLONG;
+            return NULL;
+        }
+        fd = mkostemp(path, O_CLOEXEC);
+        if (fd >= 0)
+            unlink(path);
+    }
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "w+");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}

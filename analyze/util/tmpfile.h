@@ -10,6 +10,7 @@
 #define VHEAP_TMPFILE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Creates the temporary file for `path`, its name into tmp[tmplen]: the
  * open descriptor (O_CLOEXEC), or -errno (-ENAMETOOLONG, -EBUSY when too
@@ -21,5 +22,11 @@ int vh_tmpfile_publish(const char *tmp, const char *path);
 
 /* Removes tmp. */
 void vh_tmpfile_discard(const char *tmp);
+
+/* A scratch file with no name, opened "w+", in $TMPDIR (else /tmp) like
+ * SQLite's own temporary files: tmpfile(3) ignores TMPDIR, so a user who
+ * points it at a roomy disk would still fill /tmp. It has no name to remove:
+ * it vanishes with its last descriptor, signal or not. NULL with errno. */
+FILE *vh_tmpfile_scratch(void);
 
 #endif

@@ -60,15 +60,20 @@ for bin in "$bindir"/tests/fuzz/fuzz_*; do
     fi
 
     # 2. fuzz from the seeds (run first in full), for secs seconds.
+    # The smoke run is a gate: one fixed seed, so what fails in CI fails the
+    # same way here (the first N runs are the same for the same binary and
+    # seeds). Exploring with fresh seeds is make fuzz's job.
     if [ "$mode" = smoke ]; then
         work=$tmp/corpus-$name
+        seed=${VHEAP_FUZZ_SEED:-1}
     else
         work=$bindir/corpus/$name
+        seed=${VHEAP_FUZZ_SEED:-0}
     fi
     mkdir -p "$work"
     start=$(date +%s)
     # shellcheck disable=SC2086
-    "$bin" $flags -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
+    "$bin" $flags -seed="$seed" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
         -close_fd_mask=2 -print_final_stats=1 -artifact_prefix="$crashes/" \
         "$work" ${seeds:+$( [ -d "$seeds" ] && echo "$seeds")} >"$log" 2>&1
     rc=$?
@@ -78,7 +83,8 @@ for bin in "$bindir"/tests/fuzz/fuzz_*; do
     total_runs=$((total_runs + ${runs:-0}))
     total_secs=$((total_secs + took))
     if [ $rc -ne 0 ]; then
-        echo "FAIL  fuzz $name (exit $rc after ${took}s, ${runs:-?} runs); input kept in $crashes/:"
+        [ "$seed" = 0 ] && seed=$(sed -n 's/.*Seed: \([0-9]*\).*/\1/p' "$log" | head -n 1)
+        echo "FAIL  fuzz $name (exit $rc after ${took}s, ${runs:-?} runs, -seed=$seed); input kept in $crashes/:"
         grep -E 'ERROR|fuzz check|SUMMARY|Test unit written|^    #[0-9]' "$log" | head -n 30 | sed 's/^/    /'
         cp "$log" "$crashes/last.log" 2>/dev/null
         fail=1

@@ -305,6 +305,39 @@ static void test_tmpfile(void **state)
     assert_true(sa.sa_handler == SIG_DFL);
 }
 
+/* The renderer's scratch file lives in $TMPDIR, as SQLite's do, has no name
+ * there, and reads back what was written. */
+static void test_tmpfile_scratch(void **state)
+{
+    (void)state;
+    const char *was = getenv("TMPDIR");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("TMPDIR", dir, 1);
+    int before = entries();
+    FILE *f = vh_tmpfile_scratch();
+    assert_non_null(f);
+    assert_int_equal(entries(), before);           /* no name in the dir */
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fileno(f));
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    assert_true(n > 0);
+    target[n] = 0;
+    assert_memory_equal(target, dir, strlen(dir));  /* on $TMPDIR's disk */
+    assert_int_equal(fputs("spooled rows", f) >= 0, 1);
+    rewind(f);
+    char back[32] = { 0 };
+    assert_non_null(fgets(back, sizeof back, f));
+    assert_string_equal(back, "spooled rows");
+    fclose(f);
+    setenv("TMPDIR", "/nonexistent/vheap-test", 1);
+    assert_null(vh_tmpfile_scratch());
+    if (saved)
+        setenv("TMPDIR", saved, 1);
+    else
+        unsetenv("TMPDIR");
+    free(saved);
+}
+
 /* ---- the output file -------------------------------------------------------------- */
 
 static char *slurp(const char *path, size_t *len)
@@ -546,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_map),
         cmocka_unit_test(test_strtab),
         cmocka_unit_test(test_tmpfile),
+        cmocka_unit_test(test_tmpfile_scratch),
         cmocka_unit_test(test_xout),
         cmocka_unit_test(test_output),
         cmocka_unit_test(test_output_many_rows),

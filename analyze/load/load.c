@@ -8,6 +8,7 @@
  * docs/schema.md. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1393,8 +1394,9 @@ struct rows {
     struct loader *L;
     sqlite3_stmt *many, *one;
     struct rowq *q;                    /* the writer thread, or NULL         */
-    int cols, k;
-    unsigned real;                     /* bit c: column c is REAL           */
+    struct vh_rowcols cols;            /* REAL and NULL-able columns: set
+                                          after rows_open                   */
+    int k;
     union vh_rowv v[ROWS * VH_ROWS_MAX_COLS];
 };
 
@@ -1406,7 +1408,7 @@ static int rows_open(struct loader *L, struct rows *r, const char *sql, int cols
 
     memset(r, 0, sizeof *r);
     r->L = L;
-    r->cols = cols;
+    r->cols.n = cols;
     if (!q) {
         fail(L, -ENOMEM, "out of memory");
         return -1;
@@ -1435,13 +1437,22 @@ static int rows_open(struct loader *L, struct rows *r, const char *sql, int cols
 
 static inline void rows_set(struct rows *r, int col, int64_t v)
 {
-    r->v[r->k * r->cols + col].i = v;
+    r->v[r->k * r->cols.n + col].i = v;
 }
 
-/* A REAL column (r->real says which): set before the first row. */
+/* A REAL column (r->cols.real says which). */
 static inline void rows_set_real(struct rows *r, int col, double v)
 {
-    r->v[r->k * r->cols + col].d = v;
+    r->v[r->k * r->cols.n + col].d = v;
+}
+
+/* NULL, in a column r->cols.null allows. */
+static inline void rows_set_null(struct rows *r, int col)
+{
+    if (r->cols.real >> col & 1)
+        rows_set_real(r, col, NAN);
+    else
+        rows_set(r, col, VH_ROWV_NULL);
 }
 
 static void rows_step(struct rows *r, sqlite3_stmt *st, const union vh_rowv *v, int n)
@@ -1449,8 +1460,8 @@ static void rows_step(struct rows *r, sqlite3_stmt *st, const union vh_rowv *v, 
     char msg[256];
 
     if (r->q)
-        rowq__put(r->q, st, r->real, r->cols, v, n);
-    else if (rowq__step(r->L->db, st, r->real, r->cols, v, n, msg, sizeof msg))
+        rowq__put(r->q, st, r->cols, v, n);
+    else if (rowq__step(r->L->db, st, r->cols, v, n, msg, sizeof msg))
         fail(r->L, -EIO, "%s", msg);
 }
 
@@ -1458,7 +1469,7 @@ static void rows_next(struct rows *r)
 {
     if (++r->k < ROWS)
         return;
-    rows_step(r, r->many, r->v, ROWS * r->cols);
+    rows_step(r, r->many, r->v, ROWS * r->cols.n);
     r->k = 0;
 }
 
@@ -1481,7 +1492,7 @@ static void rows_close(struct rows *r)
 {
     r->q = NULL;
     for (int i = 0; r->one && i < r->k && !r->L->failed; i++)
-        rows_step(r, r->one, r->v + i * r->cols, r->cols);
+        rows_step(r, r->one, r->v + i * r->cols.n, r->cols.n);
     sqlite3_finalize(r->one);
     sqlite3_finalize(r->many);
     r->one = r->many = NULL;
@@ -2424,15 +2435,6 @@ out:
     free(rows);
 }
 
-/* The rows made so far, one by one, so that the rows of another statement
- * into the same table can follow them in key order. */
-static void rows_flush(struct rows *r)
-{
-    for (int i = 0; i < r->k && !r->L->failed; i++)
-        rows_step(r, r->one, r->v + i * r->cols, r->cols);
-    r->k = 0;
-}
-
 /* A WITHOUT ROWID table filled in key order by INSERTs keeps its pages
  * about 88% full (SQLite splits a full leaf, as it must for inserts
  * anywhere); one copied whole by `INSERT INTO t SELECT * FROM u` from a
@@ -2484,44 +2486,37 @@ static void bulk_end(struct loader *L, const char *table)
  * and the fit of its live bytes to a line over the recorded time (trend.h;
  * 0 before its first allocation: the growth view). Heaps destroyed before
  * the end hold nothing and get no fit (NULL: no growth row), nor do
- * (heap, stack, tag)s that never allocated. Rows with a fit and rows
- * without go by two statements, each flushed before the other's rows so
- * that rows append in key order. */
+ * (heap, stack, tag)s that never allocated. */
 static void write_stack_totals(struct loader *L, const uint32_t *order)
 {
-    struct rows *fit = malloc(sizeof *fit), *nofit = malloc(sizeof *nofit);
+    struct rows *rw = malloc(sizeof *rw);
     /* the fit ends where recording did: at the end, or where it paused */
     uint64_t rec_end = rec_time(L, L->recording_off ? L->pause_start : L->last_time);
-    int ok;
 
-    if (!fit || !nofit || bulk_begin(L, "stack_totals")) {
-        if (!fit || !nofit)
+    if (!rw || bulk_begin(L, "stack_totals")) {
+        if (!rw)
             fail(L, -ENOMEM, "out of memory");
-        free(fit);
-        free(nofit);
+        free(rw);
         return;
     }
-#define VH_TOTALS_COLS                                                                        \
-    "INSERT INTO temp.vh_bulk(heap_id, stack_id, tag_id, allocations, failed, bytes_allocated, " \
-    "usable_allocated, frees, temporary, peak_blocks, peak_bytes, max_live_bytes, "            \
-    "leaked_blocks, leaked_bytes"
-    ok = !rows_open(L, fit, VH_TOTALS_COLS ", first_time, mean_bytes, bytes_per_hour, r2) VALUES",
-                    18);
-    ok = !rows_open(L, nofit, VH_TOTALS_COLS ") VALUES", 14) && ok;
-#undef VH_TOTALS_COLS
-    fit->real = 1u << 16 | 1u << 17;
+    int ok = !rows_open(L, rw,
+                        "INSERT INTO temp.vh_bulk(heap_id, stack_id, tag_id, allocations, failed, "
+                        "bytes_allocated, usable_allocated, frees, temporary, peak_blocks, "
+                        "peak_bytes, max_live_bytes, leaked_blocks, leaked_bytes, first_time, "
+                        "mean_bytes, bytes_per_hour, r2) VALUES",
+                        18);
+    rw->cols.real = 1u << 16 | 1u << 17;
+    rw->cols.null = 0xfu << 14;        /* the fit's four */
     for (size_t k = 0; ok && k < L->naggs && !L->failed; k++) {
         struct agg *a = &L->aggs[order[k]];
         const struct heap *h = L->byid[a->heap];
-        int leaked = !h->destroyed, has_fit = !h->destroyed && a->tr.first != UINT64_MAX;
-        struct rows *rw = has_fit ? fit : nofit;
+        int leaked = !h->destroyed;
 
         agg_sync(a, h);                /* untouched since the peak: current */
         if (a->stack && !stack_mark(L, a->stack)) {
             stack_row(L, a->stack, 0, 0, 0);   /* referenced, never described */
             L->missing_stacks++;
         }
-        rows_flush(has_fit ? nofit : fit);
         rows_set(rw, 0, a->heap);
         rows_set(rw, 1, a->stack);
         rows_set(rw, 2, a->tag);
@@ -2536,20 +2531,20 @@ static void write_stack_totals(struct loader *L, const uint32_t *order)
         rows_set(rw, 11, (sqlite3_int64)a->max_live_bytes);
         rows_set(rw, 12, leaked ? (sqlite3_int64)a->live_blocks : 0);
         rows_set(rw, 13, leaked ? (sqlite3_int64)a->live_bytes : 0);
-        if (has_fit) {
+        if (leaked && a->tr.first != UINT64_MAX) {
             struct trend_fit f = trend__fit(&a->tr, rec_end);
             rows_set(rw, 14, (sqlite3_int64)a->first_time);
             rows_set(rw, 15, (sqlite3_int64)llround(f.mean));
             rows_set_real(rw, 16, f.slope * 3600.0);
             rows_set_real(rw, 17, f.r2);
+        } else {
+            for (int c = 14; c < 18; c++)
+                rows_set_null(rw, c);
         }
         rows_next(rw);
     }
-    /* the last rows in key order: at most one of the two holds any */
-    rows_close(fit);
-    rows_close(nofit);
-    free(fit);
-    free(nofit);
+    rows_close(rw);
+    free(rw);
     bulk_end(L, "stack_totals");
 }
 

@@ -4,6 +4,7 @@
  * came, under the connection's mutex, so the loader's other statements on
  * the same connection interleave between two of its steps. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +16,8 @@
 
 struct slot {
     sqlite3_stmt *st;
-    unsigned real;
-    int cols, n;
+    struct vh_rowcols cols;
+    int n;
     union vh_rowv v[VH_ROWS * VH_ROWS_MAX_COLS];
 };
 
@@ -31,19 +32,22 @@ struct rowq {
     struct slot slots[NSLOTS];
 };
 
-int rowq__step(sqlite3 *db, sqlite3_stmt *st, unsigned real, int cols,
-               const union vh_rowv *v, int n, char *err, size_t errlen)
+int rowq__step(sqlite3 *db, sqlite3_stmt *st, struct vh_rowcols cols, const union vh_rowv *v,
+               int n, char *err, size_t errlen)
 {
     sqlite3_mutex *m = sqlite3_db_mutex(db);
     int rc, c = 0;
 
     sqlite3_mutex_enter(m);
     for (int i = 0; i < n; i++) {
-        if (real >> c & 1)
+        int real = cols.real >> c & 1;
+        if (cols.null >> c & 1 && (real ? isnan(v[i].d) : v[i].i == VH_ROWV_NULL))
+            sqlite3_bind_null(st, i + 1);
+        else if (real)
             sqlite3_bind_double(st, i + 1, v[i].d);
         else
             sqlite3_bind_int64(st, i + 1, v[i].i);
-        if (++c == cols)
+        if (++c == cols.n)
             c = 0;
     }
     rc = sqlite3_step(st);
@@ -68,8 +72,7 @@ static void *writer(void *arg)
         pthread_mutex_unlock(&q->mu);
         /* the slot stays ours until head moves past it */
         char err[sizeof q->err];
-        int rc = q->rc ? 0 : rowq__step(q->db, s->st, s->real, s->cols, s->v, s->n, err,
-                                        sizeof err);
+        int rc = q->rc ? 0 : rowq__step(q->db, s->st, s->cols, s->v, s->n, err, sizeof err);
         pthread_mutex_lock(&q->mu);
         if (rc && !q->rc) {
             q->rc = rc;
@@ -107,7 +110,7 @@ no_mutex:
     return NULL;
 }
 
-void rowq__put(struct rowq *q, sqlite3_stmt *st, unsigned real, int cols,
+void rowq__put(struct rowq *q, sqlite3_stmt *st, struct vh_rowcols cols,
                const union vh_rowv *v, int n)
 {
     struct slot *s;
@@ -119,7 +122,6 @@ void rowq__put(struct rowq *q, sqlite3_stmt *st, unsigned real, int cols,
     /* the writer reads slots below tail only: this one is ours */
     s = &q->slots[q->tail % NSLOTS];
     s->st = st;
-    s->real = real;
     s->cols = cols;
     s->n = n < VH_ROWS * VH_ROWS_MAX_COLS ? n : VH_ROWS * VH_ROWS_MAX_COLS;
     memcpy(s->v, v, (size_t)s->n * sizeof *v);

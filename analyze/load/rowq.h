@@ -19,12 +19,20 @@ union vh_rowv {
     double d;
 };
 
-/* Binds n values to st (column c of each row REAL when bit c of `real` is
- * set; cols columns a row), steps and resets it, holding the connection's
- * mutex throughout (none on a NOMUTEX connection). 0, or -EIO with the
- * reason in err. */
-int rowq__step(sqlite3 *db, sqlite3_stmt *st, unsigned real, int cols,
-               const union vh_rowv *v, int n, char *err, size_t errlen);
+/* What the columns of a statement's rows hold: bit c of `real`, column c is
+ * REAL; bit c of `null`, column c may be NULL, written as VH_ROWV_NULL (an
+ * INTEGER column) or NaN (a REAL one). */
+struct vh_rowcols {
+    int n;
+    unsigned real, null;
+};
+#define VH_ROWV_NULL INT64_MIN
+
+/* Binds n values to st (cols.n columns a row), steps and resets it, holding
+ * the connection's mutex throughout (none on a NOMUTEX connection). 0, or
+ * -EIO with the reason in err. */
+int rowq__step(sqlite3 *db, sqlite3_stmt *st, struct vh_rowcols cols, const union vh_rowv *v,
+               int n, char *err, size_t errlen);
 
 struct rowq;
 
@@ -35,7 +43,7 @@ struct rowq *rowq__start(sqlite3 *db);
 
 /* Hands over one statement's values (copied; waits while the queue is
  * full). After a failure the values are dropped: rowq__stop reports it. */
-void rowq__put(struct rowq *q, sqlite3_stmt *st, unsigned real, int cols,
+void rowq__put(struct rowq *q, sqlite3_stmt *st, struct vh_rowcols cols,
                const union vh_rowv *v, int n);
 
 /* Steps what is queued, ends the thread and frees q. 0, or the first

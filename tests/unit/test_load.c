@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +23,56 @@
 #include "analyze/store/events.h"
 #include "analyze/load/livemap.h"
 #include "analyze/load/load.h"
+#include "analyze/load/rowq.h"
 #include "analyze/query/shadow.h"
 #include "tests/unit/capture_builder.h"
 #include "tests/unit/load_fixture.h"
+
+/* ---- the multi-row writer ------------------------------------------------ */
+
+/* Rows stepped directly and through the writer thread store the same
+ * values: REAL where the mask says, NULL only where a NULL-able column holds
+ * the sentinel (INT64_MIN in a column that may not be NULL is a number). */
+static void test_rowq_null_and_real(void **state)
+{
+    (void)state;
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                     SQLITE_OPEN_FULLMUTEX, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE t(a INTEGER, b REAL, c INTEGER)", NULL, NULL,
+                                  NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO t VALUES (?,?,?),(?,?,?)", -1, &st, NULL),
+                     SQLITE_OK);
+    struct vh_rowcols cols = { .n = 3, .real = 1u << 1, .null = 1u << 0 | 1u << 1 };
+    union vh_rowv v[6] = { { .i = VH_ROWV_NULL }, { .d = NAN }, { .i = VH_ROWV_NULL },
+                           { .i = 5 }, { .d = 2.5 }, { .i = 7 } };
+    char err[128];
+    assert_int_equal(rowq__step(db, st, cols, v, 6, err, sizeof err), 0);
+    struct rowq *q = rowq__start(db);
+    assert_non_null(q);
+    rowq__put(q, st, cols, v, 6);
+    assert_int_equal(rowq__stop(q, err, sizeof err), 0);
+    sqlite3_finalize(st);
+
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT typeof(a), a, typeof(b), b, c FROM t "
+                                            "ORDER BY rowid", -1, &st, NULL), SQLITE_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_string_equal((const char *)sqlite3_column_text(st, 0), "null");
+        assert_string_equal((const char *)sqlite3_column_text(st, 2), "null");
+        assert_true(sqlite3_column_int64(st, 4) == INT64_MIN);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_string_equal((const char *)sqlite3_column_text(st, 0), "integer");
+        assert_int_equal(sqlite3_column_int64(st, 1), 5);
+        assert_string_equal((const char *)sqlite3_column_text(st, 2), "real");
+        assert_true(sqlite3_column_double(st, 3) == 2.5);
+        assert_int_equal(sqlite3_column_int64(st, 4), 7);
+    }
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -1287,6 +1335,7 @@ static void test_schema_embedded(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rowq_null_and_real),
         cmocka_unit_test(test_counts_and_leaks),
         cmocka_unit_test(test_stack_tree),
         cmocka_unit_test(test_missing_stacks_bounded),

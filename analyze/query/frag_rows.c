@@ -162,9 +162,12 @@ static void pow2_name(unsigned k, char *buf, size_t len)
     snprintf(buf, len, "%llu %s", 1ull << (k % 10), unit[k / 10]);
 }
 
+/* Over pointers into the report's regions, which stay in heap and address
+ * order for the map (report/frag_map.h) whichever is drawn first. */
 static int by_region_size(const void *x, const void *y)
 {
-    const struct frag_region *a = x, *b = y;
+    const struct frag_region *a = *(const struct frag_region *const *)x,
+                             *b = *(const struct frag_region *const *)y;
     uint64_t sa = a->hi - a->lo, sb = b->hi - b->lo;
     if (sa != sb)
         return sa > sb ? -1 : 1;
@@ -184,14 +187,18 @@ static int emit_summary(const struct frag_run *c, const struct frag_opts *fo, st
     char more[48];
     if (!names)
         return -ENOMEM;
+    size_t nheaps = 0;
     for (size_t i = 0; i < nfh; i++) {
+        if (fh[i].region)          /* a part of a heap, named by none */
+            continue;
+        nheaps++;
         /* a Vere run has thousands of roads: name a few */
         if (nnames < 12)
             names[nnames++] = frag_run__heap_name(c, fh[i].id);
         bounded |= fh[i].size != 0;
     }
-    if (nfh > nnames) {
-        snprintf(more, sizeof more, "(and %zu more)", nfh - nnames);
+    if (nheaps > nnames) {
+        snprintf(more, sizeof more, "(and %zu more)", nheaps - nnames);
         names[nnames++] = more;
     }
     for (int i = 0; i < S_N; i++)
@@ -250,17 +257,22 @@ static int emit_summary(const struct frag_run *c, const struct frag_opts *fo, st
 }
 
 static int emit_regions(const struct frag_run *c, const struct frag_opts *fo, int64_t limit,
-                        struct out *o, struct frag_report *r)
+                        struct out *o, const struct frag_report *r)
 {
     size_t n = r->nregions, lim = limit ? (size_t)limit : n;
-    int rc;
+    const struct frag_region **by_size = malloc((n + 1) * sizeof *by_size);
+    int rc = -ENOMEM;
 
-    if (n)
-        qsort(r->regions, n, sizeof *r->regions, by_region_size);
-    if ((rc = out__section(o, "regions", OUT_LIST, "regions, largest first:", rcols, R_N)))
+    if (!by_size)
         return rc;
+    for (size_t i = 0; i < n; i++)
+        by_size[i] = &r->regions[i];
+    if (n)
+        qsort(by_size, n, sizeof *by_size, by_region_size);
+    if ((rc = out__section(o, "regions", OUT_LIST, "regions, largest first:", rcols, R_N)))
+        goto out;
     for (size_t i = 0; i < n && i < lim; i++) {
-        const struct frag_region *g = &r->regions[i];
+        const struct frag_region *g = by_size[i];
         struct out_val v[R_N];
         char range[64];
         snprintf(range, sizeof range, "0x%" PRIx64 "-0x%" PRIx64, g->lo, g->hi);
@@ -291,11 +303,13 @@ static int emit_regions(const struct frag_run *c, const struct frag_opts *fo, in
         v[R_FIT4K] = OV_I(g->fit[1]);
         v[R_FIT1M] = OV_I(g->fit[2]);
         if ((rc = out__row(o, v, NULL)))
-            return rc;
+            goto out;
     }
     if (lim < n)
-        return out__table_note(o, "showing %zu of %zu regions (--limit)", lim, n);
-    return 0;
+        rc = out__table_note(o, "showing %zu of %zu regions (--limit)", lim, n);
+out:
+    free(by_size);
+    return rc;
 }
 
 static int emit_holes(struct out *o, const struct frag_report *r)
@@ -461,7 +475,7 @@ int frag_rows__series(const struct frag_run *c, const struct frag_opts *fo,
 }
 
 int frag_rows__moment(const struct frag_run *c, const struct frag_opts *fo,
-                      struct frag_moment *m, int64_t limit, int64_t depth, struct out *o)
+                      const struct frag_moment *m, int64_t limit, int64_t depth, struct out *o)
 {
     int rc;
     if ((rc = emit_summary(c, fo, o, m->r, m->t, m->what, m->fh, m->nfh)) ||

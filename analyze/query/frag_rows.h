@@ -10,7 +10,7 @@
  * sizes, size classes and stacks, at most `limit` regions and stacks (0:
  * all) of `depth` frames (0: all). 0 or -errno, printed. */
 int frag_rows__moment(const struct frag_run *run, const struct frag_opts *fo,
-                      struct frag_moment *m, int64_t limit, int64_t depth, struct out *o);
+                      const struct frag_moment *m, int64_t limit, int64_t depth, struct out *o);
 
 /* The points over time, one row each. 0 or -errno. */
 int frag_rows__series(const struct frag_run *run, const struct frag_opts *fo,

@@ -27,8 +27,10 @@ struct cell {
 
 /* Rows are rendered as they come, in the format's own text, and kept in a
  * spool until out__end(): in memory up to SPOOL_MEM, then in an unnamed
- * scratch file in $TMPDIR (util/tmpfile.h), so that a result of any size costs memory for one row. A
- * record is a flag (the row had a stack) and k strings, each length first. */
+ * scratch file in $TMPDIR (util/tmpfile.h), so that a result of any size
+ * costs memory for one row; with no scratch file to be had, in memory all
+ * along. A record is a flag (the row had a stack) and k strings, each
+ * length first. */
 #define SPOOL_MEM (1u << 20)
 
 struct spool {
@@ -36,7 +38,9 @@ struct spool {
     size_t len, cap;
     FILE *f;                       /* once mem would pass SPOOL_MEM          */
     size_t rpos;                   /* reading mem                            */
-    int failed;
+    int no_scratch;                /* vh_tmpfile_scratch failed: not again   */
+    int err;                       /* -ENOMEM, or -EIO from the file: the
+                                      first failure, which out__end reports */
 };
 
 struct section {
@@ -68,22 +72,26 @@ struct out {
 
 static void spool_write(struct spool *sp, const void *p, size_t n)
 {
-    if (sp->failed)
+    if (sp->err)
         return;
-    if (!sp->f && sp->len + n > SPOOL_MEM && (sp->f = vh_tmpfile_scratch())) {
-        if (sp->len && fwrite(sp->mem, 1, sp->len, sp->f) != sp->len)
-            sp->failed = 1;
-        free(sp->mem);
-        sp->mem = NULL;
-        sp->len = sp->cap = 0;
+    if (!sp->f && !sp->no_scratch && sp->len + n > SPOOL_MEM) {
+        if (!(sp->f = vh_tmpfile_scratch())) {
+            sp->no_scratch = 1;
+        } else {
+            if (sp->len && fwrite(sp->mem, 1, sp->len, sp->f) != sp->len)
+                sp->err = -EIO;
+            free(sp->mem);
+            sp->mem = NULL;
+            sp->len = sp->cap = 0;
+        }
     }
     if (sp->f) {
         if (n && fwrite(p, 1, n, sp->f) != n)
-            sp->failed = 1;
+            sp->err = -EIO;
         return;
     }
     if (vh_reserve(&sp->mem, &sp->cap, sp->len + n, 1, 4096)) {
-        sp->failed = 1;
+        sp->err = -ENOMEM;
         return;
     }
     memcpy(sp->mem + sp->len, p, n);
@@ -97,13 +105,13 @@ static void spool_str(struct spool *sp, const struct out_buf *b)
     spool_write(sp, b->p ? b->p : "", n);
 }
 
-/* Back to the start for reading; 0 or -EIO. */
+/* Back to the start for reading; 0, or the first failure in writing. */
 static int spool_rewind(struct spool *sp)
 {
     sp->rpos = 0;
-    if (sp->f && (fflush(sp->f) || fseek(sp->f, 0, SEEK_SET)))
-        return -EIO;
-    return sp->failed ? -EIO : 0;
+    if (sp->err)
+        return sp->err;
+    return sp->f && (fflush(sp->f) || fseek(sp->f, 0, SEEK_SET)) ? -EIO : 0;
 }
 
 static int spool_read(struct spool *sp, void *p, size_t n)
@@ -316,7 +324,9 @@ int out__row(struct out *o, const struct out_val *vals, struct out_stack *stack)
     free(cells);
     out_stack__free(stack);
     s->nrows++;
-    if (s->rows.failed)
+    /* A scratch file that cannot be written is out__end's to report, as
+     * "writing the output failed", not "out of memory". */
+    if (s->rows.err == -ENOMEM)
         o->failed = 1;
     return o->failed ? -ENOMEM : 0;
 }

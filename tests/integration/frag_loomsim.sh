@@ -59,6 +59,9 @@ got = {}
 for phase, mark in (("before", "pack begin"), ("after", "pack end")):
     d = frag("--heap", "loom", "--at", "mark:" + mark)
     want = books[phase]
+    # the loom's declared regions are parts of it, not heaps to name
+    if d["frag"]["heaps"] != ["loom"]:
+        fail("%s: frag names the heaps %s, not just the loom" % (mark, d["frag"]["heaps"]))
     regs = [r for r in d["regions"] if r["kind"] == "heap bounds"]
     if len(regs) != 1 or regs[0]["lo"] != 0x200000000:
         fail("%s: the loom's region is missing: %s" % (mark, d["regions"]))

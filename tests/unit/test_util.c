@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -524,10 +525,13 @@ static char *render_many(enum out_format fmt, long long *heap_growth)
         struct out_val v[] = { OV_S(last ? "other" : "malloc"), OV_I(i), OV_I(last) };
         /* the first rows have no stack: the column comes from later ones */
         assert_int_equal(out__row(o, v, i < 2 ? NULL : many_stack(i)), 0);
+        /* chunks in use, the mmapped ones too: a spool kept in memory
+         * soon passes the mmap threshold */
+        struct mallinfo2 mi = mallinfo2();
         if (i == 100)
-            before = mallinfo2().uordblks;
+            before = mi.uordblks + mi.hblkhd;
         if (last)
-            *heap_growth = (long long)mallinfo2().uordblks - (long long)before;
+            *heap_growth = (long long)(mi.uordblks + mi.hblkhd) - (long long)before;
     }
     assert_int_equal(out__end(o), 0);
     long n = ftell(f);
@@ -567,7 +571,45 @@ static void test_output_many_rows(void **state)
     assert_non_null(strstr(t, "\nother   29999    1\n    function_number_0_of_row_29999 ("));
     assert_non_null(strstr(t, "function_number_19_of_row_29999 (/some/rather/long/path/to/a/"
                               "source/file.c:20)\n"));
+
+    /* No scratch file to be had: the same document, from memory. */
+    const char *was = getenv("TMPDIR");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("TMPDIR", "/nonexistent/vheap-test", 1);
+    char *m = render_many(OUT_TABLE, &growth);
+    assert_true(growth > (8ll << 20));   /* it did stay in memory */
+    assert_string_equal(m, t);
+    free(m);
+    if (saved)
+        setenv("TMPDIR", saved, 1);
+    else
+        unsetenv("TMPDIR");
+    free(saved);
     free(t);
+
+    /* A scratch file that cannot be written (a file size limit here; a full
+     * disk alike) fails the document as a write error, not as memory. */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl = { 256 << 10, 256 << 10 };
+        signal(SIGXFSZ, SIG_IGN);
+        FILE *null = fopen("/dev/null", "w");
+        struct out *o = out__begin(OUT_JSON, 0, null);
+        if (!o || setrlimit(RLIMIT_FSIZE, &rl) ||
+            out__section(o, "rows", OUT_LIST, NULL, many_cols, 3))
+            _exit(3);
+        for (int64_t i = 0; i < MANY; i++) {
+            struct out_val v[] = { OV_S("malloc"), OV_I(i), OV_I(0) };
+            if (out__row(o, v, many_stack(i)))
+                _exit(4);              /* not a failure of the row's memory */
+        }
+        _exit(out__end(o) == -EIO ? 0 : 5);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 int main(void)

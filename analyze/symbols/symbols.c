@@ -128,7 +128,6 @@ struct sym_in {
     char *key;                     /* a module's "path\0build_id\0"; NULL:
                                       a frame                               */
     size_t keylen;                 /* of path\0build_id (no last NUL)       */
-    int has_offset;
 };
 
 /* The resolving side: used by one thread only (the resolver's own, or the
@@ -214,28 +213,41 @@ static int build_id_matches(const char *recorded, const char *actual)
 
 /* dwfl_report_elf on `path`, which must be a regular file: the paths come
  * from the capture, and a FIFO or a device there must neither block the load
- * nor feed it forever. NULL with the reason in *why. */
+ * nor feed it forever. NULL with the reason copied into why[whylen] (why may
+ * be NULL): this runs on the resolver's thread, so strerror's buffer is not
+ * ours to keep. */
 static Dwfl_Module *report_regular(Dwfl *dwfl, const char *name, const char *path,
-                                   Dwarf_Addr base, const char **why)
+                                   Dwarf_Addr base, char *why, size_t whylen)
 {
     struct stat sb;
     Dwfl_Module *mod;
+    const char *msg = NULL;
+    char buf[256];
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
     if (fd < 0) {
-        *why = strerror(errno);
-        return NULL;
-    }
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-        *why = "not a regular file";
+        int e = errno;
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+        msg = strerror_r(e, buf, sizeof buf);      /* GNU: char *, maybe not buf */
+#else
+        if (strerror_r(e, buf, sizeof buf))        /* XSI: int */
+            snprintf(buf, sizeof buf, "error %d", e);
+        msg = buf;
+#endif
+        mod = NULL;
+    } else if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        msg = "not a regular file";
         close(fd);
-        return NULL;
+        mod = NULL;
+    } else {
+        mod = dwfl_report_elf(dwfl, name, path, fd, base, true);
+        if (!mod) {                /* on success libdw owns fd */
+            msg = dwfl_errmsg(-1);
+            close(fd);
+        }
     }
-    mod = dwfl_report_elf(dwfl, name, path, fd, base, true);
-    if (!mod) {                    /* on success libdw owns fd */
-        *why = dwfl_errmsg(-1);
-        close(fd);
-    }
+    if (!mod && why && whylen)
+        snprintf(why, whylen, "%s", msg ? msg : "cannot open");
     return mod;
 }
 
@@ -259,8 +271,7 @@ static Dwfl_Module *report_by_build_id(struct resolver *r, struct sym_file *f,
             for (int k = 0; k < 2; k++) {
                 snprintf(path, sizeof path, "%s/.build-id/%.2s/%.128s%s", dir, id, id + 2,
                          suffix[k]);
-                const char *why;
-                Dwfl_Module *mod = report_regular(f->dwfl, f->path, path, base, &why);
+                Dwfl_Module *mod = report_regular(f->dwfl, f->path, path, base, NULL, 0);
                 if (mod)
                     return mod;
             }
@@ -325,17 +336,15 @@ static size_t candidates(const struct resolver *r, const struct sym_file *f, cha
 static void report_file(struct resolver *r, struct sym_file *f, Dwarf_Addr *base)
 {
     char paths[16][4096];
-    const char *why = "no file name";
+    char why[256] = "no file name";
     int rebuilt = 0;
     size_t n = f->path && f->path[0] ? candidates(r, f, paths, 16) : 0;
     for (size_t i = 0; i < n; i++) {
-        const char *w = NULL;
-        Dwfl_Module *mod = report_regular(f->dwfl, f->path, paths[i], *base, &w);
-        if (!mod) {
-            if (i == n - 1)        /* the recorded path's reason is the one told */
-                why = w;
+        /* the recorded path (the last) is the one whose reason is told */
+        Dwfl_Module *mod = report_regular(f->dwfl, f->path, paths[i], *base,
+                                          i == n - 1 ? why : NULL, sizeof why);
+        if (!mod)
             continue;
-        }
         enum file_state st = check_reported(r, f, mod, base);
         if (st == F_OK) {
             f->state = F_OK;
@@ -344,7 +353,7 @@ static void report_file(struct resolver *r, struct sym_file *f, Dwarf_Addr *base
         rebuilt |= st == F_REBUILT;
     }
     if (!rebuilt)
-        f->why = strdup(why ? why : "cannot open");
+        f->why = strdup(why);
     Dwfl_Module *mod = rebuilt ? NULL : report_by_build_id(r, f, *base);
     f->state = mod ? check_reported(r, f, mod, base) : rebuilt ? F_REBUILT : F_MISSING;
 }
@@ -1063,7 +1072,7 @@ static int resolve_addr(struct resolver *r, struct sym_file *f, uint64_t offset,
 
 static void take_frame(struct resolver *r, const struct sym_in *in)
 {
-    if (!in->module || !in->has_offset)
+    if (!in->module)
         return;
     struct vh_map_ent *m = vh_map__find(r->mods, (uint64_t)in->module, 0);
     if (!m) {                          /* its module may come later */
@@ -1211,8 +1220,10 @@ static void *resolve_thread(void *arg)
 
 static void push(struct symbols *s, const struct sym_in *in)
 {
-    if (!s || s->finished)
+    if (!s || s->finished) {           /* the key is ours either way */
+        free(in->key);
         return;
+    }
     if (!s->started) {                 /* no thread: resolved as they come */
         if (vh_grow(&s->in, &s->capin, s->nin, sizeof *s->in, QUEUE_BATCH)) {
             free(in->key);
@@ -1288,8 +1299,8 @@ void symbols__module(struct symbols *s, int64_t id, const char *path, const char
 void symbols__frame(struct symbols *s, int64_t id, int64_t module_id, int has_offset,
                     uint64_t module_offset)
 {
-    struct sym_in in = { .id = id, .module = module_id, .offset = module_offset,
-                         .has_offset = has_offset };
+    /* has_offset is module_id != 0 for every caller (symbols.h) */
+    struct sym_in in = { .id = id, .module = module_id, .offset = module_offset };
     push(s, &in);
 }
 

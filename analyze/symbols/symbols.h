@@ -103,8 +103,10 @@ int symbols__start(struct symbols *s);
 /* A module row: path and build_id (lowercase hex, "" or NULL if none) are
  * copied. Modules that share path and build-id are one file. */
 void symbols__module(struct symbols *s, int64_t id, const char *path, const char *build_id);
-/* A frame row: module_id 0 (or has_offset 0) for a frame no module maps,
- * counted in symbols_frames only. */
+/* A frame row: module_id 0 for a frame no module maps, counted in
+ * symbols_frames only. has_offset is not read: it is module_id != 0 for
+ * every caller (a module's frame always has its offset), kept for the
+ * loader's call. */
 void symbols__frame(struct symbols *s, int64_t id, int64_t module_id, int has_offset,
                     uint64_t module_offset);
 /* Every row given has been resolved (the thread, if any, has let go of

@@ -13,14 +13,6 @@ static int sql_fail(sqlite3 *db, char *err, size_t errlen, const char *what)
     return -EIO;
 }
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
-{
-    if (s)
-        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, i);
-}
-
 static void bind_line(sqlite3_stmt *st, int i, int line)
 {
     if (line > 0)
@@ -85,8 +77,9 @@ static int write_rows(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
         goto out;
     }
     for (size_t k = 0; !rc && (lv = symbols__result(s, k, &frame_id, &nlv)); k++) {
-        bind_text_or_null(upd, 1, lv[0].function);
-        bind_text_or_null(upd, 2, lv[0].file);
+        /* a NULL pointer binds NULL (sqlite3_bind_text) */
+        sqlite3_bind_text(upd, 1, lv[0].function, -1, SQLITE_STATIC);
+        sqlite3_bind_text(upd, 2, lv[0].file, -1, SQLITE_STATIC);
         bind_line(upd, 3, lv[0].line);
         sqlite3_bind_int64(upd, 4, (sqlite3_int64)(nlv - 1));
         sqlite3_bind_int64(upd, 5, frame_id);
@@ -96,8 +89,8 @@ static int write_rows(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
         for (size_t d = 1; !rc && d < nlv; d++) {
             sqlite3_bind_int64(ins, 1, frame_id);
             sqlite3_bind_int64(ins, 2, (sqlite3_int64)d);
-            bind_text_or_null(ins, 3, lv[d].function);
-            bind_text_or_null(ins, 4, lv[d].file);
+            sqlite3_bind_text(ins, 3, lv[d].function, -1, SQLITE_STATIC);
+            sqlite3_bind_text(ins, 4, lv[d].file, -1, SQLITE_STATIC);
             bind_line(ins, 5, lv[d].line);
             if (sqlite3_step(ins) != SQLITE_DONE)
                 rc = sql_fail(db, err, errlen, "writing frame_inlines");
@@ -161,19 +154,19 @@ static int feed_frames(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
     sqlite3_stmt *st = NULL;
     int rc = 0, step;
     /* module_offset is what the loader stores; address - bias is the same
-     * thing for a loader that left it out. A module_id no module has is a
-     * frame without a module. */
+     * thing for a loader that left it out (never NULL where m.id is not:
+     * address and bias are NOT NULL). A module_id no module has is a frame
+     * without a module. */
     if (sqlite3_prepare_v2(db,
                            "SELECT f.id, m.id, coalesce(f.module_offset, f.address - m.bias)"
                            " FROM frames f LEFT JOIN modules m ON m.id = f.module_id",
                            -1, &st, NULL) != SQLITE_OK)
         return sql_fail(db, err, errlen, "reading frames");
-    while ((step = sqlite3_step(st)) == SQLITE_ROW)
-        symbols__frame(s, sqlite3_column_int64(st, 0),
-                       sqlite3_column_type(st, 1) == SQLITE_NULL ? 0
-                                                                 : sqlite3_column_int64(st, 1),
-                       sqlite3_column_type(st, 2) != SQLITE_NULL,
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t mod = sqlite3_column_int64(st, 1);     /* NULL reads 0 */
+        symbols__frame(s, sqlite3_column_int64(st, 0), mod, mod != 0,
                        (uint64_t)sqlite3_column_int64(st, 2));
+    }
     if (step != SQLITE_DONE)
         rc = sql_fail(db, err, errlen, "reading frames");
     sqlite3_finalize(st);

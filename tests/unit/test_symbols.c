@@ -537,30 +537,40 @@ static char *dump(sqlite3 *db)
     return buf;
 }
 
-/* stderr into a file (for the warnings), and back. */
-static int stderr_to(const char *path)
+/* stderr into a file (for the warnings), and back. The file is a new one
+ * in $TMPDIR (or /tmp) each time, removed by stderr_back: two builds may
+ * run this test at once (make check and make asan). */
+struct grab {
+    int saved;
+    char path[512];
+};
+
+static void stderr_to(struct grab *g)
 {
+    const char *dir = getenv("TMPDIR");
+    snprintf(g->path, sizeof g->path, "%s/vheap-symtest-stderr.XXXXXX",
+             dir && *dir ? dir : "/tmp");
     fflush(stderr);
-    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    assert_true(saved >= 0 && fd >= 0);
+    int fd = mkstemp(g->path);
+    g->saved = dup(2);
+    assert_true(g->saved >= 0 && fd >= 0);
     dup2(fd, 2);
     close(fd);
-    return saved;
 }
 
-static char *stderr_back(int saved, const char *path)
+static char *stderr_back(struct grab *g)
 {
     fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    dup2(g->saved, 2);
+    close(g->saved);
     char *buf = calloc(1, 8192);
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(g->path, "r");
     assert_non_null(buf);
     assert_non_null(f);
     size_t n = fread(buf, 1, 8191, f);
     buf[n] = '\0';
     fclose(f);
-    unlink(path);
+    unlink(g->path);
     return buf;
 }
 
@@ -628,10 +638,10 @@ static void test_thread_matches_db(void **state)
         insert(b, st);
     }
 
-    const char *errf = "/tmp/vheap-symtest-stderr.txt";
-    int saved = stderr_to(errf);
+    struct grab g;
+    stderr_to(&g);
     resolve(a);
-    char *warn_a = stderr_back(saved, errf);
+    char *warn_a = stderr_back(&g);
 
     char err[256];
     struct symbols *s = symbols__new(NULL);
@@ -642,9 +652,9 @@ static void test_thread_matches_db(void **state)
     for (int i = 0; i < 3; i++)
         symbols__module(s, mods[i], paths[i], ids[i]);
     assert_int_equal(symbols__finish(s, err, sizeof err), 0);
-    saved = stderr_to(errf);
+    stderr_to(&g);
     int rc = symbols__write_db(s, b, err, sizeof err);
-    char *warn_b = stderr_back(saved, errf);
+    char *warn_b = stderr_back(&g);
     assert_int_equal(rc, 0);
     symbols__free(s);
 
@@ -726,9 +736,7 @@ static void test_load_matches_symbolize(void **state)
     uint64_t frames1[] = { (uintptr_t)plain, 0x1234, gone + 0x100 };
     uint64_t frames2[] = { (uintptr_t)inl, gone + 0x200, gone + 0x100 };
     struct capb b;
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 77);
+    uint32_t ch = capb__start(&b, 1, 77);
     capb__module(&b, ch, 2, m.bias, m.lo, m.hi, id, idlen, m.path, VH_RF_MAIN_EXE);
     capb__module(&b, ch, 3, gone, gone, gone + 0x100000, NULL, 0,
                  "/nonexistent/vheap-test/libgone.so", 0);
@@ -738,12 +746,11 @@ static void test_load_matches_symbolize(void **state)
     capb__alloc(&b, ch, 7, 0x2000, 200, 208, 2);
     struct load_opts o = { .progress = 0 };
     struct load_stats st;
-    const char *errf = "/tmp/vheap-symtest-stderr.txt";
-    int saved = stderr_to(errf);
+    struct grab g;
+    stderr_to(&g);
     char lerr[512];
     int rc = fx_write_and_load(&b, &o, &st, lerr, sizeof lerr);
-    char *warn_load = stderr_back(saved, errf);
-    capb__destroy(&b);
+    char *warn_load = stderr_back(&g);
     if (rc)
         fail_msg("load: %s", lerr);
     assert_string_equal(st.symbols, "");
@@ -762,9 +769,9 @@ static void test_load_matches_symbolize(void **state)
     assert_int_equal(count_lines(warn_load), 1);
     assert_non_null(strstr(warn_load, "libgone.so: No such file or directory; its 2 frames keep"));
 
-    saved = stderr_to(errf);
+    stderr_to(&g);
     resolve(db);
-    char *warn_sym = stderr_back(saved, errf);
+    char *warn_sym = stderr_back(&g);
     char *again = dump(db);
     assert_string_equal(loaded, again);
     assert_string_equal(warn_load, warn_sym);
@@ -772,9 +779,7 @@ static void test_load_matches_symbolize(void **state)
     free(again);
     free(warn_load);
     free(warn_sym);
-    sqlite3_close(db);
-    unlink(db_path);
-    unlink(cap_path);
+    done(db, &b);
 }
 
 /* A capture without one frame, loaded with symbols: nothing to resolve,
@@ -783,27 +788,22 @@ static void test_load_no_frames(void **state)
 {
     struct modinfo m = module_of((void *)probe_plain);
     struct capb b;
-    capb__init(&b, 0);
-    uint32_t ch = capb__chunk(&b);
-    capb__thread(&b, ch, 1, 77);
+    uint32_t ch = capb__start(&b, 1, 77);
     capb__module(&b, ch, 2, m.bias, m.lo, m.hi, NULL, 0, m.path, VH_RF_MAIN_EXE);
     capb__alloc(&b, ch, 3, 0x1000, 100, 112, 0);
     struct load_opts o = { .progress = 0 };
     struct load_stats st;
-    const char *errf = "/tmp/vheap-symtest-stderr.txt";
-    int saved = stderr_to(errf);
+    struct grab g;
+    stderr_to(&g);
     sqlite3 *db = fx_load_stats(&b, &o, &st);
-    char *warn = stderr_back(saved, errf);
-    capb__destroy(&b);
+    char *warn = stderr_back(&g);
     assert_string_equal(warn, "");
     assert_string_equal(st.symbols, "");
     assert_int_equal(meta_int(db, "symbols_frames"), 0);
     assert_int_equal(meta_int(db, "symbols_resolved"), 0);
     assert_int_equal(meta_int(db, "symbols_modules_missing"), 0);
     free(warn);
-    sqlite3_close(db);
-    unlink(db_path);
-    unlink(cap_path);
+    done(db, &b);
 }
 
 static void expect_demangled(const char *mangled, const char *want)

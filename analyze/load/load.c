@@ -1604,6 +1604,7 @@ static uint64_t frame_id(struct loader *L, uint64_t addr)
     uint32_t mod = module_of(L, addr);
     uint32_t id = idx_get(&L->frame_map, addr, mod);
     sqlite3_stmt *st = L->ins_frame;
+    uint64_t off = mod ? addr - L->mods[mod - 1].bias : 0;   /* in the module's ELF */
 
     if (id != UINT32_MAX)
         return id;
@@ -1616,14 +1617,14 @@ static uint64_t frame_id(struct loader *L, uint64_t addr)
     sqlite3_bind_int64(st, 2, (sqlite3_int64)addr);
     if (mod) {
         sqlite3_bind_int64(st, 3, mod);
-        sqlite3_bind_int64(st, 4, (sqlite3_int64)(addr - L->mods[mod - 1].bias));
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)off);
     } else {
         sqlite3_bind_null(st, 3);
         sqlite3_bind_null(st, 4);
     }
     run(L, st);
 #if HAVE_SYMBOLS
-    symbols__frame(L->sym, id, mod, mod != 0, mod ? addr - L->mods[mod - 1].bias : 0);
+    symbols__frame(L->sym, id, mod, off);
 #endif
     return id;
 }

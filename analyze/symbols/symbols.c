@@ -1296,10 +1296,8 @@ void symbols__module(struct symbols *s, int64_t id, const char *path, const char
     push(s, &in);
 }
 
-void symbols__frame(struct symbols *s, int64_t id, int64_t module_id, int has_offset,
-                    uint64_t module_offset)
+void symbols__frame(struct symbols *s, int64_t id, int64_t module_id, uint64_t module_offset)
 {
-    /* has_offset is module_id != 0 for every caller (symbols.h) */
     struct sym_in in = { .id = id, .module = module_id, .offset = module_offset };
     push(s, &in);
 }

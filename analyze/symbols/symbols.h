@@ -104,11 +104,9 @@ int symbols__start(struct symbols *s);
  * copied. Modules that share path and build-id are one file. */
 void symbols__module(struct symbols *s, int64_t id, const char *path, const char *build_id);
 /* A frame row: module_id 0 for a frame no module maps, counted in
- * symbols_frames only. has_offset is not read: it is module_id != 0 for
- * every caller (a module's frame always has its offset), kept for the
- * loader's call. */
-void symbols__frame(struct symbols *s, int64_t id, int64_t module_id, int has_offset,
-                    uint64_t module_offset);
+ * symbols_frames only; module_offset is the address in that module's ELF
+ * file (a module's frame always has one). */
+void symbols__frame(struct symbols *s, int64_t id, int64_t module_id, uint64_t module_offset);
 /* Every row given has been resolved (the thread, if any, has let go of
  * them). 0, or -errno with the reason in err (out of memory, libdw failing
  * to start a session); symbols__write_db then writes nothing. */

@@ -164,8 +164,7 @@ static int feed_frames(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
         return sql_fail(db, err, errlen, "reading frames");
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t mod = sqlite3_column_int64(st, 1);     /* NULL reads 0 */
-        symbols__frame(s, sqlite3_column_int64(st, 0), mod, mod != 0,
-                       (uint64_t)sqlite3_column_int64(st, 2));
+        symbols__frame(s, sqlite3_column_int64(st, 0), mod, (uint64_t)sqlite3_column_int64(st, 2));
     }
     if (step != SQLITE_DONE)
         rc = sql_fail(db, err, errlen, "reading frames");

@@ -648,7 +648,7 @@ static void test_thread_matches_db(void **state)
     assert_non_null(s);
     assert_int_equal(symbols__start(s), 0);
     for (size_t i = n; i-- > 0;)       /* frames first, newest first */
-        symbols__frame(s, fr[i].id, fr[i].module, fr[i].module != 0, fr[i].offset);
+        symbols__frame(s, fr[i].id, fr[i].module, fr[i].offset);
     for (int i = 0; i < 3; i++)
         symbols__module(s, mods[i], paths[i], ids[i]);
     assert_int_equal(symbols__finish(s, err, sizeof err), 0);
@@ -692,15 +692,15 @@ static void test_thread_stopped_and_orphans(void **state)
             assert_int_equal(symbols__start(s), 0);
         symbols__module(s, 1, m.path, m.build_id);
         for (int i = 0; i < 200; i++)
-            symbols__frame(s, i + 1, 1, 1, (uintptr_t)plain - m.bias + (uint64_t)i);
+            symbols__frame(s, i + 1, 1, (uintptr_t)plain - m.bias + (uint64_t)i);
         symbols__free(s);
     }
     char err[256];
     struct symbols *s = symbols__new(NULL);
     assert_int_equal(symbols__start(s), 0);
-    symbols__frame(s, 1, 7, 1, (uintptr_t)plain - m.bias);   /* module 7 never comes */
+    symbols__frame(s, 1, 7, (uintptr_t)plain - m.bias);   /* module 7 never comes */
     symbols__module(s, 1, m.path, m.build_id);
-    symbols__frame(s, 2, 1, 1, (uintptr_t)plain - m.bias);
+    symbols__frame(s, 2, 1, (uintptr_t)plain - m.bias);
     assert_int_equal(symbols__finish(s, err, sizeof err), 0);
     int64_t id;
     size_t nlv;

@@ -78,7 +78,7 @@ struct sopts {
     int per_event;
     int64_t top;
     uint64_t from, to;
-    int has_from, has_to;
+    int has_to;
     const char *svg;
 };
 
@@ -127,7 +127,6 @@ static int parse_opts(const struct vh_command *cmd, enum vh_series_mode mode, in
     if (to && vh_parse_time(to, &o->to)) {
         return vh_query__usage(&o->q, "--to: '%s' is not a time like 1.5s or 200ms", to);
     }
-    o->has_from = from != NULL;
     o->has_to = to != NULL;
     if (from && to && o->to <= o->from) {
         return vh_query__usage(&o->q, "--to (%s) must be after --from (%s)", to, from);

@@ -90,8 +90,7 @@ static int read_basics(struct frag_run *c)
     int rc = vh_prepare(c->cmd, c->db,
                         "SELECT coalesce((SELECT max(runtime_ns) FROM processes),"
                         "                (SELECT max(last_time) FROM events), 0),"
-                        "       (SELECT exe FROM processes LIMIT 1),"
-                        "       (SELECT pid FROM processes LIMIT 1)",
+                        "       (SELECT exe FROM processes LIMIT 1)",
                         &st);
     if (rc)
         return rc;
@@ -101,7 +100,6 @@ static int read_basics(struct frag_run *c)
         int64_t t = sqlite3_column_int64(st, 0);
         const char *exe = (const char *)sqlite3_column_text(st, 1);
         c->end_time = t > 0 ? (uint64_t)t : 0;
-        c->pid = sqlite3_column_int64(st, 2);
         if (exe && !(c->exe = strdup(exe)))
             rc = -ENOMEM;
     }

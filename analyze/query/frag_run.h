@@ -48,7 +48,6 @@ struct frag_run {
     struct frag_rinfo *r;          /* regions of the chosen heaps           */
     size_t nr;
     char *exe;
-    int64_t pid;
 };
 
 /* Reads the heaps `heap` chooses (VH_HEAP_SEL: db has them in

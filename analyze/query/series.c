@@ -71,7 +71,7 @@ struct ctx {
     uint64_t live, *cur;           /* replay state                           */
     uint64_t rate;                 /* sampled capture: events weigh 1/p     */
     struct vh_map *blocks;         /* live blocks of the top stacks (bmap_) */
-    int coarse, truncated;
+    int truncated;
 
     struct vh_series_mark *marks;
     size_t nmarks;
@@ -141,6 +141,13 @@ static inline int heap_on(const struct ctx *c, uint32_t heap)
     return heap < c->nheap_ids && c->heap_on[heap];
 }
 
+/* A step that did not end in a row or SQLITE_DONE, said: -EIO. */
+static int query_failed(const struct ctx *c)
+{
+    vh_errorf(c->cmd, "query failed: %s", sqlite3_errmsg(c->db));
+    return -EIO;
+}
+
 static int query_int(struct ctx *c, const char *sql, int64_t *v)
 {
     sqlite3_stmt *st = NULL;
@@ -152,8 +159,7 @@ static int query_int(struct ctx *c, const char *sql, int64_t *v)
         *v = sqlite3_column_int64(st, 0);
         rc = 0;
     } else {
-        vh_errorf(c->cmd, "query failed: %s", sqlite3_errmsg(c->db));
-        rc = -EIO;
+        rc = query_failed(c);
     }
     sqlite3_finalize(st);
     return rc;
@@ -324,7 +330,7 @@ static int read_basics(struct ctx *c)
             c->hsel[c->nsel++] = id;
         }
     }
-    rc = rc == SQLITE_DONE ? 0 : -EIO;
+    rc = rc == SQLITE_DONE ? 0 : query_failed(c);
     sqlite3_finalize(st);
     return rc;
 }
@@ -343,16 +349,19 @@ static int read_tops(struct ctx *c)
     char sql[1024];
     int rc;
 
+    if (!c->top)                   /* the count is said beside the top only */
+        return 0;
     if ((rc = vh_prepare(c->cmd, c->db,
                          "SELECT count(*) FROM (SELECT 1" STACKS_OF_HEAPS
                          " HAVING sum(s.max_live_bytes) > 0)",
                          &cnt)))
         goto out;
     vh_bind_heap_sel(cnt, 1, c->a->heap);
-    if (sqlite3_step(cnt) == SQLITE_ROW)
-        c->nstacks_total = (size_t)sqlite3_column_int64(cnt, 0);
-    if (!c->top)
+    if (sqlite3_step(cnt) != SQLITE_ROW) {
+        rc = query_failed(c);
         goto out;
+    }
+    c->nstacks_total = (size_t)sqlite3_column_int64(cnt, 0);
     snprintf(sql, sizeof sql,
              "SELECT s.heap_id, s.stack_id, %s AS m, h.name" STACKS_OF_HEAPS
              " HAVING m > 0 AND sum(s.max_live_bytes) > 0"
@@ -394,8 +403,7 @@ static int read_tops(struct ctx *c)
             goto out;
     }
     if (rc != SQLITE_DONE) {
-        vh_errorf(c->cmd, "query failed: %s", sqlite3_errmsg(c->db));
-        rc = -EIO;
+        rc = query_failed(c);
         goto out;
     }
     qsort(c->keys, c->ntop, sizeof *c->keys, by_key);
@@ -439,7 +447,7 @@ static int read_marks(struct ctx *c)
         }
         c->nmarks++;
     }
-    rc = rc == SQLITE_DONE ? 0 : -EIO;
+    rc = rc == SQLITE_DONE ? 0 : query_failed(c);
 out:
     sqlite3_finalize(st);
     return rc;
@@ -590,7 +598,6 @@ fail:
         rc = -EIO;
         goto out;
     }
-    c->coarse = 1;
     rc = 0;
 out:
     sqlite3_finalize(st);

@@ -899,7 +899,7 @@ static int plan(struct ctx *c)
         coarse_ok = 0;
     if (!coarse_ok && !c->have_events) {
         char b[32];
-        vh_fmt_duration(w, b, sizeof b);
+        vh_fmt_duration(w, 0, b, sizeof b);
         vh_errorf(c->cmd, "this database has no event stream: intervals must be multiples "
                           "of %s, and --from/--to too", b);
         return -ENOTSUP;

@@ -165,7 +165,7 @@ static int emit_rows(const char *cmd, const struct vh_series *s, enum out_format
     COL(R_MARKS, "marks", "marks", json ? OUT_WORDS : OUT_TEXT, OUT_F_HIDE_SAME);
 #undef COL
 
-    vh_fmt_duration(s->interval, dur, sizeof dur);
+    vh_fmt_duration(s->interval, 0, dur, sizeof dur);
     if (per_event)
         snprintf(title, sizeof title, "%zu events", s->nrows);
     else

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/query/frame_rule.h"
 #include "analyze/query/series.h"
 #include "analyze/render/svg.h"
 #include "analyze/report/chart.h"
@@ -31,25 +32,6 @@ static const char *si_bytes(uint64_t b, char *buf, size_t len)
     return buf;
 }
 
-/* "5 ms", "250 µs", "1.5 s". */
-static const char *duration(uint64_t ns, char *buf, size_t len)
-{
-    static const struct { uint64_t div; const char *unit; } u[] = {
-        { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "\xc2\xb5s" }, { 1, "ns" },
-    };
-    size_t i = 0;
-    while (i < 3 && ns < u[i].div)
-        i++;
-    double v = (double)ns / (double)u[i].div;
-    snprintf(buf, len, "%.*f %s", ns % u[i].div ? (v >= 10 ? 1 : 2) : 0, v, u[i].unit);
-    return buf;
-}
-
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
 
 /* ---- the points ------------------------------------------------------------ */
 
@@ -186,7 +168,7 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
     struct svg_chart *ch = NULL;
     char *title = NULL, *sub = NULL, *note = NULL, *tip = NULL;
     char peak[32], dur[32], heap[160] = "";
-    const char *exe = s->exe ? base_name(s->exe) : "?";
+    const char *exe = s->exe ? vh_base_name(s->exe) : "?";
     int rc = -ENOMEM;
 
     /* the highest point, for the subtitle */
@@ -197,7 +179,7 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
             top_t = s->rows[i].start;
         }
     si_bytes(top, peak, sizeof peak);
-    duration(p->bin_ns, dur, sizeof dur);
+    vh_fmt_duration(p->bin_ns, 1, dur, sizeof dur);
     if (s->heap)
         snprintf(heap, sizeof heap, " in heap %s", s->heap);
     else if (s->nheaps > 1)
@@ -296,7 +278,7 @@ static int calls_chart(const struct vh_series *s, const struct pts *p, struct sv
 {
     struct svg_chart *ch = NULL;
     char *title = NULL, *sub = NULL, *ytitle = NULL, dur[32], heap[160] = "";
-    const char *exe = s->exe ? base_name(s->exe) : "?";
+    const char *exe = s->exe ? vh_base_name(s->exe) : "?";
     uint64_t na = 0, nf = 0, nt = 0;
     int rc = -ENOMEM;
 
@@ -305,7 +287,7 @@ static int calls_chart(const struct vh_series *s, const struct pts *p, struct sv
         nf += s->rows[i].frees;
         nt += s->rows[i].temporary;
     }
-    duration(p->bin_ns, dur, sizeof dur);
+    vh_fmt_duration(p->bin_ns, 1, dur, sizeof dur);
     if (s->heap)
         snprintf(heap, sizeof heap, " in heap %s", s->heap);
     if (!(title = vh_xasprintf("Allocator calls of %s (pid %" PRId64 ")%s", exe, s->pid, heap)) ||

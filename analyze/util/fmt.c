@@ -67,18 +67,16 @@ void out_buf__printf(struct out_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
-void vh_fmt_duration(uint64_t ns, char *buf, size_t len)
+void vh_fmt_duration(uint64_t ns, int fine, char *buf, size_t len)
 {
     static const struct { uint64_t div; const char *unit; } u[] = {
         { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "\xc2\xb5s" }, { 1, "ns" },
     };
-    for (size_t i = 0; i < 4; i++) {
-        if (ns >= u[i].div || i == 3) {
-            snprintf(buf, len, "%.*f %s", ns % u[i].div ? 1 : 0, (double)ns / (double)u[i].div,
-                     u[i].unit);
-            return;
-        }
-    }
+    size_t i = 0;
+    while (i < 3 && ns < u[i].div)
+        i++;
+    double v = (double)ns / (double)u[i].div;
+    snprintf(buf, len, "%.*f %s", ns % u[i].div ? (fine && v < 10 ? 2 : 1) : 0, v, u[i].unit);
 }
 
 void vh_fmt_secs(uint64_t ns, int dec, char *buf, size_t len)

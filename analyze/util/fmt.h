@@ -13,9 +13,10 @@
  * memory. */
 char *vh_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A duration for people: "5 ms", "250 µs", "1.5 s" (one decimal when not
- * whole). */
-void vh_fmt_duration(uint64_t ns, char *buf, size_t len);
+/* A duration for people: "5 ms", "250 µs", "1.5 s": one decimal when not
+ * whole, or with `fine` two below 10 of the unit ("1.25 ms", a chart's
+ * bins). */
+void vh_fmt_duration(uint64_t ns, int fine, char *buf, size_t len);
 
 /* Seconds with `dec` decimals (0..9), cut, not rounded: "1.250s". */
 void vh_fmt_secs(uint64_t ns, int dec, char *buf, size_t len);

@@ -27,6 +27,7 @@
 
 #include "analyze/render/output.h"
 #include "analyze/render/xout.h"
+#include "analyze/util/fmt.h"
 #include "analyze/util/json.h"
 #include "analyze/util/map.h"
 #include "analyze/util/parse_time.h"
@@ -72,6 +73,23 @@ static void test_size_parse(void **state)
     assert_int_equal(vh_parse_size("1001", 1, 1000, &v), -1);
     assert_int_equal(vh_parse_size("1K", 1, 1000, &v), 0);
     assert_int_equal(v, 1000);
+}
+
+/* Durations as series and chart print them: whole in their unit without
+ * decimals, else one, or two below 10 for a chart's bins. */
+static void test_fmt_duration(void **state)
+{
+    static const struct { uint64_t ns; int fine; const char *s; } d[] = {
+        { 5000000, 0, "5 ms" }, { 1500000000, 0, "1.5 s" }, { 250000, 0, "250 \xc2\xb5s" },
+        { 1250000, 0, "1.2 ms" }, { 1250000, 1, "1.25 ms" }, { 12500000, 1, "12.5 ms" },
+        { 0, 1, "0 ns" }, { 999, 0, "999 ns" }, { 60000000000ull, 1, "60 s" },
+    };
+    char buf[32];
+    (void)state;
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        vh_fmt_duration(d[i].ns, d[i].fine, buf, sizeof buf);
+        assert_string_equal(buf, d[i].s);
+    }
 }
 
 static void test_parse_time(void **state)
@@ -617,6 +635,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_parse),
         cmocka_unit_test(test_parse_time),
+        cmocka_unit_test(test_fmt_duration),
         cmocka_unit_test(test_json_str),
         cmocka_unit_test(test_map),
         cmocka_unit_test(test_strtab),

@@ -195,15 +195,44 @@ static int64_t sleb(struct rd *r)
     return 0;
 }
 
+/* Whether n more bytes are left to read. Every length read from the
+ * tables is bounded so before it moves a pointer: forming r->p + n past
+ * the object is undefined even if never read. */
+static inline int has(const struct rd *r, uint64_t n)
+{
+    return n <= (uint64_t)(r->end - r->p);
+}
+
+/* The next n bytes: where they start, r past them; NULL (r->bad) if
+ * fewer are left. */
+static const uint8_t *take(struct rd *r, uint64_t n)
+{
+    if (!has(r, n)) {
+        r->bad = 1;
+        return NULL;
+    }
+    const uint8_t *at = r->p;
+    r->p += n;
+    return at;
+}
+
+/* r confined to its next n bytes, as a CIE's or FDE's length says (r->bad
+ * if fewer are left). */
+static void narrow(struct rd *r, uint64_t n)
+{
+    const uint8_t *at = take(r, n);
+    if (at) {
+        r->end = r->p;
+        r->p = at;
+    }
+}
+
 static uint64_t fixed(struct rd *r, unsigned n)
 {
-    if ((size_t)(r->end - r->p) < n) {
-        r->bad = 1;
-        return 0;
-    }
+    const uint8_t *at = take(r, n);
     uint64_t v = 0;
-    memcpy(&v, r->p, n);           /* little-endian */
-    r->p += n;
+    if (at)
+        memcpy(&v, at, n);         /* little-endian */
     return v;
 }
 
@@ -420,23 +449,20 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
         case DW_CFA_def_cfa_offset_sf: s->cfa_off = factored((uint64_t)sleb(r), c); break;
         case DW_CFA_def_cfa_expression: {
             uint64_t len = uleb(r);
-            if (len > (uint64_t)(r->end - r->p)) {
-                r->bad = 1;
-                break;
-            }
-            if (plt_cfa(r->p, len, target, s) < 0)
+            const uint8_t *e = take(r, len);
+            if (e && plt_cfa(e, len, target, s) < 0)
                 s->unsupported = 1;
-            r->p += len;
             break;
         }
         case DW_CFA_expression:
         case DW_CFA_val_expression: {
             reg = uleb(r);
             uint64_t len = uleb(r);
-            if (reg == DW_RBP || reg == c->ra_reg || len > (uint64_t)(r->end - r->p)) {
+            /* One running past the FDE is unsupported, as one for rbp. */
+            if (reg == DW_RBP || reg == c->ra_reg || !has(r, len)) {
                 s->unsupported = 1;
             } else {
-                r->p += len;
+                take(r, len);
                 if (reg == DW_RBX)
                     s->rbx_how = S_LOST;
             }
@@ -478,9 +504,9 @@ static int parse_cie(const uint8_t *p, const uint8_t *limit, struct cie *c)
     uint64_t len = fixed(&r, 4);
     if (len == 0xffffffffu)
         len = fixed(&r, 8);
-    if (r.bad || len > (uint64_t)(limit - r.p))
+    narrow(&r, len);
+    if (r.bad)
         return -1;
-    r.end = r.p + len;
     if (fixed(&r, 4) != 0)         /* CIE id */
         return -1;
     unsigned version = (unsigned)fixed(&r, 1);
@@ -500,18 +526,19 @@ static int parse_cie(const uint8_t *p, const uint8_t *limit, struct cie *c)
     c->signal = 0;
     if (aug[0] == 'z') {
         c->has_aug_data = 1;
-        uint64_t alen = uleb(&r);
-        /* Bound first: forming r.p + alen past the object is undefined. */
-        if (r.bad || alen > (uint64_t)(r.end - r.p))
+        /* r goes past the augmentation data; its fields are read by `ad`,
+         * bounded (as ever) by the CIE's end, not by their length. */
+        const uint8_t *data = take(&r, uleb(&r));
+        if (r.bad)
             return -1;
-        const uint8_t *aend = r.p + alen;
+        struct rd ad = { data, r.end, 0 };
         for (const char *a = aug + 1; *a; a++) {
             switch (*a) {
-            case 'R': c->fde_enc = (uint8_t)fixed(&r, 1); break;
-            case 'L': fixed(&r, 1); break;
+            case 'R': c->fde_enc = (uint8_t)fixed(&ad, 1); break;
+            case 'L': fixed(&ad, 1); break;
             case 'P': {
-                uint8_t enc = (uint8_t)fixed(&r, 1);
-                pointer(&r, enc & (uint8_t)~DW_EH_PE_indirect, 0);   /* skip; value unused */
+                uint8_t enc = (uint8_t)fixed(&ad, 1);
+                pointer(&ad, enc & (uint8_t)~DW_EH_PE_indirect, 0);   /* skip; value unused */
                 break;
             }
             case 'S': c->signal = 1; break;
@@ -519,7 +546,8 @@ static int parse_cie(const uint8_t *p, const uint8_t *limit, struct cie *c)
             default: return -1;
             }
         }
-        r.p = aend;
+        if (ad.bad)
+            return -1;
     } else if (aug[0]) {
         return -1;
     }
@@ -628,9 +656,9 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
     uint64_t len = fixed(&f, 4);
     if (len == 0xffffffffu)
         len = fixed(&f, 8);
-    if (f.bad || len < 8 || len > (uint64_t)(seg_end - f.p))
+    narrow(&f, len);
+    if (f.bad || len < 8)
         return 1;
-    f.end = f.p + len;
     const uint8_t *cie_ptr_at = f.p;
     uint32_t cie_off = (uint32_t)fixed(&f, 4);
     if (cie_off == 0)
@@ -651,12 +679,8 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
         q->rule = FP_RULE;       /* a gap without unwind info */
         return 1;
     }
-    if (c.has_aug_data) {
-        uint64_t alen = uleb(&f);
-        if (alen > (uint64_t)(f.end - f.p))
-            return 1;
-        f.p += alen;
-    }
+    if (c.has_aug_data && !take(&f, uleb(&f)))
+        return 1;
     struct state s = { .cfa_reg = DW_RSP, .cfa_off = 8, .rbp_how = S_SAME, .rbx_how = S_SAME };
     struct rd ci = { c.insns, c.end, 0 };
     run(&ci, &c, &s, &s, 0, UINT64_MAX, base);

@@ -108,7 +108,11 @@ run() {
 }
 
 # redis-server on a free loopback port under the tool, a redis-benchmark
-# run against it, then a SHUTDOWN so that the server exits by itself.
+# run against it, then a SHUTDOWN so that the server exits by itself. A
+# server that never answered, or is still there 30 s after it was told to
+# stop, is killed (its exit status then says so) rather than waited for
+# forever: under heaptrack $_srv is heaptrack's script, so the server is
+# found by its port.
 redis_run() {
     _port=$(( 20000 + $$ % 20000 ))
     "$@" redis-server --port "$_port" --bind 127.0.0.1 --save '' --appendonly no \
@@ -120,6 +124,14 @@ redis_run() {
     done
     redis-benchmark -p "$_port" -q -n 20000 -t set,get,lpush,lpop >/dev/null 2>&1 || true
     redis-cli -p "$_port" shutdown nosave >/dev/null 2>&1 || true
+    for _ in $(seq 300); do
+        kill -0 "$_srv" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$_srv" 2>/dev/null; then
+        echo "realworld: redis-server on port $_port did not stop; killed" >&2
+        pkill -KILL -f "redis-server.*$_port" || true
+    fi
     wait "$_srv"
 }
 

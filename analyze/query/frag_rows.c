@@ -436,8 +436,8 @@ static const struct out_col tcols[T_N] = {
     [T_RSS] = { "rss", "RSS", OUT_BYTES, 0 },
 };
 
-int frag_rows__series(const struct frag_run *c, const struct frag_opts *fo,
-                      const struct frag_point *pts, size_t npts, struct out *o)
+static int emit_series(const struct frag_run *c, const struct frag_opts *fo,
+                       const struct frag_point *pts, size_t npts, struct out *o)
 {
     int rc;
     if ((rc = out__section(o, "series", OUT_LIST, NULL, tcols, T_N)))
@@ -474,15 +474,27 @@ int frag_rows__series(const struct frag_run *c, const struct frag_opts *fo,
     return 0;
 }
 
+/* The rows' one failure not said where it happens. */
+static int oom_said(const struct frag_run *c, int rc)
+{
+    if (rc == -ENOMEM)
+        vh_errorf(c->cmd, "out of memory");
+    return rc;
+}
+
+int frag_rows__series(const struct frag_run *c, const struct frag_opts *fo,
+                      const struct frag_point *pts, size_t npts, struct out *o)
+{
+    return oom_said(c, emit_series(c, fo, pts, npts, o));
+}
+
 int frag_rows__moment(const struct frag_run *c, const struct frag_opts *fo,
                       const struct frag_moment *m, int64_t limit, int64_t depth, struct out *o)
 {
     int rc;
     if ((rc = emit_summary(c, fo, o, m->r, m->t, m->what, m->fh, m->nfh)) ||
         (rc = emit_regions(c, fo, limit, o, m->r)) || (rc = emit_holes(o, m->r)) ||
-        (rc = emit_classes(o, m->r)) || (rc = emit_stacks(c, limit, depth, o, m->r))) {
-        if (rc == -ENOMEM)
-            vh_errorf(c->cmd, "out of memory");
-    }
-    return rc;
+        (rc = emit_classes(o, m->r)) || (rc = emit_stacks(c, limit, depth, o, m->r)))
+        return oom_said(c, rc);
+    return 0;
 }

@@ -109,8 +109,12 @@ int frag_run__series(const struct frag_run *c, const struct frag_opts *fo, uint6
                                 "longer interval", npts, MAX_POINTS);
         return -EINVAL;
     }
-    if ((rc = fragtrack__new(fo, &ft)))
-        goto oom;
+    if ((rc = fragtrack__new(fo, &ft))) {
+        if (rc == -ENOMEM)
+            goto oom;
+        vh_errorf(c->cmd, "the fragmentation options are not usable (page size?)");
+        goto out;
+    }
     if (!(pts = calloc(npts, sizeof *pts)))
         goto oom;
     if (frag_run__declare(c, ft, from))

@@ -99,7 +99,7 @@ int frag_chart__write(const struct frag_run *c, uint64_t page_size, const struct
         vh_errorf(c->cmd, "writing %s: %s", path, strerror(-rc));
         goto out;
     }
-    vh_errorf("frag", "wrote %s", path);
+    vh_errorf(c->cmd, "wrote %s", path);
 out:
     if (rc == -ENOMEM)
         vh_errorf(c->cmd, "out of memory");

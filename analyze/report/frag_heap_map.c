@@ -157,7 +157,7 @@ int frag_map__moment(const struct frag_run *c, const struct frag_moment *mo, int
         }
     }
     if (others)
-        vh_errorf("frag", "the map shows heap %s only (choose another with --heap)",
+        vh_errorf(c->cmd, "the map shows heap %s only (choose another with --heap)",
                   frag_run__heap_name(c, heap));
     while (first < ls->n && ls->blocks[first].heap_id != heap)
         first++;
@@ -199,8 +199,11 @@ int frag_map__moment(const struct frag_run *c, const struct frag_moment *mo, int
         nk = nmk < MAP_STACKS ? nmk : MAP_STACKS;
         size_t depth[MAP_STACKS];
         for (size_t k = 0; k < nk; k++) {
-            if ((rc = sname_read(stk, mk[k].stack, &sn[k])))
+            if ((rc = sname_read(stk, mk[k].stack, &sn[k]))) {
+                if (rc != -ENOMEM)
+                    vh_errorf(c->cmd, "reading stack %u failed", mk[k].stack);
                 goto out;
+            }
             depth[k] = 1;
         }
         /* stacks with the same first frame are told apart by their callers */
@@ -266,7 +269,7 @@ int frag_map__moment(const struct frag_run *c, const struct frag_moment *mo, int
         vh_errorf(c->cmd, "writing %s: %s", path, strerror(-rc));
         goto out;
     }
-    vh_errorf("frag", "wrote %s", path);
+    vh_errorf(c->cmd, "wrote %s", path);
     rc = 0;
 out:
     if (rc == -ENOMEM)

@@ -619,7 +619,7 @@ static void table_list_row(struct out *o, struct section *s, const struct cell *
         if (table_may_show(s, c)) {
             table_cell(o, &s->cols[c], &cells[c], &b);
             if (b.p && b.len > s->width[c])
-                s->width[c] = strlen(b.p);
+                s->width[c] = b.len;
         }
         spool_str(&s->rows, &b);
     }
@@ -853,6 +853,17 @@ static int json_row(FILE *f, struct section *s, struct out_buf *cols, struct out
     return 0;
 }
 
+/* A name composed in b (JSON key, CSV header) onto f; -ENOMEM when b ran
+ * out of memory composing it, rather than a document missing the name. */
+static int put_buf(FILE *f, const struct out_buf *b)
+{
+    if (b->oom)
+        return -ENOMEM;
+    if (b->p)
+        fputs(b->p, f);
+    return 0;
+}
+
 static int render_json(struct out *o)
 {
     FILE *f = o->f;
@@ -864,8 +875,8 @@ static int render_json(struct out *o)
         fputs(k ? ",\n  " : "\n  ", f);
         b.len = 0;
         json_str(&b, s->name);
-        if (b.p)
-            fputs(b.p, f);
+        if ((rc = put_buf(f, &b)))
+            break;
         fputs(": ", f);
         if ((rc = spool_rewind(&s->rows)))
             break;
@@ -1012,18 +1023,19 @@ static int render_csv(struct out *o)
     struct out_buf b = { 0 }, st = { 0 };
     unsigned char has_stack;
     const char *sep = "";
-    for (size_t c = 0; c < s->ncols; c++) {
+    int rc = 0;
+    for (size_t c = 0; !rc && c < s->ncols; c++) {
         fputs(sep, f);
         b.len = 0;
         csv_field(&b, s->cols[c].key);
-        if (b.p)
-            fputs(b.p, f);
+        rc = put_buf(f, &b);
         sep = ",";
     }
     if (s->any_stack)
         fprintf(f, "%sstack", sep);
     fputs("\r\n", f);
-    int rc = spool_rewind(&s->rows);
+    if (!rc)
+        rc = spool_rewind(&s->rows);
     for (size_t i = 0; !rc && i < s->nrows; i++) {
         if ((rc = spool_read(&s->rows, &has_stack, 1)) || (rc = spool_read_str(&s->rows, &b)) ||
             (rc = spool_read_str(&s->rows, &st)))

@@ -92,11 +92,11 @@ static long long q(sqlite3 *db, const char *fmt, ...)
     return v;
 }
 
-/* The first column of the first row as text into out ("" for NULL / no row). */
-__attribute__((unused))
 /* Column `col` of heap `heap`'s row. */
 #define HEAP(db, col, heap) q(db, "SELECT " col " FROM heaps WHERE id=%d", heap)
 
+/* The first column of the first row as text into out ("" for NULL / no row). */
+__attribute__((unused))
 static const char *qs(sqlite3 *db, const char *sql, char *out, size_t outlen)
 {
     sqlite3_stmt *st = NULL;

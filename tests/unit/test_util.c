@@ -529,6 +529,20 @@ static struct out_stack *many_stack(int64_t i)
     return st;
 }
 
+/* Whether mallinfo2 sees this process's heap: not under ASan, whose
+ * allocator replaces glibc's; the memory bounds are then not checked (the
+ * plain build checks them), the documents still are. */
+static int mallinfo_counts(void)
+{
+    struct mallinfo2 a = mallinfo2();
+    char *p = malloc(4 << 20);
+    assert_non_null(p);
+    memset(p, 1, 4 << 20);
+    struct mallinfo2 b = mallinfo2();
+    free(p);
+    return b.uordblks + b.hblkhd >= a.uordblks + a.hblkhd + (4 << 20);
+}
+
 static char *render_many(enum out_format fmt, long long *heap_growth)
 {
     /* a file, not a memory stream: the document is not the renderer's */
@@ -566,9 +580,10 @@ static char *render_many(enum out_format fmt, long long *heap_growth)
 static void test_output_many_rows(void **state)
 {
     long long growth;
+    int counts = mallinfo_counts();
     (void)state;
     char *j = render_many(OUT_JSON, &growth);
-    assert_true(growth < (2ll << 20));   /* rows as values: 100+ MB */
+    assert_true(!counts || growth < (2ll << 20));   /* rows as values: 100+ MB */
     assert_non_null(strstr(j, "{\"heap\": \"malloc\", \"n\": 0, \"odd\": 0, \"stack\": null,"
                               " \"stack_truncated\": false},\n"));
     assert_non_null(strstr(j, "{\"heap\": \"other\", \"n\": 29999, \"odd\": 1, \"stack\":"
@@ -577,13 +592,13 @@ static void test_output_many_rows(void **state)
                               " \"inlined\": []}], \"stack_truncated\": false}\n  ]\n}\n"));
     free(j);
     char *c = render_many(OUT_CSV, &growth);
-    assert_true(growth < (2ll << 20));
+    assert_true(!counts || growth < (2ll << 20));
     assert_true(!strncmp(c, "heap,n,odd,stack\r\nmalloc,0,0,\r\nmalloc,1,0,\r\nmalloc,2,0,"
                             "function_number_0_of_row_2 (/some/rather/long/path/to/a/source/"
                             "file.c:1) <- function_number_1_of_row_2 (", 128));
     free(c);
     char *t = render_many(OUT_TABLE, &growth);
-    assert_true(growth < (2ll << 20));
+    assert_true(!counts || growth < (2ll << 20));
     assert_true(!strncmp(t, "heap        n  odd\nmalloc      0    0\nmalloc      1    0\n"
                             "malloc      2    0\n    function_number_0_of_row_2 (/some", 88));
     assert_non_null(strstr(t, "\nother   29999    1\n    function_number_0_of_row_29999 ("));
@@ -595,7 +610,7 @@ static void test_output_many_rows(void **state)
     char *saved = was ? strdup(was) : NULL;
     setenv("TMPDIR", "/nonexistent/vheap-test", 1);
     char *m = render_many(OUT_TABLE, &growth);
-    assert_true(growth > (8ll << 20));   /* it did stay in memory */
+    assert_true(!counts || growth > (8ll << 20));   /* it did stay in memory */
     assert_string_equal(m, t);
     free(m);
     if (saved)

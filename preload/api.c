@@ -232,6 +232,7 @@ static int heap_create_locked(struct vh_tls *t, const char *name, int parent, vo
         heaps[h->parent].first_child = (uint16_t)id;
     h->base = (uintptr_t)base;
     h->size = size;
+    vh_region_heap_gone((uint16_t)id);     /* none yet, whatever an old id had */
     size_t keep = len < HEAP_NAME - 1 ? len : HEAP_NAME - 1;
     memcpy(h->name, name ? name : "", keep);
     h->name[keep] = '\0';
@@ -316,6 +317,7 @@ static void heap_release_tree(uint32_t id)
             continue;
         }
         __atomic_store_n(&heaps[n].live, 0, __ATOMIC_RELEASE);
+        vh_region_heap_gone((uint16_t)n);
         if (n == id)
             break;
         n = heaps[n].parent;
@@ -699,8 +701,24 @@ void vh_api_fork_parent(void)
     vh_unlock(&api_lock);
 }
 
-/* The child's capture starts empty: describe every live heap and every tag
- * again (same ids), so its records need nothing from the parent's file. */
+static void put_region(struct vh_tls *t, uint16_t heap, uint32_t id, uint8_t kind,
+                       uint64_t base, uint64_t size, uint64_t now);
+
+struct reemit {
+    struct vh_tls *t;
+    uint64_t now;
+};
+
+static void reemit_region(uint16_t heap, uint32_t id, uint8_t kind, uint64_t base,
+                          uint64_t size, void *arg)
+{
+    struct reemit *r = arg;
+    put_region(r->t, heap, id, kind, base, size, r->now);
+}
+
+/* The child's capture starts empty: describe every live heap, its regions
+ * and every tag again (same ids), so its records need nothing from the
+ * parent's file. */
 void vh_api_fork_child(struct vh_tls *t)
 {
     api_lock = 0;
@@ -717,6 +735,7 @@ void vh_api_fork_child(struct vh_tls *t)
         uint32_t n = id;
         for (;;) {
             put_heap_create(t, n, &heaps[n], heaps[n].name, strlen(heaps[n].name), now);
+            vh_region_each((uint16_t)n, reemit_region, &(struct reemit){ t, now });
             if (heaps[n].first_child) {
                 n = heaps[n].first_child;
                 continue;
@@ -789,25 +808,50 @@ static void api_range(int heap, unsigned op, const void *from, const void *to, s
     api_leave(t, g, now);
 }
 
+static void put_region(struct vh_tls *t, uint16_t heap, uint32_t id, uint8_t kind,
+                       uint64_t base, uint64_t size, uint64_t now)
+{
+    struct vh_rec_region *r = vh_rec_begin(t, sizeof *r, now);
+    if (!r) {
+        vh_dropped();
+        return;
+    }
+    r->h = (struct vh_rec_hdr){ .type = VH_REC_REGION, .flags = kind,
+                                .a = (uint16_t)(sizeof *r / 8), .b = heap };
+    r->time = now;
+    r->base = base;
+    r->size = size;
+    r->id = id;
+    r->pad = 0;
+    vh_rec_commit(t, sizeof *r);
+    vh_region_recorded(heap, id, kind, base, size);
+}
+
+/* A declaration identical to the region as last recorded writes nothing
+ * (regions.c): Vere declares its regions at every event. Under sampling no
+ * region is written: regions serve fragmentation only, which a Poisson
+ * sample of blocks cannot describe (the analyzer refuses it), and a road
+ * pushed and popped per event re-declares its parent's gap twice. */
 static void api_region(int heap, unsigned id, unsigned kind, const void *base, size_t size)
 {
     struct vh_tls *t = &vh_tls;
-    struct vh_rec_region *r;
     uint64_t now = 0;
     uint8_t g;
     /* an unknown kind, or size 0, ends the region */
     int ends = size == 0 || kind == VH_REGION_NONE || kind > VH_REGION_KIND_MAX;
-    if (heap == 0 || !api_enter(t, &g))
+    uint8_t k = ends ? VH_REGION_NONE : (uint8_t)kind;
+    uint64_t b = ends ? 0 : (uintptr_t)base, s = ends ? 0 : size;
+    if (heap == 0 || vh_sample_rate || !api_enter(t, &g))
         return;
-    r = heap_rec_begin(t, heap, "vheap_region", VH_REC_REGION,
-                       ends ? VH_REGION_NONE : (uint8_t)kind, sizeof *r, &now);
-    if (r) {
-        r->time = now;
-        r->base = ends ? 0 : (uintptr_t)base;
-        r->size = ends ? 0 : size;
-        r->id = id;
-        r->pad = 0;
-        vh_rec_commit(t, sizeof *r);
+    if (!heap_live(heap)) {
+        bad_heap("vheap_region", heap);
+    } else if (tables_map() == 0) {
+        vh_lock(&api_lock);
+        if (!vh_region_unchanged((uint16_t)heap, id, k, b, s)) {
+            now = vh_now();
+            put_region(t, (uint16_t)heap, id, k, b, s, now);
+        }
+        vh_unlock(&api_lock);
     }
     api_leave(t, g, now);
 }

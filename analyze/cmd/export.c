@@ -103,6 +103,22 @@ static const struct {
     { "pprof", F_PPROF },
 };
 
+/* Said on stderr after a sampled capture's export: what its numbers are,
+ * where the format itself has no place (or not enough) to say it. */
+static const char *const sampled_note[] = {
+    [F_HEAPTRACK] = "sampled capture: sizes are estimates (each recorded block is written as "
+                    "the s/p bytes it stands for, p its chance of being sampled); heaptrack "
+                    "counts one call per block written, so its call and temporary counts are "
+                    "the sample's own, not estimates",
+    [F_FLAMEGRAPH] = "sampled capture: the values are estimates (the folded format has no "
+                     "place to say so)",
+    [F_MASSIF] = "sampled capture: every size is an estimate (each recorded block counts the "
+                 "s/p bytes it stands for; massif has no place to say so)",
+    [F_CHROME] = "sampled capture: the heap counters are estimates (each recorded block counts "
+                 "the s/p bytes it stands for; their names end in \"(estimate)\")",
+    [F_PPROF] = "sampled capture: the values are estimates (the profile's comment says so)",
+};
+
 static const char *const costs[] = {
     [VH_COST_ALLOCATIONS] = "allocations", [VH_COST_BYTES] = "bytes",
     [VH_COST_LEAKED] = "leaked",           [VH_COST_PEAK] = "peak",
@@ -208,7 +224,7 @@ static int read_process(struct vh_export *x)
     sqlite3_stmt *st = NULL;
     int rc = vh_export_prepare(x,
                                "SELECT pid, exe, start_realtime_ns, runtime_ns, page_size,"
-                               "       phys_pages FROM processes ORDER BY id LIMIT 1",
+                               "       phys_pages, sample_rate FROM processes ORDER BY id LIMIT 1",
                                &st);
     if (rc)
         return rc;
@@ -226,6 +242,8 @@ static int read_process(struct vh_export *x)
     x->runtime_ns = rt > 0 ? (uint64_t)rt : 0;
     x->page_size = sqlite3_column_int64(st, 4);
     x->phys_pages = sqlite3_column_int64(st, 5);
+    int64_t rate = sqlite3_column_int64(st, 6);
+    x->rate = rate > 0 ? (uint64_t)rate : 0;
     sqlite3_finalize(st);
 
     /* argv is a JSON array; a DB edited by hand may hold anything */
@@ -369,6 +387,8 @@ static int run(int argc, char **argv)
         vh_errorf(x->cmd, "%s", err);
     else if (x->notes_f && !fflush(x->notes_f) && x->notes)
         fputs(x->notes, stderr);
+    if (!rc && x->rate)
+        vh_errorf(x->cmd, "%s", sampled_note[o.fmt]);
 out:
     if (x->notes_f)
         fclose(x->notes_f);

@@ -557,28 +557,18 @@ static inline int touches(const struct vh_rec_hdr *h, uint16_t heap, uint64_t ad
            !(h->type != VH_REC_FREE && (h->flags & VH_RF_FAILED));
 }
 
-/* ev (the current record, processed by on_alloc / on_free) found an anomaly
- * on (heap, addr): looks in the rest of this batch and in the next for the
- * first later record about that address; when it is a `want` (VH_REC_FREE
- * for case A, VH_REC_ALLOC for B) of another thread within SETTLE_NS, it is
- * processed now. Returns 1 if so. */
-static __attribute__((noinline)) int settle(struct loader *L, const struct vh_event *ev,
-                                            uint16_t heap, uint64_t addr, uint8_t want)
+/* The record settle() may move for ev's anomaly on (heap, addr): in the
+ * rest of this batch or in the next, the first later record about that
+ * address, when it is a `want` of another thread within SETTLE_NS.
+ * 1 and its place (bs[*fb], *fj), or 0. */
+static int settle_find(struct loader *L, const struct vh_event *ev, uint16_t heap, uint64_t addr,
+                       uint8_t want, struct batch *bs[2], int *fb, size_t *fj)
 {
-    struct batch *bs[2] = { L->fd.cur_b, NULL };
     uint64_t limit = ev->time < UINT64_MAX - SETTLE_NS ? ev->time + SETTLE_NS : UINT64_MAX;
-    struct vh_event moved;
-    struct thread *t;
-    uint32_t hint_agg = L->lv.hint_agg, last_serial, last_heap;
-    size_t hint_slot = L->lv.hint_slot, fj = 0, j;
-    uint64_t last_addr;
-    int fb = -1, own = 0;
 
-    if (L->fd.settling || !addr || !bs[0])
-        return 0;
-    for (int i = 0; i < 2 && fb < 0; i++) {
+    for (int i = 0; i < 2; i++) {
         struct batch *b = bs[i];
-        for (j = i ? 0 : L->fd.cur_j + 1; j < b->n; j++) {
+        for (size_t j = i ? 0 : L->fd.cur_j + 1; j < b->n; j++) {
             const struct vh_event *e = &b->ev[j];
             const struct vh_rec_hdr *h = e->rec;
             if (e->time > limit)
@@ -588,9 +578,9 @@ static __attribute__((noinline)) int settle(struct loader *L, const struct vh_ev
             if (touches(h, heap, addr)) {
                 if (h->type != want || e->tid == ev->tid)
                     return 0;
-                fb = i;
-                fj = j;
-                break;
+                *fb = i;
+                *fj = j;
+                return 1;
             }
             /* the address changes hands, or the heap's blocks go: stop */
             if (h->type == VH_REC_MOVE && h->a == heap &&
@@ -602,11 +592,30 @@ static __attribute__((noinline)) int settle(struct loader *L, const struct vh_ev
                 heap != VH_HEAP_SYSTEM)
                 return 0;
         }
-        if (fb < 0 && (i || b->last))
+        if (i || b->last)
             return 0;
-        if (fb < 0)
-            bs[1] = feeder__take(L->fd.feed, L->fd.cur_k + 1);
+        bs[1] = feeder__take(L->fd.feed, L->fd.cur_k + 1);
     }
+    return 0;
+}
+
+/* ev (the current record, processed by on_alloc / on_free) found an anomaly
+ * on (heap, addr): when settle_find() finds the record that truly came
+ * first (VH_REC_FREE for case A, VH_REC_ALLOC for B), it is processed now.
+ * Returns 1 if so. */
+static __attribute__((noinline)) int settle(struct loader *L, const struct vh_event *ev,
+                                            uint16_t heap, uint64_t addr, uint8_t want)
+{
+    struct batch *bs[2] = { L->fd.cur_b, NULL };
+    struct vh_event moved;
+    struct thread *t;
+    uint32_t hint_agg = L->lv.hint_agg, last_serial, last_heap;
+    size_t hint_slot = L->lv.hint_slot, fj = 0, j;
+    uint64_t last_addr;
+    int fb = -1, own = 0;
+
+    if (L->fd.settling || !addr || !bs[0] || !settle_find(L, ev, heap, addr, want, bs, &fb, &fj))
+        return 0;
 
     /* Does the moved record overtake calls of its own thread? Then the
      * thread's latest allocation (heaptrack's temporary) is kept as its

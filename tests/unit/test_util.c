@@ -31,6 +31,7 @@
 #include "analyze/util/json.h"
 #include "analyze/util/map.h"
 #include "analyze/util/parse_time.h"
+#include "analyze/util/path.h"
 #include "analyze/util/strtab.h"
 #include "analyze/util/tmpfile.h"
 #include "common/size_parse.h"
@@ -214,6 +215,18 @@ static void test_map(void **state)
     }
     vh_map__free(m);
     free(in);
+}
+
+static void test_base_name(void **state)
+{
+    (void)state;
+    assert_string_equal(vh_base_name("/usr/lib/libc.so.6"), "libc.so.6");
+    assert_string_equal(vh_base_name("a.c"), "a.c");
+    assert_string_equal(vh_base_name("/a.c"), "a.c");
+    assert_string_equal(vh_base_name("dir/"), "dir/");   /* nothing follows: the whole */
+    assert_string_equal(vh_base_name("/"), "/");
+    assert_string_equal(vh_base_name(""), "");
+    assert_null(vh_base_name(NULL));
 }
 
 static void test_strtab(void **state)
@@ -653,6 +666,7 @@ int main(void)
         cmocka_unit_test(test_fmt_duration),
         cmocka_unit_test(test_json_str),
         cmocka_unit_test(test_map),
+        cmocka_unit_test(test_base_name),
         cmocka_unit_test(test_strtab),
         cmocka_unit_test(test_tmpfile),
         cmocka_unit_test(test_tmpfile_scratch),

@@ -28,6 +28,15 @@ static const struct vh_series_row *row_at(const struct vh_series *s, uint64_t t)
 static void test_series_intervals(void **state)
 {
     struct load_opts o = { .progress = 0, .no_symbols = 1 };
+    /* each interval as the events below make it (start: a time in it) */
+    static const struct vh_series_row want[] = {
+        { .start = 0, .live = 0, .max_live = 0 },
+        { .start = 1 * MS, .live = 100, .max_live = 100, .allocs = 1, .bytes_alloc = 100 },
+        { .start = 2 * MS, .live = 300, .max_live = 300, .allocs = 1, .bytes_alloc = 200 },
+        { .start = 3 * MS, .live = 200, .max_live = 300, .frees = 1, .bytes_freed = 100 },
+        { .start = 4 * MS, .live = 200, .max_live = 250, .allocs = 1, .frees = 1,
+          .temporary = 1, .bytes_alloc = 50, .bytes_freed = 50 },
+    };
     struct vh_series s;
     struct capb b;
     const struct vh_series_row *r;
@@ -52,26 +61,17 @@ static void test_series_intervals(void **state)
     assert_int_equal(s.interval, MS);
     assert_true(s.nrows >= 5);
 
-    r = row_at(&s, 0);
-    assert_int_equal(r->live, 0);
-    assert_int_equal(r->allocs, 0);
-    r = row_at(&s, 1 * MS);
-    assert_int_equal(r->live, 100);
-    assert_int_equal(r->allocs, 1);
-    assert_int_equal(r->bytes_alloc, 100);
-    r = row_at(&s, 2 * MS);
-    assert_int_equal(r->live, 300);
-    assert_int_equal(r->max_live, 300);
-    r = row_at(&s, 3 * MS);
-    assert_int_equal(r->live, 200);
-    assert_int_equal(r->frees, 1);
-    assert_int_equal(r->bytes_freed, 100);
-    r = row_at(&s, 4 * MS);
-    assert_int_equal(r->live, 200);
-    assert_int_equal(r->max_live, 250);
-    assert_int_equal(r->allocs, 1);
-    assert_int_equal(r->frees, 1);
-    assert_int_equal(r->temporary, 1);
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        const struct vh_series_row *w = &want[k];
+        r = row_at(&s, w->start);
+        assert_int_equal(r->live, w->live);
+        assert_int_equal(r->max_live, w->max_live);
+        assert_int_equal(r->allocs, w->allocs);
+        assert_int_equal(r->frees, w->frees);
+        assert_int_equal(r->temporary, w->temporary);
+        assert_int_equal(r->bytes_alloc, w->bytes_alloc);
+        assert_int_equal(r->bytes_freed, w->bytes_freed);
+    }
     vh_series__free(&s);
     done(db, &b);
 }

@@ -12,6 +12,7 @@
 #include "analyze/util/bptree.h"
 #include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
+#include "analyze/util/map.h"
 
 const uint64_t frag_fit_sizes[FRAG_NFIT] = { 64, 4096, 1u << 20 };
 
@@ -122,46 +123,39 @@ static void block_pages(uint64_t a, uint64_t u, uint64_t P, size_t i, page_fn ed
 /* ---- stacks (frag__analyze) -------------------------------------------------- */
 
 struct smap {
-    uint64_t *keys;               /* (heap << 32 | stack) + 1; 0 = empty   */
-    uint32_t *idx;
-    size_t mask;
+    struct vh_map *map;           /* (heap, stack) -> index into v          */
     struct frag_stack *v;
     size_t n;
 };
 
 static int smap_init(struct smap *m, size_t want)
 {
-    size_t cap = 64;
-    while (cap < want * 2)
-        cap *= 2;
-    m->mask = cap - 1;
-    m->keys = calloc(cap, sizeof *m->keys);
-    m->idx = calloc(cap, sizeof *m->idx);
+    m->map = vh_map__new();
     m->v = calloc(want ? want : 1, sizeof *m->v);
     m->n = 0;
-    return m->keys && m->idx && m->v ? 0 : -ENOMEM;
+    return m->map && m->v ? 0 : -ENOMEM;
 }
 
 static void smap_free(struct smap *m)
 {
-    free(m->keys);
-    free(m->idx);
+    vh_map__free(m->map);
     free(m->v);
 }
 
 /* The entry of (heap, stack); created when `create` (room was made by
- * smap_init for one entry per block). NULL if absent. */
+ * smap_init for one entry per block). NULL if absent, or out of memory. */
 static struct frag_stack *smap_get(struct smap *m, uint32_t heap, uint32_t stack, int create)
 {
-    uint64_t k = ((uint64_t)heap << 32 | stack) + 1;
-    size_t i = (size_t)((k * 0x9e3779b97f4a7c15ull) >> 17) & m->mask;
-    for (; m->keys[i]; i = (i + 1) & m->mask)
-        if (m->keys[i] == k)
-            return &m->v[m->idx[i]];
+    struct vh_map_ent *e;
+    int existed;
+
     if (!create)
+        return (e = vh_map__find(m->map, heap, stack)) ? &m->v[e->v1] : NULL;
+    if (!(e = vh_map__insert(m->map, heap, stack, &existed)))
         return NULL;
-    m->keys[i] = k;
-    m->idx[i] = (uint32_t)m->n;
+    if (existed)
+        return &m->v[e->v1];
+    e->v1 = m->n;
     struct frag_stack *s = &m->v[m->n++];
     s->heap_id = heap;
     s->stack_id = stack;
@@ -556,6 +550,8 @@ int frag__analyze(const struct vh_block *blocks, size_t n, const struct frag_hea
         const struct vh_block *b = &blocks[i];
         struct frag_stack *s = smap_get(&sm, b->heap_id, b->stack_id, 1);
         struct frag_class *c = &cls[class_of(b->size)];
+        if (!s)
+            goto out;                  /* rc: -ENOMEM */
         r->t.blocks++;
         r->t.requested += b->size;
         r->t.usable += b->usable;

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/leb128.h"          /* the records' varints */
+
 #define VH_CAPTURE_MAGIC "VHEAPCAP"       /* 8 bytes, no NUL stored */
 #define VH_CAPTURE_VERSION 2u             /* what the shim writes          */
 #define VH_CAPTURE_VERSION_V1 1u          /* still read: all records fixed */
@@ -381,7 +383,6 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
 #define VH_META_TAG (1u << 8)
 #define VH_META_FLAGS_SHIFT 9
 #define VH_META_BITS 17
-#define VH_ULEB_MAX 10u                   /* bytes of the longest varint    */
 
 /* The meta varint of a record (see above). */
 static inline uint32_t vh_meta(unsigned func, uint8_t flags, uint16_t heap, uint16_t tag)
@@ -429,92 +430,6 @@ union vh_rec_compact {
 static inline int vh_rec_is_compact(uint8_t type)
 {
     return type == VH_REC_ALLOC || type == VH_REC_FREE || type == VH_REC_RESIZE;
-}
-
-static inline uint64_t vh_zigzag(uint64_t delta)
-{
-    return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63);
-}
-
-static inline uint64_t vh_unzigzag(uint64_t z)
-{
-    return (z >> 1) ^ (0 - (z & 1));
-}
-
-static inline uint8_t *vh_uleb_put(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-/* Why a compact record could not be decoded. */
-enum vh_dec_error {
-    VH_DEC_CUT = -1,               /* runs past the end of the valid bytes   */
-    VH_DEC_VARINT = -2,            /* a varint longer than 10 bytes / 64 bits */
-    VH_DEC_RANGE = -3,             /* a field out of its range, unknown bits */
-};
-
-/* vh_uleb_get for a varint known to lie before the end of the valid bytes
- * (at least VH_ULEB_MAX of them left): no bound check. */
-static inline int vh_uleb_get_near(const uint8_t **p, uint64_t *v)
-{
-    const uint8_t *q = *p;
-    uint64_t r = q[0], b;
-
-    if (__builtin_expect(r < 0x80, 1)) {
-        *v = r;
-        *p = q + 1;
-        return 0;
-    }
-    r &= 0x7f;
-    for (unsigned i = 1; i < VH_ULEB_MAX - 1; i++) {
-        b = q[i];
-        r |= (b & 0x7f) << (7 * i);
-        if (b < 0x80) {
-            *p = q + i + 1;
-            *v = r;
-            return 0;
-        }
-    }
-    if (q[VH_ULEB_MAX - 1] > 1)
-        return VH_DEC_VARINT;
-    *v = r | (uint64_t)q[VH_ULEB_MAX - 1] << 63;
-    *p = q + VH_ULEB_MAX;
-    return 0;
-}
-
-/* Reads the varint at *p (before end) into *v and moves *p past it; 0, or
- * VH_DEC_CUT / VH_DEC_VARINT (*p unchanged). */
-static inline int vh_uleb_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    const uint8_t *q = *p;
-    uint64_t r, b;
-
-    if (__builtin_expect(q < end && *q < 0x80, 1)) {   /* most fields: one byte */
-        *v = *q;
-        *p = q + 1;
-        return 0;
-    }
-    if (end - q >= (long)VH_ULEB_MAX)
-        return vh_uleb_get_near(p, v);   /* room for the longest: no bound checks */
-    r = 0;
-    for (unsigned shift = 0;; shift += 7) {
-        if (q >= end)
-            return VH_DEC_CUT;
-        b = *q++;
-        if (shift == 63 && b > 1)
-            return VH_DEC_VARINT;
-        r |= (b & 0x7f) << shift;
-        if (!(b & 0x80))
-            break;
-    }
-    *p = q;
-    *v = r;
-    return 0;
 }
 
 /* What every compact record starts with: its type, then its time and

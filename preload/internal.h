@@ -35,11 +35,13 @@ struct vh_options {
     uint64_t sample;               /* VHEAP_SAMPLE bytes, 0 = every call    */
     uint32_t start;                /* VHEAP_START: enum vh_start_choice     */
 };
+#define VH_OPTION_COUNT 10         /* fields above: options.c's rows        */
 enum vh_start_choice { VH_START_ON = 0, VH_START_PAUSED = 1 };
 enum vh_clock_choice { VH_CLOCK_AUTO = 0, VH_CLOCK_PRECISE = 1 };
 extern struct vh_options vh_opt;
-/* Reads every VHEAP_* variable from `environ` (no allocation); a bad value
- * gets one warning and keeps the default. */
+/* Sets every option to its default, then reads every VHEAP_* variable
+ * from `environ` (no allocation); a bad value gets one warning and keeps
+ * the default. */
 void vh_options_load(void);
 
 /* ---- logging (log.c) ---------------------------------------------------- */

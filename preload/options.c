@@ -3,6 +3,7 @@
  * Read straight from `environ` at initialization (which may happen inside
  * the first malloc, before libc's constructors), so: no getenv, no malloc.
  * A bad value gets one warning naming the variable and keeps the default. */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -11,49 +12,51 @@
 
 extern char **environ;
 
-struct vh_options vh_opt = {
-    .out = "vheap.%e.%p.vhcap",
-    .depth = 64,
-    .unwind = VH_UNWIND_LIBUNWIND,
-    .quiet = 0,
-    .chunk_size = VH_DEFAULT_CHUNK_SIZE,
-    .rss_interval_ns = 10 * 1000000ull,
-    .allow_setuid = 0,
-    .clock = VH_CLOCK_AUTO,
-    .sample = 0,
-    .start = VH_START_ON,
-};
+struct vh_options vh_opt;           /* every field set by vh_options_load */
 
 enum kind { K_PATH, K_UINT, K_CHOICE, K_BOOL, K_SIZE, K_MS, K_BYTES };
 
+/* One row an option: adding an option is a row here and its field in
+ * struct vh_options (internal.h), nothing else in this file. */
 struct option {
     const char *name;
     enum kind kind;
+    size_t off, size;              /* its field in vh_opt                   */
+    uint64_t def;                  /* the default; K_MS in ms               */
+    const char *def_path;          /* K_PATH: the default                   */
     uint64_t min, max;             /* K_UINT, K_SIZE, K_MS bounds           */
     const char *const *choices;    /* K_CHOICE: value i stored as i         */
-    const char *want;              /* for the warning: what is accepted     */
+    const char *want;              /* the doc line, and the warning's words:
+                                      what is accepted                     */
 };
 
-static const char *const unwind_names[] = { "libunwind", "fp", NULL };
+#define FIELD(f) offsetof(struct vh_options, f), sizeof(((struct vh_options *)0)->f)
+
+static const char *const unwind_names[] = { "libunwind", "fp", NULL };  /* DWARF | frame pointers */
 static const char *const clock_names[] = { "auto", "precise", NULL };
 static const char *const start_names[] = { "on", "paused", NULL };
 
-/* Order matches apply() below. */
 static const struct option table[] = {
-    { "VHEAP_OUT", K_PATH, 1, sizeof vh_opt.out - 1, NULL,
+    { "VHEAP_OUT", K_PATH, FIELD(out), 0, "vheap.%e.%p.vhcap", 1, sizeof vh_opt.out - 1, NULL,
       "a path pattern with %p, %e, %%" },
-    { "VHEAP_DEPTH", K_UINT, 1, VH_MAX_DEPTH, NULL, "1..256" },
-    { "VHEAP_UNWIND", K_CHOICE, 0, 0, unwind_names, "libunwind or fp" },   /* DWARF | frame pointers */
-    { "VHEAP_QUIET", K_BOOL, 0, 1, NULL, "0 or 1" },
-    { "VHEAP_CHUNK_SIZE", K_SIZE, 64u << 10, 64u << 20, NULL,
-      "a power of two from 64KiB to 64MiB" },
-    { "VHEAP_RSS_INTERVAL", K_MS, 0, 60000, NULL, "milliseconds 0..60000, 0 = off" },
-    { "VHEAP_ALLOW_SETUID", K_BOOL, 0, 1, NULL, "0 or 1" },
-    { "VHEAP_CLOCK", K_CHOICE, 0, 0, clock_names, "auto or precise" },
-    { "VHEAP_SAMPLE", K_BYTES, 0, 1ull << 40, NULL,
+    { "VHEAP_DEPTH", K_UINT, FIELD(depth), 64, NULL, 1, VH_MAX_DEPTH, NULL, "1..256" },
+    { "VHEAP_UNWIND", K_CHOICE, FIELD(unwind), VH_UNWIND_LIBUNWIND, NULL, 0, 0, unwind_names,
+      "libunwind or fp" },
+    { "VHEAP_QUIET", K_BOOL, FIELD(quiet), 0, NULL, 0, 1, NULL, "0 or 1" },
+    { "VHEAP_CHUNK_SIZE", K_SIZE, FIELD(chunk_size), VH_DEFAULT_CHUNK_SIZE, NULL, 64u << 10,
+      64u << 20, NULL, "a power of two from 64KiB to 64MiB" },
+    { "VHEAP_RSS_INTERVAL", K_MS, FIELD(rss_interval_ns), 10, NULL, 0, 60000, NULL,
+      "milliseconds 0..60000, 0 = off" },
+    { "VHEAP_ALLOW_SETUID", K_BOOL, FIELD(allow_setuid), 0, NULL, 0, 1, NULL, "0 or 1" },
+    { "VHEAP_CLOCK", K_CHOICE, FIELD(clock), VH_CLOCK_AUTO, NULL, 0, 0, clock_names,
+      "auto or precise" },
+    { "VHEAP_SAMPLE", K_BYTES, FIELD(sample), 0, NULL, 0, 1ull << 40, NULL,
       "a size from 1 to 1TiB (512KiB: a sample every 512 KiB allocated on average), 0 = off" },
-    { "VHEAP_START", K_CHOICE, 0, 0, start_names, "on or paused" },
+    { "VHEAP_START", K_CHOICE, FIELD(start), VH_START_ON, NULL, 0, 0, start_names,
+      "on or paused" },
 };
+#define NOPT (sizeof table / sizeof table[0])
+_Static_assert(NOPT == VH_OPTION_COUNT, "one row in options.c a field of struct vh_options");
 
 static int parse_bool(const char *s, uint64_t *out)
 {
@@ -99,25 +102,30 @@ static int parse(const struct option *o, const char *val, uint64_t *num)
     return -1;
 }
 
-static void apply(size_t idx, const char *val, uint64_t num)
+/* Stores option o's value: the path `val`, or the number `num`. */
+static void apply(const struct option *o, const char *val, uint64_t num)
 {
-    switch (idx) {
-    case 0: memcpy(vh_opt.out, val, strlen(val) + 1); break;
-    case 1: vh_opt.depth = (uint32_t)num; break;
-    case 2: vh_opt.unwind = (uint32_t)num; break;
-    case 3: vh_opt.quiet = (uint32_t)num; break;
-    case 4: vh_opt.chunk_size = (uint32_t)num; break;
-    case 5: vh_opt.rss_interval_ns = num * 1000000ull; break;
-    case 6: vh_opt.allow_setuid = (uint32_t)num; break;
-    case 7: vh_opt.clock = (uint32_t)num; break;
-    case 8: vh_opt.sample = num; break;
-    case 9: vh_opt.start = (uint32_t)num; break;
+    char *field = (char *)&vh_opt + o->off;
+    uint32_t n32 = (uint32_t)num;
+
+    if (o->kind == K_PATH) {
+        memcpy(field, val, strlen(val) + 1);
+        return;
     }
+    if (o->kind == K_MS)
+        num *= 1000000ull;
+    if (o->size == sizeof n32)
+        memcpy(field, &n32, sizeof n32);
+    else
+        memcpy(field, &num, sizeof num);
 }
 
 void vh_options_load(void)
 {
     char **env = environ;
+
+    for (size_t i = 0; i < NOPT; i++)
+        apply(&table[i], table[i].def_path, table[i].def);
     if (!env)
         return;
     for (; *env; env++) {
@@ -128,13 +136,13 @@ void vh_options_load(void)
         if (!eq)
             continue;
         size_t nlen = (size_t)(eq - e);
-        for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        for (size_t i = 0; i < NOPT; i++) {
             const struct option *o = &table[i];
             if (strlen(o->name) != nlen || strncmp(o->name, e, nlen) != 0)
                 continue;
             uint64_t num = 0;
             if (parse(o, eq + 1, &num) == 0)
-                apply(i, eq + 1, num);
+                apply(o, eq + 1, num);
             else
                 vh_log("ignoring %s=%s (want %s); using the default", o->name, eq + 1,
                        o->want);

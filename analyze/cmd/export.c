@@ -21,24 +21,13 @@
 #include "analyze/cmd/query.h"
 #include "analyze/util/grow.h"
 
-static const char usage[] =
+static const char usage_head[] =
     "usage: vheap-analyze export --format FORMAT [OPTIONS] DB|CAPTURE -o FILE\n"
     "\n"
     "Writes the recording in another tool's format, so that it can be read with\n"
-    "the tools people already use. FORMAT is one of:\n"
-    "  heaptrack     heaptrack's data file, for heaptrack_print and heaptrack_gui:\n"
-    "                every allocation and free in order, stacks with inlined\n"
-    "                frames, RSS. Compressed by FILE's suffix: .gz (gzip), .zst\n"
-    "                (zstd), else plain text. heaptrack_print reads regular files\n"
-    "                only, not pipes\n"
-    "  flamegraph    folded stacks, one 'outer;...;inner VALUE' line per stack, for\n"
-    "                flamegraph.pl, inferno and speedscope\n"
-    "  massif        a massif.out file for valgrind's ms_print and\n"
-    "                massif-visualizer: memory over time in about 100 snapshots,\n"
-    "                the peak and every 10th in detail (the stack tree)\n"
-    "  chrome-trace  Trace Event JSON for Perfetto and chrome://tracing: live bytes\n"
-    "                of each heap and RSS as counter tracks, marks as instant\n"
-    "                events\n"
+    "the tools people already use. FORMAT is one of:\n";
+
+static const char usage_tail[] =
     "A CAPTURE is loaded into CAPTURE.sqlite first (reused while up to date).\n"
     "\n"
     "options:\n"
@@ -81,6 +70,11 @@ static const char usage[] =
     "  go tool pprof -top -sample_index=alloc_space run.pb.gz\n"
     "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --merge pier/.urbit/put/trace/0.json -o both.json\n";
 
+
+/* The usage text: usage_head, a paragraph a format (formats[]), usage_tail;
+ * made once, before main (VH_COMMAND's text is a constant's). */
+static char usage[sizeof usage_head + sizeof usage_tail + 2048];
+
 static int run(int argc, char **argv);
 
 VH_COMMAND(cmd_export, {
@@ -93,18 +87,79 @@ VH_COMMAND(cmd_export, {
 
 /* ---- options ------------------------------------------------------------------- */
 
-enum fmt { F_NONE, F_HEAPTRACK, F_FLAMEGRAPH, F_MASSIF, F_CHROME, F_PPROF };
+/* The options only some formats take. */
+enum { O_COST = 1, O_DEPTH = 2, O_CLOCK = 4, O_MERGE = 8 };
 
-static const struct {
+/* One row a format: adding one is a row here and its vh_export_FORMAT
+ * (export/FORMAT.c); the usage, the messages, the checks and the dispatch
+ * read the table. */
+static const struct format {
     const char *name;
-    enum fmt fmt;
+    int (*write)(struct vh_export *x);
+    unsigned opts;                 /* O_*: which of its options apply       */
+    int one_heap;                  /* holds one heap: --heap defaults to the
+                                      system allocator's                    */
+    const char *help;              /* the usage's paragraph, wrapped at 62  */
 } formats[] = {
-    { "heaptrack", F_HEAPTRACK },
-    { "flamegraph", F_FLAMEGRAPH },
-    { "massif", F_MASSIF },
-    { "chrome-trace", F_CHROME },
-    { "pprof", F_PPROF },
+    { "heaptrack", vh_export_heaptrack, 0, 1,
+      "heaptrack's data file, for heaptrack_print and heaptrack_gui:\n"
+      "every allocation and free in order, stacks with inlined\n"
+      "frames, RSS. Compressed by FILE's suffix: .gz (gzip), .zst\n"
+      "(zstd), else plain text. heaptrack_print reads regular files\n"
+      "only, not pipes" },
+    { "flamegraph", vh_export_flamegraph, O_COST | O_DEPTH, 0,
+      "folded stacks, one 'outer;...;inner VALUE' line per stack, for\n"
+      "flamegraph.pl, inferno and speedscope" },
+    { "massif", vh_export_massif, O_DEPTH, 1,
+      "a massif.out file for valgrind's ms_print and\n"
+      "massif-visualizer: memory over time in about 100 snapshots,\n"
+      "the peak and every 10th in detail (the stack tree)" },
+    { "chrome-trace", vh_export_chrome, O_CLOCK | O_MERGE, 0,
+      "Trace Event JSON for Perfetto and chrome://tracing: live bytes\n"
+      "of each heap and RSS as counter tracks, marks as instant\n"
+      "events" },
+    { "pprof", vh_export_pprof, 0, 0,
+      "gzipped profile.proto for go tool pprof, Pyroscope, Parca\n"
+      "and Grafana: per stack, calls and bytes allocated, blocks\n"
+      "and bytes leaked" },
 };
+#define NFORMATS (sizeof formats / sizeof formats[0])
+
+/* The names of the formats that take every option of `opts` (0: every
+ * format), as "a, b and c" (sep = " and ") or "a, b or c" (" or "). */
+static void format_names(char *buf, size_t len, unsigned opts, const char *sep)
+{
+    size_t n = 0, k = 0, at = 0;
+
+    for (size_t i = 0; i < NFORMATS; i++)
+        n += (formats[i].opts & opts) == opts;
+    buf[0] = 0;
+    for (size_t i = 0; i < NFORMATS && at < len; i++) {
+        if ((formats[i].opts & opts) != opts)
+            continue;
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", !k ? "" : k + 1 < n ? ", " : sep,
+                               formats[i].name);
+        k++;
+    }
+}
+
+__attribute__((constructor)) static void usage_build(void)
+{
+    size_t at = (size_t)snprintf(usage, sizeof usage, "%s", usage_head);
+
+    for (size_t i = 0; i < NFORMATS && at < sizeof usage; i++) {
+        at += (size_t)snprintf(usage + at, sizeof usage - at, "  %-13s ", formats[i].name);
+        for (const char *p = formats[i].help; *p && at + 18 < sizeof usage; p++) {
+            usage[at++] = *p;
+            if (*p == '\n')
+                at += (size_t)snprintf(usage + at, sizeof usage - at, "%16s", "");
+        }
+        if (at + 1 < sizeof usage)
+            usage[at++] = '\n';
+    }
+    if (at < sizeof usage)
+        snprintf(usage + at, sizeof usage - at, "%s", usage_tail);
+}
 
 /* Said on stderr after a sampled capture's export: what its numbers are,
  * where the format itself has no place (or not enough) to say it. */
@@ -130,10 +185,21 @@ static const char *const costs[] = {
 
 struct eopts {
     struct vh_query q;
-    enum fmt fmt;
+    const struct format *fmt;
     const char *out;
     struct vh_export x;
 };
+
+/* An option the chosen format does not take is a usage error. */
+static int applies(struct eopts *o, unsigned opt, const char *name, int given)
+{
+    char names[256];
+
+    if (!given || (o->fmt->opts & opt))
+        return 0;
+    format_names(names, sizeof names, opt, " and ");
+    return vh_query__usage(&o->q, "%s applies to --format %s only", name, names);
+}
 
 /* Takes export's own options out of argv and hands the rest (--heap,
  * --depth, the operand) to the shared parser. */
@@ -141,6 +207,7 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
 {
     const char *format = NULL, *cost = NULL, *clock = NULL, *merge = NULL;
     const struct vh_command *cmd = &cmd_export;
+    char names[256];
     const struct vh_opt own[] = {
         VH_OPT_VALUE("--format", &format), VH_OPT_VALUE("-f", &format),
         VH_OPT_VALUE("-o", &o->out),       VH_OPT_VALUE("--output", &o->out),
@@ -153,21 +220,24 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
     if (rc)
         return rc;
     if (!format) {
-        return vh_query__usage(&o->q, "--format is needed: heaptrack, flamegraph, massif, "
-                                      "chrome-trace or pprof");
+        format_names(names, sizeof names, 0, " or ");
+        return vh_query__usage(&o->q, "--format is needed: %s", names);
     }
-    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+    for (size_t i = 0; i < NFORMATS; i++)
         if (!strcmp(format, formats[i].name))
-            o->fmt = formats[i].fmt;
-    if (o->fmt == F_NONE) {
-        return vh_query__usage(&o->q,
-                               "--format: '%s' is not heaptrack, flamegraph, massif, "
-                               "chrome-trace or pprof",
-                               format);
+            o->fmt = &formats[i];
+    if (!o->fmt) {
+        format_names(names, sizeof names, 0, " or ");
+        return vh_query__usage(&o->q, "--format: '%s' is not %s", format, names);
     }
     if (!o->out || !*o->out) {
         return vh_query__usage(&o->q, "-o FILE is needed ('-' writes to stdout)");
     }
+    if ((rc = applies(o, O_COST, "--cost", cost != NULL)) ||
+        (rc = applies(o, O_DEPTH, "--depth", o->q.o.depth != 0)) ||
+        (rc = applies(o, O_CLOCK, "--clock", clock != NULL)) ||
+        (rc = applies(o, O_MERGE, "--merge", merge != NULL)))
+        return rc;
     if (cost) {
         size_t i;
         for (i = 0; i < sizeof costs / sizeof costs[0]; i++)
@@ -179,16 +249,10 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
                                    "temporary",
                                    cost);
         }
-        if (o->fmt != F_FLAMEGRAPH) {
-            return vh_query__usage(&o->q, "--cost applies to --format flamegraph only");
-        }
         o->x.cost = (enum vh_cost)i;
         o->x.cost_given = 1;
     }
     if (clock) {
-        if (o->fmt != F_CHROME) {
-            return vh_query__usage(&o->q, "--clock applies to --format chrome-trace only");
-        }
         if (!strcmp(clock, "wall"))
             o->x.clock = VH_CLOCK_WALL;
         else if (!strcmp(clock, "start"))
@@ -199,17 +263,11 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
         o->x.clock_given = 1;
     }
     if (merge) {
-        if (o->fmt != F_CHROME) {
-            return vh_query__usage(&o->q, "--merge applies to --format chrome-trace only");
-        }
         if (clock && o->x.clock != VH_CLOCK_WALL) {
             return vh_query__usage(&o->q, "--merge needs --clock wall: urbit -j traces count "
                                           "microseconds since the Unix epoch");
         }
         o->x.merge = merge;
-    }
-    if (o->q.o.depth && o->fmt != F_FLAMEGRAPH && o->fmt != F_MASSIF) {
-        return vh_query__usage(&o->q, "--depth applies to --format flamegraph and massif only");
     }
     return 0;
 }
@@ -347,7 +405,7 @@ static int run(int argc, char **argv)
     }
     /* heaptrack and massif describe one heap: the system allocator unless
      * --heap says otherwise. */
-    if (!o.q.o.heap && (o.fmt == F_HEAPTRACK || o.fmt == F_MASSIF)) {
+    if (!o.q.o.heap && o.fmt->one_heap) {
         o.q.o.heap = "0";
         defaulted = 1;
     }
@@ -372,14 +430,7 @@ static int run(int argc, char **argv)
         vh_errorf(x->cmd, "%s", err);
         goto out;
     }
-    switch (o.fmt) {
-    case F_HEAPTRACK: rc = vh_export_heaptrack(x); break;
-    case F_FLAMEGRAPH: rc = vh_export_flamegraph(x); break;
-    case F_MASSIF: rc = vh_export_massif(x); break;
-    case F_CHROME: rc = vh_export_chrome(x); break;
-    case F_PPROF: rc = vh_export_pprof(x); break;
-    case F_NONE: rc = -EINVAL; break;
-    }
+    rc = o.fmt->write(x);
     if (rc == -ENOMEM)             /* the exporters say every other error */
         vh_errorf(x->cmd, "out of memory");
     if (rc) {

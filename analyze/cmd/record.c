@@ -22,6 +22,7 @@
 #include "analyze/cmd/cli.h"
 #include "analyze/store/db.h"
 #include "analyze/util/grow.h"
+#include "analyze/util/path.h"
 #include "common/capture_format.h"
 
 static const char usage[] =
@@ -428,8 +429,7 @@ static size_t find_captures(const char *dir, pid_t root, uint64_t t0, struct fou
                                .gen = h.exec_generation, .flags = h.flags,
                                .start = h.start_realtime_ns, .ours = h.pid == (uint32_t)root };
         h.exe[VH_EXE_MAX - 1] = 0;
-        const char *base = strrchr(h.exe, '/');
-        base = base ? base + 1 : h.exe;
+        const char *base = vh_base_name(h.exe);
         size_t bl = strnlen(base, sizeof f[n].exe - 1);
         memcpy(f[n].exe, base, bl);  /* a long name is cut, for messages only */
         f[n].exe[bl] = 0;

@@ -367,7 +367,7 @@ int vh_export_chrome(struct vh_export *x)
     begin(&c);
     vh_xout__printf(c.o, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64
                          ",\"args\":{\"name\":", x->pid);
-    vh_xout__json_str(c.o, x->exe ? vh_export_basename(x->exe) : "vheap");
+    vh_xout__json_str(c.o, x->exe ? vh_base_name(x->exe) : "vheap");
     vh_xout__puts(c.o, "}}");
     uint64_t merged = 0;
     if ((rc = heap_tracks(&c, &nheap, &ntracks, &quantum)) || (rc = rss_track(&c, &nrss)) ||

@@ -28,9 +28,3 @@ int vh_export_prepare(const struct vh_export *x, const char *sql, sqlite3_stmt *
 {
     return vh_prepare(x->cmd, x->db, sql, st) ? -EIO : 0;
 }
-
-const char *vh_export_basename(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s && s[1] ? s + 1 : path;
-}

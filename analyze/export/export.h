@@ -14,6 +14,7 @@
 #include "analyze/render/xout.h"
 #include "analyze/util/diag.h"
 #include "analyze/util/map.h"
+#include "analyze/util/path.h"
 #include "analyze/util/strtab.h"
 
 /* ---- the export in progress --------------------------------------------- */
@@ -76,8 +77,6 @@ const char *vh_export_dest(const struct vh_export *x);
 /* Prepares sql, printing SQLite's message on failure: 0 or -EIO. */
 int vh_export_prepare(const struct vh_export *x, const char *sql, sqlite3_stmt **st);
 
-/* The last component of a path. */
-const char *vh_export_basename(const char *path);
 
 /* Each writes the whole file through x->out and returns 0, or -errno after
  * printing what went wrong; -ENOMEM is not printed (cmd/export.c says it,

@@ -86,7 +86,7 @@ static uint32_t label(struct ms *m, uint64_t addr, const char *fn, const char *f
     int n;
     if (fn && file && line > 0)
         n = asprintf(&s, "0x%" PRIx64 ": %s (%s:%" PRId64 ")", addr, fn,
-                     vh_export_basename(file), line);
+                     vh_base_name(file), line);
     else if (fn && module)
         n = asprintf(&s, "0x%" PRIx64 ": %s (in %s)", addr, fn, module);
     else if (fn)

@@ -147,7 +147,7 @@ static int location(struct pp *p, int64_t id)
         char name[600];
         const char *mod = (const char *)sqlite3_column_text(f, 6);
         if (mod && sqlite3_column_type(f, 7) != SQLITE_NULL)
-            snprintf(name, sizeof name, "%s+0x%" PRIx64, vh_export_basename(mod),
+            snprintf(name, sizeof name, "%s+0x%" PRIx64, vh_base_name(mod),
                      (uint64_t)sqlite3_column_int64(f, 7));
         else
             snprintf(name, sizeof name, "0x%" PRIx64, addr);

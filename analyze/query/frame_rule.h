@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyze/util/path.h"   /* vh_base_name: named frames use it */
 #include "analyze/render/output.h"
 
 /* Longest short name (vh_fn_short) before outer namespaces are cut. */
@@ -43,8 +44,5 @@ size_t vh_naming_frames(const struct vh_lframe *lf, size_t n, size_t *pick, size
 /* The name a frame goes by in a legend: its function's short name
  * (vh_fn_short), else module+0xOFFSET, else 0xADDRESS. */
 void vh_frame_name(const struct vh_lframe *f, char *buf, size_t len);
-
-/* The file name of a path (after the last '/'); NULL for NULL. */
-const char *vh_base_name(const char *path);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "analyze/util/strtab.h"
 #include "analyze/util/grow.h"
+#include "analyze/util/path.h"
 #include "analyze/query/stack_names.h"
 
 struct vh_snames {
@@ -53,19 +54,13 @@ static int64_t max_id(sqlite3 *db, const char *sql)
     return v;
 }
 
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
 /* "file.c:42" of a function, file and line (0 when there is no file). */
 static uint32_t where_of(struct vh_snames *s, const unsigned char *file, int64_t line)
 {
     char buf[512];
     if (!file)
         return 0;
-    snprintf(buf, sizeof buf, "%s:%" PRId64, base_name((const char *)file), line);
+    snprintf(buf, sizeof buf, "%s:%" PRId64, vh_base_name((const char *)file), line);
     return intern(s, buf);
 }
 
@@ -116,7 +111,7 @@ static int load_frames(sqlite3 *db, struct vh_snames *s, char *err, size_t errle
         char buf[600];
         if (!fn) {
             if (mod && sqlite3_column_type(fr, 4) != SQLITE_NULL)
-                snprintf(buf, sizeof buf, "%s+0x%" PRIx64, base_name((const char *)mod),
+                snprintf(buf, sizeof buf, "%s+0x%" PRIx64, vh_base_name((const char *)mod),
                          (uint64_t)sqlite3_column_int64(fr, 4));
             else
                 snprintf(buf, sizeof buf, "0x%" PRIx64, (uint64_t)sqlite3_column_int64(fr, 5));
@@ -124,7 +119,7 @@ static int load_frames(sqlite3 *db, struct vh_snames *s, char *err, size_t errle
         if (vh_grow(&s->names, &cap, n, sizeof *s->names, 4096))
             goto out;
         s->names[n++] = (struct vh_sname){
-            intern(s, fn ? (const char *)fn : buf), mod ? intern(s, base_name((const char *)mod)) : 0,
+            intern(s, fn ? (const char *)fn : buf), mod ? intern(s, vh_base_name((const char *)mod)) : 0,
             where_of(s, sqlite3_column_text(fr, 2), sqlite3_column_int64(fr, 3)) };
         /* the module of the physical frame is the inlined callers' too */
         for (uint64_t k = s->frame_off[id]; k + 1 < n; k++)

@@ -13,6 +13,7 @@
 #include "analyze/util/grow.h"
 #include "analyze/render/output.h"
 #include "analyze/util/json.h"
+#include "analyze/util/path.h"
 #include "analyze/util/tmpfile.h"
 
 struct cell {
@@ -518,12 +519,6 @@ static int table_shows(const struct section *s, size_t c)
     return 1;
 }
 
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
 static void where(struct out_buf *b, const char *file, int64_t line)
 {
     if (!file)
@@ -558,7 +553,7 @@ static void table_stack(struct out_buf *out, const struct out_stack *st, const c
         }
         if (fr->module) {
             out_buf__puts(&b, " in ");
-            buf_safe(&b, base_name(fr->module));
+            buf_safe(&b, vh_base_name(fr->module));
             if (!fr->function && fr->has_offset)
                 out_buf__printf(&b, "+0x%" PRIx64, (uint64_t)fr->offset);
         }
@@ -930,7 +925,7 @@ static void csv_stack_text(struct out_buf *b, const struct out_stack *st)
             out_buf__puts(b, fr->function);
         else if (fr->module && fr->has_offset)
             out_buf__printf(b, "0x%" PRIx64 " (%s+0x%" PRIx64 ")", (uint64_t)fr->address,
-                       base_name(fr->module), (uint64_t)fr->offset);
+                       vh_base_name(fr->module), (uint64_t)fr->offset);
         else
             out_buf__printf(b, "0x%" PRIx64, (uint64_t)fr->address);
         if (fr->file) {

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "common/leb128.h"
+
 #include "analyze/store/events.h"
 #include "analyze/util/weight.h"
 
@@ -52,24 +54,15 @@ static const uint8_t ev_width[NCOL3] = { 1, 20, 10, 1, 3, 20, 20, 10, 5, 5, 3 };
 
 /* ---- varints ---------------------------------------------------------------- */
 
+/* The codec is common/leb128.h's; the store's values are signed deltas. */
 static inline uint64_t zigzag(int64_t v)
 {
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    return vh_zigzag((uint64_t)v);
 }
 
 static inline int64_t unzigzag(uint64_t v)
 {
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-static uint8_t *put_long(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
+    return (int64_t)vh_unzigzag(v);
 }
 
 /* LEB128; p has room (the buffers are sized for the worst case). Most
@@ -85,7 +78,7 @@ static inline uint8_t *put(uint8_t *p, uint64_t v)
         p[1] = (uint8_t)(v >> 7);
         return p + 2;
     }
-    return put_long(p, v);
+    return vh_uleb_put(p, v);
 }
 
 /* A read position; `bad` is set by a read past the end or a varint longer
@@ -97,20 +90,15 @@ struct cur {
 
 static inline uint64_t get(struct cur *c)
 {
-    uint64_t v = 0;
+    uint64_t v;
 
     if (__builtin_expect(c->p < c->end && *c->p < 0x80, 1))
         return *c->p++;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (c->p == c->end)
-            break;
-        uint8_t b = *c->p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return v;
+    if (vh_uleb_get(&c->p, c->end, &v)) {
+        c->bad = 1;
+        return 0;
     }
-    c->bad = 1;
-    return 0;
+    return v;
 }
 
 /* A value that must fit 32 bits. */

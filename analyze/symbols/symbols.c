@@ -25,6 +25,7 @@
 #include "analyze/util/strtab.h"
 #include "analyze/symbols/demangle.h"
 #include "analyze/symbols/symbols.h"
+#include "analyze/util/path.h"
 
 /* access()'s F_OK (unistd.h, fcntl.h) is not used here: F_OK below is a
  * file state. */
@@ -323,8 +324,7 @@ static size_t candidates(const struct resolver *r, const struct sym_file *f, cha
         if (snprintf(out[n], sizeof out[n], "%s%s", eq + 1, f->path + ol) < (int)sizeof out[n])
             n++;
     }
-    const char *name = strrchr(f->path, '/');
-    name = name ? name + 1 : f->path;
+    const char *name = vh_base_name(f->path);
     for (size_t i = 0; o && *name && i < o->nsearch_dirs && n + 1 < max; i++)
         if (snprintf(out[n], sizeof out[n], "%s/%s", o->search_dirs[i], name) <
             (int)sizeof out[n])

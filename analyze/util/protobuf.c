@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/leb128.h"
+
 #include "analyze/util/grow.h"
 #include "analyze/util/protobuf.h"
 
@@ -23,14 +25,8 @@ static void put(struct pb *b, const void *p, size_t n)
 
 static void varint(struct pb *b, uint64_t v)
 {
-    uint8_t buf[10];
-    size_t n = 0;
-    while (v >= 0x80) {
-        buf[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    buf[n++] = (uint8_t)v;
-    put(b, buf, n);
+    uint8_t buf[VH_ULEB_MAX];
+    put(b, buf, (size_t)(vh_uleb_put(buf, v) - buf));
 }
 
 void pb_uint(struct pb *b, uint32_t field, uint64_t v)

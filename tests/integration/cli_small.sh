@@ -7,7 +7,8 @@
 # (getopt_long underneath, analyze/cmd/cli.c vh_getopt): options before or
 # after the operand, NAME=VALUE, "--" before an operand; an abbreviation
 # ("--form"), a cluster ("-qv"), "-oFILE", a missing value, an option another
-# command has, each a usage error (exit 2) naming the option.
+# command has, each a usage error (exit 2) naming the option. export --help
+# describes every format export takes.
 . "$TOP/tests/lib.sh"
 need_cmd python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/basic"
@@ -110,6 +111,16 @@ usage_error "--out needs a value" record --out
 usage_error "unknown option '--outx'" record --outx x "$PROGS/basic"
 usage_error "no PROGRAM to run" record --no-load --
 [ ! -e b3.sqlite ] || die "a refused load wrote its DB"
+
+# every format export takes (its "--format is needed" list) has its
+# paragraph in export --help (pprof had none)
+fmts=$("$ANALYZE" export b.sqlite -o x.out 2>&1 | sed -n 's/.*--format is needed: //p' |
+       sed 's/ or /, /; s/,//g')
+[ -n "$fmts" ] || die "export without --format does not list the formats"
+"$ANALYZE" export --help >help.txt
+for f in $fmts; do
+    grep -q "^  $f  " help.txt || die "export --help has no paragraph for --format $f"
+done
 
 grep -q "^MIT License" "$TOP/LICENSE" || die "no MIT LICENSE at the top of the repository"
 grep -q "Copyright (c) the vheap authors" "$TOP/LICENSE" || die "LICENSE names no vheap authors"

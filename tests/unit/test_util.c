@@ -31,8 +31,10 @@
 #include "analyze/util/json.h"
 #include "analyze/util/map.h"
 #include "analyze/util/parse_time.h"
+#include "analyze/util/path.h"
 #include "analyze/util/strtab.h"
 #include "analyze/util/tmpfile.h"
+#include "common/leb128.h"
 #include "common/size_parse.h"
 
 /* ---- sizes and durations ---------------------------------------------------- */
@@ -214,6 +216,55 @@ static void test_map(void **state)
     }
     vh_map__free(m);
     free(in);
+}
+
+static void test_base_name(void **state)
+{
+    (void)state;
+    assert_string_equal(vh_base_name("/usr/lib/libc.so.6"), "libc.so.6");
+    assert_string_equal(vh_base_name("a.c"), "a.c");
+    assert_string_equal(vh_base_name("/a.c"), "a.c");
+    assert_string_equal(vh_base_name("dir/"), "dir/");   /* nothing follows: the whole */
+    assert_string_equal(vh_base_name("/"), "/");
+    assert_string_equal(vh_base_name(""), "");
+    assert_null(vh_base_name(NULL));
+}
+
+/* common/leb128.h, the varints of the capture, the event store and
+ * protobuf: round trips at every length, and the two ways to be bad. */
+static void test_leb128(void **state)
+{
+    static const uint64_t vals[] = { 0, 1, 127, 128, 300, 16383, 16384, 1ull << 35,
+                                     (1ull << 63) - 1, 1ull << 63, UINT64_MAX };
+    uint8_t buf[VH_ULEB_MAX + 4];
+    const uint8_t *p;
+    uint64_t v = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        uint8_t *end = vh_uleb_put(buf, vals[i]);
+        size_t n = (size_t)(end - buf), want = 1;
+        for (uint64_t x = vals[i]; x >= 0x80; x >>= 7)
+            want++;
+        assert_int_equal(n, want);
+        p = buf;                                        /* bounded read */
+        assert_int_equal(vh_uleb_get(&p, end, &v), 0);
+        assert_true(p == end && v == vals[i]);
+        memset(end, 0, 4);                              /* unbounded one */
+        p = buf;
+        assert_int_equal(vh_uleb_get_near(&p, &v), 0);
+        assert_true(p == end && v == vals[i]);
+        p = buf;                                        /* one byte short */
+        if (n > 1)
+            assert_int_equal(vh_uleb_get(&p, end - 1, &v), VH_DEC_CUT);
+        assert_int_equal(vh_unzigzag(vh_zigzag(vals[i])), vals[i]);
+    }
+    memset(buf, 0xff, VH_ULEB_MAX);                     /* a 10th byte > 1 */
+    buf[VH_ULEB_MAX - 1] = 2;
+    p = buf;
+    assert_int_equal(vh_uleb_get(&p, buf + VH_ULEB_MAX, &v), VH_DEC_VARINT);
+    assert_int_equal(vh_zigzag((uint64_t)-1), 1);
+    assert_int_equal(vh_zigzag(1), 2);
 }
 
 static void test_strtab(void **state)
@@ -653,6 +704,8 @@ int main(void)
         cmocka_unit_test(test_fmt_duration),
         cmocka_unit_test(test_json_str),
         cmocka_unit_test(test_map),
+        cmocka_unit_test(test_base_name),
+        cmocka_unit_test(test_leb128),
         cmocka_unit_test(test_strtab),
         cmocka_unit_test(test_tmpfile),
         cmocka_unit_test(test_tmpfile_scratch),

@@ -212,7 +212,8 @@ int vh_ctree__write_json(struct vh_ctree *t, struct vh_xout *o, size_t dense, do
 
     if (!sum || !keep || !newid || !anc || !pnode || !orow)
         goto out;
-    while ((kept = mark(t, frac, sum, keep)) > max_nodes && frac < 0.5)
+    /* 0 keeps every path: doubling it would never raise it (and never end) */
+    while ((kept = mark(t, frac, sum, keep)) > max_nodes && frac > 0 && frac < 0.5)
         frac *= 2;
     *stats = (struct vh_ctree_stats){ .nodes = t->nnodes, .kept = kept, .rows = t->nrows,
                                       .frac = frac };

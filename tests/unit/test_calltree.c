@@ -2,7 +2,8 @@
  * unresolved frames as module+0xOFFSET or 0xADDRESS, outermost first,
  * "[truncated]" under --depth, "[no stack]"), and pruning (calltree.c): the
  * paths below the share asked for merge into one "[smaller stacks]" node per
- * kept parent, and the share doubles until few enough nodes are kept. */
+ * kept parent, and the share doubles until few enough nodes are kept
+ * (except a share of 0, which keeps them all). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -128,6 +129,14 @@ static void test_prune(void **state)
     j = tree_json(db, 0.01, 3);
     assert_non_null(strstr(j, "\"kept\":3,"));
     assert_non_null(strstr(j, "\"frac\":0.32}"));
+    free(j);
+    /* --prune 0 keeps every path whatever the node limit (it doubled a share
+     * of 0 forever: the alarm fails the test instead of hanging make unit) */
+    alarm(60);
+    j = tree_json(db, 0, 3);
+    alarm(0);
+    assert_non_null(strstr(j, "\"kept\":105,\"shown\":105,\"rows\":103,\"pruned_rows\":0,"));
+    assert_non_null(strstr(j, "\"frac\":0}"));
     free(j);
     done(db, &b);
 }

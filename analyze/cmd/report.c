@@ -136,6 +136,9 @@ static int run(int argc, char **argv)
     char err[512];
     double v;
     int rc;
+    /* the time said at the end is the command's: loading a CAPTURE included */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
 
     if ((rc = vh_query__parse(&q, &cmd_report, 0, VH_OPTS(own), argc, argv)))
         goto done;
@@ -165,8 +168,6 @@ static int run(int argc, char **argv)
         vh_errorf(cmd_report.name, "%s", err);
         goto done;
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     if ((rc = write_page(&cmd_report, q.db, base, &q.o, diff, &ro, x))) {
         vh_xout__discard(x);
         goto done;

@@ -72,6 +72,9 @@ refuse 2 "unknown request" pause live.vhcap
 refuse 2 "at most 63 bytes" mark "$(printf '%070d' 0)" live.vhcap
 refuse 2 "wants start|stop|status|mark" start
 refuse 2 "usage" mark label
+# the operands swapped: a usage error saying so, not the label's ENOENT
+refuse 2 "the label comes first" mark "$fake" "after warmup"
+refuse 2 "the label comes first" mark live.vhcap "after warmup"
 "$ANALYZE" ctl --help | grep -q "ctl start|stop|status" || die "no --help"
 
 # after the program is gone the same capture is refused

@@ -71,6 +71,39 @@ expect_eq "heaps table: malloc's calls|peak|leaked" "$(q peak.dom heaprow:0 | cu
     "$(sql 'SELECT allocations || "|" || peak_bytes || "|" || leaked_bytes FROM heaps WHERE id = 0')"
 expect_eq "fragmentation: live blocks at the end" "$(q peak.dom frag:blocks | cut -d, -f1)" "$leak_blocks"
 
+# The hover box: a frame's stack on mouseover, the clicked frame's after a
+# zoom, and nothing of an old view after a click on another cost (it kept
+# the stack hovered before). A probe script after the page's own does it.
+python3 - <<'PY'
+page = open("demo.html", encoding="utf-8").read()
+probe = """<script>
+(function () {
+  var root = document.documentElement, box = document.getElementById('fg-detail');
+  function frame(name) {
+    return [].slice.call(document.querySelectorAll('#fg div.fg[data-node]'))
+             .filter(function (d) { return d.getAttribute('data-name') === name; })[0];
+  }
+  frame('cache_line').dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+  root.setAttribute('data-hover', box.textContent.split('\\n')[0]);
+  document.querySelector('button.cost[data-cost=leaked]').click();
+  root.setAttribute('data-after-cost', box.textContent);
+  frame('main').click();
+  root.setAttribute('data-after-zoom', box.textContent.split('\\n')[0]);
+})();
+</script>
+</body>"""
+i = page.rindex("</body>")
+open("probe.html", "w", encoding="utf-8").write(page[:i] + probe + page[i + len("</body>"):])
+PY
+render probe.html "" probe.dom
+ok_page probe.dom
+case $(q probe.dom attr:data-hover) in
+"cache_line  in demo_app  (demo_app.c:"*) ;; *) die "hover over cache_line: $(q probe.dom attr:data-hover)" ;; esac
+expect_eq "the box after a click on another cost" "$(q probe.dom attr:data-after-cost)" \
+    "Hover over a frame to see its stack; click to zoom."
+case $(q probe.dom attr:data-after-zoom) in
+"main  in demo_app"*) ;; *) die "the box after a click on main: $(q probe.dom attr:data-after-zoom)" ;; esac
+
 render demo.html "#cost=leaked" leaked.dom
 ok_page leaked.dom
 expect_eq "leaked: total = what demo_app says it leaked" "$(q leaked.dom id:fg-total)" "$leak_bytes"

@@ -482,10 +482,11 @@ static int minus(struct ht *h, uint32_t heap, uint64_t addr, int temporary)
             h->temp_heaptrack++;   /* vheap's too, or freed by another thread */
             h->tail_first_match = 1;
         }
-    } else if (idx == 0 && (!h->held || h->tail_minus)) {
+    } else if (idx == 0 && !(h->held && !h->tail_minus && h->tail_stamp)) {
         /* after a '-' heaptrack_print would call it temporary: it goes right
          * after a '+' whose own '-' does not follow (see release), the held
-         * one unless a 'c' came since (see zero_before_stamp) */
+         * one unless a 'c' came since (see zero_before_stamp). Right after
+         * the held '+' but a 'c' later, it is written here: nothing to move. */
         h->zero_pending = h->held && !h->tail_first_match && !h->tail_stamp ? ZERO_AFTER_HELD
                                                                              : ZERO_AFTER_NEXT;
         return 0;

@@ -185,6 +185,16 @@ static struct vh_capture_header *open_live(const char *arg, int ro, char *path, 
     return h;
 }
 
+/* `ctl mark PID LABEL`: the target names nothing and the label is what a
+ * target should be. Said as the usage error it is, not as the label's ENOENT. */
+static int swapped(const char *label, const char *target)
+{
+    struct stat sb;
+    if (all_digits(target) || !stat(target, &sb))
+        return 0;
+    return all_digits(label) || !stat(label, &sb);
+}
+
 static const char *request_name(uint32_t c)
 {
     return c == VH_CTL_START ? "start" : c == VH_CTL_STOP ? "stop" : "none";
@@ -216,6 +226,11 @@ static int run(int argc, char **argv)
             return VH_EXIT_USAGE;
         }
         target = argv[3];
+        if (swapped(label, target)) {
+            vh_errorf(me, "'%s' is neither a capture nor a PID, and '%s' is one: the label "
+                          "comes first (usage: ctl mark LABEL CAPTURE|PID)", target, label);
+            return VH_EXIT_USAGE;
+        }
         want = VH_CTL_NONE;
     } else if (!strcmp(verb, "start") || !strcmp(verb, "stop") || !strcmp(verb, "status")) {
         if (argc != 3) {

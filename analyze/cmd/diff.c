@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analyze/cmd/query.h"
+#include "analyze/query/modmap.h"
 #include "analyze/report/report.h"
 
 static const char usage[] =
@@ -23,13 +24,17 @@ static const char usage[] =
     "modules, not by addresses, so two builds or two runs of a program\n"
     "compare; frames without symbols match by module and offset. Heaps are\n"
     "matched by name; tags are summed. Stacks whose numbers did not change\n"
-    "are left out.\n"
+    "are left out. A's main program is taken as B's whatever their file names\n"
+    "(prog-1.2 and prog-1.3 match); --map-module does the same for libraries.\n"
     "\n"
     "Order: by --by's change (its absolute value), else by the largest change\n"
     "of any measure relative to that measure's total in the larger run.\n"
     "\n"
     "options:\n"
     "  --by MEASURE     allocations, bytes, temporary, peak or leaked\n"
+    "  --map-module OLD=NEW[,OLD=NEW...]\n"
+    "                   A's module OLD is B's NEW (file names; paths are\n"
+    "                   reduced to them), e.g. libfoo.so.1=libfoo.so.2\n"
     "  --limit N        at most N stacks (default 10; 0 = all)\n"
     VH_HELP_DEPTH
     "  --format FMT     table (default), json or csv\n"
@@ -42,7 +47,8 @@ static const char usage[] =
     "  vheap-analyze diff before.sqlite after.sqlite\n"
     "  vheap-analyze diff old.vhcap new.vhcap --by leaked --limit 5\n"
     "  vheap-analyze diff a.sqlite b.sqlite --format json | jq '.diff[0]'\n"
-    "  vheap-analyze diff a.sqlite b.sqlite --format csv --limit 0 > diff.csv\n";
+    "  vheap-analyze diff a.sqlite b.sqlite --format csv --limit 0 > diff.csv\n"
+    "  vheap-analyze diff v1.sqlite v2.sqlite --map-module libcore.so.1=libcore.so.2\n";
 
 static int run(int argc, char **argv);
 
@@ -165,7 +171,8 @@ static int totals(struct vh_query *q, const uint64_t *ta, const uint64_t *tb)
     return rc;
 }
 
-static int body(struct vh_query *q, sqlite3 *dba, const char *a_name, int by)
+static int body(struct vh_query *q, sqlite3 *dba, const char *a_name, int by,
+                const struct vh_modmap *map)
 {
     struct vh_snames *sa = NULL, *sb = NULL;
     struct vh_ctree *t = vh_ctree__new(2 * VH_RM_N);
@@ -180,7 +187,7 @@ static int body(struct vh_query *q, sqlite3 *dba, const char *a_name, int by)
 
     if (!t || !k.keys)
         goto nomem;
-    if ((rc = vh_snames__load(dba, &sa, err, sizeof err)) ||
+    if ((rc = vh_snames__load_mapped(dba, map, &sa, err, sizeof err)) ||
         (rc = vh_snames__load(q->db, &sb, err, sizeof err)) ||
         (rc = vh_report_add_stats(t, dba, sa, 0, &k, remember, &reps, err, sizeof err)) ||
         ((reps.side = 1), (rc = vh_report_add_stats(t, q->db, sb, VH_RM_N, &k, remember, &reps,
@@ -279,16 +286,22 @@ static int run(int argc, char **argv)
     struct vh_query q;
     sqlite3 *dba = NULL;
     char **args = malloc(((size_t)argc + 1) * sizeof *args);
+    const char *map_spec = NULL;
+    const struct vh_opt own[] = { VH_OPT_VALUE("--map-module", &map_spec) };
+    struct vh_modmap *map = vh_modmap__new();
+    char err[512];
     int by = -1, rc;
 
-    if (!args) {
+    if (!args || !map) {
+        free(args);
+        vh_modmap__free(map);
         vh_errorf(cmd_diff.name, "out of memory");
         return VH_EXIT_DATA;
     }
     memcpy(args, argv, (size_t)argc * sizeof *args);
     args[argc] = NULL;
     const char *a = take_first(&argc, args);
-    rc = vh_query__parse(&q, &cmd_diff, VH_QOPT_BY, NULL, 0, argc, args);
+    rc = vh_query__parse(&q, &cmd_diff, VH_QOPT_BY, VH_OPTS(own), argc, args);
     if (!rc && !a)
         rc = vh_query__usage(&q, "two runs are needed: diff A B (see vheap-analyze diff --help)");
     if (!rc && q.o.by) {
@@ -301,12 +314,21 @@ static int run(int argc, char **argv)
     }
     if (!rc && q.o.heap)
         rc = vh_query__usage(&q, "--heap is not supported: heaps are matched by name");
+    if (!rc && map_spec && (rc = vh_modmap__parse(map, map_spec))) {
+        if (rc == -ENOMEM)
+            vh_errorf(cmd_diff.name, "out of memory");
+        else
+            rc = vh_query__usage(&q, "--map-module: '%s' is not OLD=NEW[,OLD=NEW...]", map_spec);
+    }
     if (!rc)
         rc = vh_query__open_also(&q, a, &dba);
     if (!rc)
         rc = vh_query__open(&q, VH_QUERY_OUTPUT | VH_QUERY_STACKS);
+    if (!rc && (rc = vh_modmap__mains(map, dba, q.db, err, sizeof err)))
+        vh_errorf(cmd_diff.name, "%s", err);
     if (!rc)
-        rc = body(&q, dba, a, by);
+        rc = body(&q, dba, a, by, map);
     free(args);
+    vh_modmap__free(map);
     return vh_query__finish(&q, rc);
 }

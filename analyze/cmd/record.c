@@ -477,19 +477,21 @@ static ssize_t main_capture(const struct found *f, size_t n, pid_t root)
 
 #define LIST_MAX 12                /* other captures named one by one */
 
-static void list_captures(const struct found *f, size_t n, ssize_t main_i)
+/* `what`: what becomes of the main capture ("summarized", or "captured"
+ * under --no-load, which only lists). */
+static void list_captures(const struct found *f, size_t n, ssize_t main_i, const char *what)
 {
     size_t images = 0, listed = 0;
     for (size_t i = 0; main_i >= 0 && i < n; i++)
         images += f[i].pid == f[main_i].pid && !(f[i].flags & VH_HDR_FORKED);
     if (main_i >= 0) {
         if (images > 1)
-            vh_errorf(CMD, "summarized: %s (pid %u, %s: the last of "
+            vh_errorf(CMD, "%s: %s (pid %u, %s: the last of "
                             "its %zu exec'd images)",
-                    f[main_i].path, f[main_i].pid, f[main_i].exe, images);
+                    what, f[main_i].path, f[main_i].pid, f[main_i].exe, images);
         else
-            vh_errorf(CMD, "summarized: %s (pid %u, %s)",
-                    f[main_i].path, f[main_i].pid, f[main_i].exe);
+            vh_errorf(CMD, "%s: %s (pid %u, %s)",
+                    what, f[main_i].path, f[main_i].pid, f[main_i].exe);
     }
     for (size_t i = 0, image = 0; i < n; i++) {
         int same = main_i >= 0 && f[i].pid == f[main_i].pid && !(f[i].flags & VH_HDR_FORKED);
@@ -712,7 +714,7 @@ static int run(int argc, char **argv)
         ncaps = find_captures(dir, last_pid, t0, &caps);
     free(dir);
     ssize_t mi = main_capture(caps, ncaps, last_pid);
-    list_captures(caps, ncaps, mi);
+    list_captures(caps, ncaps, mi, o.no_load ? "captured" : "summarized");
     if (mi < 0) {
         vh_errorf(CMD, "no capture of %s (pid %d) was written under %s: was libvheap.so "
                        "loaded? (static and set-ID programs, and programs that clear "

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "analyze/cmd/query.h"
+#include "analyze/query/modmap.h"
 #include "analyze/report/report.h"
 
 /* The page's parts, NUL-terminated (make runs from the repository root). */
@@ -39,15 +40,18 @@ static const char usage[] =
     "\n"
     "With --diff BASE, the flame graph is differential: widths are this run's,\n"
     "colours the change from BASE (red grew, blue shrank), stacks matched by\n"
-    "their functions' names and modules, not addresses (see `diff`).\n"
+    "their functions' names and modules, not addresses, BASE's main program\n"
+    "taken as this run's (see `diff`, and its --map-module, taken here too).\n"
     "\n"
     "options:\n"
     "  -o, --output FILE  the page (written under a temporary name, then renamed)\n"
     "  --diff BASE        a baseline run (DB or capture) to compare with\n"
+    "  --map-module OLD=NEW[,OLD=NEW...]\n"
+    "                     with --diff: BASE's module OLD is this run's NEW\n"
     "  --snapshots N      live sets precomputed over time (default 24, 0..200)\n"
     "  --prune PCT        keep call paths holding at least PCT % of some\n"
-    "                     measure (default 0.05; 0 keeps every path up to the\n"
-    "                     node limit)\n"
+    "                     measure (default 0.05, doubled until at most 40000\n"
+    "                     nodes are kept; 0 keeps every path, however many)\n"
     "  --limit N          rows per measure in the top table (default 100)\n"
     "  -h, --help         this text\n"
     "\n"
@@ -120,22 +124,27 @@ static int parse_num(const char *s, double lo, double hi, double *out)
 
 static int run(int argc, char **argv)
 {
-    const char *out = NULL, *diff = NULL, *snaps = NULL, *prune = NULL;
+    const char *out = NULL, *diff = NULL, *snaps = NULL, *prune = NULL, *map_spec = NULL;
     const struct vh_opt own[] = {
         VH_OPT_VALUE("-o", &out),           VH_OPT_VALUE("--output", &out),
         VH_OPT_VALUE("--diff", &diff),      VH_OPT_VALUE("--snapshots", &snaps),
         VH_OPT_VALUE("--prune", &prune),    VH_OPT_REFUSE_VALUE("--format"),
+        VH_OPT_VALUE("--map-module", &map_spec),
         VH_OPT_REFUSE_VALUE("--heap"),      VH_OPT_REFUSE_VALUE("--depth"),
         VH_OPT_REFUSE_FLAG("--bytes"),
     };
     struct vh_report_opts ro = { .snapshots = 24, .points = 1000, .top = 100, .prune = 0.0005,
                                  .max_nodes = 40000 };
     struct vh_query q;
+    struct vh_modmap *map = NULL;
     sqlite3 *base = NULL;
     struct vh_xout *x = NULL;
     char err[512];
     double v;
     int rc;
+    /* the time said at the end is the command's: loading a CAPTURE included */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
 
     if ((rc = vh_query__parse(&q, &cmd_report, 0, VH_OPTS(own), argc, argv)))
         goto done;
@@ -157,16 +166,35 @@ static int run(int argc, char **argv)
         }
         ro.prune = v / 100;
     }
+    if (map_spec && !diff) {
+        rc = vh_query__usage(&q, "--map-module is for --diff BASE");
+        goto done;
+    }
+    if (diff && !(map = vh_modmap__new())) {
+        rc = -ENOMEM;
+        vh_errorf(cmd_report.name, "out of memory");
+        goto done;
+    }
+    if (map_spec && (rc = vh_modmap__parse(map, map_spec))) {
+        if (rc == -ENOMEM)
+            vh_errorf(cmd_report.name, "out of memory");
+        else
+            rc = vh_query__usage(&q, "--map-module: '%s' is not OLD=NEW[,OLD=NEW...]", map_spec);
+        goto done;
+    }
     if (q.o.limit_given)
         ro.top = q.o.limit ? (unsigned)(q.o.limit > 100000 ? 100000 : q.o.limit) : 100000;
     if ((rc = vh_query__open(&q, 0)) || (diff && (rc = vh_query__open_also(&q, diff, &base))))
         goto done;
+    if (base && (rc = vh_modmap__mains(map, base, q.db, err, sizeof err))) {
+        vh_errorf(cmd_report.name, "%s", err);
+        goto done;
+    }
+    ro.modmap = map;
     if ((rc = vh_xout__open(out, &x, err, sizeof err))) {
         vh_errorf(cmd_report.name, "%s", err);
         goto done;
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     if ((rc = write_page(&cmd_report, q.db, base, &q.o, diff, &ro, x))) {
         vh_xout__discard(x);
         goto done;
@@ -181,5 +209,6 @@ static int run(int argc, char **argv)
               (double)bytes / 1e6,
               (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 done:
+    vh_modmap__free(map);
     return vh_query__finish(&q, rc);
 }

@@ -22,7 +22,12 @@
  *   would count as temporary. Info 0 belongs to one block only (the first
  *   allocation; later ones of its size and stack get another info), and
  *   while that block lives the lines after the last '+' are held too, so
- *   that its '-' can go right after that '+'. */
+ *   that its '-' can go right after that '+' (or the next one).
+ * - heaptrack_gui's memory-over-time chart reads the live bytes at each 'c'
+ *   (and before each '+'): events belong to the interval of the 'c' before
+ *   them, so no line is ever moved across a 'c'. A '- 0' that has no '+' to
+ *   follow within its interval is written where it happened, and counted
+ *   as the temporary heaptrack_print will call it. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -37,6 +42,10 @@
 #include "analyze/render/output.h"
 
 #define NO_INFO UINT64_MAX
+
+/* Where info 0's waiting '-' goes: right after the held '+', or after the
+ * next '+' (the held one is followed by its own '-', or a 'c' came since). */
+enum { ZERO_NONE, ZERO_AFTER_HELD, ZERO_AFTER_NEXT };
 
 struct ht {
     struct vh_export *x;
@@ -62,7 +71,8 @@ struct ht {
     size_t tail_len, tail_cap;
     int tail_minus;                /* a '-' is among them                    */
     int tail_first_match;          /* ... and the first matched the '+'      */
-    int zero_pending;              /* info 0's block is freed, not written   */
+    int tail_stamp;                /* a 'c' is among them                    */
+    int zero_pending;              /* info 0's block is freed, its '-' waits: ZERO_* */
     int plus_before;               /* the line before the held '+' is a '+'  */
     uint64_t idx_before;           /* ... of this info                       */
     int held_raised_peak;          /* the held '+' reached a new peak        */
@@ -73,6 +83,7 @@ struct ht {
     /* what was written, and what was left out */
     uint64_t allocs, frees, live_bytes, peak, peak_time, rss_samples;
     uint64_t temp_vheap, temp_heaptrack, twins;
+    uint64_t temp_zero;            /* info 0's '-' after a '-' (temporary to heaptrack) */
     uint64_t failed, moves, other_allocs, unknown;
 
     char *sbuf;                    /* sanitizing strings                     */
@@ -127,9 +138,9 @@ static int line(struct ht *h, char type, int nargs, uint64_t a, uint64_t b)
     return out(h, buf, (size_t)(p - buf));
 }
 
-/* Writes the held '+' and the lines after it; info 0's '-', when pending,
- * right after the '+' unless the '+' is matched by its own '-' (then it
- * waits for the next '+': see plus). */
+/* Writes the held '+' and the lines after it; info 0's '-', when it waits
+ * for this '+', right after it unless the '+' is matched by its own '-'
+ * (then it waits for the next '+': see plus). */
 static void release(struct ht *h)
 {
     if (!h->held)
@@ -138,14 +149,43 @@ static void release(struct ht *h)
     line(h, '+', 1, h->held_idx, 0);     /* not held now: cannot fail */
     h->plus_before = !h->tail_minus;
     h->idx_before = h->held_idx;
-    if (h->zero_pending && !h->tail_first_match) {
-        line(h, '-', 1, 0, 0);
-        h->zero_pending = 0;
-        h->plus_before = 0;
+    if (h->zero_pending == ZERO_AFTER_HELD) {
+        if (h->tail_first_match) {
+            h->zero_pending = ZERO_AFTER_NEXT;
+        } else {
+            line(h, '-', 1, 0, 0);
+            h->zero_pending = ZERO_NONE;
+            h->plus_before = 0;
+        }
     }
     vh_xout__write(h->o, h->tail, h->tail_len);
     h->tail_len = 0;
-    h->tail_minus = h->tail_first_match = 0;
+    h->tail_minus = h->tail_first_match = h->tail_stamp = 0;
+}
+
+/* Info 0's '-' waits past the next '+' written. */
+static int zero_waits(const struct ht *h)
+{
+    return h->zero_pending == ZERO_AFTER_NEXT ||
+           (h->zero_pending == ZERO_AFTER_HELD && h->held && h->tail_first_match);
+}
+
+/* Info 0's waiting '-' before a 'c' is written: right after the held '+'
+ * when nothing but lines heaptrack_print does not count came between, else
+ * here, where heaptrack_print counts it temporary (the export says so). */
+static int zero_before_stamp(struct ht *h)
+{
+    if (h->zero_pending == ZERO_AFTER_HELD && h->held && !h->tail_first_match) {
+        if (h->tail_minus) {
+            release(h);            /* '+', '- 0', then the '-' lines after it */
+            return 0;
+        }
+        h->tail_minus = 1;         /* only 'R' lines follow the '+' */
+    } else {
+        h->temp_zero++;
+    }
+    h->zero_pending = ZERO_NONE;
+    return line(h, '-', 1, 0, 0);
 }
 
 /* ---- interned tables ---------------------------------------------------------- */
@@ -366,7 +406,11 @@ static int stamp(struct ht *h, uint64_t time_ns)
     uint64_t ms = time_ns / 1000000u;
     if (ms <= h->ms)
         return 0;
+    int rc = h->zero_pending ? zero_before_stamp(h) : 0;
+    if (rc)
+        return rc;
     h->ms = ms;
+    h->tail_stamp |= h->held;
     return line(h, 'c', 1, ms, 0);
 }
 
@@ -380,16 +424,17 @@ static int plus(struct ht *h, const struct vh_ev *ev)
     if (!e)
         return -ENOMEM;
     e->v1 = idx;
-    if (h->zero_pending && h->held && h->tail_first_match &&
-        h->live_bytes + ev->size + h->info_size[0] > h->peak) {
+    if (zero_waits(h) && h->live_bytes + ev->size + h->info_size[0] > h->peak) {
         /* waiting past this '+' would raise heaptrack's peak: written here
          * it is counted temporary (the export says so) */
         if ((rc = line(h, '-', 1, 0, 0)))
             return rc;
-        h->zero_pending = 0;
-        h->temp_heaptrack++;
+        h->zero_pending = ZERO_NONE;
+        h->temp_zero++;
     }
     release(h);
+    if (h->zero_pending == ZERO_AFTER_NEXT)
+        h->zero_pending = ZERO_AFTER_HELD;
     h->held = 1;
     h->held_idx = idx;
     h->held_heap = ev->heap_id;
@@ -437,10 +482,13 @@ static int minus(struct ht *h, uint32_t heap, uint64_t addr, int temporary)
             h->temp_heaptrack++;   /* vheap's too, or freed by another thread */
             h->tail_first_match = 1;
         }
-    } else if (idx == 0) {
+    } else if (idx == 0 && !(h->held && !h->tail_minus && h->tail_stamp)) {
         /* after a '-' heaptrack_print would call it temporary: it goes right
-         * after a '+' whose own '-' does not follow (see release) */
-        h->zero_pending = 1;
+         * after a '+' whose own '-' does not follow (see release), the held
+         * one unless a 'c' came since (see zero_before_stamp). Right after
+         * the held '+' but a 'c' later, it is written here: nothing to move. */
+        h->zero_pending = h->held && !h->tail_first_match && !h->tail_stamp ? ZERO_AFTER_HELD
+                                                                             : ZERO_AFTER_NEXT;
         return 0;
     }
     h->tail_minus = 1;
@@ -606,11 +654,16 @@ static void report(struct ht *h)
     if (x->nheaps > 1)
         vh_export_note(x, "%u heaps are merged into one: heaptrack_print's peak is the peak "
                           "of their sum", x->nheaps);
-    if (h->temp_heaptrack != h->temp_vheap)
+    uint64_t temp_heaptrack = h->temp_heaptrack + h->temp_zero;
+    if (temp_heaptrack != h->temp_vheap)
         vh_export_note(x, "heaptrack_print will count %" PRIu64 " temporary allocations where "
                           "vheap counts %" PRIu64 ": heaptrack takes a free right after the "
-                          "last allocation of any thread, vheap of the same thread",
-                       h->temp_heaptrack, h->temp_vheap);
+                          "last allocation of any thread, vheap of the same thread%s",
+                       temp_heaptrack, h->temp_vheap,
+                       h->temp_zero ? "; and its reader takes the free of the first "
+                                      "allocation (info 0) right after another free as "
+                                      "temporary (moved, it would be in the wrong 'c' interval "
+                                      "of heaptrack_gui's chart)" : "");
     if (h->unknown)
         vh_export_note(x, "warning: %" PRIu64 " frees of blocks the event stream never "
                           "allocated were left out", h->unknown);
@@ -671,23 +724,24 @@ int vh_export_heaptrack(struct vh_export *x)
     /* heaptrack frees libstdc++'s emergency pool at exit (shadow.h) */
     if ((rc = free_suppressed(&h)))
         goto out;
-    /* heaptrack_print's runtime is the last 'c' + 1 ms */
-    if ((rc = stamp(&h, x->runtime_ns)))
-        goto out;
     /* Info 0's '-' still waiting (the last '+' is matched by its own '-'):
      * no '+' comes, so it goes before that last '+' when a '+' of another
-     * info precedes it there and that '+' did not reach the peak (it lowers
-     * heaptrack's live bytes at that one '+' only). */
-    if (h.zero_pending && h.held && h.plus_before && h.idx_before && !h.held_raised_peak) {
+     * info precedes it there, that '+' did not reach the peak (it lowers
+     * heaptrack's live bytes at that one '+' only) and no 'c' came since. */
+    if (zero_waits(&h) && h.held && h.plus_before && h.idx_before && !h.held_raised_peak &&
+        !h.tail_stamp) {
         h.held = 0;
         line(&h, '-', 1, 0, 0);
         h.held = 1;
-        h.zero_pending = 0;
+        h.zero_pending = ZERO_NONE;
     }
+    /* heaptrack_print's runtime is the last 'c' + 1 ms */
+    if ((rc = stamp(&h, x->runtime_ns)))
+        goto out;
     release(&h);
     if (h.zero_pending) {
         line(&h, '-', 1, 0, 0);
-        h.temp_heaptrack++;
+        h.temp_zero++;
     }
     report(&h);
     rc = 0;

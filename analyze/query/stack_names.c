@@ -14,6 +14,7 @@
 #include "analyze/util/grow.h"
 #include "analyze/util/path.h"
 #include "analyze/query/stack_names.h"
+#include "analyze/query/modmap.h"
 
 struct vh_snames {
     struct vh_strtab *str;
@@ -66,7 +67,8 @@ static uint32_t where_of(struct vh_snames *s, const unsigned char *file, int64_t
 
 /* The frames' names: for each frame its inlined callers, outermost first,
  * then the function at the address itself. */
-static int load_frames(sqlite3 *db, struct vh_snames *s, char *err, size_t errlen)
+static int load_frames(sqlite3 *db, struct vh_snames *s, const struct vh_modmap *map, char *err,
+                       size_t errlen)
 {
     sqlite3_stmt *fr = NULL, *in = NULL;
     size_t cap = 0, n = 0;
@@ -107,11 +109,12 @@ static int load_frames(sqlite3 *db, struct vh_snames *s, char *err, size_t errle
             }
             irc = sqlite3_step(in);
         }
-        const unsigned char *fn = sqlite3_column_text(fr, 1), *mod = sqlite3_column_text(fr, 6);
+        const unsigned char *fn = sqlite3_column_text(fr, 1), *path = sqlite3_column_text(fr, 6);
+        const char *mod = path ? vh_modmap__get(map, vh_base_name((const char *)path)) : NULL;
         char buf[600];
         if (!fn) {
             if (mod && sqlite3_column_type(fr, 4) != SQLITE_NULL)
-                snprintf(buf, sizeof buf, "%s+0x%" PRIx64, vh_base_name((const char *)mod),
+                snprintf(buf, sizeof buf, "%s+0x%" PRIx64, mod,
                          (uint64_t)sqlite3_column_int64(fr, 4));
             else
                 snprintf(buf, sizeof buf, "0x%" PRIx64, (uint64_t)sqlite3_column_int64(fr, 5));
@@ -119,7 +122,7 @@ static int load_frames(sqlite3 *db, struct vh_snames *s, char *err, size_t errle
         if (vh_grow(&s->names, &cap, n, sizeof *s->names, 4096))
             goto out;
         s->names[n++] = (struct vh_sname){
-            intern(s, fn ? (const char *)fn : buf), mod ? intern(s, vh_base_name((const char *)mod)) : 0,
+            intern(s, fn ? (const char *)fn : buf), mod ? intern(s, mod) : 0,
             where_of(s, sqlite3_column_text(fr, 2), sqlite3_column_int64(fr, 3)) };
         /* the module of the physical frame is the inlined callers' too */
         for (uint64_t k = s->frame_off[id]; k + 1 < n; k++)
@@ -194,13 +197,19 @@ out:
 
 int vh_snames__load(sqlite3 *db, struct vh_snames **out, char *err, size_t errlen)
 {
+    return vh_snames__load_mapped(db, NULL, out, err, errlen);
+}
+
+int vh_snames__load_mapped(sqlite3 *db, const struct vh_modmap *map, struct vh_snames **out,
+                           char *err, size_t errlen)
+{
     struct vh_snames *s = calloc(1, sizeof *s);
     int rc = -ENOMEM;
     *out = NULL;
     if (!s || !(s->str = vh_strtab__new()) || !(s->s_truncated = intern(s, "[truncated]")) ||
         !(s->s_nostack = intern(s, "[no stack]")))
         goto fail;
-    if ((rc = load_frames(db, s, err, errlen)) || (rc = load_stacks(db, s, err, errlen)))
+    if ((rc = load_frames(db, s, map, err, errlen)) || (rc = load_stacks(db, s, err, errlen)))
         goto fail;
     *out = s;
     return 0;

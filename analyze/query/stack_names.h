@@ -24,6 +24,12 @@ struct vh_snames;
 
 /* Reads every frame and stack of db. 0, or -errno with the reason in err. */
 int vh_snames__load(sqlite3 *db, struct vh_snames **out, char *err, size_t errlen);
+
+/* The same, with module file names read through `map` (modmap.h; NULL: as
+ * they are), for the run a diff compares with. */
+struct vh_modmap;
+int vh_snames__load_mapped(sqlite3 *db, const struct vh_modmap *map, struct vh_snames **out,
+                           char *err, size_t errlen);
 void vh_snames__free(struct vh_snames *s);
 
 /* The names of stack `id` into *buf (grown as needed, *cap its room),

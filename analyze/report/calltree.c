@@ -4,6 +4,7 @@
  * higher ids than their parents), so it costs columns x (nodes + rows). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,72 @@ static uint32_t xlate(struct vh_ctree *t, const struct vh_snames *names, uint32_
     return intern(t, vh_snames__str(names, id));
 }
 
+#define WHERE_MAX 4                /* lines a merged node lists, then "…"   */
+
+/* Whether the list `list` ("f.c:12, 14, g.h:3", a file named once for its
+ * lines that follow) holds file:line `fl`; *n counts its items. */
+static int where_has(const char *list, const char *fl, size_t *n)
+{
+    const char *colon = strrchr(fl, ':');
+    size_t flen = colon ? (size_t)(colon - fl) : strlen(fl);
+    const char *file = NULL, *line = colon ? colon + 1 : "";
+    size_t file_len = 0;
+    int has = 0;
+    *n = 0;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        const char *c = memchr(p, ':', len), *l = c ? c + 1 : p;
+        if (c)
+            file = p, file_len = (size_t)(c - p);
+        size_t llen = len - (size_t)(l - p);
+        has |= file && file_len == flen && !memcmp(file, fl, flen) && llen == strlen(line) &&
+               !memcmp(l, line, llen);
+        ++*n;
+        p += len;
+        p += strspn(p, ", ");
+    }
+    return has;
+}
+
+/* The file of the last item of a where list that names one, and its length. */
+static const char *last_file(const char *list, size_t *len)
+{
+    const char *colon = strrchr(list, ':'), *p = colon;
+    if (!colon)
+        return NULL;
+    while (p > list && p[-1] != ' ')
+        p--;
+    *len = (size_t)(colon - p);
+    return p;
+}
+
+/* The "where" of a node that merges frames of one function called from
+ * different lines: every line, not the first path's alone (the hover said
+ * the line of a printf where the allocation's call was on another). */
+static uint32_t merge_where(struct vh_ctree *t, uint32_t cur, uint32_t add)
+{
+    static const char more[] = "\u2026";
+    char buf[512];
+    size_t n, flen = 0;
+    if (!add || add == cur || !cur)
+        return cur ? cur : add;
+    const char *list = vh_strtab__get(t->str, cur), *fl = vh_strtab__get(t->str, add);
+    size_t ll = strlen(list);
+    if (where_has(list, fl, &n) ||
+        (ll >= sizeof more - 1 && !strcmp(list + ll - (sizeof more - 1), more)))
+        return cur;
+    const char *colon = strrchr(fl, ':'), *file = last_file(list, &flen);
+    /* the same file as the list's last item: its line alone */
+    const char *item = colon && file && flen == (size_t)(colon - fl) && !memcmp(file, fl, flen)
+                           ? colon + 1
+                           : fl;
+    int w = snprintf(buf, sizeof buf, "%s, %s", list, n >= WHERE_MAX ? more : item);
+    if (w < 0 || (size_t)w >= sizeof buf)
+        return cur;
+    uint32_t id = intern(t, buf);
+    return id ? id : cur;
+}
+
 static int64_t child(struct vh_ctree *t, uint32_t parent, const struct vh_sname *f,
                      const struct vh_snames *names)
 {
@@ -99,8 +166,11 @@ static int64_t child(struct vh_ctree *t, uint32_t parent, const struct vh_sname 
                                           &existed);
     if (!e)
         return -ENOMEM;
-    if (existed)
+    if (existed) {
+        struct node *nd = &t->nodes[e->v1];
+        nd->where = merge_where(t, nd->where, xlate(t, names, f->where));
         return (int64_t)e->v1;
+    }
     if (t->nnodes > UINT32_MAX - 2 ||
         vh_grow(&t->nodes, &t->ncap, t->nnodes, sizeof *t->nodes, 1024)) {
         vh_map__remove(t->children, e);
@@ -212,7 +282,8 @@ int vh_ctree__write_json(struct vh_ctree *t, struct vh_xout *o, size_t dense, do
 
     if (!sum || !keep || !newid || !anc || !pnode || !orow)
         goto out;
-    while ((kept = mark(t, frac, sum, keep)) > max_nodes && frac < 0.5)
+    /* 0 keeps every path: doubling it would never raise it (and never end) */
+    while ((kept = mark(t, frac, sum, keep)) > max_nodes && frac > 0 && frac < 0.5)
         frac *= 2;
     *stats = (struct vh_ctree_stats){ .nodes = t->nnodes, .kept = kept, .rows = t->nrows,
                                       .frac = frac };

@@ -41,7 +41,8 @@ struct vh_ctree_stats {
 };
 
 /* Prunes (a node is kept when it holds at least `frac` of some column's
- * total, doubled until at most max_nodes are kept; rows below go to one
+ * total, doubled until at most max_nodes are kept; frac 0 keeps every node
+ * whatever max_nodes says; rows below go to one
  * "[N smaller stacks]" node per kept parent) and writes the tree as a JSON
  * object: {"strings", "parent", "name", "module", "where", "rows" (node,
  * heap, tag, then the first `dense` columns, per row), "sparse" (per later

@@ -813,7 +813,7 @@ int vh_report_json(sqlite3 *db, sqlite3 *base, const char *db_name, const char *
     if (base && !(k.keys = vh_strtab__new()))
         goto nomem;
     if ((rc = vh_snames__load(db, &sn, err, errlen)) ||
-        (base && (rc = vh_snames__load(base, &bsn, err, errlen))))
+        (base && (rc = vh_snames__load_mapped(base, opt->modmap, &bsn, err, errlen))))
         goto out;
     if (!(t = vh_ctree__new(ncols)) || !(sr.map = vh_map__new()))
         goto nomem;

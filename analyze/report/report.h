@@ -37,12 +37,14 @@ int vh_report_add_stats(struct vh_ctree *t, sqlite3 *db, const struct vh_snames 
 uint32_t vh_rkey_heap(const struct vh_rkeys *k, int64_t id, const char *name);
 uint32_t vh_rkey_tag(const struct vh_rkeys *k, int64_t id, const char *label);
 
+struct vh_modmap;
 struct vh_report_opts {
     unsigned snapshots;            /* live sets precomputed for the timeline */
     unsigned points;               /* timeline points                        */
     unsigned top;                  /* rows per measure in the top table      */
     double prune;                  /* a node's least share of some column    */
     size_t max_nodes;
+    const struct vh_modmap *modmap; /* the base's module names as this run's  */
 };
 
 /* Writes the JSON object the page reads for run `db` (with `base`, the

@@ -197,6 +197,10 @@
     $('fg-title').textContent = 'Flame graph' + (B ? ' (differential)' : '') + ' — ' + what;
   }
   function pct(v, t) { return t ? (100 * v / t).toFixed(1) + '%' : '-'; }
+  /* The box describes the frame under the mouse in the view drawn: any other
+   * view (a cost, heap, tag, time or zoom) empties it until the next hover. */
+  var detailHint = $('fg-detail').textContent;
+  function clearDetail() { $('fg-detail').textContent = detailHint; }
   function detail(n) {
     if (!cur) return;
     var bytes = isBytes(), lines = [];
@@ -219,7 +223,7 @@
   $('fg').addEventListener('click', function (e) {
     var n = e.target.getAttribute && e.target.getAttribute('data-node');
     if (n === null || n === undefined) return;
-    st.zoom = +n; detail(+n); update();
+    st.zoom = +n; update(); detail(+n);
   });
 
   /* ---- controls and the URL's fragment --------------------------------------------- */
@@ -557,6 +561,7 @@
 
   function update() {
     syncControls();
+    clearDetail();
     drawFlame();
     drawTimeline();
     drawTop();

@@ -24,8 +24,11 @@ fake=$!
 trap 'kill $fake 2>/dev/null' EXIT
 ./daemon live.vhcap --pid "$fake" --hours 0.01 --rate 524288 --no-end >/dev/null || die "daemon failed"
 touch live.vhcap.ready
-for i in $(seq 100); do [ -e live.vhcap.mapped ] && break; sleep 0.05; done
-[ -e live.vhcap.mapped ] || die "the fake program did not map its capture"
+# (no fixed bound: a loaded machine starts python late; the harness bounds it)
+until [ -e live.vhcap.mapped ]; do
+    kill -0 $fake 2>/dev/null || die "the fake program did not map its capture"
+    sleep 0.05
+done
 
 # header fields, read straight from the file (offsets: docs/capture-format.md)
 field() { python3 -c '
@@ -72,6 +75,9 @@ refuse 2 "unknown request" pause live.vhcap
 refuse 2 "at most 63 bytes" mark "$(printf '%070d' 0)" live.vhcap
 refuse 2 "wants start|stop|status|mark" start
 refuse 2 "usage" mark label
+# the operands swapped: a usage error saying so, not the label's ENOENT
+refuse 2 "the label comes first" mark "$fake" "after warmup"
+refuse 2 "the label comes first" mark live.vhcap "after warmup"
 "$ANALYZE" ctl --help | grep -q "ctl start|stop|status" || die "no --help"
 
 # after the program is gone the same capture is refused

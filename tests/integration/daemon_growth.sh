@@ -6,7 +6,8 @@
 # where that is more (as in sample.sh: churn_tiny's calls have an sd of
 # about 3.5 %, so a fixed 10 % failed about one run in a hundred; the sd
 # comes from the sampled capture itself, tests/sample/estimate.py). 2. Run until killed
-# (SIGKILL after 3 s), full and sampled: `leaks --growth` ranks
+# (SIGKILL once 1000 rounds are done, about 3 s unloaded: a fixed time gave
+# a loaded machine's run too few rounds), full and sampled: `leaks --growth` ranks
 # leak_slowly's stack first, as steady growth, in both, above the cache
 # that holds far more.
 . "$TOP/tests/lib.sh"
@@ -62,9 +63,12 @@ for mode in full sampled; do
     rm -f run.vhcap*
     if [ $mode = sampled ]; then s=32KiB; else s=0; fi
     VHEAP_SAMPLE=$s VHEAP_OUT=run.vhcap VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" \
-        "$PROGS/growd" 0 1 >/dev/null &
+        "$PROGS/growd" 1000 1 hold >run.out &
     pid=$!
-    sleep 3
+    until grep -q '^held' run.out; do
+        kill -0 $pid 2>/dev/null || die "growd ($mode) exited: $(cat run.out)"
+        sleep 0.1
+    done
     kill -KILL $pid
     wait $pid 2>/dev/null
     "$ANALYZE" leaks --growth --limit 3 --format json run.vhcap >g.json 2>g.err ||

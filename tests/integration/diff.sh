@@ -5,7 +5,9 @@
 # +15 calls, +480 B allocated, at peak and leaked; churn +15 calls and
 # temporary, +720 B; hill +15 calls, +61440 B allocated and at peak; nothing
 # else (steady and the runtime's own allocations are the same). The
-# differential page renders in headless Chromium with those changes.
+# differential page renders in headless Chromium with those changes. The
+# same two builds named prog-1.2 and prog-1.3 diff the same (A's main
+# program is B's), and --map-module's pairs win over that default.
 . "$TOP/tests/lib.sh"
 need_cmd python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/diff_prog"
@@ -21,7 +23,7 @@ off() { sqlite3 "$1" "SELECT module_offset FROM frames WHERE function = 'hill'";
 
 "$ANALYZE" diff a.sqlite b.sqlite --format json --limit 0 >diff.json 2>diff.err ||
     die "diff failed: $(cat diff.err)"
-python3 - diff.json <<'PYEOF' || die "the diff is not what diff_prog changed"
+cat >check.py <<'PYEOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 want = {  # innermost function: (calls, bytes, temporary, peak, leaked) changes
@@ -47,6 +49,26 @@ assert t == {"allocations": 45, "bytes": 62640, "temporary": 15, "peak": 61920, 
 order = [r["stack"][0]["function"] for r in d["diff"]]
 assert order[2] == "hill" and set(order[:2]) == {"leaky", "churn"}, order
 PYEOF
+python3 check.py diff.json || die "the diff is not what diff_prog changed"
+
+# The same builds under other file names: A's main program is B's.
+cp "$PROGS/diff_prog" prog-1.2 && cp b/diff_prog prog-1.3 || die "cannot copy diff_prog"
+profile "$PWD/a12.vhcap" ./prog-1.2 10 >/dev/null || die "prog-1.2 10 failed"
+profile "$PWD/b13.vhcap" ./prog-1.3 25 >/dev/null || die "prog-1.3 25 failed"
+"$ANALYZE" load -q a12.vhcap a12.sqlite && "$ANALYZE" load -q b13.vhcap b13.sqlite || die "load failed"
+"$ANALYZE" diff a12.sqlite b13.sqlite --format json --limit 0 >names.json 2>diff.err ||
+    die "diff prog-1.2 prog-1.3 failed: $(cat diff.err)"
+python3 check.py names.json || die "prog-1.2 against prog-1.3 is not what diff_prog changed"
+# a pair given wins over the default: A's main read as another name matches nothing of it
+"$ANALYZE" diff a12.sqlite b13.sqlite --map-module prog-1.2=elsewhere --format json --limit 0 \
+    >mapped.json 2>diff.err || die "diff --map-module failed: $(cat diff.err)"
+python3 - mapped.json <<'PYEOF' || die "--map-module prog-1.2=elsewhere still matched prog-1.2's stacks"
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {(r["stack"][0]["function"], r["status"]) for r in d["diff"]}
+assert {("steady", "new"), ("steady", "gone"), ("hill", "new"), ("hill", "gone")} <= st, st
+assert not any(s == "changed" for _, s in st), st
+PYEOF
 # --by, the table and CSV
 first=$("$ANALYZE" diff a.sqlite b.sqlite --by temporary --format csv | sed -n 2p)
 case $first in *churn*) ;; *) die "--by temporary: first row is not churn's: $first" ;; esac
@@ -59,6 +81,11 @@ case $first in *churn*) ;; *) die "--by temporary: first row is not churn's: $fi
 "$ANALYZE" diff a.sqlite >/dev/null 2>err.txt; expect_eq "one run: exit" $? 2
 "$ANALYZE" diff a.sqlite nothere.sqlite >/dev/null 2>err.txt; expect_eq "missing B: exit" $? 1
 "$ANALYZE" diff a.sqlite b.sqlite --by nonsense >/dev/null 2>err.txt; expect_eq "bad --by: exit" $? 2
+"$ANALYZE" diff a.sqlite b.sqlite --map-module prog >/dev/null 2>err.txt
+expect_eq "--map-module without '=': exit" $? 2
+grep -q "is not OLD=NEW" err.txt || die "--map-module prog: $(cat err.txt)"
+"$ANALYZE" report b.sqlite --map-module a=b -o x.html >/dev/null 2>err.txt
+expect_eq "report --map-module without --diff: exit" $? 2
 
 # the differential report
 CHROMIUM=$(command -v chromium || command -v chromium-browser) ||
@@ -87,4 +114,11 @@ timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --h
     --screenshot="$PWD/diff.png" "file://$PWD/diff.html" >/dev/null 2>chrome.err ||
     die "screenshot failed: $(tail -3 chrome.err)"
 cp diff.png "$PROGS/../../report-diff.png" 2>/dev/null || true
+# the page of prog-1.3 against prog-1.2 matches the stacks the same way
+"$ANALYZE" report b13.sqlite --diff a12.sqlite -o names.html 2>report.err ||
+    die "report --diff of prog-1.2 failed: $(cat report.err)"
+timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run \
+    --user-data-dir="$PWD/chrome" --virtual-time-budget=5000 --dump-dom \
+    "file://$PWD/names.html#cost=peak" >diff.dom 2>chrome.err || die "chromium failed: $(tail -3 chrome.err)"
+expect_eq "prog-1.3 against prog-1.2: first change at peak" "$(q toprow:1 | cut -d'|' -f1-3)" "40960|102400|61440"
 echo "diff: exactly leaky, churn and hill changed, by what diff_prog did"

@@ -22,9 +22,10 @@ for threads in 1 3; do
         # A delay of 0-9 ms, so the signal lands all over the allocation path.
         sleep "0.00$((i % 10))"
         kill -TERM $pid
-        # Wait up to 10 s for it to exit.
+        # Wait up to 60 s for it to exit: a deadlock never ends, while a
+        # loaded machine (load 9 on 2 cores) can take seconds to run an exit.
         w=0
-        while kill -0 $pid 2>/dev/null && [ $w -lt 1000 ]; do sleep 0.01; w=$((w + 1)); done
+        while kill -0 $pid 2>/dev/null && [ $w -lt 6000 ]; do sleep 0.01; w=$((w + 1)); done
         if kill -0 $pid 2>/dev/null; then
             hangs=$((hangs + 1))
             kill -KILL $pid

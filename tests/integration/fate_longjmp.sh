@@ -56,6 +56,7 @@ run_one libunwind raw
 
 # A handler read back with a raw rt_sigaction (the shim's trampoline) and
 # given back through sigaction still runs the program's handler, once.
-VHEAP_OUT=r.vhcap VHEAP_QUIET=1 timeout 20 env LD_PRELOAD="$VHEAP_LIB" "$PROGS/fate" restore \
+# (Bounded as every run here, 120 s: 20 s could run out on a loaded machine.)
+VHEAP_OUT=r.vhcap VHEAP_QUIET=1 timeout 120 env LD_PRELOAD="$VHEAP_LIB" "$PROGS/fate" restore \
     >restore.txt 2>&1 || die "restore: exit $?: $(cat restore.txt)"
 "$PROGS/fate" restore >/dev/null || die "restore fails without the shim"

@@ -10,21 +10,39 @@ VHEAP_START=paused VHEAP_OUT=cap.vhcap VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" \
     "$PROGS/growd" 0 2 >out.txt &
 pid=$!
 trap 'kill -KILL $pid 2>/dev/null' EXIT
-n=0
-while ! grep -q '^pid=' out.txt 2>/dev/null && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
-sleep 0.3
+# No fixed delays: a loaded machine may run the program late. Each wait is
+# for what the program did (bounded by the harness's timeout), and fails at
+# once if the program died.
+alive() { kill -0 $pid 2>/dev/null || die "growd exited: $(cat out.txt)"; }
+until grep -q '^pid=' out.txt 2>/dev/null; do alive; sleep 0.01; done
+# taken: the program acted on the last request (the header's word is back
+# to none; a mark requested before it was recorded before it)
+taken() {
+    until "$ANALYZE" ctl status $pid >st.txt 2>&1 && grep -q 'request=none' st.txt; do
+        alive; sleep 0.02
+    done
+}
+# events N: more than N allocations and frees recorded so far
+events() {
+    until "$ANALYZE" dump cap.vhcap 2>/dev/null |
+        awk -v n="$1" '$3 == "alloc" || $3 == "free" { e++ } END { exit !(e > n) }'; do
+        alive; sleep 0.05
+    done
+}
+sleep 0.3                                  # paused a while: nothing recorded
 "$ANALYZE" ctl status $pid >st.txt || die "ctl status: $(cat st.txt)"
 grep -q 'recording=0' st.txt || die "paused at start: $(cat st.txt)"
 "$ANALYZE" ctl start $pid || die "ctl start"
-sleep 0.4
+taken
+events 1000
 "$ANALYZE" ctl mark phase2 $pid || die "ctl mark"
-sleep 0.3
 "$ANALYZE" ctl stop $pid || die "ctl stop"
-sleep 0.4
+taken
 "$ANALYZE" ctl status cap.vhcap >st2.txt || die "ctl status by capture"
 grep -q 'recording=0' st2.txt || die "after stop: $(cat st2.txt)"
+sleep 0.3                                  # stopped a while: nothing recorded
 "$ANALYZE" ctl start $pid || die "ctl start (again)"
-sleep 0.3
+taken
 kill -KILL $pid
 wait $pid 2>/dev/null
 trap - EXIT

@@ -62,6 +62,10 @@ LD_PRELOAD="$PWD/libempty.so" "$ANALYZE" record --no-load --out "$PWD/pre.%p.vhc
     sh -c 'echo "preload=$LD_PRELOAD"' >out.pre 2>err.pre || die "record of sh failed: $(cat err.pre)"
 lib=$(cd "$(dirname "$VHEAP_LIB")" && pwd -P)/$(basename "$VHEAP_LIB")
 expect_eq "LD_PRELOAD seen by the program" "$(cat out.pre)" "preload=$lib:$PWD/libempty.so"
+# --no-load lists the capture without claiming it was summarized
+grep -q "record: captured: $PWD/pre\.[0-9]*\.vhcap (pid " err.pre ||
+    die "--no-load does not say which capture it wrote: $(cat err.pre)"
+grep -q "summarized" err.pre && die "--no-load says it summarized: $(cat err.pre)"
 
 # The summary is the program's: JSON numbers against what it knows.
 "$ANALYZE" record --format json --out "$PWD/leaky.%p.vhcap" -- "$PROGS/ht_leaky" >out.json 2>err.json ||

@@ -2,8 +2,10 @@
  * growth-rate leaks: a large cache filled once and held (cache_fill),
  * churn from three stacks (churn_small, churn_mid, churn_big: blocks
  * freed soon after; churn_tiny too), and a slow leak from one stack (leak_slowly: a few
- * blocks per round, never freed). `growd ROUNDS [MS]`: ROUNDS rounds
- * (0: until killed), MS milliseconds of sleep after each (default 0).
+ * blocks per round, never freed). `growd ROUNDS [MS [hold]]`: ROUNDS rounds
+ * (0: until killed), MS milliseconds of sleep after each (default 0);
+ * "hold": after the rounds, print "held" and wait to be killed (a killed
+ * run of a known length, however slowly a loaded machine ran it).
  * Prints "pid=N" first, then at the end the bytes each stack allocated:
  * "stack NAME bytes=B calls=C". Sizes come from a fixed generator, so the
  * same ROUNDS give the same allocations. */
@@ -108,5 +110,11 @@ int main(int argc, char **argv)
     for (int i = 0; i < 6; i++)
         printf("stack %s bytes=%llu calls=%llu\n", all[i]->name,
                (unsigned long long)all[i]->bytes, (unsigned long long)all[i]->calls);
+    if (argc > 3 && !strcmp(argv[3], "hold")) {
+        printf("held\n");
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
     return 0;
 }

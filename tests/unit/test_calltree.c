@@ -2,7 +2,8 @@
  * unresolved frames as module+0xOFFSET or 0xADDRESS, outermost first,
  * "[truncated]" under --depth, "[no stack]"), and pruning (calltree.c): the
  * paths below the share asked for merge into one "[smaller stacks]" node per
- * kept parent, and the share doubles until few enough nodes are kept. */
+ * kept parent, and the share doubles until few enough nodes are kept
+ * (except a share of 0, which keeps them all). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -129,6 +130,45 @@ static void test_prune(void **state)
     assert_non_null(strstr(j, "\"kept\":3,"));
     assert_non_null(strstr(j, "\"frac\":0.32}"));
     free(j);
+    /* --prune 0 keeps every path whatever the node limit (it doubled a share
+     * of 0 forever: the alarm fails the test instead of hanging make unit) */
+    alarm(60);
+    j = tree_json(db, 0, 3);
+    alarm(0);
+    assert_non_null(strstr(j, "\"kept\":105,\"shown\":105,\"rows\":103,\"pruned_rows\":0,"));
+    assert_non_null(strstr(j, "\"frac\":0}"));
+    free(j);
+    done(db, &b);
+}
+
+/* Frames of one function at several lines merge into one node, whose
+ * "where" lists every line (the hover named the first path's alone). */
+static void test_merged_where(void **state)
+{
+    struct capb b;
+    (void)state;
+    sqlite3 *db = build(&b);
+    static const struct { unsigned addr; const char *file; int line; } at[] = {
+        { 0x10100, "/src/a.c", 12 }, { 0x11000, "/src/a.c", 14 }, { 0x11010, "/src/b.h", 3 },
+        { 0x11020, "/src/a.c", 12 }, { 0x11030, "/src/a.c", 20 }, { 0x11040, "/src/a.c", 21 },
+    };
+    /* the fixture's DB is read-only: a temp copy of frames hides it */
+    assert_int_equal(sqlite3_exec(db, "CREATE TEMP TABLE frames AS SELECT * FROM main.frames",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        char *sql = sqlite3_mprintf("UPDATE frames SET function = 'work', file = %Q, line = %d"
+                                    " WHERE address = %u", at[i].file, at[i].line, at[i].addr);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_free(sql);
+    }
+    char *j = tree_json(db, 0, 1000);
+    /* stack 1 (a.c:12) comes first, then 2 (a.c:14), 3 (b.h:3), 4 (a.c:12
+     * again), 5 (a.c:20) and 6 (a.c:21), which no longer fits */
+    assert_non_null(strstr(j, "\"a.c:12\""));
+    assert_non_null(strstr(j, "\"a.c:12, 14\""));
+    assert_non_null(strstr(j, "\"a.c:12, 14, b.h:3, a.c:20, \u2026\""));
+    assert_null(strstr(j, "a.c:12, 14, b.h:3, a.c:12"));
+    free(j);
     done(db, &b);
 }
 
@@ -137,6 +177,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_prune),
+        cmocka_unit_test(test_merged_where),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,13 +1,24 @@
 /* bootstrap.c — finding the real allocator under the shim.
  *
  * The hooks may be called before any constructor ran, even from ld.so, so
- * the real functions are resolved lazily with dlsym(RTLD_NEXT). dlsym itself
- * may call calloc/malloc: while the real malloc is unknown those requests
- * are served from a static bump buffer that is never freed (free() ignores
- * pointers into it, realloc copies out of it). The lookups run as the
- * shim's own calls with signals blocked (vh_own_begin): a handler's malloc
- * meanwhile would be indistinguishable from dlsym's. */
-#include <dlfcn.h>
+ * the real functions are resolved lazily, by reading the loaded objects'
+ * symbol tables (elfsym.c): never dlsym, whose failed lookups leave an
+ * error that only dlerror() clears, through gettext's lock — which the
+ * interrupted caller may hold (bindtextdomain's first malloc does).
+ *
+ * What a hook may call before the real allocator is known, and why each is
+ * safe whatever lock the interrupted program holds:
+ *   dl_iterate_phdr   its loader lock is recursive; allocates nothing
+ *   raw system calls  (sys.h) no lock, no errno the program sees changed
+ *   pthread_sigmask   no lock; glibc leaves its internal signals alone
+ * Not allowed: dlsym/dlopen/dlerror (error state, gettext), stdio, getenv,
+ * malloc, pthread_getattr_np (the thread's own lock: a JVM thread's first
+ * malloc is inside it), anything that formats or translates messages.
+ * A static bump buffer still serves any allocation made while the real
+ * malloc is unknown (an IFUNC'ed lookup's dlsym, a library's own): never
+ * freed (free() ignores pointers into it, realloc copies out of it). The
+ * lookups run as the shim's own calls with signals blocked (vh_own_begin):
+ * a handler's malloc meanwhile would be indistinguishable from theirs. */
 #include <stdint.h>
 #include <string.h>
 
@@ -54,15 +65,10 @@ size_t vh_boot_usable(const void *p)
     return (size_t)n;
 }
 
-static void *next_sym(const char *name)
-{
-    return dlsym(RTLD_NEXT, name);
-}
-
 #define RESOLVE(field, name)                                                    \
     do {                                                                        \
         if (!vh_real.field) {                                                   \
-            void *f_ = next_sym(name);                                          \
+            void *f_ = vh_sym_next(name);                                       \
             __atomic_store_n((void **)&vh_real.field, f_, __ATOMIC_RELEASE);    \
         }                                                                       \
     } while (0)
@@ -72,8 +78,8 @@ void vh_resolve_real(void)
     struct vh_tls *t = &vh_tls;
     sigset_t saved;
     vh_own_begin(t, &saved);
-    /* malloc first: once it is known, dlsym's own allocations (and the error
-     * strings of failed lookups below) go to the real allocator. */
+    /* malloc first: once it is known, anything a lookup allocates goes to
+     * the real allocator. */
     RESOLVE(malloc, "malloc");
     RESOLVE(calloc, "calloc");
     RESOLVE(realloc, "realloc");
@@ -88,8 +94,9 @@ void vh_resolve_real(void)
     RESOLVE(sigaction, "sigaction");
     /* jemalloc's API: only from a jemalloc the program is linked with. All
      * or nothing, so a partial set never mixes two allocators. */
-    void *mx = next_sym("mallocx"), *rx = next_sym("rallocx"), *xx = next_sym("xallocx");
-    void *sx = next_sym("sallocx"), *sdx = next_sym("sdallocx"), *dx = next_sym("dallocx");
+    void *mx = vh_sym_next("mallocx"), *rx = vh_sym_next("rallocx");
+    void *xx = vh_sym_next("xallocx"), *sx = vh_sym_next("sallocx");
+    void *sdx = vh_sym_next("sdallocx"), *dx = vh_sym_next("dallocx");
     if (mx && rx && xx && sx && sdx && dx) {
         vh_real.rallocx = (void *(*)(void *, size_t, int))rx;
         vh_real.xallocx = (size_t (*)(void *, size_t, size_t, int))xx;
@@ -98,8 +105,5 @@ void vh_resolve_real(void)
         vh_real.dallocx = (void (*)(void *, int))dx;
         __atomic_store_n((void **)&vh_real.mallocx, mx, __ATOMIC_RELEASE);
     }
-    /* A failed lookup leaves an error in dlerror(): clear it so the program
-     * never sees ours. */
-    dlerror();
     vh_own_end(t, &saved);
 }

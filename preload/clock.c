@@ -54,46 +54,12 @@ static int clocksource_is_tsc(void)
     return n >= 3 && memcmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
 }
 
-/* The vDSO's __vdso_clock_gettime, found in its ELF symbol table (the
- * vDSO is not in dlsym's scope), or NULL. glibc's clock_gettime reaches it
- * through two more calls: a coarse read costs 5 ns that way, 3 ns direct. */
+/* The vDSO's __vdso_clock_gettime (the vDSO is not in dlsym's scope), or
+ * NULL. glibc's clock_gettime reaches it through two more calls: a coarse
+ * read costs 5 ns that way, 3 ns direct. */
 static void *vdso_gettime(void)
 {
-    const ElfW(Ehdr) *eh = (const void *)getauxval(AT_SYSINFO_EHDR);
-    if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
-        return NULL;
-    uintptr_t base = (uintptr_t)eh, bias = 0;
-    const ElfW(Phdr) *ph = (const void *)(base + eh->e_phoff);
-    const ElfW(Dyn) *dyn = NULL;
-    int have_bias = 0;
-    for (int i = 0; i < eh->e_phnum && !have_bias; i++) {
-        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0) {
-            bias = base - ph[i].p_vaddr;
-            have_bias = 1;
-        }
-    }
-    for (int i = 0; have_bias && i < eh->e_phnum; i++)
-        if (ph[i].p_type == PT_DYNAMIC)
-            dyn = (const void *)(bias + ph[i].p_vaddr);
-    const ElfW(Sym) *sym = NULL;
-    const char *str = NULL;
-    const Elf32_Word *hash = NULL;
-    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
-        if (dyn->d_tag == DT_SYMTAB)
-            sym = (const void *)(bias + dyn->d_un.d_ptr);
-        else if (dyn->d_tag == DT_STRTAB)
-            str = (const void *)(bias + dyn->d_un.d_ptr);
-        else if (dyn->d_tag == DT_HASH)
-            hash = (const void *)(bias + dyn->d_un.d_ptr);
-    }
-    if (!sym || !str || !hash)
-        return NULL;
-    for (Elf32_Word i = 0; i < hash[1]; i++) {       /* nchain: the symbol count */
-        if (ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC && sym[i].st_shndx != SHN_UNDEF &&
-            strcmp(str + sym[i].st_name, "__vdso_clock_gettime") == 0)
-            return (void *)(bias + sym[i].st_value);
-    }
-    return NULL;
+    return vh_sym_vdso("__vdso_clock_gettime");
 }
 
 /* time_mult/time_shift from the perf mmap page; 0 if the kernel does not

@@ -125,32 +125,27 @@ static void pin_modules(void *const *fn)
         (void)dlopen(ps.name[i], RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);  /* never closed */
 }
 
-/* Looks every operator up once. Several threads may get here at once: no
- * lock is held (dlsym takes the loader's lock, which a thread running a
- * library constructor holds while it allocates); each finds the same
- * answer, as in bootstrap.c. */
+/* Looks every operator up once, in the symbol tables (elfsym.c: no dlsym,
+ * whose failed lookups would leave an error for the program's dlerror()).
+ * Several threads may get here at once: no lock is held (a thread running
+ * a library constructor holds the loader's while it allocates); each finds
+ * the same answer, as in bootstrap.c. Objects dlopen'ed RTLD_LOCAL are
+ * searched too: such a C++ library's libstdc++ is reachable nowhere else. */
 static VH_NOINLINE void cxx_resolve(void)
 {
     struct vh_tls *t = &vh_tls;
     if (!__atomic_load_n(&vh_real.malloc, __ATOMIC_ACQUIRE))
-        vh_resolve_real();        /* so that dlsym's own calls have somewhere to go */
+        vh_resolve_real();        /* so that pinning's allocations have somewhere to go */
     sigset_t saved;
     vh_own_begin(t, &saved);      /* a handler meanwhile runs after: counted */
-    /* Called from inside an operator hook's window: what dlsym allocates
+    /* Called from inside an operator hook's window: what pinning allocates
      * here, however deep, is the shim's own, not a handler's. */
     uintptr_t window = t->cxx_sp;
     t->cxx_sp = 0;
     void *fn[OP_COUNT];
-    void *std = NULL;
-    for (int i = 0; i < OP_COUNT; i++) {
-        fn[i] = dlsym(RTLD_NEXT, op_symbol[i]);
-        /* RTLD_NEXT sees the global scope only: a C++ library dlopen'ed
-         * RTLD_LOCAL brings its libstdc++ where only a handle reaches it. */
-        if (!fn[i] && (std || (std = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD))))
-            fn[i] = dlsym(std, op_symbol[i]);
-    }
+    for (int i = 0; i < OP_COUNT; i++)
+        fn[i] = vh_sym_next(op_symbol[i]);
     pin_modules(fn);
-    dlerror();                     /* the program never sees our failed lookups */
     for (int i = 0; i < OP_COUNT; i++)
         __atomic_store_n(&real_op[i], fn[i], __ATOMIC_RELAXED);
     __atomic_store_n(&cxx_ready, 1, __ATOMIC_RELEASE);

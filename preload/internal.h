@@ -82,10 +82,14 @@ struct vh_real {
     int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 };
 extern struct vh_real vh_real;
-/* Resolves vh_real through dlsym(RTLD_NEXT); safe to call more than once
- * and from several threads. Allocations dlsym makes meanwhile are served
- * from the bootstrap buffer. */
+/* Resolves vh_real from the next objects' symbol tables (elfsym.c); safe
+ * to call more than once and from several threads, from inside any hook.
+ * Allocations made meanwhile are served from the bootstrap buffer. */
 void vh_resolve_real(void);
+/* elfsym.c: dlsym(RTLD_NEXT) and the vDSO's symbols without dlsym: no
+ * allocation, no error state, no lock but the loader's recursive one. */
+void *vh_sym_next(const char *name);
+void *vh_sym_vdso(const char *name);
 void *vh_boot_alloc(size_t size, size_t align);
 extern char vh_boot_buf[];
 extern const size_t vh_boot_size;
@@ -287,9 +291,9 @@ void vh_stacks_fork_parent(void);
 /* unwind.c */
 int vh_unwind_init(void);
 extern uintptr_t vh_self_lo, vh_self_hi;   /* libvheap.so's code */
-/* Caches this thread's stack bounds (pthread_getattr_np: for the main thread
- * it reads /proc/self/maps, so init does it before the program runs). */
-void vh_unwind_bounds(struct vh_tls *t);
+/* threads.c: the thread's stack bounds at its first event, without a call
+ * into glibc (stack_hi stays 0 where they cannot be had so). */
+void vh_thread_bounds(struct vh_tls *t);
 /* Size of the buffer vh_unwind needs for `max` frames. */
 uint32_t vh_unwind_want(uint32_t max);
 /* One walk: what the caller asks for and what the walk gives back (the

@@ -257,7 +257,8 @@ static void rss_restart(void)
  * stack, so the shim's must stay small). */
 static void thread_setup(struct vh_tls *t)
 {
-    vh_unwind_bounds(t);
+    t->bounds_known = 1;
+    vh_thread_bounds(t);
     if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi)
         vh_cfi_thread(t);
     vh_stacks_thread(t);
@@ -617,12 +618,11 @@ VH_NOINLINE int vh_enter_slow(struct vh_tls *t)
             vh_count(&vh_cap.hdr->nested_events);
             return 0;
         }
-        /* The thread's first event: its stack bounds now, before the real
-         * allocator runs. Asked later, from a signal handler that
-         * interrupted the thread's first malloc (inside glibc's arena
-         * locks), pthread_getattr_np's own malloc would deadlock. A
-         * handler's event nested in a real call (guard REAL) never asks:
-         * without bounds its walk is libunwind's. */
+        /* The thread's first event: its stack bounds and walk state now,
+         * before the real allocator runs (threads.c: no call into glibc,
+         * which may be what this malloc is inside). A handler's event
+         * nested in a real call (guard REAL) never sets up: without
+         * bounds its walk is libunwind's. */
         if (vh_unlikely(!t->bounds_known) && t->guard == VH_G_OUT)
             thread_setup(t);
         /* Every other thread's first event (init counts the first one's):

@@ -97,29 +97,6 @@ int vh_unwind_init(void)
     return self_hi && vh_cfi_init() == 0 ? 0 : -1;
 }
 
-/* The thread's stack, which bounds every read of a walk (slow path, once
- * per thread; pthread_getattr_np allocates: the shim's own calls, in a window
- * with signals blocked so that a handler's are not taken for them). */
-void vh_unwind_bounds(struct vh_tls *t)
-{
-    pthread_attr_t attr;
-    void *addr;
-    size_t size;
-    if (t->bounds_known)
-        return;
-    t->bounds_known = 1;
-    sigset_t saved;
-    vh_own_begin(t, &saved);
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-            t->stack_lo = (uintptr_t)addr;
-            t->stack_hi = (uintptr_t)addr + size;
-        }
-        pthread_attr_destroy(&attr);
-    }
-    vh_own_end(t, &saved);
-}
-
 /* The frame-pointer walk from fp (vh_stack_here's frame). Reads are 16
  * aligned bytes at a frame pointer, inside the stack being walked and above
  * the frame the walk entered it at, moving towards its base only: a

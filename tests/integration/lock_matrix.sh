@@ -39,6 +39,7 @@ first_in() {
     pthread_getattr_np) fn=cell_getattr ;;
     pthread_once) fn=cell_once ;;
     iconv_open) fn=cell_iconv ;;
+    pthread_atfork) fn=cell_atfork ;;
     *) fn=cell_$1 ;;
     esac
     case $1 in thread_*) thr=1 ;; *) thr=0 ;; esac

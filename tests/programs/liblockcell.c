@@ -32,6 +32,14 @@ static void cell_atexit(void)
         atexit(lc_nothing);
 }
 
+/* pthread_atfork's handlers live in a dynamic array with room for 48
+ * inline: the 49th allocates, under the atfork lock. */
+static void cell_atfork(void)
+{
+    for (int i = 0; i < 50; i++)
+        pthread_atfork(NULL, NULL, lc_nothing);
+}
+
 static void once_body(void)
 {
     lc_state.once_block = malloc(100);   /* under the once control's claim */
@@ -139,6 +147,7 @@ static const struct {
     { "iconv_open", cell_iconv },
     { "stdio", cell_stdio },
     { "atexit", cell_atexit },
+    { "pthread_atfork", cell_atfork },
     { "pthread_once", cell_once },
     { "pthread_getattr_np", cell_getattr },
     { "thread_getattr_np", cell_thread_getattr },

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/programs/liblockcell.h"
 
@@ -51,6 +53,19 @@ static void threads_again(void)
     printf("new thread's pthread_getattr_np: %s\n", ok ? "ok" : "failed");
     thread_attrs(&ok);
     printf("main thread's pthread_getattr_np: %s\n", ok ? "ok" : "failed");
+}
+
+/* fork runs the atfork handlers under the atfork lock. */
+static void fork_again(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(7);
+    int status = 0;
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    printf("fork: child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 static void stdio_again(void)
@@ -118,6 +133,8 @@ int main(int argc, char **argv)
         printf("constructor's iconv closed: %d\n", iconv_close(lc_state.cd));
     stdio_again();
     printf("atexit: %d\n", atexit(nothing));
+    printf("pthread_atfork: %d\n", pthread_atfork(NULL, NULL, nothing));
+    fork_again();
     printf("pthread_once (constructor's): %d, block %s\n", pthread_once(&lc_state.once, once_body),
            lc_state.once_block ? "allocated" : "none");
     pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -22,7 +22,7 @@ modes="full sample1 sample512k paused"
 
 mode_env() {
     case $1 in
-    full) echo "VHEAP_CLOCK=auto" ;;
+    full) echo "VHEAP_CLOCK=auto" ;;       # the default, named: env needs a word
     sample1) echo "VHEAP_SAMPLE=1" ;;       # every call sampled: the recording path
     sample512k) echo "VHEAP_SAMPLE=512KiB" ;; # almost none: the unsampled fast path
     paused) echo "VHEAP_START=paused" ;;
@@ -64,15 +64,15 @@ first_in() {
 bad=0
 printf '%-20s' cell; for m in $modes; do printf ' %-10s' "$m"; done; echo
 for cell in $cells; do
-    VH_CELL=$cell timeout -k 5 "$limit" "$PROGS/lockcell" >"$cell.bare" 2>&1
+    VH_CELL="$cell" timeout -k 5 "$limit" "$PROGS/lockcell" >"$cell.bare" 2>&1
     want=$?
     [ $want -eq 3 ] || die "$cell: the bare run exited $want, not 3: $(tail -n 2 "$cell.bare")"
     printf '%-20s' "$cell"
     for m in $modes; do
         out="$cell.$m"
-        # shellcheck disable=SC2046
         # timeout outside the shim: only lockcell writes a capture.
-        timeout -k 5 "$limit" env $(mode_env "$m") VH_CELL=$cell VHEAP_OUT="$out.vhcap" \
+        # shellcheck disable=SC2046
+        timeout -k 5 "$limit" env $(mode_env "$m") VH_CELL="$cell" VHEAP_OUT="$out.vhcap" \
             VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" "$PROGS/lockcell" >"$out.out" 2>&1
         rc=$?
         if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
@@ -96,6 +96,6 @@ done
 [ $bad -eq 0 ] || die "$bad of the runs above hung (timeout ${limit}s) or differed"
 
 for cell in $cells; do
-    [ $cell = none ] || first_in "$cell" "$cell.full.vhcap"
+    [ "$cell" = none ] || first_in "$cell" "$cell.full.vhcap"
 done
 echo "lock_matrix: every cell finished in every mode as the bare run did; each first allocation inside its cell"

@@ -16,7 +16,8 @@
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/lockcell" "$PROGS/liblockcell.so" "$PROGS/liblockctor.so"
 need_cmd sqlite3 timeout
 limit=${LOCK_TIMEOUT:-10}
-# LOCK_CELLS="a b": only those cells (for a look at one).
+# LOCK_CELLS="a b": only those cells (for a look at one). cxx_dlerror is
+# not listed yet (liblockcell.c says why): LOCK_CELLS=cxx_dlerror runs it.
 cells=${LOCK_CELLS:-$("$PROGS/lockcell" --list)}
 modes="full sample1 sample512k paused"
 
@@ -96,6 +97,7 @@ done
 [ $bad -eq 0 ] || die "$bad of the runs above hung (timeout ${limit}s) or differed"
 
 for cell in $cells; do
-    [ "$cell" = none ] || first_in "$cell" "$cell.full.vhcap"
+    # none and cxx_dlerror allocate first in lockcell's main, not in a cell.
+    case $cell in none | cxx_dlerror) ;; *) first_in "$cell" "$cell.full.vhcap" ;; esac
 done
 echo "lock_matrix: every cell finished in every mode as the bare run did; each first allocation inside its cell"

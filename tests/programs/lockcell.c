@@ -99,6 +99,25 @@ static void dl_again(void)
            dlopen("/nonexistent/again.so", RTLD_NOW) ? "(loaded?)" : dlerror());
 }
 
+/* The cxx_dlerror cell: libstdc++ loaded after start, a failed dlopen, then
+ * the process's first C++ operator call (its own new, found before the
+ * failure; under the shim the shim's) — which resolves the real operators
+ * lazily — and only then dlerror(): the message must be the program's. */
+static void cxx_dlerror(void)
+{
+    void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL);
+    void *(*op_new)(size_t) = cxx ? (void *(*)(size_t))dlsym(RTLD_DEFAULT, "_Znwm") : NULL;
+    void (*op_delete)(void *) = cxx ? (void (*)(void *))dlsym(RTLD_DEFAULT, "_ZdlPv") : NULL;
+    if (!op_new || !op_delete) {
+        printf("libstdc++ or its operators not found\n");
+        return;
+    }
+    dlopen("/nonexistent/before-new.so", RTLD_NOW);
+    op_delete(op_new(32));
+    const char *e = dlerror();
+    printf("dlerror after the first operator new: %s\n", e ? e : "(none)");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--list") == 0) {
@@ -114,6 +133,8 @@ int main(int argc, char **argv)
     printf("cell: %s\n", lc_state.cell ? lc_state.cell : "(unknown)");
     printf("pending dlerror: %s\n", first_error);
     printf("thread's dlerror: %s\n", lc_state.thread_error[0] ? lc_state.thread_error : "(none)");
+    if (lc_state.cell && strcmp(lc_state.cell, "cxx_dlerror") == 0)
+        cxx_dlerror();
     /* strerror reads the message catalogue under _nl_state_lock (read),
      * bindtextdomain takes it for writing: the issue's reproduction. */
     printf("strerror(1): %s\n", strerror(1));

@@ -28,7 +28,8 @@
 struct heap_slot {
     uint32_t live;                 /* atomic: read without the lock          */
     uint32_t sampled;              /* atomic: its blocks in the sampled set  */
-    uint16_t parent, first_child, next_sibling, pad;
+    uint16_t parent, first_child, next_sibling;
+    uint16_t written;              /* atomic: its HEAP_CREATE is written     */
     uint64_t base, size;
     char name[HEAP_NAME];
 };
@@ -116,12 +117,12 @@ static void *put_text_rec(struct vh_tls *t, uint8_t type, size_t fixed, const ch
     return r;
 }
 
-static void put_heap_create(struct vh_tls *t, uint32_t id, const struct heap_slot *h,
-                            const char *name, size_t len, uint64_t time)
+static int put_heap_create(struct vh_tls *t, uint32_t id, const struct heap_slot *h,
+                           const char *name, size_t len, uint64_t time)
 {
     struct vh_rec_heap *r = put_text_rec(t, VH_REC_HEAP_CREATE, sizeof *r, name, len, time);
     if (!r)
-        return;
+        return -1;
     r->h.b = id;
     r->time = time;
     r->parent = h->parent;
@@ -129,6 +130,7 @@ static void put_heap_create(struct vh_tls *t, uint32_t id, const struct heap_slo
     r->base = h->base;
     r->size = h->size;
     vh_rec_commit(t, (size_t)r->h.a * 8);
+    return 0;
 }
 
 static void put_label(struct vh_tls *t, uint8_t type, uint32_t b, const char *text,
@@ -193,6 +195,35 @@ static void bad_heap(const char *fn, int heap)
 }
 
 /* ---- heaps ------------------------------------------------------------------- */
+/* Under sampling a heap's HEAP_CREATE is written only when a record first
+ * needs it (its first sampled block), its enclosing heaps' first: Vere
+ * pushes and pops a road or more per event, and a road none of whose
+ * blocks is sampled changes nothing a sample can show; its create and
+ * destroy were most of what was left of a sampled ship's capture. Such a
+ * heap's record carries the time it was written and a name of at most 63
+ * bytes (what the slot keeps). Without sampling it is written at once.
+ * Under api_lock. */
+static void heap_write(struct vh_tls *t, uint32_t id, uint64_t now)
+{
+    struct heap_slot *h = &heaps[id];
+    if (__atomic_load_n(&h->written, __ATOMIC_RELAXED))
+        return;
+    if (h->parent)
+        heap_write(t, h->parent, now);
+    if (!put_heap_create(t, id, h, h->name, strlen(h->name), now))
+        __atomic_store_n(&h->written, 1, __ATOMIC_RELEASE);
+}
+
+/* Inside the gate: `heap` is written before a record names it. */
+VH_ALWAYS_INLINE void heap_needed(struct vh_tls *t, int heap)
+{
+    if (vh_likely(__atomic_load_n(&heaps[heap].written, __ATOMIC_ACQUIRE)))
+        return;
+    vh_lock(&api_lock);
+    heap_write(t, (uint32_t)heap, vh_now());
+    vh_unlock(&api_lock);
+}
+
 /* A free id, or 0. Ids count up first; after 65535 heaps, the ids of
  * destroyed heaps are reused (a later HEAP_CREATE with the same id begins a
  * new heap). Under api_lock. */
@@ -232,11 +263,15 @@ static int heap_create_locked(struct vh_tls *t, const char *name, int parent, vo
         heaps[h->parent].first_child = (uint16_t)id;
     h->base = (uintptr_t)base;
     h->size = size;
+    vh_region_heap_gone((uint16_t)id);     /* none yet, whatever an old id had */
     size_t keep = len < HEAP_NAME - 1 ? len : HEAP_NAME - 1;
     memcpy(h->name, name ? name : "", keep);
     h->name[keep] = '\0';
+    __atomic_store_n(&h->written, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&h->live, 1, __ATOMIC_RELEASE);
-    put_heap_create(t, id, h, name ? name : "", len, vh_now());
+    if (!vh_sample_rate &&            /* sampled: at its first record (above) */
+        !put_heap_create(t, id, h, name ? name : "", len, vh_now()))
+        __atomic_store_n(&h->written, 1, __ATOMIC_RELEASE);
     return (int)id;
 }
 
@@ -316,6 +351,7 @@ static void heap_release_tree(uint32_t id)
             continue;
         }
         __atomic_store_n(&heaps[n].live, 0, __ATOMIC_RELEASE);
+        vh_region_heap_gone((uint16_t)n);
         if (n == id)
             break;
         n = heaps[n].parent;
@@ -332,9 +368,11 @@ static void api_heap_destroy(int heap)
     if (tables_map() == 0) {
         vh_lock(&api_lock);
         if (heap_live(heap)) {
-            /* One record: the reader frees the nested heaps' blocks too. */
+            /* One record: the reader frees the nested heaps' blocks too.
+             * None for a heap never written (nor were those nested in it). */
             now = vh_now();
-            vh_record_time(t, VH_REC_HEAP_DESTROY, (uint16_t)heap, 0, now);
+            if (__atomic_load_n(&heaps[heap].written, __ATOMIC_RELAXED))
+                vh_record_time(t, VH_REC_HEAP_DESTROY, (uint16_t)heap, 0, now);
             int sweep = vh_sample_rate && tree_sampled((uint32_t)heap);
             heap_release_tree((uint32_t)heap);
             if (sweep)
@@ -398,6 +436,7 @@ static void block_alloc(int heap, unsigned func, unsigned type, unsigned flags,
             api_leave(t, g, now);
             return;
         }
+        heap_needed(t, heap);
         uint32_t stack = vh_stack_here(t);
         now = vh_now();
         if (!p)
@@ -699,8 +738,24 @@ void vh_api_fork_parent(void)
     vh_unlock(&api_lock);
 }
 
-/* The child's capture starts empty: describe every live heap and every tag
- * again (same ids), so its records need nothing from the parent's file. */
+static void put_region(struct vh_tls *t, uint16_t heap, uint32_t id, uint8_t kind,
+                       uint64_t base, uint64_t size, uint64_t now);
+
+struct reemit {
+    struct vh_tls *t;
+    uint64_t now;
+};
+
+static void reemit_region(uint16_t heap, uint32_t id, uint8_t kind, uint64_t base,
+                          uint64_t size, void *arg)
+{
+    struct reemit *r = arg;
+    put_region(r->t, heap, id, kind, base, size, r->now);
+}
+
+/* The child's capture starts empty: describe every live heap, its regions
+ * and every tag again (same ids), so its records need nothing from the
+ * parent's file. */
 void vh_api_fork_child(struct vh_tls *t)
 {
     api_lock = 0;
@@ -716,7 +771,10 @@ void vh_api_fork_child(struct vh_tls *t)
             continue;
         uint32_t n = id;
         for (;;) {
-            put_heap_create(t, n, &heaps[n], heaps[n].name, strlen(heaps[n].name), now);
+            if (heaps[n].written) {    /* (a child written: its parent too) */
+                put_heap_create(t, n, &heaps[n], heaps[n].name, strlen(heaps[n].name), now);
+                vh_region_each((uint16_t)n, reemit_region, &(struct reemit){ t, now });
+            }
             if (heaps[n].first_child) {
                 n = heaps[n].first_child;
                 continue;
@@ -738,7 +796,9 @@ void vh_api_fork_child(struct vh_tls *t)
 /* ---- ranges and regions (appended to the table) ------------------------------------ */
 /* Inside the gate: begins the fixed-size record `type` about `heap` (h.a =
  * its words, h.b = the heap, h.flags = `flags`) and sets *now; NULL when the
- * heap does not exist or the record cannot be written (counted either way). */
+ * heap does not exist or the record cannot be written (counted either way),
+ * or when the heap was never written (sampled: none of its blocks is in the
+ * capture, so the record would change nothing). */
 static void *heap_rec_begin(struct vh_tls *t, int heap, const char *fn, uint8_t type,
                             uint8_t flags, size_t size, uint64_t *now)
 {
@@ -747,6 +807,8 @@ static void *heap_rec_begin(struct vh_tls *t, int heap, const char *fn, uint8_t 
         bad_heap(fn, heap);
         return NULL;
     }
+    if (!__atomic_load_n(&heaps[heap].written, __ATOMIC_ACQUIRE))
+        return NULL;
     *now = vh_now();
     if (!(h = vh_rec_begin(t, size, *now))) {
         vh_dropped();
@@ -789,25 +851,50 @@ static void api_range(int heap, unsigned op, const void *from, const void *to, s
     api_leave(t, g, now);
 }
 
+static void put_region(struct vh_tls *t, uint16_t heap, uint32_t id, uint8_t kind,
+                       uint64_t base, uint64_t size, uint64_t now)
+{
+    struct vh_rec_region *r = vh_rec_begin(t, sizeof *r, now);
+    if (!r) {
+        vh_dropped();
+        return;
+    }
+    r->h = (struct vh_rec_hdr){ .type = VH_REC_REGION, .flags = kind,
+                                .a = (uint16_t)(sizeof *r / 8), .b = heap };
+    r->time = now;
+    r->base = base;
+    r->size = size;
+    r->id = id;
+    r->pad = 0;
+    vh_rec_commit(t, sizeof *r);
+    vh_region_recorded(heap, id, kind, base, size);
+}
+
+/* A declaration identical to the region as last recorded writes nothing
+ * (regions.c): Vere declares its regions at every event. Under sampling no
+ * region is written: regions serve fragmentation only, which a Poisson
+ * sample of blocks cannot describe (the analyzer refuses it), and a road
+ * pushed and popped per event re-declares its parent's gap twice. */
 static void api_region(int heap, unsigned id, unsigned kind, const void *base, size_t size)
 {
     struct vh_tls *t = &vh_tls;
-    struct vh_rec_region *r;
     uint64_t now = 0;
     uint8_t g;
     /* an unknown kind, or size 0, ends the region */
     int ends = size == 0 || kind == VH_REGION_NONE || kind > VH_REGION_KIND_MAX;
-    if (heap == 0 || !api_enter(t, &g))
+    uint8_t k = ends ? VH_REGION_NONE : (uint8_t)kind;
+    uint64_t b = ends ? 0 : (uintptr_t)base, s = ends ? 0 : size;
+    if (heap == 0 || vh_sample_rate || !api_enter(t, &g))
         return;
-    r = heap_rec_begin(t, heap, "vheap_region", VH_REC_REGION,
-                       ends ? VH_REGION_NONE : (uint8_t)kind, sizeof *r, &now);
-    if (r) {
-        r->time = now;
-        r->base = ends ? 0 : (uintptr_t)base;
-        r->size = ends ? 0 : size;
-        r->id = id;
-        r->pad = 0;
-        vh_rec_commit(t, sizeof *r);
+    if (!heap_live(heap)) {
+        bad_heap("vheap_region", heap);
+    } else if (tables_map() == 0) {
+        vh_lock(&api_lock);
+        if (!vh_region_unchanged((uint16_t)heap, id, k, b, s)) {
+            now = vh_now();
+            put_region(t, (uint16_t)heap, id, k, b, s, now);
+        }
+        vh_unlock(&api_lock);
     }
     api_leave(t, g, now);
 }

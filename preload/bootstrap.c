@@ -6,14 +6,19 @@
  * error that only dlerror() clears, through gettext's lock — which the
  * interrupted caller may hold (bindtextdomain's first malloc does).
  *
- * What a hook may call before the real allocator is known, and why each is
- * safe whatever lock the interrupted program holds:
+ * What init, a fork child's first event and a thread's first event may call
+ * (any hook can be one of them), and why each is safe whatever lock the
+ * interrupted program holds:
  *   dl_iterate_phdr   its loader lock is recursive; allocates nothing
- *   raw system calls  (sys.h) no lock, no errno the program sees changed
+ *   raw system calls  (sys.h; readlink, getuid: plain wrappers) no lock
+ *   libunwind         its state is mmap'd; it finds tables by dl_iterate_phdr
  *   pthread_sigmask   no lock; glibc leaves its internal signals alone
+ *   pthread_key_create  lock-free; getauxval, sysconf(page size, memory)
  * Not allowed: dlsym/dlopen/dlerror (error state, gettext), stdio, getenv,
  * malloc, pthread_getattr_np (the thread's own lock: a JVM thread's first
- * malloc is inside it), anything that formats or translates messages.
+ * malloc is inside it; threads.c), atexit and pthread_atfork (each
+ * allocates under its own lock: registered from the constructor,
+ * lifecycle.c), anything that formats or translates messages.
  * A static bump buffer still serves any allocation made while the real
  * malloc is unknown (an IFUNC'ed lookup's dlsym, a library's own): never
  * freed (free() ignores pointers into it, realloc copies out of it). The

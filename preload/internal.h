@@ -796,6 +796,20 @@ void vh_api_mark(struct vh_tls *t, const char *label);
 void vh_api_fork_parent(void);
 void vh_api_fork_child(struct vh_tls *t);
 
+/* regions.c: each custom heap's regions as last recorded, so that a
+ * re-declaration that changes nothing writes nothing. Callers hold api.c's
+ * lock at guard BUSY. size 0 is "no such region". */
+int vh_region_unchanged(uint16_t heap, uint32_t id, uint8_t kind, uint64_t base, uint64_t size);
+/* After the REGION record was written (never before: a dropped record must
+ * not be taken for written). */
+void vh_region_recorded(uint16_t heap, uint32_t id, uint8_t kind, uint64_t base, uint64_t size);
+/* The heap was destroyed (its id may be reused): its regions are gone. */
+void vh_region_heap_gone(uint16_t heap);
+/* Calls fn for each region of `heap` known (a fork child's re-description). */
+void vh_region_each(uint16_t heap, void (*fn)(uint16_t heap, uint32_t id, uint8_t kind,
+                                              uint64_t base, uint64_t size, void *arg),
+                    void *arg);
+
 /* ---- shared by the hook files (hooks.c, hooks_cxx.c) ----------------------- */
 /* The usable size of a block the real allocator returned: jemalloc's
  * sallocx when the program's jemalloc exports it, else the next

@@ -5,10 +5,15 @@
  * calling thread's own lock while it allocates, so a thread whose first
  * malloc is inside pthread_getattr_np (every JVM thread's is) would wait
  * for itself. So the bounds come from where no program code runs yet:
- *   - threads made by pthread_create: the start routine is wrapped, and
- *     the wrapper asks pthread_getattr_np before the program's routine runs
- *     (nothing of the program's holds this thread's lock then), then jumps
- *     to the routine (a tail call: no frame of ours stays on its stack);
+ *   - threads made by pthread_create: the start routine is wrapped. The
+ *     creating thread reads the stack's size (or a stack the program gave)
+ *     from the attributes; the new thread's own struct pthread sits at the
+ *     top of its stack block, above its static TLS (x86-64 keeps the TCB
+ *     there), so pthread_self() bounds it from above, with no system call.
+ *     Where that does not hold, the wrapper asks pthread_getattr_np, before
+ *     the program's routine runs (nothing of the program's holds this
+ *     thread's lock then). Then it jumps to the routine (a tail call: no
+ *     frame of ours stays on the thread's stack);
  *   - the main thread: from the initial stack pointer ld.so saved
  *     (__libc_stack_end) and RLIMIT_STACK, as glibc computes it, without
  *     reading /proc (glibc's way allocates);
@@ -31,6 +36,8 @@ static create_fn real_create;      /* atomic */
 struct start {
     void *(*routine)(void *);
     void *arg;
+    uintptr_t stack_addr;          /* a stack the program gave, or 0     */
+    size_t stack_size;             /* its size, or the one glibc maps    */
 };
 
 /* A thread's own bounds, asked of glibc; only where nothing of the
@@ -53,12 +60,50 @@ static void ask_glibc(struct vh_tls *t)
     vh_own_end(t, &saved);
 }
 
+/* The new thread's bounds from what its creator knew: [stack, +size) for
+ * a stack of the program's; else from its TCB down by the size. Checked
+ * against where this frame is; glibc's answer otherwise. */
+static void given_bounds(struct vh_tls *t, const struct start *s)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t hi = s->stack_addr ? s->stack_addr + s->stack_size : (uintptr_t)pthread_self();
+    uintptr_t lo = s->stack_addr ? s->stack_addr : hi - s->stack_size;
+    if (s->stack_size && here > lo && here < hi) {
+        t->stack_lo = lo;
+        t->stack_hi = hi;
+        return;
+    }
+    ask_glibc(t);
+}
+
 static void *thread_start(void *p)
 {
     struct start s = *(struct start *)p;
     vh_real.free(p);
-    ask_glibc(&vh_tls);
+    given_bounds(&vh_tls, &s);
     return s.routine(s.arg);       /* a sibling call: our frame is gone */
+}
+
+/* What the creating thread knows of the new one's stack. */
+static void stack_of(const pthread_attr_t *attr, struct start *s)
+{
+    pthread_attr_t def;
+    void *addr = NULL;
+    size_t size = 0;
+    s->stack_addr = 0;
+    s->stack_size = 0;
+    if (attr) {
+        if (pthread_attr_getstack(attr, &addr, &size) == 0 && addr) {
+            s->stack_addr = (uintptr_t)addr;
+            s->stack_size = size;
+        } else if (pthread_attr_getstacksize(attr, &size) == 0) {
+            s->stack_size = size;
+        }
+    } else if (pthread_getattr_default_np(&def) == 0) {
+        if (pthread_attr_getstacksize(&def, &size) == 0)
+            s->stack_size = size;
+        pthread_attr_destroy(&def);
+    }
 }
 
 VH_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
@@ -76,6 +121,7 @@ VH_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
         return real(th, attr, routine, arg);
     s->routine = routine;
     s->arg = arg;
+    stack_of(attr, s);
     int rc = real(th, attr, thread_start, s);
     if (rc != 0)
         vh_real.free(s);

@@ -67,6 +67,9 @@ static const char usage[] =
     "\n"
     "What a format cannot hold is said on stderr (heaptrack: block addresses,\n"
     "threads, usable sizes, failed calls, times finer than 1 ms, other heaps).\n"
+    "A sampled capture (VHEAP_SAMPLE) is exported as estimates, in every format\n"
+    "(each recorded block stands for s/p bytes), and stderr says so; heaptrack's\n"
+    "call counts are the sample's own.\n"
     "\n"
     "examples:\n"
     "  vheap-analyze export --format heaptrack run.sqlite -o run.heaptrack.zst\n"
@@ -101,6 +104,22 @@ static const struct {
     { "massif", F_MASSIF },
     { "chrome-trace", F_CHROME },
     { "pprof", F_PPROF },
+};
+
+/* Said on stderr after a sampled capture's export: what its numbers are,
+ * where the format itself has no place (or not enough) to say it. */
+static const char *const sampled_note[] = {
+    [F_HEAPTRACK] = "sampled capture: sizes are estimates (each recorded block is written as "
+                    "the s/p bytes it stands for, p its chance of being sampled); heaptrack "
+                    "counts one call per block written, so its call and temporary counts are "
+                    "the sample's own, not estimates",
+    [F_FLAMEGRAPH] = "sampled capture: the values are estimates (the folded format has no "
+                     "place to say so)",
+    [F_MASSIF] = "sampled capture: every size is an estimate (each recorded block counts the "
+                 "s/p bytes it stands for; massif has no place to say so)",
+    [F_CHROME] = "sampled capture: the heap counters are estimates (each recorded block counts "
+                 "the s/p bytes it stands for; their names end in \"(estimate)\")",
+    [F_PPROF] = "sampled capture: the values are estimates (the profile's comment says so)",
 };
 
 static const char *const costs[] = {
@@ -208,7 +227,7 @@ static int read_process(struct vh_export *x)
     sqlite3_stmt *st = NULL;
     int rc = vh_export_prepare(x,
                                "SELECT pid, exe, start_realtime_ns, runtime_ns, page_size,"
-                               "       phys_pages FROM processes ORDER BY id LIMIT 1",
+                               "       phys_pages, sample_rate FROM processes ORDER BY id LIMIT 1",
                                &st);
     if (rc)
         return rc;
@@ -226,6 +245,8 @@ static int read_process(struct vh_export *x)
     x->runtime_ns = rt > 0 ? (uint64_t)rt : 0;
     x->page_size = sqlite3_column_int64(st, 4);
     x->phys_pages = sqlite3_column_int64(st, 5);
+    int64_t rate = sqlite3_column_int64(st, 6);
+    x->rate = rate > 0 ? (uint64_t)rate : 0;
     sqlite3_finalize(st);
 
     /* argv is a JSON array; a DB edited by hand may hold anything */
@@ -369,6 +390,8 @@ static int run(int argc, char **argv)
         vh_errorf(x->cmd, "%s", err);
     else if (x->notes_f && !fflush(x->notes_f) && x->notes)
         fputs(x->notes, stderr);
+    if (!rc && x->rate)
+        vh_errorf(x->cmd, "%s", sampled_note[o.fmt]);
 out:
     if (x->notes_f)
         fclose(x->notes_f);

@@ -58,6 +58,9 @@ static const char usage[] =
     "                   series rows)\n"
     VH_HELP_BYTES_HELP
     "\n"
+    "A sampled capture (VHEAP_SAMPLE) is refused (exit 1): holes and page use\n"
+    "depend on where every block lies, which a sample of blocks does not say.\n"
+    "\n"
     "examples:\n"
     "  vheap-analyze frag run.sqlite\n"
     "  vheap-analyze frag run.sqlite --at peak --page-size 2MiB\n"

@@ -446,13 +446,35 @@ int vh_query__usage(struct vh_query *q, const char *fmt, ...)
     return -EINVAL;
 }
 
+/* A sampled capture's JSON document opens with "sampling": {"sampled":
+ * true, "sample_rate": R, "estimates": true}, so that a script reading any
+ * query's numbers knows they are estimates (tables and CSV: the note on
+ * stderr). Absent for a full capture. */
+static const struct out_col sampling_cols[] = {
+    { "sampled", "sampled", OUT_BOOL, OUT_F_NO_TABLE },
+    { "sample_rate", "sampled every (on average)", OUT_BYTES, OUT_F_NO_TABLE },
+    { "estimates", "numbers are estimates", OUT_BOOL, OUT_F_NO_TABLE },
+};
+
+static int sampling_section(struct vh_query *q)
+{
+    int64_t rate = vh_rec_sample_rate(q->db);
+    if (!rate || q->o.format != OUT_JSON)
+        return 0;
+    const struct out_val v[] = { OV_I(1), OV_I(rate), OV_I(1) };
+    int rc = out__section(q->out, "sampling", OUT_OBJECT, NULL, sampling_cols,
+                          sizeof sampling_cols / sizeof sampling_cols[0]);
+    return rc ? rc : out__row(q->out, v, NULL);
+}
+
 int vh_query__open(struct vh_query *q, unsigned flags)
 {
     int rc = open_db(q->cmd, &q->o, &q->db);
     if (rc)
         return rc;
     if ((flags & VH_QUERY_OUTPUT) &&
-        !(q->out = out__begin(q->o.format, q->o.raw_bytes ? OUT_RAW_BYTES : 0, stdout))) {
+        (!(q->out = out__begin(q->o.format, q->o.raw_bytes ? OUT_RAW_BYTES : 0, stdout)) ||
+         sampling_section(q))) {
         vh_errorf(q->cmd->name, "out of memory");
         return -ENOMEM;
     }

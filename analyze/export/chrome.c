@@ -135,7 +135,9 @@ static int group_of(struct tracks *t, uint32_t heap_id, sqlite3_stmt *name_q, ui
             t->touched = nt;
             t->gcap = cap;
         }
-        if (added && asprintf(&t->g[*gid].track, "heap %s", name) < 0) {
+        /* a sampled capture's counters are estimates: their names say so */
+        if (added && asprintf(&t->g[*gid].track, "heap %s%s", name,
+                              t->c->x->rate ? " (estimate)" : "") < 0) {
             t->g[*gid].track = NULL;
             return -ENOMEM;
         }
@@ -175,6 +177,7 @@ static int heap_tracks(struct ch *c, uint64_t *nsamples, size_t *ntracks, uint64
         goto out;
     }
     while ((rc = evstream__next(es, &ev)) == 1) {
+        vh_ev__weigh(&ev, x->rate);   /* sampled: estimates, as the DB's */
         uint32_t gid;
         int64_t delta;
         switch (ev.kind) {

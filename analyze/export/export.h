@@ -50,6 +50,9 @@ struct vh_export {
     int64_t start_realtime_ns;     /* 0 when unknown                          */
     uint64_t runtime_ns;
     int64_t page_size, phys_pages; /* 0 when unknown                          */
+    uint64_t rate;                 /* VHEAP_SAMPLE, 0: every call recorded:
+                                      formats built on the event stream scale
+                                      its sizes (vh_ev__weigh)              */
 
     char *notes;                   /* vh_export_note()'s lines, for the end   */
     size_t notes_len;

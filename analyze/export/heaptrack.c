@@ -656,6 +656,7 @@ int vh_export_heaptrack(struct vh_export *x)
         goto out;
     }
     while ((rc = evstream__next(es, &ev)) == 1) {
+        vh_ev__weigh(&ev, x->rate);   /* sampled: estimates, as the DB's */
         if ((rc = rss_until(&h, &rss, ev.time)))
             goto rss_err;
         if ((rc = event(&h, &ev)))

@@ -468,6 +468,7 @@ int vh_export_massif(struct vh_export *x)
     uint64_t end = x->runtime_ns;
     size_t n = end ? SNAPSHOTS : 2, k = 0;
     while ((rc = evstream__next(es, &ev)) == 1) {
+        vh_ev__weigh(&ev, x->rate);   /* sampled: estimates, as the DB's */
         while (k < n - 1 && ev.time > grid(end, k, n)) {
             if ((rc = snapshot(&m, grid(end, k, n), k && k % DETAILED_EVERY == 0)))
                 goto out;

@@ -369,10 +369,11 @@ int vh_export_pprof(struct vh_export *x)
         pb_uint(&m, P_TIME_NANOS, (uint64_t)x->start_realtime_ns);
     pb_uint(&m, P_DURATION_NANOS, x->runtime_ns);
     value_type(&p, &m, P_PERIOD_TYPE, "space", "bytes");
-    pb_uint(&m, P_PERIOD, 1);      /* every allocation, none sampled */
-    char comment[300];
+    pb_uint(&m, P_PERIOD, 1);      /* values are per call: estimates when sampled */
+    char comment[400];
     snprintf(comment, sizeof comment, "vheap: pid %" PRId64 " %s, heap %s; inuse = live at "
-             "the end (leaked)", x->pid, x->exe ? x->exe : "", x->heap_desc);
+             "the end (leaked)%s", x->pid, x->exe ? x->exe : "", x->heap_desc,
+             x->rate ? "; sampled capture: every value is an estimate" : "");
     pb_uint(&m, P_COMMENT, str(&p, comment));
     pb_uint(&m, P_DEFAULT_SAMPLE_TYPE, str(&p, "inuse_space"));
     /* repeated fields are their elements one after another (in any order

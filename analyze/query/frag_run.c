@@ -10,6 +10,7 @@
 
 #include "analyze/query/frag_run.h"
 #include "analyze/query/heap_sel.h"
+#include "analyze/query/recording.h"
 #include "analyze/render/output.h"
 #include "analyze/store/sql.h"
 #include "analyze/util/cmp.h"
@@ -308,6 +309,11 @@ int frag_run__open(const char *cmd, sqlite3 *db, const char *heap, struct frag_r
     c->cmd = cmd;
     c->db = db;
     c->heap = heap;
+    const char *why = vh_rec_no_frag(db);
+    if (why) {
+        vh_errorf(cmd, "%s", why);
+        return -EINVAL;
+    }
     int rc = read_rows(c, "SELECT h.id, h.name, h.base, h.size, h.create_time, h.destroy_time,"
                           "       h.peak_bytes, h.peak_time, h.parent_id"
                           " FROM heaps h WHERE " VH_HEAP_SEL("h.id", "?1") " ORDER BY h.id",

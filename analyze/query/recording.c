@@ -21,6 +21,14 @@ int64_t vh_rec_sample_rate(sqlite3 *db)
     return r > 0 ? r : 0;
 }
 
+const char *vh_rec_no_frag(sqlite3 *db)
+{
+    return vh_rec_sample_rate(db)
+               ? "a sampled capture (VHEAP_SAMPLE) holds a sample of the blocks, not the heap's "
+                 "layout: fragmentation cannot be estimated from it; record in full for it"
+               : NULL;
+}
+
 int vh_rec_windows(sqlite3 *db, char *buf, size_t n, int64_t *on_ns)
 {
     sqlite3_stmt *st;

@@ -12,6 +12,13 @@
 /* The capture's VHEAP_SAMPLE in bytes, 0 when every call was recorded. */
 int64_t vh_rec_sample_rate(sqlite3 *db);
 
+/* Why fragmentation is not computed for this capture, one line, or NULL.
+ * A sampled capture holds a Poisson sample of blocks: holes, page use and
+ * footprint depend on where every block lies, which a sample does not say
+ * and no estimate from it bounds (1 M live blocks sampled as 43 read as a
+ * page utilization of 1.37 %). So `frag` and the report refuse it. */
+const char *vh_rec_no_frag(sqlite3 *db);
+
 /* When recording was not on for the whole run: 1, and `buf` says over
  * which windows ("2 windows, 3.000s of 10.000s: 1.000s-2.000s,
  * 5.000s-7.000s"; long lists end in ", ..."); recorded ns in *on_ns. 0

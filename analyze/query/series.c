@@ -944,7 +944,7 @@ out:
         .exe = c.exe, .pid = c.pid, .heap = a->heap, .nheaps = c.nsel, .by = c.by,
         .tops = c.pub, .ntop = c.ntop, .nstacks = c.nstacks_total, .rows = c.rows,
         .nrows = c.nrows, .slive = c.slive, .init_live = c.init_live,
-        .init_slive = c.init_slive, .marks = c.marks, .nmarks = c.nmarks,
+        .init_slive = c.init_slive, .marks = c.marks, .nmarks = c.nmarks, .rate = c.rate,
     };
     memcpy(s->x_title, x_title, sizeof x_title);
     free(c.keys);

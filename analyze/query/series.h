@@ -91,6 +91,7 @@ struct vh_series {
     struct vh_series_mark *marks;
     size_t nmarks;
     char x_title[160];             /* what the time axis is (how exact)      */
+    uint64_t rate;                 /* VHEAP_SAMPLE: the numbers are estimates */
 };
 
 /* Computes the series `a` asks for into *s (cleared first): from the

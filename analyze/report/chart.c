@@ -163,6 +163,18 @@ static int chart_end(struct svg_chart *ch, const struct vh_series *s, int rc,
     return rc;
 }
 
+/* The title's end for a sampled capture: its numbers are estimates (a
+ * single recorded 64-byte block at 512 KiB stands for 0.5 MB). */
+static const char *estimate_label(const struct vh_series *s, char *buf, size_t n)
+{
+    char r[32];
+    if (!s->rate)
+        return "";
+    si_bytes(s->rate, r, sizeof r);
+    snprintf(buf, n, " (estimates from a sample: one every %s allocated)", r);
+    return buf;
+}
+
 static int memory_chart(const struct vh_series *s, const struct pts *p, struct svg_chart **out)
 {
     struct svg_chart *ch = NULL;
@@ -184,7 +196,9 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
         snprintf(heap, sizeof heap, " in heap %s", s->heap);
     else if (s->nheaps > 1)
         snprintf(heap, sizeof heap, " (%zu heaps summed)", s->nheaps);
-    if (!(title = vh_xasprintf("Heap memory of %s (pid %" PRId64 ")%s", exe, s->pid, heap)))
+    char est[96];
+    if (!(title = vh_xasprintf("Heap memory of %s (pid %" PRId64 ")%s%s", exe, s->pid, heap,
+                               estimate_label(s, est, sizeof est))))
         goto out;
     if (s->ntop)
         sub = vh_xasprintf("live bytes at the end of every %s%s, by the top %zu of %zu stacks "
@@ -290,7 +304,9 @@ static int calls_chart(const struct vh_series *s, const struct pts *p, struct sv
     vh_fmt_duration(p->bin_ns, 1, dur, sizeof dur);
     if (s->heap)
         snprintf(heap, sizeof heap, " in heap %s", s->heap);
-    if (!(title = vh_xasprintf("Allocator calls of %s (pid %" PRId64 ")%s", exe, s->pid, heap)) ||
+    char est[96];
+    if (!(title = vh_xasprintf("Allocator calls of %s (pid %" PRId64 ")%s%s", exe, s->pid, heap,
+                               estimate_label(s, est, sizeof est))) ||
         !(sub = vh_xasprintf("per %s: allocations above the axis, frees below; %" PRIu64
                           " allocations (%" PRIu64 " temporary) and %" PRIu64 " frees in all",
                           dur, na, nt, nf)) ||

@@ -671,7 +671,14 @@ static int frag_json(sqlite3 *db, struct vh_xout *o, char *err, size_t errlen)
     int64_t end = one_int(db, "SELECT runtime_ns FROM processes WHERE id = 1", 0);
     int64_t peak = one_int(db, "SELECT peak_time FROM heaps ORDER BY peak_bytes DESC, id LIMIT 1",
                            -1);
+    const char *why = vh_rec_no_frag(db);
     int rc;
+    if (why) {                     /* the page says why there is no table */
+        vh_xout__puts(o, ",\"frag_refused\":\"");
+        json_text(o, why);         /* (no quote or backslash in it) */
+        vh_xout__puts(o, "\",\"frag\":[]");
+        return 0;
+    }
     vh_xout__puts(o, ",\"frag\":[");
     if ((rc = frag_at(db, end > 0 ? (uint64_t)end : 0, "end", o, err, errlen)))
         return rc;

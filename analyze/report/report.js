@@ -503,6 +503,11 @@
   function drawFrag() {
     var t = el('table', { id: 'fragtable' }), hr = el('tr');
     var F = D.frag;
+    if (D.frag_refused) {
+      $('frag').textContent = '';
+      $('frag').appendChild(el('p', { 'data-note': 'frag-refused' }, 'Not shown: ' + D.frag_refused + '.'));
+      return;
+    }
     hr.appendChild(el('th', { 'class': 'l' }, ''));
     F.forEach(function (f) { hr.appendChild(el('th', {}, f.what === 'end' ? 'at the end (' + hs(f.time) + ')' : 'at the peak (' + hs(f.time) + ')')); });
     t.appendChild(hr);

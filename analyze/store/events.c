@@ -13,6 +13,7 @@
 #include <zstd.h>
 
 #include "analyze/store/events.h"
+#include "analyze/util/weight.h"
 
 #define ENCODING 1                     /* checkpoints; event blocks read it  */
 #define EV_ENCODING2 2                 /* event blocks by column: read       */
@@ -1858,4 +1859,14 @@ void liveset__free(struct liveset *ls)
         return;
     free(ls->blocks);
     free(ls);
+}
+
+void vh_ev__weigh(struct vh_ev *ev, uint64_t rate)
+{
+    if (!rate || !ev->size)
+        return;
+    double w = 1.0 / vh_sample_p_clamped(ev->size, rate);
+    ev->usable = vh_clamp_u64((double)ev->usable * w + 0.5);
+    ev->size = vh_weigh_bytes(ev->size, rate);
+    ev->old_size = vh_weigh_bytes(ev->old_size, rate);
 }

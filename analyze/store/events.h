@@ -62,6 +62,13 @@ struct vh_ev {
     uint8_t flags;        /* enum vh_ev_flags                               */
 };
 
+/* In a capture sampled at `rate` bytes (0: not sampled), makes ev's sizes
+ * what its block stands for: s/p bytes (util/weight.h's vh_weigh_bytes),
+ * usable scaled alike. A function of the size alone, so a free takes away
+ * exactly what its allocation added. For the readers of the stream that
+ * show bytes (the exports); counts are not scaled. */
+void vh_ev__weigh(struct vh_ev *ev, uint64_t rate);
+
 struct evstream;
 
 /* Opens the stream at the first event with time >= from_time (0 = start).

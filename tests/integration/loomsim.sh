@@ -7,6 +7,11 @@
 # their stacks, tags and marks are all there. The program must behave the
 # same with and without vheap (its SIGSEGV dirty-page handler sees the same
 # faults: vheap neither steals the signal nor writes into the loom).
+# loomsim declares home's regions at every event, changed or not, as Vere's
+# patch does: the capture holds only the changes (loomsim counts them), the
+# worker's also its inherited regions, said again after fork; a sampled
+# capture holds none (regions serve fragmentation only, which is refused on
+# a sample), and names only the roads a sampled block was in.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/loomsim"
 
@@ -209,6 +214,29 @@ expect_eq "the leak moved during pack" "$(n main.txt leak_moved)" 1
 sum=$(grep "summary pid=$main " out.txt)
 case "$sum" in *" pops_copy=0 "*|*" pops_bail=0 "*|*" pops_signal=0 "*|*" dirty_faults=0 "*)
     die "a road pop kind or the dirty handler was not exercised: $sum" ;; esac
+field() { echo "$1" | sed -n "s/.* $2=\([0-9]*\).*/\1/p"; }
+[ "$(field "$sum" region_calls)" -gt "$(field "$sum" region_changes)" ] ||
+    die "loomsim declared no region twice: $sum"
+expect_eq "region records in main (its changes)" "$(n main.txt regions)" \
+    "$(field "$sum" region_changes)"
+wsum=$(grep "summary pid=$worker " out.txt)
+wreg=$(n worker.txt regions) wchg=$(field "$wsum" region_changes)
+[ "$wreg" -gt "$wchg" ] && [ "$wreg" -le $((wchg + 3)) ] ||
+    die "worker: $wreg region records for $wchg changes (+ at most 3 inherited)"
+VHEAP_SAMPLE=64KiB VHEAP_OUT='samp.%p.vhcap' VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" \
+    "$PROGS/loomsim" >samp.txt 2>samp.err || die "loomsim sampled exited $?: $(tail -n 3 samp.err)"
+smain=$(sed -n 's/^loomsim summary pid=\([0-9]*\) role=main .*/\1/p' samp.txt)
+expect_eq "region records sampled" "$(dump_count "samp.$smain.vhcap" region)" 0
+# ...and names a road only once a block of it (or of a road in it) was
+# sampled: most roads are not, and leave no record; what is there loads
+# with no free of an unknown block.
+made=$(grep -c "heap=road[.0-9]* pid=$smain " samp.txt)
+named=$(dump_count "samp.$smain.vhcap" heap_create)
+[ "$named" -lt "$made" ] || die "sampled: $named HEAP_CREATE records for $made heaps made"
+"$ANALYZE" summary --format json "samp.$smain.vhcap" >samp.json 2>samp.err ||
+    die "summary of the sampled capture: $(cat samp.err)"
+python3 -c 'import json,sys; sys.exit(sum(h["unknown_frees"] for h in json.load(open("samp.json"))["heaps"]))' ||
+    die "the sampled capture has frees of unknown blocks"
 
 # The analyzer sees the leak in the loom with the stack of its allocation.
 "$ANALYZE" leaks "loom.$main.vhcap" >leaks.txt 2>&1 || die "leaks failed: $(tail -n 3 leaks.txt)"

@@ -24,7 +24,10 @@
  *                                        the label was the innermost tag)
  *   loomsim thread index= label= mallocs= frees=
  *   loomsim heaptrack pid= api=found|absent live_blocks= live_bytes=
- *   loomsim summary pid= role= ...      (roads, marks, dirty faults, ...)
+ *   loomsim summary pid= role= ...      (roads, marks, dirty faults, ...,
+ *                                        region_calls=, region_changes=:
+ *                                        vheap_region calls, and those that
+ *                                        changed the region)
  *   loomsim frag pid= phase=before|after id= blocks= usable= free= holes=
  *           largest= span= reclaim= pages=   (the home road around pack)
  * live_bytes/peak_bytes count requested bytes of the heap itself (blocks in
@@ -1400,21 +1403,45 @@ static noun cue(const uint32_t **pp)
  * start); the gap above the home heap, with home's own page at the top, is
  * unused; while an inner road fills the gap, only its struct page and
  * home's are left of it (the road's bounds are carved by its own heap).
- * Declared again whenever the top moves or a road comes or goes, as the
- * Vere patch does. */
+ * Declared again whenever the top moves or a road comes or goes, and at
+ * every event whether anything changed or not, as the Vere patch does: the
+ * shim writes only the changes. */
+static uint64_t region_calls, region_changes;
+static struct {
+    unsigned kind;
+    const void *base;
+    size_t size;
+} region_was[4];                            /* home's regions 1..3, as declared */
+
+/* vheap_region for home, counting the calls and those that change the
+ * region (what the capture should hold: the shim writes only changes). */
+static void declare_region(unsigned id, unsigned kind, const void *base, size_t size)
+{
+    if (!size)
+        kind = 0, base = NULL;
+    region_calls++;
+    if (region_was[id].kind != kind || region_was[id].base != base ||
+        region_was[id].size != size)
+        region_changes++;
+    region_was[id].kind = kind;
+    region_was[id].base = base;
+    region_was[id].size = size;
+    vheap_region(home->heap, id, kind, base, size);
+}
+
 static void home_regions(void)
 {
     uint32_t top;
-    if (!home || !home->heap)
+    if (!home)                              /* heap 0 (no vheap): counted alike */
         return;
     top = home->origin + home->hat;
     if (home->frozen) {
-        vheap_region(home->heap, 2, VHEAP_REGION_UNUSED, page_addr(top), PAGE_SZ);
-        vheap_region(home->heap, 3, VHEAP_REGION_UNUSED, page_addr(home->self_page), PAGE_SZ);
+        declare_region(2, VHEAP_REGION_UNUSED, page_addr(top), PAGE_SZ);
+        declare_region(3, VHEAP_REGION_UNUSED, page_addr(home->self_page), PAGE_SZ);
     } else {
-        vheap_region(home->heap, 2, VHEAP_REGION_UNUSED, page_addr(top),
-                     (size_t)(NPAGES - top) * PAGE_SZ);
-        vheap_region(home->heap, 3, 0, NULL, 0);
+        declare_region(2, VHEAP_REGION_UNUSED, page_addr(top),
+                       (size_t)(NPAGES - top) * PAGE_SZ);
+        declare_region(3, 0, NULL, 0);
     }
 }
 
@@ -1947,6 +1974,7 @@ static void run_event(uint32_t e)
     char label[32];
     noun r;
     snprintf(label, sizeof label, "event %u", e);
+    home_regions();                         /* as Vere's patch: changed or not */
     vheap_mark(label);
     marks++;
     switch (e % 6) {
@@ -2095,8 +2123,8 @@ static void loom_init(void)
     road_init(home, NPAGES - 1, 1, DIR_PAGES, NPAGES - 1 - DIR_PAGES, 0, 0);
     home->heap = vheap_heap_create("loom", 0, (void *)LOOM_BASE, LOOM_SIZE);
     home->book = book_new("loom", home->heap, 0);
-    vheap_region(home->heap, 1, VHEAP_REGION_META, (void *)LOOM_BASE,
-                 (size_t)DIR_PAGES * PAGE_SZ);
+    memset(region_was, 0, sizeof region_was);   /* a new heap has none */
+    declare_region(1, VHEAP_REGION_META, (void *)LOOM_BASE, (size_t)DIR_PAGES * PAGE_SZ);
     home_regions();
     R = home;
 }
@@ -2130,7 +2158,8 @@ static void report(void)
            "tag_unwinds=%llu overflow_allocs=%llu samples=%u samples_skipped=%u "
            "snapshots=%llu dirty_faults=%llu packs=%llu moved_blocks=%llu page_moves=%llu "
            "range_moves=%llu range_frees=%llu swept_blocks=%llu melds=%llu "
-           "resync_frees=%llu home_pages=%u free_runs=%u lost_pages=%u\n",
+           "resync_frees=%llu home_pages=%u free_runs=%u lost_pages=%u region_calls=%llu "
+           "region_changes=%llu\n",
            pid, role, vheap_enabled() ? "on" : "off", roads_pushed, pops_copy, pops_bail,
            pops_signal, pops_timer, (unsigned long long)memes, (unsigned long long)marks,
            (unsigned long long)tag_pushes, (unsigned long long)tag_unwinds,
@@ -2140,7 +2169,8 @@ static void report(void)
            (unsigned long long)page_moves, (unsigned long long)range_moves,
            (unsigned long long)range_frees, (unsigned long long)swept_blocks,
            (unsigned long long)melds, (unsigned long long)resync_frees, home->hat,
-           home->nruns, lost_pages);
+           home->nruns, lost_pages, (unsigned long long)region_calls,
+           (unsigned long long)region_changes);
 }
 
 /* A worker process maps its own loom at the same address (like Vere's
@@ -2159,6 +2189,7 @@ static void worker(void)
     memes = marks = tag_pushes = tag_unwinds = overflow_allocs = snapshots = dirty_faults = 0;
     packs = pack_moves = page_moves = page_moved_blocks = melds = resync_frees = 0;
     range_moves = range_frees = swept_blocks = 0;
+    region_calls = region_changes = 0;
     timer_on = 0;
     nsamples = samples_taken = samples_skipped = 0;
     nleaks = 0;

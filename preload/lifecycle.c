@@ -465,6 +465,28 @@ static void mode_page(void)
     __atomic_store_n(&vh_mode_word, p, __ATOMIC_RELEASE);
 }
 
+/* The fork and exit handlers are registered by our constructor, never by
+ * init: init may run inside the program's first allocation, and
+ * pthread_atfork and atexit allocate under the atfork lock and
+ * __exit_funcs_lock, which that allocation may be made under (the 49th
+ * pthread_atfork, the 33rd atexit: tests/integration/lock_matrix.sh). A
+ * constructor runs with no lock of libc's held. */
+static int handlers_wanted;
+
+static void register_handlers(void)
+{
+    static int done;
+    if (done || !__atomic_load_n(&handlers_wanted, __ATOMIC_ACQUIRE))
+        return;
+    done = 1;
+    struct vh_tls *t = &vh_tls;
+    sigset_t saved;
+    vh_own_begin(t, &saved);       /* their allocations are ours */
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    atexit(finish);
+    vh_own_end(t, &saved);
+}
+
 static void init(void)
 {
     struct vh_tls *t = &vh_tls;
@@ -511,8 +533,7 @@ static void init(void)
     t->clocked = 1;                /* the first thread: see vh_enter_slow */
     vh_clock_thread();
     thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-    atexit(finish);
+    __atomic_store_n(&handlers_wanted, 1, __ATOMIC_RELEASE);   /* our constructor registers them */
     if (vh_opt.sample && vh_sample_init(vh_opt.sample) < 0)
         vh_log("cannot map the set of sampled blocks; recording every call");
     vh_cap.hdr->sample_rate = vh_sample_rate;
@@ -657,6 +678,7 @@ __attribute__((constructor)) static void vh_constructor(void)
 {
     if (__atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_UNINIT)
         init();
+    register_handlers();
 }
 
 __attribute__((destructor)) static void vh_destructor(void)

@@ -19,9 +19,16 @@ heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg chromium \
 heaptrack-gui xvfb imagemagick golang-go libtcmalloc-minimal4"
 # `install-deps.sh realworld`: also the real programs `make realworld` runs
 # under the shim beside heaptrack (bench/realworld.sh)
-if [ "${1:-}" = realworld ]; then
-    PACKAGES="$PACKAGES redis-server redis-tools git g++ nodejs"
-fi
+# `install-deps.sh sweep`: the programs that hung under the shim on
+# --version before issue 25 (curl, wget, gpg, gdb, ps and procps' tools,
+# logger, lslogins, appstreamcli: libgpg-error's constructor; every JVM
+# tool: a thread's first allocation inside pthread_getattr_np), so that
+# `make sweep` (bench/sweep.py) runs them; `make realworld` runs the sweep too.
+SWEEP_PACKAGES="curl wget gnupg gdb procps bsdutils util-linux appstream default-jdk-headless"
+case "${1:-}" in
+realworld) PACKAGES="$PACKAGES redis-server redis-tools git g++ nodejs $SWEEP_PACKAGES" ;;
+sweep) PACKAGES="$PACKAGES $SWEEP_PACKAGES" ;;
+esac
 
 missing=""
 for p in $PACKAGES; do

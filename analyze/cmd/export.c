@@ -100,28 +100,42 @@ static const struct format {
     int one_heap;                  /* holds one heap: --heap defaults to the
                                       system allocator's                    */
     const char *help;              /* the usage's paragraph, wrapped at 62  */
+    /* Said on stderr after a sampled capture's export: what its numbers
+     * are, where the format itself has no place (or not enough) to say it. */
+    const char *sampled;
 } formats[] = {
     { "heaptrack", vh_export_heaptrack, 0, 1,
       "heaptrack's data file, for heaptrack_print and heaptrack_gui:\n"
       "every allocation and free in order, stacks with inlined\n"
       "frames, RSS. Compressed by FILE's suffix: .gz (gzip), .zst\n"
       "(zstd), else plain text. heaptrack_print reads regular files\n"
-      "only, not pipes" },
+      "only, not pipes",
+      "sampled capture: sizes are estimates (each recorded block is written as "
+      "the s/p bytes it stands for, p its chance of being sampled); heaptrack "
+      "counts one call per block written, so its call and temporary counts are "
+      "the sample's own, not estimates" },
     { "flamegraph", vh_export_flamegraph, O_COST | O_DEPTH, 0,
       "folded stacks, one 'outer;...;inner VALUE' line per stack, for\n"
-      "flamegraph.pl, inferno and speedscope" },
+      "flamegraph.pl, inferno and speedscope",
+      "sampled capture: the values are estimates (the folded format has no "
+      "place to say so)" },
     { "massif", vh_export_massif, O_DEPTH, 1,
       "a massif.out file for valgrind's ms_print and\n"
       "massif-visualizer: memory over time in about 100 snapshots,\n"
-      "the peak and every 10th in detail (the stack tree)" },
+      "the peak and every 10th in detail (the stack tree)",
+      "sampled capture: every size is an estimate (each recorded block counts the "
+      "s/p bytes it stands for; massif has no place to say so)" },
     { "chrome-trace", vh_export_chrome, O_CLOCK | O_MERGE, 0,
       "Trace Event JSON for Perfetto and chrome://tracing: live bytes\n"
       "of each heap and RSS as counter tracks, marks as instant\n"
-      "events" },
+      "events",
+      "sampled capture: the heap counters are estimates (each recorded block counts "
+      "the s/p bytes it stands for; their names end in \"(estimate)\")" },
     { "pprof", vh_export_pprof, 0, 0,
       "gzipped profile.proto for go tool pprof, Pyroscope, Parca\n"
       "and Grafana: per stack, calls and bytes allocated, blocks\n"
-      "and bytes leaked" },
+      "and bytes leaked",
+      "sampled capture: the values are estimates (the profile's comment says so)" },
 };
 #define NFORMATS (sizeof formats / sizeof formats[0])
 
@@ -160,22 +174,6 @@ __attribute__((constructor)) static void usage_build(void)
     if (at < sizeof usage)
         snprintf(usage + at, sizeof usage - at, "%s", usage_tail);
 }
-
-/* Said on stderr after a sampled capture's export: what its numbers are,
- * where the format itself has no place (or not enough) to say it. */
-static const char *const sampled_note[] = {
-    [F_HEAPTRACK] = "sampled capture: sizes are estimates (each recorded block is written as "
-                    "the s/p bytes it stands for, p its chance of being sampled); heaptrack "
-                    "counts one call per block written, so its call and temporary counts are "
-                    "the sample's own, not estimates",
-    [F_FLAMEGRAPH] = "sampled capture: the values are estimates (the folded format has no "
-                     "place to say so)",
-    [F_MASSIF] = "sampled capture: every size is an estimate (each recorded block counts the "
-                 "s/p bytes it stands for; massif has no place to say so)",
-    [F_CHROME] = "sampled capture: the heap counters are estimates (each recorded block counts "
-                 "the s/p bytes it stands for; their names end in \"(estimate)\")",
-    [F_PPROF] = "sampled capture: the values are estimates (the profile's comment says so)",
-};
 
 static const char *const costs[] = {
     [VH_COST_ALLOCATIONS] = "allocations", [VH_COST_BYTES] = "bytes",
@@ -442,7 +440,7 @@ static int run(int argc, char **argv)
     else if (x->notes_f && !fflush(x->notes_f) && x->notes)
         fputs(x->notes, stderr);
     if (!rc && x->rate)
-        vh_errorf(x->cmd, "%s", sampled_note[o.fmt]);
+        vh_errorf(x->cmd, "%s", o.fmt->sampled);
 out:
     if (x->notes_f)
         fclose(x->notes_f);

@@ -219,8 +219,6 @@ struct vh_capture {
     uint64_t start_mono;           /* CLOCK_MONOTONIC ns of start            */
     uint32_t chunk_size;
     pid_t pid;                     /* pid the capture belongs to             */
-    int fd;                        /* capture file, high, CLOEXEC; -1: none
-                                      kept (capture.c's vh_fd_high)          */
     int as_limited;                /* RLIMIT_AS is finite (reserve_range)    */
     dev_t dev;
     ino_t ino;
@@ -259,9 +257,6 @@ const char *vh_capture_display_path(void);
 /* Bytes of capture pages mapped in this process now (they count in its
  * RSS; the RSS records leave them out). */
 uint64_t vh_capture_resident(void);
-/* Moves fd high (out of the program's way) and CLOEXEC: the new fd, the old
- * one closed; -1 (fd untouched) when RLIMIT_NOFILE leaves no room up high. */
-int vh_fd_high(int fd, int below);
 /* The program's allocator failed under RLIMIT_AS: gives back the part of
  * the capture's range not mapped yet. 1 if that freed anything (the
  * caller tries the allocation again). */

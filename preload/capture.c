@@ -352,8 +352,8 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     pid_t pid = getpid();
     int rc;
     if (!forked) {
-        ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
-        exe_path[n > 0 ? n : 0] = '\0';
+        const char *exe = vh_main_exe();  /* not /proc/self/exe: ld.so ./prog */
+        memcpy(exe_path, exe, strlen(exe) + 1);
         if (!getcwd(start_cwd, sizeof start_cwd))
             start_cwd[0] = '\0';
     }

@@ -375,6 +375,9 @@ int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uin
 
 /* modules.c */
 int vh_modules_init(void);
+/* The program's file by absolute path (the file mapped at its first
+ * segment, also when started as `ld.so ./prog`); "" when unknown. */
+const char *vh_main_exe(void);
 /* Emits MODULE records for the whole list (capture start, fork child). */
 void vh_modules_emit_all(struct vh_tls *t);
 /* Cheap check whether ld.so's module list changed; diff and record if so. */

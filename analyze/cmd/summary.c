@@ -39,7 +39,9 @@ static const char usage[] =
     "the capture was damaged. A damaged capture also makes the exit status 1,\n"
     "after everything valid is shown. libstdc++'s emergency exception pool\n"
     "(72.70K, allocated by its initializer, freed at exit only under heaptrack)\n"
-    "is not counted as leaked: a 'suppressed leaks' line says so.\n"
+    "and the state glibc keeps for the process's life (nss modules, gconv,\n"
+    "tzset, atexit's blocks, dlopen: heaptrack's built-in suppressions) are\n"
+    "not counted as leaked: a 'suppressed leaks' line says so.\n"
     "\n"
     "examples:\n"
     "  vheap-analyze summary vheap.myprog.1234.vhcap\n"
@@ -324,7 +326,7 @@ static int heap_row(sqlite3_stmt *st, void *arg)
     struct ctx *c = arg;
     struct out_val v[H_N];
     char arate[48], trate[48], peak_note[96], live_note[48], leak_note[48], t[32];
-    char sup_note[128];
+    char sup_note[160];
     int64_t allocs = sqlite3_column_int64(st, 2), temp = sqlite3_column_int64(st, 5);
     double ar = per_s(allocs, c->runtime_ns), tr = per_s(temp, c->runtime_ns);
 
@@ -348,9 +350,9 @@ static int heap_row(sqlite3_stmt *st, void *arg)
     v[H_DESTROYED] = vh_col_val(st, 15);
     v[H_SUPPRESSED] = vh_col_val(st, 16);
     v[H_SUPPRESSED_BLOCKS] = vh_col_val(st, 17);
-    snprintf(sup_note, sizeof sup_note, "%lld block%s: libstdc++'s emergency exception pool, "
-             "which heaptrack frees at exit", (long long)sqlite3_column_int64(st, 17),
-             sqlite3_column_int64(st, 17) == 1 ? "" : "s");
+    snprintf(sup_note, sizeof sup_note, "%lld block%s: libstdc++'s and glibc's own, kept for "
+             "the process's life, which heaptrack does not count either",
+             (long long)sqlite3_column_int64(st, 17), sqlite3_column_int64(st, 17) == 1 ? "" : "s");
     v[H_SUPPRESSED].note = sup_note;
     v[H_RUNTIME] = OV_I(c->runtime_ns);
     v[H_PEAK_RSS] = OV_I(c->peak_rss);

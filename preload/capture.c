@@ -735,6 +735,44 @@ void vh_capture_fork_child(void)
     vh_capture_create(1, &parent);
 }
 
+/* ---- exec ------------------------------------------------------------------------
+ * execve replaces the image, which starts a capture of its own if it loads
+ * the shim (a static program, a set-ID one or an environment without
+ * LD_PRELOAD does not). So the capture says what it exec'd, marked before
+ * the call (after it nobody is left to) with the path made absolute, and
+ * unmarked if the call failed: `record` can then name a program that ran
+ * unrecorded. Only this process's own capture: a vfork child shares its
+ * parent's, and a child of a raw fork that has not made its own yet still
+ * maps its parent's. */
+static int exec_owner(void)
+{
+    return vh_cap.hdr && !vh_tls.vforked && (pid_t)syscall(SYS_getpid) == vh_cap.pid;
+}
+
+void vh_capture_exec(const char *path)
+{
+    if (!path || !exec_owner())
+        return;
+    char *out = vh_cap.hdr->exec_path;
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;                 /* "./prog": the directory says it */
+    size_t cap = sizeof vh_cap.hdr->exec_path, n = 0;
+    if (path[0] != '/' && getcwd(out, cap - 1)) {  /* a buffer: no malloc */
+        n = strlen(out);
+        if (n && out[n - 1] != '/')
+            out[n++] = '/';
+    }
+    n = append(out, n, cap, path);
+    out[n] = '\0';
+    __atomic_fetch_or(&vh_cap.hdr->flags, VH_HDR_EXEC, __ATOMIC_RELEASE);
+}
+
+void vh_capture_exec_failed(void)
+{
+    if (exec_owner())
+        __atomic_fetch_and(&vh_cap.hdr->flags, ~(uint32_t)VH_HDR_EXEC, __ATOMIC_RELEASE);
+}
+
 /* ---- libunwind's pipe ---------------------------------------------------------
  * libunwind keeps a pipe (it checks that an address is readable by writing
  * a byte from it), opened at its initialization, which the shim triggers:

@@ -241,6 +241,10 @@ void vh_chunk_release(struct vh_tls *t);
 void vh_chunk_abandon(struct vh_tls *t);
 void vh_capture_disable(const char *why, int err);
 void vh_capture_end(void);
+/* execve (hooks.c): this image is about to be replaced by path; and the
+ * call failed after all. Only for this process's own capture. */
+void vh_capture_exec(const char *path);
+void vh_capture_exec_failed(void);
 void vh_capture_fork_prepare(void);
 void vh_capture_fork_parent(void);
 void vh_capture_fork_child(void);

@@ -22,6 +22,7 @@
 #define VH_MAX_DEPTH 256u                 /* hard cap on recorded frames */
 #define VH_ARGV_MAX 2048u
 #define VH_EXE_MAX 1024u
+#define VH_EXEC_PATH_MAX 512u
 
 /* ---- File layout --------------------------------------------------------
  * [0, 4096)                       struct vh_capture_header
@@ -44,6 +45,8 @@ enum vh_header_flags {
     VH_HDR_ARGV_TRUNC = 1u << 3,   /* argv did not fit VH_ARGV_MAX            */
     VH_HDR_EXITED = 1u << 4,       /* a clean exit after recording stopped
                                       (DISABLED): no END record, end_time set */
+    VH_HDR_EXEC = 1u << 5,         /* the image called execve (exec_path): set
+                                      before the call, cleared if it failed */
 };
 
 enum vh_unwind_kind { VH_UNWIND_LIBUNWIND = 0, VH_UNWIND_FP = 1 };
@@ -110,7 +113,12 @@ struct vh_capture_header {
     char ctl_mark[64];
     uint32_t recording;            /* atomic                                 */
     uint32_t reserved32b;
-    uint8_t reserved[VH_HEADER_SIZE - 272 - VH_EXE_MAX - VH_ARGV_MAX];
+    /* What this image exec'd (VH_HDR_EXEC), made absolute against the
+     * working directory then, NUL-terminated, cut at VH_EXEC_PATH_MAX - 1:
+     * a program whose exec'd image wrote no capture (static, set-ID, an
+     * environment without LD_PRELOAD) is named by it. */
+    char exec_path[VH_EXEC_PATH_MAX];
+    uint8_t reserved[VH_HEADER_SIZE - 272 - VH_EXE_MAX - VH_ARGV_MAX - VH_EXEC_PATH_MAX];
     /* The header's last 8 bytes (new fields take reserved from its front):
      * CLOCK_MONOTONIC at the END record, exact (ns since start), whatever
      * clock the records used; 0: not written (no clean end, older writer).
@@ -312,7 +320,8 @@ _Static_assert(sizeof(struct vh_capture_header) == VH_HEADER_SIZE, "header page"
 _Static_assert(offsetof(struct vh_capture_header, sample_rate) == 3248 &&
                    offsetof(struct vh_capture_header, ctl) == 3256 &&
                    offsetof(struct vh_capture_header, ctl_mark) == 3264 &&
-                   offsetof(struct vh_capture_header, recording) == 3328,
+                   offsetof(struct vh_capture_header, recording) == 3328 &&
+                   offsetof(struct vh_capture_header, exec_path) == 3336,
                "header fields as docs/capture-format.md places them");
 _Static_assert(offsetof(struct vh_capture_header, exact_end) == VH_HEADER_SIZE - 8, "exact_end");
 _Static_assert(sizeof(struct vh_chunk_header) == 32, "chunk header");

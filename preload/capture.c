@@ -20,7 +20,7 @@
 #include "preload/internal.h"
 #include "preload/sys.h"
 
-struct vh_capture vh_cap = { .fd = -1 };
+struct vh_capture vh_cap;
 
 #define CHUNK_HDR ((uint64_t)sizeof(struct vh_chunk_header))
 #define MAX_EXTENT (64ull << 20)
@@ -138,28 +138,13 @@ static int check_dir(const char *path)
     return 0;
 }
 
-/* Descriptors. The shim keeps one only where the program will not look:
- * near the top of RLIMIT_NOFILE (F_DUPFD_CLOEXEC picks a free number, it
- * never replaces one). Under a limit too small for that it keeps none and
- * opens the file for the moment it needs it. A number it kept is trusted
- * only while fstat says it is still the same file; otherwise the program
- * closed it and may own the number now: the shim forgets it, never closes
- * it. Returns the descriptor moved high (the old number closed), or -1
- * (fd untouched) when the limit leaves no room. */
-int vh_fd_high(int fd, int below)
-{
-    struct rlimit rl;
-    int target = -1;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 256) {
-        rlim_t top = rl.rlim_cur > 65536 ? 65536 : rl.rlim_cur;
-        target = (int)top - 16 - below;
-    }
-    int nfd = target > fd ? fcntl(fd, F_DUPFD_CLOEXEC, target) : -1;
-    if (nfd < 0)
-        return -1;
-    vh_sys_close(fd);
-    return nfd;
-}
+/* Descriptors. The shim keeps none: every number it held was one the
+ * program could not open (a program that opens files until EMFILE got
+ * fewer under the shim, and any number kept "out of the way" is still one
+ * of RLIMIT_NOFILE's). The capture is mapped, so its file is opened again
+ * by name only for the rare moment that needs a descriptor (an extent of
+ * growth, the truncation at exit) and closed at once; statm likewise for
+ * each RSS sample (lifecycle.c). */
 
 /* Opens the capture exclusively, adding ".1", ".2", ... while the name is
  * taken. Returns the fd and the suffix number in *gen. */
@@ -192,23 +177,12 @@ static int open_exclusive(const char *abs, const char *disp, int *gen)
 }
 
 /* ---- space ----------------------------------------------------------------- */
-static int fd_is_ours(void)
+/* The capture's file opened again for one step of growth or the end's
+ * truncation, trusted only if it is the same inode; the caller closes it.
+ * -1 when the file is gone (or no descriptor is free: the program holds
+ * them all, and the growth that needed it stops recording, counted). */
+static int capture_fd(void)
 {
-    struct stat st;
-    return vh_cap.fd >= 0 && fstat(vh_cap.fd, &st) == 0 && st.st_dev == vh_cap.dev &&
-           st.st_ino == vh_cap.ino;
-}
-
-/* The capture's descriptor for one step of growth or the end's truncation:
- * the one kept (still ours), else the file opened again by name and
- * trusted only if it is the same inode: kept when it can go high, else
- * *transient is set and the caller closes it. -1 when the file is gone. */
-static int capture_fd(int *transient)
-{
-    *transient = 0;
-    if (fd_is_ours())
-        return vh_cap.fd;
-    vh_cap.fd = -1;                /* the program's number now, or closed */
     int fd = vh_sys_open(vh_cap.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
         return -1;
@@ -217,17 +191,7 @@ static int capture_fd(int *transient)
         vh_sys_close(fd);
         return -1;
     }
-    int high = vh_fd_high(fd, 0);
-    if (high >= 0)
-        return vh_cap.fd = high;
-    *transient = 1;
     return fd;
-}
-
-static void capture_fd_done(int fd, int transient)
-{
-    if (transient)
-        vh_sys_close(fd);
 }
 
 /* RLIMIT_FSIZE: the kernel answers a write past it with SIGXFSZ, which
@@ -286,9 +250,9 @@ static int grow(uint64_t need)
             if (vh_cap.mapped + step < need)
                 return -ENOMEM;
         }
-        int transient, fd = capture_fd(&transient);
+        int fd = capture_fd();
         if (fd < 0)
-            return -EBADF;         /* closed, and the file is gone */
+            return -EBADF;         /* the file is gone, or no number free */
         int rc = take_space(fd, vh_cap.mapped, step);
         if ((rc == -ENOSPC || rc == -EFBIG) && step > vh_cap.chunk_size &&
             vh_cap.mapped + vh_cap.chunk_size >= need) {
@@ -302,7 +266,7 @@ static int grow(uint64_t need)
             if (at == MAP_FAILED)
                 rc = -errno;
         }
-        capture_fd_done(fd, transient);
+        vh_sys_close(fd);
         if (rc < 0)
             return rc;
         vh_cap.mapped += step;
@@ -388,8 +352,8 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     pid_t pid = getpid();
     int rc;
     if (!forked) {
-        ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
-        exe_path[n > 0 ? n : 0] = '\0';
+        const char *exe = vh_main_exe();  /* not /proc/self/exe: ld.so ./prog */
+        memcpy(exe_path, exe, strlen(exe) + 1);
         if (!getcwd(start_cwd, sizeof start_cwd))
             start_cwd[0] = '\0';
     }
@@ -426,16 +390,12 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
         vh_log("cannot create %s: %s; recording nothing", disp, vh_errname(-fd));
         return fd;
     }
-    int high = vh_fd_high(fd, 0);
-    if (high >= 0)
-        fd = high;
     struct stat st;
     if (fstat(fd, &st) < 0) {
         rc = -errno;
         vh_sys_close(fd);
         return rc;
     }
-    vh_cap.fd = fd;
     vh_cap.dev = st.st_dev;
     vh_cap.ino = st.st_ino;
     vh_cap.chunk_size = vh_opt.chunk_size;
@@ -500,14 +460,10 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     __atomic_thread_fence(__ATOMIC_RELEASE);
     memcpy(h->magic, VH_CAPTURE_MAGIC, 8);
     nfree = 0;
-    if (high < 0) {                /* no room up high: hold no descriptor */
-        vh_sys_close(fd);
-        vh_cap.fd = -1;
-    }
+    vh_sys_close(fd);              /* mapped: the shim holds no descriptor */
     return 0;
 out:
     vh_sys_close(fd);
-    vh_cap.fd = -1;
     vh_cap.hdr = NULL;
     unlink(vh_cap.path);
     return rc;
@@ -732,11 +688,11 @@ void vh_capture_end(void)
     vh_lock(&chunk_lock);
     uint64_t keep = VH_HEADER_SIZE + h->chunks_claimed * (uint64_t)vh_cap.chunk_size;
     if (keep < vh_cap.mapped) {
-        int transient, fd = capture_fd(&transient);
+        int fd = capture_fd();
         if (fd >= 0 && ftruncate(fd, (off_t)keep) == 0)
             vh_cap.mapped = keep;
         if (fd >= 0)
-            capture_fd_done(fd, transient);
+            vh_sys_close(fd);
     }
     vh_unlock(&chunk_lock);
     if (!vh_opt.quiet) {
@@ -774,42 +730,63 @@ void vh_capture_fork_child(void)
     if (vh_cap.base)
         mmap(vh_cap.base, vh_cap.reserved, PROT_NONE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    if (fd_is_ours())              /* never a number the program reused */
-        vh_sys_close(vh_cap.fd);
-    vh_cap.fd = -1;
     vh_cap.hdr = NULL;
     vh_cap.mapped = 0;
     vh_capture_create(1, &parent);
 }
 
+/* ---- exec ------------------------------------------------------------------------
+ * execve replaces the image, which starts a capture of its own if it loads
+ * the shim (a static program, a set-ID one or an environment without
+ * LD_PRELOAD does not). So the capture says what it exec'd, marked before
+ * the call (after it nobody is left to) with the path made absolute, and
+ * unmarked if the call failed: `record` can then name a program that ran
+ * unrecorded. Only this process's own capture: a vfork child shares its
+ * parent's, and a child of a raw fork that has not made its own yet still
+ * maps its parent's. */
+static int exec_owner(void)
+{
+    return vh_cap.hdr && !vh_tls.vforked && (pid_t)syscall(SYS_getpid) == vh_cap.pid;
+}
+
+void vh_capture_exec(const char *path)
+{
+    if (!path || !exec_owner())
+        return;
+    char *out = vh_cap.hdr->exec_path;
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;                 /* "./prog": the directory says it */
+    size_t cap = sizeof vh_cap.hdr->exec_path, n = 0;
+    if (path[0] != '/' && getcwd(out, cap - 1)) {  /* a buffer: no malloc */
+        n = strlen(out);
+        if (n && out[n - 1] != '/')
+            out[n++] = '/';
+    }
+    n = append(out, n, cap, path);
+    out[n] = '\0';
+    __atomic_fetch_or(&vh_cap.hdr->flags, VH_HDR_EXEC, __ATOMIC_RELEASE);
+}
+
+void vh_capture_exec_failed(void)
+{
+    if (exec_owner())
+        __atomic_fetch_and(&vh_cap.hdr->flags, ~(uint32_t)VH_HDR_EXEC, __ATOMIC_RELEASE);
+}
+
 /* ---- libunwind's pipe ---------------------------------------------------------
  * libunwind keeps a pipe (it checks that an address is readable by writing
  * a byte from it), opened at its initialization, which the shim triggers:
- * left alone it takes the program's lowest free numbers (3 and 4), and a
- * daemon that closes everything and opens its own files there would get
- * libunwind reading and writing them. pipe2 is interposed for that one
- * caller: a pipe made while the thread is inside the shim goes high too,
- * or, where RLIMIT_NOFILE leaves no room up high, is refused (libunwind
- * then checks addresses with mincore alone). The program's own pipes pass
- * straight to the kernel. */
+ * kept, it would take two of the program's descriptors for good (and its
+ * lowest numbers, which a daemon that closes everything reuses). pipe2 is
+ * interposed for that one caller: a pipe asked for while the thread is
+ * inside the shim is refused, and libunwind checks addresses with mincore
+ * alone. The program's own pipes pass straight to the kernel. */
 VH_EXPORT int pipe2(int fds[2], int flags)
 {
-    int rc = (int)syscall(SYS_pipe2, fds, flags);
     struct vh_tls *t = &vh_tls;
-    if (rc != 0 || !(t->own || t->guard == VH_G_BUSY))
-        return rc;
-    for (int i = 0; i < 2; i++) {
-        int high = vh_fd_high(fds[i], 2 + i);
-        if (high < 0) {
-            vh_sys_close(fds[i]);
-            if (i)
-                vh_sys_close(fds[0]);
-            errno = EMFILE;
-            return -1;
-        }
-        /* F_DUPFD_CLOEXEC: CLOEXEC whatever was asked; O_NONBLOCK is the
-         * open file's and carries over. */
-        fds[i] = high;
+    if (t->own || t->guard == VH_G_BUSY) {
+        errno = EMFILE;
+        return -1;
     }
-    return 0;
+    return (int)syscall(SYS_pipe2, fds, flags);
 }

@@ -14,6 +14,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "preload/internal.h"
 
 /* ---- records ------------------------------------------------------------------ */
@@ -644,4 +647,25 @@ VH_EXPORT void sdallocx(void *p, size_t size, int flags)
 VH_EXPORT void dallocx(void *p, int flags)
 {
     free_x(p, 0, flags, 0);
+}
+
+/* ---- exec ------------------------------------------------------------------------
+ * The capture says what this image exec'd (capture.c): a program run by
+ * `sh -c 'exec ./prog'` that writes no capture of its own is then named.
+ * The call itself is the kernel's, as glibc's execve is; execv is execve
+ * with the environment. (glibc's execvp and execl* call execve inside libc,
+ * past the shim: those execs are not marked.) */
+VH_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    vh_capture_exec(path);
+    int rc = (int)syscall(SYS_execve, path, argv, envp);
+    int e = errno;
+    vh_capture_exec_failed();
+    errno = e;
+    return rc;
+}
+
+VH_EXPORT int execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
 }

@@ -225,8 +225,6 @@ struct vh_capture {
     uint64_t start_mono;           /* CLOCK_MONOTONIC ns of start            */
     uint32_t chunk_size;
     pid_t pid;                     /* pid the capture belongs to             */
-    int fd;                        /* capture file, high, CLOEXEC; -1: none
-                                      kept (capture.c's vh_fd_high)          */
     int as_limited;                /* RLIMIT_AS is finite (reserve_range)    */
     dev_t dev;
     ino_t ino;
@@ -249,6 +247,10 @@ void vh_chunk_release(struct vh_tls *t);
 void vh_chunk_abandon(struct vh_tls *t);
 void vh_capture_disable(const char *why, int err);
 void vh_capture_end(void);
+/* execve (hooks.c): this image is about to be replaced by path; and the
+ * call failed after all. Only for this process's own capture. */
+void vh_capture_exec(const char *path);
+void vh_capture_exec_failed(void);
 void vh_capture_fork_prepare(void);
 void vh_capture_fork_parent(void);
 void vh_capture_fork_child(void);
@@ -265,9 +267,6 @@ const char *vh_capture_display_path(void);
 /* Bytes of capture pages mapped in this process now (they count in its
  * RSS; the RSS records leave them out). */
 uint64_t vh_capture_resident(void);
-/* Moves fd high (out of the program's way) and CLOEXEC: the new fd, the old
- * one closed; -1 (fd untouched) when RLIMIT_NOFILE leaves no room up high. */
-int vh_fd_high(int fd, int below);
 /* The program's allocator failed under RLIMIT_AS: gives back the part of
  * the capture's range not mapped yet. 1 if that freed anything (the
  * caller tries the allocation again). */
@@ -386,6 +385,9 @@ int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uin
 
 /* modules.c */
 int vh_modules_init(void);
+/* The program's file by absolute path (the file mapped at its first
+ * segment, also when started as `ld.so ./prog`); "" when unknown. */
+const char *vh_main_exe(void);
 /* Emits MODULE records for the whole list (capture start, fork child). */
 void vh_modules_emit_all(struct vh_tls *t);
 /* Cheap check whether ld.so's module list changed; diff and record if so. */

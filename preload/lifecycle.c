@@ -31,9 +31,6 @@ uint64_t vh_next_rss = UINT64_MAX;
 static pthread_key_t thread_key;
 static int thread_key_ok;
 static uint64_t preinit_dropped;   /* events while another thread initialized */
-static int statm_fd = -1;
-static dev_t statm_dev;
-static ino_t statm_ino;
 static long page_size = 4096;
 
 pid_t vh_gettid(void)
@@ -64,54 +61,16 @@ void vh_own_end(struct vh_tls *t, const sigset_t *saved)
 }
 
 /* ---- RSS --------------------------------------------------------------------- */
-/* /proc/self/statm: kept open up high when RLIMIT_NOFILE leaves room
- * (capture.c's vh_fd_high), else opened for each sample. A kept number is
- * used only while it is still that file: a program that closed it may own
- * the number now, so it is forgotten, never closed. */
-static int statm_fd_get(int *transient)
-{
-    struct stat st;
-    *transient = 0;
-    if (statm_fd >= 0 && fstat(statm_fd, &st) == 0 && st.st_dev == statm_dev &&
-        st.st_ino == statm_ino)
-        return statm_fd;
-    statm_fd = -1;
-    int fd = vh_sys_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    int high = vh_fd_high(fd, 1);
-    if (high < 0) {
-        *transient = 1;
-        return fd;
-    }
-    if (fstat(high, &st) < 0) {
-        vh_sys_close(high);
-        return -1;
-    }
-    statm_dev = st.st_dev;
-    statm_ino = st.st_ino;
-    return statm_fd = high;
-}
-
-/* A fork child: the kept descriptor reads the parent's statm. Closed if
- * still that file, forgotten either way. */
-static void statm_forget(void)
-{
-    int transient, fd = statm_fd >= 0 ? statm_fd_get(&transient) : -1;
-    if (fd >= 0)
-        vh_sys_close(fd);
-    statm_fd = -1;
-}
-
+/* /proc/self/statm is opened for each sample and closed at once: a
+ * descriptor kept would be one the program cannot open (capture.c). */
 static int read_rss(uint64_t *bytes)
 {
-    int transient, fd = statm_fd_get(&transient);
+    int fd = vh_sys_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     char buf[128];
     ssize_t n = vh_sys_pread(fd, buf, sizeof buf - 1, 0);
-    if (transient)
-        vh_sys_close(fd);
+    vh_sys_close(fd);
     if (n <= 0)
         return -1;
     buf[n] = '\0';
@@ -338,7 +297,6 @@ static void fork_child_work(void)
                 vh_unbusy(t, g);
             }
             __atomic_store_n(&vh_mode, paused ? VH_MODE_PAUSED : VH_MODE_ON, __ATOMIC_RELEASE);
-            statm_forget();        /* the parent's statm */
             vh_modules_emit_all(t);
             vh_rss_sample(t);
             rss_restart();

@@ -9,7 +9,8 @@
  * and right after dlclose (interposed: an unload must bump the stack-hash
  * generation before any stack is looked up again). dlopen is deliberately
  * not interposed: glibc resolves RUNPATH and $ORIGIN from dlopen's caller,
- * which would become libvheap.so.
+ * which would become libvheap.so. A library loaded with RTLD_DEEPBIND
+ * gets its malloc-family GOT slots bound to the hooks (below).
  *
  * Ordering, so that no stack id or cached unwind rule outlives the module
  * it was made for: a diff bumps vh_module_gen and writes its records before
@@ -21,13 +22,17 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
+#include <malloc.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "preload/internal.h"
+#include "preload/sys.h"
 
 #define MOD_MAX 8192u
 #define POOL_BYTES (1u << 20)
@@ -38,6 +43,7 @@ struct mod {
     uint32_t build_id_len;
     uint32_t path_off, path_len;
     uint32_t flags;                /* VH_RF_MAIN_EXE */
+    uint64_t name_hash;            /* of ld.so's name, when it was resolved */
 };
 
 struct modlist {
@@ -57,6 +63,110 @@ static unsigned long long seen_sum;
 uint32_t vh_modules_closing;
 static char main_exe[VH_EXE_MAX];
 static uintptr_t vdso_base;
+
+/* ---- the file mapped at an address --------------------------------------------
+ * ld.so names an object the way it was asked for: dlopen("./libfoo.so")
+ * stays "./libfoo.so", which means nothing to an analyzer in another
+ * directory (nor to this process after a chdir), and the program itself
+ * has no name at all, while /proc/self/exe is ld.so when the program was
+ * started as `ld.so ./prog`. The kernel knows which file it mapped: its
+ * line in /proc/self/maps names it by absolute path, at the moment we
+ * look, whatever the working directory was at the dlopen. Raw system
+ * calls into a static buffer: callers hold the module lock, or are the
+ * thread that initializes the shim. */
+static char maps_buf[8192];
+
+static const char *hex_field(const char *p, const char *end, uint64_t *v)
+{
+    *v = 0;
+    for (; p < end; p++) {
+        int c = *p, d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            break;
+        *v = *v << 4 | (uint64_t)d;
+    }
+    return p;
+}
+
+/* One line "lo-hi perms offset dev inode   /path": copies the path into
+ * out when addr lies in lo..hi and the mapping is of a file. */
+static int maps_line(const char *p, const char *end, uint64_t addr, char *out, size_t cap)
+{
+    uint64_t lo, hi;
+    p = hex_field(p, end, &lo);
+    if (p >= end || *p != '-')
+        return 0;
+    hex_field(p + 1, end, &hi);
+    if (addr < lo || addr >= hi)
+        return 0;
+    for (int field = 0; field < 5 && p < end; field++) {
+        while (p < end && *p != ' ')
+            p++;
+        while (p < end && *p == ' ')
+            p++;
+    }
+    size_t n = (size_t)(end - p);
+    if (n == 0 || *p != '/' || n >= cap)
+        return 0;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* The absolute path of the file mapped at addr into out; 0 when none is
+ * (or /proc is not there: the caller keeps ld.so's name). */
+static int mapped_file(uint64_t addr, char *out, size_t cap)
+{
+    int fd = vh_sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    size_t have = 0;
+    int found = 0;
+    for (;;) {
+        ssize_t r = vh_sys_read(fd, maps_buf + have, sizeof maps_buf - have);
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+        char *line = maps_buf, *nl;
+        while (!found && (nl = memchr(line, '\n', have - (size_t)(line - maps_buf))))
+            found = maps_line(line, nl, addr, out, cap), line = nl + 1;
+        if (found)
+            break;
+        if (line == maps_buf) {
+            have = 0;              /* a line longer than the buffer: skipped */
+            continue;
+        }
+        have -= (size_t)(line - maps_buf);
+        memmove(maps_buf, line, have);
+    }
+    vh_sys_close(fd);
+    return found;
+}
+
+/* The main program's first mapped address: the first object ld.so lists. */
+static int first_lo_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uint64_t *lo = arg;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+            *lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+            break;
+        }
+    return 1;
+}
+
+const char *vh_main_exe(void)
+{
+    if (main_exe[0])
+        return main_exe;
+    uint64_t lo = 0;
+    dl_iterate_phdr(first_lo_cb, &lo);
+    if (!lo || !mapped_file(lo, main_exe, sizeof main_exe)) {
+        ssize_t n = readlink("/proc/self/exe", main_exe, sizeof main_exe - 1);
+        main_exe[n > 0 ? n : 0] = '\0';
+    }
+    return main_exe;
+}
 
 /* ---- reading ld.so's list ------------------------------------------------------ */
 static void read_build_id(const struct dl_phdr_info *info, struct mod *m)
@@ -88,6 +198,40 @@ static void read_build_id(const struct dl_phdr_info *info, struct mod *m)
     }
 }
 
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598037103934665ull;   /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+/* A name ld.so kept relative, as the file mapped at the object: the path
+ * found when the object was first seen (the list before, same address,
+ * name and build-id; usually at the same index), else /proc/self/maps,
+ * read once per object, not at every look (a thousand libraries opened by
+ * relative paths made each look read the maps file a thousand times). */
+static const char *resolve_relative(const struct modlist *l, struct mod *m, const char *name)
+{
+    static char resolved[4096];
+    const struct modlist *prev = l == &lists[cur] ? NULL : &lists[cur];
+    m->name_hash = name_hash(name);
+    for (uint32_t k = 0; prev && k <= prev->n; k++) {
+        uint32_t i = k == 0 ? l->n : k - 1;        /* the same index first */
+        if (i >= prev->n)
+            continue;
+        const struct mod *o = &prev->mods[i];
+        if (o->name_hash == m->name_hash && o->bias == m->bias && o->lo == m->lo &&
+            o->hi == m->hi && o->build_id_len == m->build_id_len &&
+            !memcmp(o->build_id, m->build_id, m->build_id_len)) {
+            memcpy(resolved, prev->pool + o->path_off, o->path_len);
+            resolved[o->path_len] = '\0';
+            return resolved;
+        }
+    }
+    return mapped_file(m->lo, resolved, sizeof resolved) ? resolved : name;
+}
+
 static int gather_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct modlist *l = arg;
@@ -113,10 +257,13 @@ static int gather_cb(struct dl_phdr_info *info, size_t size, void *arg)
     }
     if (m->lo == UINT64_MAX)
         return 0;                  /* nothing mapped */
+    read_build_id(info, m);
     const char *path = info->dlpi_name;
+    if (path && path[0] && path[0] != '/' && strchr(path, '/'))
+        path = resolve_relative(l, m, path);   /* dlopen("./libfoo.so") */
     if (!path || !path[0]) {
         if (l->n == 0) {
-            path = main_exe;       /* the program itself comes first */
+            path = vh_main_exe(); /* the program itself comes first */
             m->flags = VH_RF_MAIN_EXE;
         } else if (vdso_base && m->lo <= vdso_base && vdso_base < m->hi) {
             path = "[vdso]";
@@ -134,7 +281,6 @@ static int gather_cb(struct dl_phdr_info *info, size_t size, void *arg)
     m->path_off = l->pool_used;
     m->path_len = (uint32_t)len;
     l->pool_used += (uint32_t)len + 1;
-    read_build_id(info, m);
     l->n++;
     return 0;
 }
@@ -167,6 +313,187 @@ static int contains(const struct modlist *l, const struct modlist *from, const s
             return 1;
     return 0;
 }
+
+/* ---- RTLD_DEEPBIND --------------------------------------------------------------
+ * A library loaded with RTLD_DEEPBIND looks its symbols up in its own scope
+ * first: its malloc and free bind to libc's, past the shim, so a block the
+ * program allocated and the library freed stayed "leaked" (heaptrack
+ * rewrites such a library's relocations at its dlopen). dlopen is not
+ * interposed (above), so the shim does it when it next looks at the module
+ * list: a GOT slot of a library loaded after start (JUMP_SLOT or GLOB_DAT
+ * relocation of a malloc-family symbol) that holds the very function
+ * the shim's hook calls gets the hook instead. What the program runs is
+ * unchanged, only now seen; a slot holding anything else (another
+ * allocator the library brought, the hook already) is left alone, and one
+ * not bound yet (lazy, or the library is still being relocated) is looked
+ * at again at each later look (module changes, RSS ticks, new stacks). */
+#if defined(__x86_64__)
+#define DB_SLOTS 4096u
+struct db_slot {
+    uint64_t *addr;
+    uint64_t lo, hi;               /* its module's range                    */
+    uint32_t fn;                   /* index into db_names                   */
+    uint32_t relro;                /* read-only after relocation: mprotect  */
+};
+static struct db_slot *db_slots;   /* [0, db_open): not bound yet           */
+static uint32_t db_open;           /* atomic read outside the module lock   */
+/* atomic: open slots still unrelocated (their library is being loaded):
+ * bound within moments, so looked at again at every look */
+static uint32_t db_pending;
+
+static const char *const db_names[] = { "malloc", "free", "calloc", "realloc",
+                                        "posix_memalign", "aligned_alloc", "memalign",
+                                        "valloc", "pvalloc", "malloc_usable_size" };
+#define DB_N (sizeof db_names / sizeof db_names[0])
+
+static void db_fns(void *real[DB_N], void *hook[DB_N])
+{
+    void *r[DB_N] = { (void *)vh_real.malloc, (void *)vh_real.free, (void *)vh_real.calloc,
+                      (void *)vh_real.realloc, (void *)vh_real.posix_memalign,
+                      (void *)vh_real.aligned_alloc, (void *)vh_real.memalign,
+                      (void *)vh_real.valloc, (void *)vh_real.pvalloc, (void *)vh_real.usable };
+    void *h[DB_N] = { (void *)malloc, (void *)free, (void *)calloc, (void *)realloc,
+                      (void *)posix_memalign, (void *)aligned_alloc, (void *)memalign,
+                      (void *)valloc, (void *)pvalloc, (void *)malloc_usable_size };
+    memcpy(real, r, sizeof r);
+    memcpy(hook, h, sizeof h);
+}
+
+/* Binds what can be bound now; keeps the rest open. Module lock held. */
+static void db_patch(void)
+{
+    void *real[DB_N], *hook[DB_N];
+    db_fns(real, hook);
+    long page = sysconf(_SC_PAGESIZE);
+    uint32_t n = db_open, pending = 0;
+    for (uint32_t i = 0; i < n;) {
+        struct db_slot *d = &db_slots[i];
+        void *v = __atomic_load_n((void **)d->addr, __ATOMIC_RELAXED);
+        uint64_t a = (uint64_t)v;
+        if (a >= d->lo && a < d->hi) {
+            i++;                   /* lazy: its PLT stub until the first call */
+            continue;
+        }
+        if (a < d->lo) {
+            i++;                   /* not relocated yet */
+            pending++;
+            continue;
+        }
+        char *pg = (char *)((uintptr_t)d->addr & ~(uintptr_t)(page - 1));
+        if (v == real[d->fn] && real[d->fn] &&
+            (!d->relro || mprotect(pg, (size_t)page, PROT_READ | PROT_WRITE) == 0)) {
+            __atomic_store_n((void **)d->addr, hook[d->fn], __ATOMIC_RELAXED);
+            if (d->relro)
+                mprotect(pg, (size_t)page, PROT_READ);
+        }
+        db_slots[i] = db_slots[--n];        /* bound (to us or another): done */
+    }
+    __atomic_store_n(&db_pending, pending, __ATOMIC_RELAXED);
+    __atomic_store_n(&db_open, n, __ATOMIC_RELEASE);
+}
+
+static uint64_t dyn_ptr(uint64_t v, uint64_t base)
+{
+    return v < base ? v + base : v;  /* glibc relocates d_ptr in place; raw before */
+}
+
+/* The malloc-family slots of a module just loaded, kept open for db_patch. */
+static void db_collect(const struct dl_phdr_info *info)
+{
+    const ElfW(Dyn) *dyn = NULL;
+    uint64_t base = info->dlpi_addr, relro_lo = 0, relro_hi = 0, lo = UINT64_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            lo = base + ph->p_vaddr < lo ? base + ph->p_vaddr : lo;
+            hi = base + ph->p_vaddr + ph->p_memsz > hi ? base + ph->p_vaddr + ph->p_memsz : hi;
+        } else if (ph->p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
+        else if (ph->p_type == PT_GNU_RELRO)
+            relro_lo = base + ph->p_vaddr, relro_hi = relro_lo + ph->p_memsz;
+    }
+    {   /* what ld.so made read-only: whole pages, the last partial one left
+         * writable (a slot there must not be made read-only after) */
+        uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+        relro_lo &= ~(pg - 1);
+        relro_hi &= ~(pg - 1);
+    }
+    if (!dyn || !db_slots)
+        return;
+    uint64_t rel[2] = { 0, 0 }, relsz[2] = { 0, 0 }, symtab = 0, strtab = 0, strsz = 0;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        switch (dyn->d_tag) {
+        case DT_RELA: rel[0] = dyn_ptr(dyn->d_un.d_ptr, base); break;
+        case DT_RELASZ: relsz[0] = dyn->d_un.d_val; break;
+        case DT_JMPREL: rel[1] = dyn_ptr(dyn->d_un.d_ptr, base); break;
+        case DT_PLTRELSZ: relsz[1] = dyn->d_un.d_val; break;
+        case DT_SYMTAB: symtab = dyn_ptr(dyn->d_un.d_ptr, base); break;
+        case DT_STRTAB: strtab = dyn_ptr(dyn->d_un.d_ptr, base); break;
+        case DT_STRSZ: strsz = dyn->d_un.d_val; break;
+        }
+    }
+    if (!symtab || !strtab)
+        return;
+    for (int k = 0; k < 2; k++) {
+        const ElfW(Rela) *r = (const ElfW(Rela) *)rel[k];
+        for (size_t i = 0; r && i < relsz[k] / sizeof *r && db_open < DB_SLOTS; i++) {
+            uint32_t type = ELF64_R_TYPE(r[i].r_info), sym = ELF64_R_SYM(r[i].r_info);
+            if (!sym || (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT))
+                continue;
+            uint32_t off = ((const ElfW(Sym) *)symtab)[sym].st_name;
+            if (off >= strsz)
+                continue;
+            const char *name = (const char *)strtab + off;
+            for (uint32_t f = 0; f < DB_N; f++) {
+                if (strcmp(name, db_names[f]))
+                    continue;
+                uint64_t a = base + r[i].r_offset;
+                db_slots[db_open++] = (struct db_slot){ (uint64_t *)a, lo, hi, f,
+                                                        a >= relro_lo && a < relro_hi };
+                __atomic_fetch_add(&db_pending, 1, __ATOMIC_RELAXED);
+                break;
+            }
+        }
+    }
+}
+/* Whether a look with the list unchanged should bind open slots: right
+ * after a diff and while some are unrelocated, else at most every 10 ms
+ * (slots of libraries loaded lazily stay open until their first call,
+ * which may never come: looking at them at every new stack would cost
+ * every new stack). */
+static uint64_t db_next;           /* atomic: vh_now() of the next look    */
+
+static int db_due(int after_diff)
+{
+    if (!__atomic_load_n(&db_open, __ATOMIC_ACQUIRE))
+        return 0;
+    uint64_t now = vh_now(), next = __atomic_load_n(&db_next, __ATOMIC_RELAXED);
+    if (!after_diff && !__atomic_load_n(&db_pending, __ATOMIC_RELAXED) && now < next)
+        return 0;
+    __atomic_store_n(&db_next, now + 10000000u, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* A module unloaded: its slots are gone with it. Module lock held. */
+static void db_forget(uint64_t lo, uint64_t hi)
+{
+    uint32_t n = db_open;
+    for (uint32_t i = 0; i < n;) {
+        uint64_t a = (uint64_t)db_slots[i].addr;
+        if (a >= lo && a < hi)
+            db_slots[i] = db_slots[--n];
+        else
+            i++;
+    }
+    __atomic_store_n(&db_open, n, __ATOMIC_RELEASE);
+}
+#else
+static uint32_t db_open;
+static int db_due(int after_diff) { (void)after_diff; return 0; }
+static void db_patch(void) {}
+static void db_collect(const struct dl_phdr_info *info) { (void)info; }
+static void db_forget(uint64_t lo, uint64_t hi) { (void)lo, (void)hi; }
+#endif
 
 /* ---- records ------------------------------------------------------------------- */
 static void emit(struct vh_tls *t, const struct modlist *l, const struct mod *m)
@@ -205,8 +532,10 @@ int vh_modules_init(void)
         if (!lists[i].mods || !lists[i].pool)
             return -ENOMEM;
     }
-    ssize_t n = readlink("/proc/self/exe", main_exe, sizeof main_exe - 1);
-    main_exe[n > 0 ? n : 0] = '\0';
+#if defined(__x86_64__)
+    db_slots = map_anon(DB_SLOTS * sizeof *db_slots);
+#endif
+    vh_main_exe();
     vdso_base = getauxval(AT_SYSINFO_EHDR);
     gather(&lists[0]);
     cur = 0;
@@ -236,6 +565,7 @@ static void diff(struct vh_tls *t, struct modlist *now)
         if (contains(now, old, &old->mods[i]))
             continue;
         __atomic_fetch_add(&vh_module_gen, 1, __ATOMIC_RELEASE);
+        db_forget(old->mods[i].lo, old->mods[i].hi);
         vh_record_value(t, VH_REC_MODULE_UNLOAD, old->mods[i].bias, vh_now());
     }
     for (uint32_t i = 0; i < now->n; i++)
@@ -254,6 +584,7 @@ static void diff(struct vh_tls *t, struct modlist *now)
  * alone; glibc's fork takes no loader lock after it.) */
 struct look {
     int started, locked;
+    int after_diff;                /* the look right after a diff            */
     struct modlist *now;           /* gathered into, when it changed        */
 };
 
@@ -263,20 +594,28 @@ static int look_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (!k->started) {
         k->started = 1;
         unsigned long long sum = info->dlpi_adds + info->dlpi_subs;
-        if (sum == __atomic_load_n(&seen_sum, __ATOMIC_ACQUIRE))
+        if (sum == __atomic_load_n(&seen_sum, __ATOMIC_ACQUIRE) && !db_due(k->after_diff))
             return 1;              /* nothing new: the usual case */
         /* Waits for a diff in progress (whose thread no longer needs
          * ld.so's lock); inside fork the prepare handler holds the lock for
          * this thread and vh_lock lets it through. */
         vh_lock(&mod_lock);
         k->locked = 1;
-        if (sum == __atomic_load_n(&seen_sum, __ATOMIC_ACQUIRE))
-            return 1;              /* the diff we waited for covered it */
+        if (sum == __atomic_load_n(&seen_sum, __ATOMIC_ACQUIRE)) {
+            /* No object came or went since the last diff, which dropped
+             * the slots of those that went: every open slot is mapped. */
+            db_patch();
+            return 1;
+        }
         k->now = &lists[!cur];
         k->now->n = 0;
         k->now->pool_used = 0;
     }
-    return gather_cb(info, size, k->now);
+    uint32_t n = k->now->n;
+    gather_cb(info, size, k->now);
+    if (k->now->n > n && !contains(&lists[cur], k->now, &k->now->mods[n]))
+        db_collect(info);          /* new since the last diff: under ld.so's lock */
+    return 0;
 }
 
 /* Diffs if ld.so's counters moved since the last completed diff. */
@@ -284,12 +623,19 @@ static void poll_modules(struct vh_tls *t)
 {
     if (!mods_ready)
         return;
-    struct look k = { 0, 0, NULL };
-    dl_iterate_phdr(look_cb, &k);
-    if (k.now)
-        diff(t, k.now);
-    if (k.locked)
-        vh_unlock(&mod_lock);
+    /* A look that finds the list unchanged binds the open slots
+     * (db_patch): after a diff that left some, a second look binds the new
+     * libraries' slots at once. */
+    for (int pass = 0; pass < 2; pass++) {
+        struct look k = { 0, 0, pass, NULL };
+        dl_iterate_phdr(look_cb, &k);
+        if (k.now)
+            diff(t, k.now);
+        if (k.locked)
+            vh_unlock(&mod_lock);
+        if (!k.now || !__atomic_load_n(&db_open, __ATOMIC_ACQUIRE))
+            break;
+    }
 }
 
 /* Called before a new stack is written, on RSS ticks, and by every stack

@@ -41,7 +41,10 @@ static const char usage[] =
     "cannot be run. When PROGRAM succeeded but its capture could not be found\n"
     "or loaded, the status is 1. A statically linked PROGRAM is refused\n"
     "(exit 1): LD_PRELOAD cannot work without the dynamic loader. A script's\n"
-    "interpreter (#!) is checked instead.\n"
+    "interpreter (#!) is checked instead. When the last image recorded exec'd\n"
+    "a program that wrote no capture (`sh -c 'exec ./static-prog'`), that\n"
+    "program is named, with why when it can be told, and nothing is\n"
+    "summarized (exit 1).\n"
     "\n"
     "options:\n"
     "  --out PATTERN    capture path; %p is the pid, %e the executable's name,\n"
@@ -372,6 +375,7 @@ static int spawn(const char *path, char **args, const char *preload, const char 
 struct found {
     char *path;
     char exe[64];                  /* the executable's name, for messages    */
+    char exec_path[VH_EXEC_PATH_MAX]; /* what the image exec'd (VH_HDR_EXEC) */
     uint32_t pid, ppid, gen, flags;
     uint64_t start;
     int ours;
@@ -429,6 +433,8 @@ static size_t find_captures(const char *dir, pid_t root, uint64_t t0, struct fou
                                .gen = h.exec_generation, .flags = h.flags,
                                .start = h.start_realtime_ns, .ours = h.pid == (uint32_t)root };
         h.exe[VH_EXE_MAX - 1] = 0;
+        h.exec_path[VH_EXEC_PATH_MAX - 1] = 0;
+        memcpy(f[n].exec_path, h.exec_path, sizeof f[n].exec_path);
         const char *base = vh_base_name(h.exe);
         size_t bl = strnlen(base, sizeof f[n].exe - 1);
         memcpy(f[n].exe, base, bl);  /* a long name is cut, for messages only */
@@ -477,14 +483,15 @@ static ssize_t main_capture(const struct found *f, size_t n, pid_t root)
 
 #define LIST_MAX 12                /* other captures named one by one */
 
-/* `what`: what becomes of the main capture ("summarized", or "captured"
- * under --no-load, which only lists). */
+/* main_i is left out of the list. `what`: what becomes of it ("summarized",
+ * or "captured" under --no-load, which only lists), NULL when it is not
+ * named at all (its image exec'd a program that wrote no capture). */
 static void list_captures(const struct found *f, size_t n, ssize_t main_i, const char *what)
 {
     size_t images = 0, listed = 0;
     for (size_t i = 0; main_i >= 0 && i < n; i++)
         images += f[i].pid == f[main_i].pid && !(f[i].flags & VH_HDR_FORKED);
-    if (main_i >= 0) {
+    if (main_i >= 0 && what) {
         if (images > 1)
             vh_errorf(CMD, "%s: %s (pid %u, %s: the last of "
                             "its %zu exec'd images)",
@@ -524,6 +531,28 @@ static void list_captures(const struct found *f, size_t n, ssize_t main_i, const
         vh_errorf(CMD, "load another capture with "
                         "`vheap-analyze load CAPTURE`, then `vheap-analyze summary "
                         "CAPTURE.sqlite`");
+}
+
+/* The last image recorded exec'd another (the shim marks that before the
+ * call and unmarks it when the call fails), and no capture of that image
+ * followed: the program that ran is not the one recorded. Says why when
+ * it can (a static program, as `record` refuses one up front) and returns
+ * 1; summarizing the image before the exec (the shell of `sh -c 'exec
+ * ./prog'`) would answer another question. */
+static int exec_unrecorded(const struct found *last, int say)
+{
+    if (!(last->flags & VH_HDR_EXEC) || (last->flags & (VH_HDR_ENDED | VH_HDR_EXITED)))
+        return 0;
+    if (!say)
+        return 1;
+    const char *p = last->exec_path[0] ? last->exec_path : "another program";
+    vh_errorf(CMD, "pid %u (%s) exec'd %s, which wrote no capture:", last->pid, last->exe, p);
+    if (!last->exec_path[0] || !check_preloadable(p, p, 0))
+        vh_errorf(CMD, "%s did not load libvheap.so (a set-ID program, or one run with "
+                       "LD_PRELOAD cleared)", p);
+    vh_errorf(CMD, "%s was not summarized: it holds what %s did before the exec", last->path,
+              last->exe);
+    return 1;
 }
 
 /* ---- options and main --------------------------------------------------------- */
@@ -714,12 +743,17 @@ static int run(int argc, char **argv)
         ncaps = find_captures(dir, last_pid, t0, &caps);
     free(dir);
     ssize_t mi = main_capture(caps, ncaps, last_pid);
-    list_captures(caps, ncaps, mi, o.no_load ? "captured" : "summarized");
+    int unrecorded = mi >= 0 && exec_unrecorded(&caps[mi], 0);
+    list_captures(caps, ncaps, mi, unrecorded ? NULL : o.no_load ? "captured" : "summarized");
     if (mi < 0) {
         vh_errorf(CMD, "no capture of %s (pid %d) was written under %s: was libvheap.so "
                        "loaded? (static and set-ID programs, and programs that clear "
                        "LD_PRELOAD, cannot be recorded)",
                   name, (int)last_pid, pattern);
+        exit_code = child_code ? child_code : VH_EXIT_DATA;
+        goto out;
+    }
+    if (unrecorded && exec_unrecorded(&caps[mi], 1)) {
         exit_code = child_code ? child_code : VH_EXIT_DATA;
         goto out;
     }

@@ -36,9 +36,12 @@ static const char usage[] =
     "\n"
     "A warning goes to stderr when the process did not exit cleanly (_exit,\n"
     "killed, crashed, exec'd or still running), when events were lost, or when\n"
-    "the capture was damaged. libstdc++'s emergency exception pool (72.70K,\n"
-    "allocated by its initializer, freed at exit only under heaptrack) is not\n"
-    "counted as leaked: a 'suppressed leaks' line says so.\n"
+    "the capture was damaged. A damaged capture also makes the exit status 1,\n"
+    "after everything valid is shown. libstdc++'s emergency exception pool\n"
+    "(72.70K, allocated by its initializer, freed at exit only under heaptrack)\n"
+    "and the state glibc keeps for the process's life (nss modules, gconv,\n"
+    "tzset, atexit's blocks, dlopen: heaptrack's built-in suppressions) are\n"
+    "not counted as leaked: a 'suppressed leaks' line says so.\n"
     "\n"
     "examples:\n"
     "  vheap-analyze summary vheap.myprog.1234.vhcap\n"
@@ -135,6 +138,7 @@ struct ctx {
     int64_t runtime_ns;
     int64_t peak_rss;
     int64_t dropped;
+    int damaged;                   /* the capture was: shown, then exit 1 */
 };
 
 static const char *fmt_ns(int64_t ns, char *b, size_t n) { return out__human_ns(ns, b, n); }
@@ -264,6 +268,9 @@ static int process_section(struct ctx *c)
     long long ndamage = db__meta_int(c->db, "damage_count", damage ? 1 : 0);
     v[P_DAMAGE_COUNT] = OV_I(ndamage);
     if (damage) {
+        c->damaged = 1;
+        /* The header's word on the exit stands, but records are missing. */
+        v[P_ENDED].note = "but the capture is damaged";
         snprintf(damage_note, sizeof damage_note, "%lld damaged region%s", ndamage,
                  ndamage == 1 ? "" : "s");
         v[P_DAMAGE].note = damage_note;
@@ -319,7 +326,7 @@ static int heap_row(sqlite3_stmt *st, void *arg)
     struct ctx *c = arg;
     struct out_val v[H_N];
     char arate[48], trate[48], peak_note[96], live_note[48], leak_note[48], t[32];
-    char sup_note[128];
+    char sup_note[160];
     int64_t allocs = sqlite3_column_int64(st, 2), temp = sqlite3_column_int64(st, 5);
     double ar = per_s(allocs, c->runtime_ns), tr = per_s(temp, c->runtime_ns);
 
@@ -343,9 +350,9 @@ static int heap_row(sqlite3_stmt *st, void *arg)
     v[H_DESTROYED] = vh_col_val(st, 15);
     v[H_SUPPRESSED] = vh_col_val(st, 16);
     v[H_SUPPRESSED_BLOCKS] = vh_col_val(st, 17);
-    snprintf(sup_note, sizeof sup_note, "%lld block%s: libstdc++'s emergency exception pool, "
-             "which heaptrack frees at exit", (long long)sqlite3_column_int64(st, 17),
-             sqlite3_column_int64(st, 17) == 1 ? "" : "s");
+    snprintf(sup_note, sizeof sup_note, "%lld block%s: libstdc++'s and glibc's own, kept for "
+             "the process's life, which heaptrack does not count either",
+             (long long)sqlite3_column_int64(st, 17), sqlite3_column_int64(st, 17) == 1 ? "" : "s");
     v[H_SUPPRESSED].note = sup_note;
     v[H_RUNTIME] = OV_I(c->runtime_ns);
     v[H_PEAK_RSS] = OV_I(c->peak_rss);
@@ -397,14 +404,23 @@ static int heaps_section(struct ctx *c, const struct vh_qopts *o)
     return rc;
 }
 
-static int body(struct vh_query *q)
+static int body(struct vh_query *q, int *damaged)
 {
     struct ctx c = { .cmd = q->cmd, .db = q->db, .out = q->out };
     int rc = process_section(&c);
+    *damaged = c.damaged;
     return rc ? rc : heaps_section(&c, &q->o);
 }
 
+/* A damaged capture shows everything valid, then fails the command: a
+ * script that reads only the status must not take it for a whole run. */
 static int run(int argc, char **argv)
 {
-    return vh_query_run(&cmd_summary, VH_QOPT_TEMPORARY, VH_QUERY_OUTPUT, argc, argv, body);
+    struct vh_query q;
+    int damaged = 0;
+    int rc = vh_query__parse(&q, &cmd_summary, VH_QOPT_TEMPORARY, NULL, 0, argc, argv);
+    if (!rc && !(rc = vh_query__open(&q, VH_QUERY_OUTPUT)))
+        rc = body(&q, &damaged);
+    int code = vh_query__finish(&q, rc);
+    return code == VH_EXIT_OK && damaged ? VH_EXIT_DATA : code;
 }

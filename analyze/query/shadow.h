@@ -3,9 +3,11 @@
  * SQLite finds first, made only when they differ from the stored ones:
  *  - libstdc++'s emergency exception pool, allocated while the dynamic
  *    loader runs libstdc++'s initializers and never freed (heaptrack frees
- *    it at exit through __gnu_cxx::__freeres), is not leaked: temp
- *    vh_suppressed(heap_id, stack_id, bytes, blocks) lists what was taken
- *    out, for the summary to say;
+ *    it at exit through __gnu_cxx::__freeres), and the state glibc keeps
+ *    for the process's life that heaptrack's built-in suppressions name
+ *    (nss modules, gconv, atexit's blocks, tzset, dlopen), are not leaked:
+ *    temp vh_suppressed(heap_id, stack_id, bytes, blocks) lists what was
+ *    taken out, for the summary to say;
  *  - --temporary heaptrack: temporary allocations as heaptrack 1.4 counts
  *    them (a free right after an allocation of the same size and stack, in
  *    one heap's event order, whichever thread or block), replayed from the

@@ -8,6 +8,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -352,15 +353,24 @@ static void report_file(struct resolver *r, struct sym_file *f, Dwarf_Addr *base
         }
         rebuilt |= st == F_REBUILT;
     }
-    if (!rebuilt)
+    /* Gone or rebuilt alike: the file that ran may still be in a debug
+     * directory under its build-id (a rebuild replaced the binary, not the
+     * .debug file kept from the old one). */
+    Dwfl_Module *mod = report_by_build_id(r, f, *base);
+    enum file_state st = mod ? check_reported(r, f, mod, base) : F_MISSING;
+    if (st != F_OK && rebuilt)
+        st = F_REBUILT;
+    else if (st != F_OK && !f->why)
         f->why = strdup(why);
-    Dwfl_Module *mod = rebuilt ? NULL : report_by_build_id(r, f, *base);
-    f->state = mod ? check_reported(r, f, mod, base) : rebuilt ? F_REBUILT : F_MISSING;
+    f->state = st;
 }
 
 
 /* VHEAP_DEBUGINFO_PATH and the search directories come before libdw's
- * default directories, not instead of them. */
+ * default directories, not instead of them. A search directory is named
+ * from the working directory, while libdw (and the build-id lookup, which
+ * takes absolute entries only) would read a relative entry as relative to
+ * each module's own directory: it goes in absolute. */
 static int debuginfo_setup(struct resolver *r)
 {
     const char *env = getenv("VHEAP_DEBUGINFO_PATH");
@@ -368,14 +378,14 @@ static int debuginfo_setup(struct resolver *r)
     if ((env && *env) || (o && o->nsearch_dirs)) {
         size_t len = sizeof DEFAULT_DEBUGINFO_PATH + (env ? strlen(env) + 1 : 0);
         for (size_t i = 0; o && i < o->nsearch_dirs; i++)
-            len += strlen(o->search_dirs[i]) + 1;
+            len += PATH_MAX + 1;
         if (!(r->debuginfo_path = malloc(len)))
             return -ENOMEM;
-        char *p = r->debuginfo_path;
+        char *p = r->debuginfo_path, abs[PATH_MAX];
         if (env && *env)
             p += sprintf(p, "%s:", env);
         for (size_t i = 0; o && i < o->nsearch_dirs; i++)
-            p += sprintf(p, "%s:", o->search_dirs[i]);
+            p += sprintf(p, "%s:", realpath(o->search_dirs[i], abs) ? abs : o->search_dirs[i]);
         strcpy(p, DEFAULT_DEBUGINFO_PATH);
     }
     r->cb.find_elf = dwfl_build_id_find_elf;

@@ -30,8 +30,11 @@
  * and offset with NULL function. Each such module that has frames gets one
  * warning on stderr, and counts go into meta (symbols_frames,
  * symbols_resolved, symbols_with_line, symbols_modules_missing,
- * symbols_modules_rebuilt) when that table exists. Unresolvable frames are
- * not an error.
+ * symbols_modules_rebuilt, symbols_kept) when that table exists.
+ * Unresolvable frames are not an error. A result replaces a frame's row
+ * only when it says as much (file:line > function > nothing): resolving a
+ * DB again after debug info went keeps the better rows, counted in
+ * symbols_kept and warned about.
  *
  * All writes happen in one SAVEPOINT, so it works inside or outside the
  * caller's transaction. Returns 0, or -errno with a one-line reason in err

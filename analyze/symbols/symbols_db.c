@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyze/symbols/symbols.h"
+#include "analyze/util/diag.h"
 
 static int sql_fail(sqlite3 *db, char *err, size_t errlen, const char *what)
 {
@@ -24,7 +25,7 @@ static void bind_line(sqlite3_stmt *st, int i, int line)
 /* The counts, for `summary` and for people reading meta; optional: a DB
  * without a meta table (a unit test's) is fine. */
 static int write_stats(sqlite3 *db, const struct symbols_counts *c, size_t resolved,
-                       size_t with_line, char *err, size_t errlen)
+                       size_t with_line, size_t kept, char *err, size_t errlen)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
@@ -36,6 +37,7 @@ static int write_stats(sqlite3 *db, const struct symbols_counts *c, size_t resol
         {"symbols_with_line", with_line},
         {"symbols_modules_missing", c->missing},
         {"symbols_modules_rebuilt", c->rebuilt},
+        {"symbols_kept", kept},
     };
     int rc = 0;
     for (size_t i = 0; i < sizeof kv / sizeof kv[0] && !rc; i++) {
@@ -49,26 +51,77 @@ static int write_stats(sqlite3 *db, const struct symbols_counts *c, size_t resol
     return rc;
 }
 
-static int write_rows(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
+/* How much a frame's resolution says: 2 file:line, 1 a function, 0 nothing.
+ * As SQL over a frames row, and for a result. */
+#define RANK_SQL(f, file, line) \
+    "(CASE WHEN " file " IS NOT NULL AND " line " > 0 THEN 2" \
+    " WHEN " f " IS NOT NULL THEN 1 ELSE 0 END)"
+
+static int rank(const struct symbols_level *lv)
 {
-    sqlite3_stmt *upd = NULL, *ins = NULL;
-    size_t resolved = 0, with_line = 0, nlv;
+    return lv->file && lv->line > 0 ? 2 : lv->function ? 1 : 0;
+}
+
+/* Frames resolved (rank >= 1) and with file:line (rank 2) in the DB now. */
+static int count_ranks(sqlite3 *db, size_t n[2], char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(*) FILTER (WHERE r >= 1), count(*) FILTER (WHERE r = 2)"
+                           " FROM (SELECT " RANK_SQL("function", "file", "line") " AS r"
+                           " FROM frames)",
+                           -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+        rc = sql_fail(db, err, errlen, "counting frames");
+    for (int i = 0; i < 2 && !rc; i++)
+        n[i] = (size_t)sqlite3_column_int64(st, i);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int write_inlines(sqlite3 *db, sqlite3_stmt *del, sqlite3_stmt *ins, int64_t frame_id,
+                         const struct symbols_level *lv, size_t nlv, char *err, size_t errlen)
+{
+    int rc = 0;
+    sqlite3_bind_int64(del, 1, frame_id);
+    if (sqlite3_step(del) != SQLITE_DONE)
+        rc = sql_fail(db, err, errlen, "replacing frame_inlines");
+    sqlite3_reset(del);
+    for (size_t d = 1; !rc && d < nlv; d++) {
+        sqlite3_bind_int64(ins, 1, frame_id);
+        sqlite3_bind_int64(ins, 2, (sqlite3_int64)d);
+        sqlite3_bind_text(ins, 3, lv[d].function, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 4, lv[d].file, -1, SQLITE_STATIC);
+        bind_line(ins, 5, lv[d].line);
+        if (sqlite3_step(ins) != SQLITE_DONE)
+            rc = sql_fail(db, err, errlen, "writing frame_inlines");
+        sqlite3_reset(ins);
+    }
+    return rc;
+}
+
+/* A result replaces a frame's row only when it says at least as much:
+ * `symbolize` after debug info or a file has gone since the load must not
+ * turn file:line back into a bare function or module+offset. A frame the
+ * resolver has nothing for now keeps what it had. How many kept a better
+ * row goes to *kept (and *kept_line of them with file:line). */
+static int write_rows(struct symbols *s, sqlite3 *db, size_t kept[2], char *err,
+                      size_t errlen)
+{
+    sqlite3_stmt *upd = NULL, *ins = NULL, *del = NULL;
+    size_t written[2] = { 0, 0 }, now[2], nlv;
     int64_t frame_id;
     const struct symbols_level *lv;
     struct symbols_counts c;
     int rc = 0;
 
-    if (sqlite3_exec(db,
-                     "DELETE FROM frame_inlines;"
-                     "UPDATE frames SET function = NULL, file = NULL, line = NULL,"
-                     " inline_depth = 0 WHERE function IS NOT NULL OR file IS NOT NULL"
-                     " OR line IS NOT NULL OR inline_depth != 0;",
-                     NULL, NULL, NULL) != SQLITE_OK)
-        return sql_fail(db, err, errlen, "clearing frames");
     if (sqlite3_prepare_v2(db,
                            "UPDATE frames SET function = ?1, file = ?2, line = ?3,"
-                           " inline_depth = ?4 WHERE id = ?5",
+                           " inline_depth = ?4 WHERE id = ?5"
+                           " AND ?6 >= " RANK_SQL("function", "file", "line"),
                            -1, &upd, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "DELETE FROM frame_inlines WHERE frame_id = ?1", -1, &del,
+                           NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
                            "INSERT INTO frame_inlines (frame_id, depth, function, file, line)"
                            " VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -83,30 +136,27 @@ static int write_rows(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
         bind_line(upd, 3, lv[0].line);
         sqlite3_bind_int64(upd, 4, (sqlite3_int64)(nlv - 1));
         sqlite3_bind_int64(upd, 5, frame_id);
+        sqlite3_bind_int(upd, 6, rank(&lv[0]));
         if (sqlite3_step(upd) != SQLITE_DONE)
             rc = sql_fail(db, err, errlen, "updating frames");
         sqlite3_reset(upd);
-        for (size_t d = 1; !rc && d < nlv; d++) {
-            sqlite3_bind_int64(ins, 1, frame_id);
-            sqlite3_bind_int64(ins, 2, (sqlite3_int64)d);
-            sqlite3_bind_text(ins, 3, lv[d].function, -1, SQLITE_STATIC);
-            sqlite3_bind_text(ins, 4, lv[d].file, -1, SQLITE_STATIC);
-            bind_line(ins, 5, lv[d].line);
-            if (sqlite3_step(ins) != SQLITE_DONE)
-                rc = sql_fail(db, err, errlen, "writing frame_inlines");
-            sqlite3_reset(ins);
-        }
-        if (lv[0].function)
-            resolved++;
-        if (lv[0].file && lv[0].line > 0)
-            with_line++;
+        if (rc || !sqlite3_changes(db))
+            continue;              /* kept: it said more before */
+        rc = write_inlines(db, del, ins, frame_id, lv, nlv, err, errlen);
+        written[0] += rank(&lv[0]) >= 1;
+        written[1] += rank(&lv[0]) == 2;
     }
+    if (!rc)
+        rc = count_ranks(db, now, err, errlen);
+    for (int i = 0; i < 2 && !rc; i++)
+        kept[i] = now[i] - written[i];
     symbols__counts(s, &c);
     if (!rc)
-        rc = write_stats(db, &c, resolved, with_line, err, errlen);
+        rc = write_stats(db, &c, now[0], now[1], kept[0], err, errlen);
 out:
     sqlite3_finalize(upd);
     sqlite3_finalize(ins);
+    sqlite3_finalize(del);
     return rc;
 }
 
@@ -117,7 +167,8 @@ int symbols__write_db(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
         err[0] = '\0';
     if (sqlite3_exec(db, "SAVEPOINT vh_symbols", NULL, NULL, NULL) != SQLITE_OK)
         return sql_fail(db, err, errlen, "starting the update");
-    if ((rc = write_rows(s, db, err, errlen))) {
+    size_t kept[2] = { 0, 0 };
+    if ((rc = write_rows(s, db, kept, err, errlen))) {
         sqlite3_exec(db, "ROLLBACK TO vh_symbols; RELEASE vh_symbols", NULL, NULL, NULL);
         return rc;
     }
@@ -127,6 +178,11 @@ int symbols__write_db(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
         return rc;
     }
     symbols__warn(s);
+    if (kept[0])
+        vh_errorf("symbols", "warning: %zu frame%s (%zu with file:line) kept %s earlier "
+                  "resolution: the files found now say less (debug info or a module gone "
+                  "or rebuilt since)", kept[0], kept[0] == 1 ? "" : "s", kept[1],
+                  kept[0] == 1 ? "its" : "their");
     return 0;
 }
 

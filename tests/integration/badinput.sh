@@ -195,10 +195,21 @@ damaged() {
     [ $rc -eq 0 ] || grep -q 'vheap-analyze: load: ' "$1.l.err" || die "load $_c: exit 1 without a message"
     [ -f "$1.sqlite" ] || die "load $_c wrote no DB (exit $rc): $(cat "$1.l.err")"
     _a=$(sqlite3 "$1.sqlite" 'SELECT coalesce(sum(allocations), 0) FROM summary')
+    # summary shows everything valid and, when the DB says the capture was
+    # damaged, exits 1 (it used to exit 0 saying "exited cleanly: yes").
+    _dmg=$(sqlite3 "$1.sqlite" "SELECT count(*) FROM meta WHERE key = 'damage' AND value IS NOT NULL")
     for cmd in $QUERIES; do
         run "$1.$cmd" "$cmd" "$1.sqlite"
-        [ $rc -eq 0 ] || die "$cmd on the DB of $_c: exit $rc: $(cat "$1.$cmd.err")"
+        _want=0
+        [ "$cmd" = summary ] && [ "$_dmg" -gt 0 ] && _want=1
+        [ $rc -eq $_want ] || die "$cmd on the DB of $_c: exit $rc, want $_want: $(cat "$1.$cmd.err")"
     done
+    if [ "$_dmg" -gt 0 ]; then
+        grep -q 'capture damage' "$1.summary.out" && grep -q 'but the capture is damaged' "$1.summary.out" ||
+            die "summary of the damaged $_c: $(cat "$1.summary.out")"
+        grep -q 'warning: the capture is damaged' "$1.summary.err" ||
+            die "summary of the damaged $_c does not warn: $(cat "$1.summary.err")"
+    fi
     echo "$1: dump kept $kept of $full records (exit $_drc), $_a of $good_allocs allocations loaded, $_extra changed records"
     EXTRA=$_extra
 }

@@ -5,7 +5,8 @@
 #    (RSS samples, capture growth), forks a child that allocates: every
 #    file is still itself and intact. Before, the shim's RSS re-open closed
 #    one of the program's numbers and put /proc/self/statm there.
-# 2. ulimit -n 4: the program opens as many files as without the shim.
+# 2. ulimit -n 4, 5, 20, 1024: the program opens as many files as without
+#    the shim.
 # 3. The exit line goes to fd 2 only while fd 2 is what it was at start: a
 #    daemon's file put at number 2 gets nothing appended.
 # 4. Control bytes in the capture's name never reach the terminal raw.
@@ -21,10 +22,15 @@ child=$(ls cap.vhcap.* 2>/dev/null | head -n 1)
 "$ANALYZE" dump "$child" >/dev/null || die "the child's capture does not read"
 echo "closeall: $(cat out.txt)"
 
-bare=$(sh -c 'ulimit -n 4; exec "$1" nofile' sh "$PROGS/fate")
-shim=$(sh -c 'ulimit -n 4; VHEAP_OUT=cap4.vhcap VHEAP_QUIET=1 LD_PRELOAD="$2" exec "$1" nofile' \
-    sh "$PROGS/fate" "$VHEAP_LIB")
-expect_eq "files opened under ulimit -n 4" "$shim" "$bare"
+# Every limit: the shim holds no descriptor (before, libunwind's pipe kept
+# one end under 5 and 20, and the capture, statm and the pipe sat at the
+# top under 1024).
+for lim in 4 5 20 1024; do
+    bare=$(sh -c 'ulimit -n $2; exec "$1" nofile' sh "$PROGS/fate" $lim)
+    shim=$(sh -c 'ulimit -n $3; VHEAP_OUT=cap$3.vhcap VHEAP_QUIET=1 LD_PRELOAD="$2" exec "$1" nofile' \
+        sh "$PROGS/fate" "$VHEAP_LIB" $lim)
+    expect_eq "files opened under ulimit -n $lim" "$shim" "$bare"
+done
 n=$("$ANALYZE" dump cap4.vhcap | awk '$3 == "alloc" { n++ } END { print n + 0 }')
 [ "$n" -ge 100 ] || die "ulimit -n 4: only $n allocations recorded"
 echo "ulimit -n 4: $shim with and without the shim; $n allocations recorded"

@@ -60,5 +60,10 @@ expect_eq "reloaded" "$(sqlite3 auto.vhcap.sqlite 'SELECT pid FROM processes')" 
 
 # read-only: the query commands never write the DB
 chmod a-w auto.vhcap.sqlite
-"$ANALYZE" summary auto.vhcap.sqlite >/dev/null 2>err || die "summary of a read-only DB: $(cat err)"
+# (the DB is of the damaged capture: summary prints it all, then exits 1)
+"$ANALYZE" summary auto.vhcap.sqlite >ro.out 2>err
+expect_eq "summary of a read-only DB of a damaged capture: exit" "$?" 1
+grep -q "capture is damaged" err && [ -s ro.out ] || die "summary of a read-only DB: $(cat err)"
+if grep -qi "read-only\|readonly" err; then die "summary wrote a read-only DB: $(cat err)"; fi
+"$ANALYZE" leaks auto.vhcap.sqlite >/dev/null 2>err || die "leaks of a read-only DB: $(cat err)"
 exit 0

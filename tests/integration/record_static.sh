@@ -1,7 +1,8 @@
 #!/bin/sh
 # record_static.sh — `record` refuses a statically linked program (and a
 # script whose interpreter is one) with the message that says why, exit 1,
-# and runs nothing.
+# and runs nothing; and when a recorded program execs a static one (which
+# then writes no capture) it says so, naming it, exit 1.
 . "$TOP/tests/lib.sh"
 need "$ANALYZE"
 need_cmd cc
@@ -44,6 +45,24 @@ expect_eq "status for a script run by a static interpreter" "$?" 1
 grep -qF "statically linked: LD_PRELOAD cannot work" err || die "script: $(cat err)"
 grep -qF "touch_static" err || die "script: the interpreter is not named: $(cat err)"
 [ ! -e script.sh.ran ] && [ ! -e ran ] || die "the static interpreter was run"
+
+# A static program exec'd by a dynamic one (sh -c 'exec ...'): it runs, it
+# writes no capture, and record says so, naming it, instead of summarizing
+# the shell (before: the shell's capture was summarized, exit 0, no word).
+need "$VHEAP_LIB"
+"$ANALYZE" record --out "$PWD/ex.%p.vhcap" -- sh -c 'exec ./touch_static marker4' >out 2>err
+expect_eq "status for sh -c 'exec ./touch_static'" "$?" 1
+[ -e marker4 ] || die "the exec'd static program did not run: $(cat err)"
+grep -qF "exec'd $PWD/touch_static, which wrote no capture" err ||
+    die "the exec'd program is not named: $(cat err)"
+grep -qF "$PWD/touch_static is statically linked: LD_PRELOAD cannot work" err ||
+    die "the exec'd program is not said to be static: $(cat err)"
+if grep -q "^vheap-analyze: record: summarized:" err; then die "the shell was summarized: $(cat err)"; fi
+[ ! -s out ] || die "a summary was printed: $(cat out)"
+# ... while an exec of a dynamic program summarizes that program
+"$ANALYZE" record --out "$PWD/ex2.%p.vhcap" -- sh -c 'exec ./touch_dynamic marker5' >out 2>err
+expect_eq "status for sh -c 'exec ./touch_dynamic'" "$?" 0
+grep -q "summarized: .*touch_dynamic" err || die "the exec'd dynamic program was not summarized: $(cat err)"
 
 # The dynamic twin is accepted (and runs) — the check is not a blanket refusal.
 need "$VHEAP_LIB"

@@ -8,6 +8,10 @@
 #     back, and when debug info appears later (a stripped program whose
 #     .debug file is then put under DIR/.build-id/ and named by
 #     VHEAP_DEBUGINFO_PATH), with before/after counts in JSON;
+#   - a rebuilt program is symbolized from its old .debug file kept under
+#     the recorded build-id (VHEAP_DEBUGINFO_PATH or --search-dir);
+#   - `symbolize` never replaces a frame's resolution with a worse one
+#     (debug info gone since): it keeps the row and warns;
 #   - bad uses exit 2 or 1.
 . "$TOP/tests/lib.sh"
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/demo_app" "$PROGS/basic"
@@ -90,6 +94,56 @@ VHEAP_DEBUGINFO_PATH="$PWD/D" "$ANALYZE" symbolize s.sqlite >/dev/null 2>&1 ||
     die "symbolize with the debug file failed"
 [ "$(fn_frames s.sqlite process_line)" -ge 1 ] ||
     die "symbolize: the debug file under VHEAP_DEBUGINFO_PATH was not used"
+
+# A rebuilt program whose old debug file was kept under its build-id: the
+# .debug file is the program that ran (before, a rebuilt file at the path
+# ended the search: no symbols, though it worked with the file removed).
+mkdir R K
+cat >R/rb.c <<'C'
+#include <stdlib.h>
+#ifdef AGAIN
+int again = 1;
+#endif
+__attribute__((noinline)) void *make_block(void) { return malloc(4242); }
+int main(void) { return make_block() == NULL; }
+C
+cc -g -O1 -o R/rb R/rb.c || die "cc rb"
+(cd R && "$ANALYZE" record --no-load --out "$PWD/rb.vhcap" -- ./rb >/dev/null 2>&1) ||
+    die "rb failed under vheap"
+"$ANALYZE" load -q R/rb.vhcap rb0.sqlite 2>/dev/null || die "load of rb failed"
+rbid=$(sqlite3 rb0.sqlite "SELECT build_id FROM modules WHERE is_main")
+mkdir -p "K/.build-id/$(echo "$rbid" | cut -c1-2)"
+objcopy --only-keep-debug R/rb "K/.build-id/$(echo "$rbid" | cut -c1-2)/$(echo "$rbid" | cut -c3-).debug" ||
+    die "objcopy --only-keep-debug rb"
+cc -g -O1 -DAGAIN -o R/rb R/rb.c || die "cc rb again"
+"$ANALYZE" load -q R/rb.vhcap rb1.sqlite 2>rb1.err || die "load of the rebuilt rb failed"
+expect_eq "make_block in the rebuilt program, no debug file named" "$(fn_frames rb1.sqlite make_block)" 0
+grep -q "build-id differs" rb1.err || die "no rebuilt warning: $(cat rb1.err)"
+VHEAP_DEBUGINFO_PATH="$PWD/K" "$ANALYZE" load -q R/rb.vhcap rb2.sqlite 2>rb2.err ||
+    die "load with VHEAP_DEBUGINFO_PATH failed"
+expect_eq "make_block from the kept debug file (VHEAP_DEBUGINFO_PATH)" "$(fn_frames rb2.sqlite make_block)" 1
+if grep -q "build-id differs" rb2.err; then die "rebuilt warning with the debug file found: $(cat rb2.err)"; fi
+"$ANALYZE" load -q R/rb.vhcap rb3.sqlite --search-dir K 2>/dev/null || die "load --search-dir K failed"
+expect_eq "make_block from the kept debug file (--search-dir)" "$(fn_frames rb3.sqlite make_block)" 1
+
+# symbolize never makes a frame worse: with the debug file gone from the
+# places named, rb2's file:line rows stay, and it says so (before: the rows
+# were cleared to module+offset without a word).
+lines() { sqlite3 "$1" "SELECT count(*) FROM frames WHERE line > 0"; }
+kept_lines=$(lines rb2.sqlite)
+[ "$kept_lines" -ge 1 ] || die "rb2 has no frame with a line"
+"$ANALYZE" symbolize rb2.sqlite --format json >worse.json 2>worse.err || die "symbolize rb2: $(cat worse.err)"
+expect_eq "frames with file:line after symbolize without the debug file" "$(lines rb2.sqlite)" "$kept_lines"
+expect_eq "make_block after symbolize without the debug file" "$(fn_frames rb2.sqlite make_block)" 1
+grep -q "kept their earlier resolution\|kept its earlier resolution" worse.err ||
+    die "symbolize did not warn about the frames it kept: $(cat worse.err)"
+[ "$(sqlite3 rb2.sqlite "SELECT value FROM meta WHERE key = 'symbols_kept'")" -ge 1 ] ||
+    die "meta.symbols_kept is not set"
+# and as good or better still replaces: symbolize with the file found again
+VHEAP_DEBUGINFO_PATH="$PWD/K" "$ANALYZE" symbolize rb2.sqlite >/dev/null 2>again.err ||
+    die "symbolize rb2 again: $(cat again.err)"
+expect_eq "symbols_kept once the debug file is back" \
+    "$(sqlite3 rb2.sqlite "SELECT value FROM meta WHERE key = 'symbols_kept'")" 0
 
 # bad uses
 "$ANALYZE" load run.vhcap x.sqlite --exe-path nothing 2>err.txt

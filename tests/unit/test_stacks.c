@@ -17,7 +17,7 @@
 /* ---- stand-ins ------------------------------------------------------------ */
 struct vh_options vh_opt = { .depth = 64 };
 __thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
-struct vh_capture vh_cap = { .fd = -1 };
+struct vh_capture vh_cap;
 struct vh_clock vh_clk;
 uint32_t vh_modules_closing;
 uintptr_t vh_self_lo, vh_self_hi;     /* no shim code: no frame is dropped */

@@ -67,7 +67,9 @@ static int cxx_ready;              /* atomic */
 /* The modules that define the operators found: kept loaded for good (a
  * cached pointer into a library dlclose'd and unmapped would be called
  * later). Found by address with dl_iterate_phdr (dladdr would search each
- * one's symbol table); dlopen'ed after it returns, outside its lock. */
+ * one's symbol table); dlopen'ed after it returns, outside its lock —
+ * from the dlclose hook (vh_cxx_pin), never the operator hook: glibc
+ * clears a pending dlerror() message on every dl* call. */
 struct pin_scan {
     void *const *fn;
     const char *name[OP_COUNT];
@@ -135,21 +137,30 @@ static VH_NOINLINE void cxx_resolve(void)
 {
     struct vh_tls *t = &vh_tls;
     if (!__atomic_load_n(&vh_real.malloc, __ATOMIC_ACQUIRE))
-        vh_resolve_real();        /* so that pinning's allocations have somewhere to go */
+        vh_resolve_real();        /* the malloc-family stand-ins need it */
     sigset_t saved;
     vh_own_begin(t, &saved);      /* a handler meanwhile runs after: counted */
-    /* Called from inside an operator hook's window: what pinning allocates
-     * here, however deep, is the shim's own, not a handler's. */
-    uintptr_t window = t->cxx_sp;
-    t->cxx_sp = 0;
+    for (int i = 0; i < OP_COUNT; i++)
+        __atomic_store_n(&real_op[i], vh_sym_next(op_symbol[i]), __ATOMIC_RELAXED);
+    __atomic_store_n(&cxx_ready, 1, __ATOMIC_RELEASE);
+    vh_own_end(t, &saved);
+}
+
+/* Before the program's dlclose (modules.c): the operators' modules pinned,
+ * once they are known. There the loader's error state is that call's. */
+void vh_cxx_pin(void)
+{
+    static int pinned;             /* atomic */
+    if (!__atomic_load_n(&cxx_ready, __ATOMIC_ACQUIRE) ||
+        __atomic_exchange_n(&pinned, 1, __ATOMIC_ACQ_REL))
+        return;
+    struct vh_tls *t = &vh_tls;
     void *fn[OP_COUNT];
     for (int i = 0; i < OP_COUNT; i++)
-        fn[i] = vh_sym_next(op_symbol[i]);
+        fn[i] = __atomic_load_n(&real_op[i], __ATOMIC_RELAXED);
+    sigset_t saved;
+    vh_own_begin(t, &saved);       /* what dlopen allocates is ours */
     pin_modules(fn);
-    for (int i = 0; i < OP_COUNT; i++)
-        __atomic_store_n(&real_op[i], fn[i], __ATOMIC_RELAXED);
-    __atomic_store_n(&cxx_ready, 1, __ATOMIC_RELEASE);
-    t->cxx_sp = window;
     vh_own_end(t, &saved);
 }
 

@@ -791,6 +791,9 @@ void vh_record_value(struct vh_tls *t, uint8_t type, uint64_t value, uint64_t ti
 /* hooks_cxx.c: counts the objects loaded at startup (init, before the
  * program's code runs): only those loaded later need pinning. */
 void vh_cxx_startup(void);
+/* hooks_cxx.c: pins the real operators' modules, once they are known;
+ * called by the dlclose hook before the program's dlclose. */
+void vh_cxx_pin(void);
 
 /* api.c: the custom-heap and tag tables around fork (lifecycle.c calls
  * these); the child re-describes live heaps and tags in its new capture. */

@@ -686,6 +686,7 @@ VH_EXPORT int dlclose(void *handle)
         vh_resolve_real();
     if (!vh_real.dlclose)
         return -1;
+    vh_cxx_pin();
     int track = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON && !t->own &&
                 t->guard != VH_G_BUSY;
     if (track)

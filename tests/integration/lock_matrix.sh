@@ -16,8 +16,7 @@
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/lockcell" "$PROGS/liblockcell.so" "$PROGS/liblockctor.so"
 need_cmd sqlite3 timeout
 limit=${LOCK_TIMEOUT:-10}
-# LOCK_CELLS="a b": only those cells (for a look at one). cxx_dlerror is
-# not listed yet (liblockcell.c says why): LOCK_CELLS=cxx_dlerror runs it.
+# LOCK_CELLS="a b": only those cells (for a look at one).
 cells=${LOCK_CELLS:-$("$PROGS/lockcell" --list)}
 modes="full sample1 sample512k paused"
 

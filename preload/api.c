@@ -23,7 +23,8 @@
 #define TAG_MAX 65535u             /* tag ids are u16 in the records          */
 #define TAG_SLOTS (1u << 17)       /* open addressing, load <= 1/2            */
 #define LABEL_MAX 255u             /* longer names and labels are truncated   */
-#define TAG_DEPTH 32u              /* per-thread tag stack                    */
+#define TAG_OUTER ((uint32_t)VHEAP_TAG_OUTER) /* tag levels kept: the outer  */
+#define TAG_INNER ((uint32_t)VHEAP_TAG_INNER) /* and a ring of the innermost */
 
 struct heap_slot {
     uint32_t live;                 /* atomic: read without the lock          */
@@ -51,7 +52,7 @@ static uint32_t next_heap = 1, heap_cursor = 1;
 static int ht_heap;                /* atomic: heaptrack-api heap, 0 = none  */
 
 /* Counted, and said once each on stderr: the capture has no field for them. */
-static uint64_t tag_overflows, tags_lost, heaps_lost, bad_heap_calls;
+static uint64_t tag_levels_lost, tags_lost, heaps_lost, bad_heap_calls;
 
 static void say_once(int *said, const char *what)
 {
@@ -568,15 +569,35 @@ static uint32_t tag_intern(struct vh_tls *t, const char *s)
     return id;
 }
 
-/* The per-thread stack. `depth` may exceed TAG_DEPTH: the extra levels are
- * counted, not stored, and allocations keep the deepest stored tag. The
- * order of the stores makes a push or pop that a signal handler interrupts
- * (and whose handler pushes and pops in balance) come out right. */
+/* The per-thread stack (vheap.h: VHEAP_TAG_OUTER). Levels below TAG_OUTER
+ * live in `outer`; level d >= TAG_OUTER in ring[d % TAG_INNER], and is
+ * known while d >= known_lo: a push that overwrites the ring slot of a
+ * level still below it raises known_lo past that level; a pop to a level
+ * below known_lo finds it lost (known_lo = the depth: only levels pushed
+ * from here on are known). A lost level's allocations carry level
+ * TAG_OUTER's tag, the outer attribution. The order of the stores makes a
+ * push or pop that a signal handler interrupts (and whose handler pushes
+ * and pops in balance) come out right. */
 struct tag_stack {
-    uint32_t depth;
-    uint16_t ids[TAG_DEPTH];
+    uint32_t depth, known_lo;      /* known_lo: 0 means TAG_OUTER            */
+    uint16_t outer[TAG_OUTER];
+    uint16_t ring[TAG_INNER];
 };
 static __thread struct tag_stack tag_stack __attribute__((tls_model("initial-exec")));
+
+/* The tag of level d (1-based depth d: the level d - 1 holds it) or of the
+ * outer attribution when that level lost its tag. */
+static uint16_t tag_at(const struct tag_stack *st, uint32_t d)
+{
+    uint32_t lo = st->known_lo ? st->known_lo : TAG_OUTER;
+    if (!d)
+        return 0;
+    if (d - 1 < TAG_OUTER)
+        return st->outer[d - 1];
+    if (d - 1 >= lo)
+        return st->ring[(d - 1) % TAG_INNER];
+    return st->outer[TAG_OUTER - 1];
+}
 
 static void api_tag_push(const char *label)
 {
@@ -594,18 +615,18 @@ static void api_tag_push(const char *label)
         id = tag_find(label ? label : "", len, label_hash(label ? label : "", len), NULL);
     }
     uint32_t d = st->depth;
+    if (d < TAG_OUTER) {
+        st->outer[d] = (uint16_t)id;
+    } else {
+        uint32_t lo = st->known_lo ? st->known_lo : TAG_OUTER;
+        if (d >= lo + TAG_INNER)   /* the ring slot of level d - TAG_INNER */
+            st->known_lo = d - TAG_INNER + 1;
+        st->ring[d % TAG_INNER] = (uint16_t)id;
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     st->depth = d + 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (d < TAG_DEPTH) {
-        st->ids[d] = (uint16_t)id;
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        t->tag = (uint16_t)id;
-    } else {
-        static int said;
-        vh_count(&tag_overflows);
-        say_once(&said, "tag stack deeper than 32 levels: the deeper tags are counted, "
-                        "not recorded");
-    }
+    t->tag = (uint16_t)id;
 }
 
 static void api_tag_pop(void)
@@ -616,8 +637,17 @@ static void api_tag_pop(void)
         return;                    /* pop on an empty stack: nothing */
     st->depth = --d;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (d < TAG_DEPTH)
-        vh_tls.tag = d ? st->ids[d - 1] : 0;
+    if (d <= TAG_OUTER) {
+        st->known_lo = 0;          /* back among the outer levels: the ring anew */
+    } else if (d - 1 < (st->known_lo ? st->known_lo : TAG_OUTER)) {
+        static int said;
+        st->known_lo = d;          /* level d - 1 lost its tag; d is next */
+        vh_count(&tag_levels_lost);
+        say_once(&said, "tag stack deeper than VHEAP_TAG_OUTER + VHEAP_TAG_INNER (256) "
+                        "levels: a level whose tag was not kept carries the 32nd level's "
+                        "tag");
+    }
+    vh_tls.tag = tag_at(st, d);
 }
 
 /* ---- the exported table ----------------------------------------------------------- */

@@ -196,10 +196,21 @@ VHEAP__INLINE void vheap_mark(const char *label)
     VHEAP__CALL(mark, label);
 }
 
+/* Which levels of a deep tag stack keep their tags: the outermost
+ * VHEAP_TAG_OUTER, and above them the innermost VHEAP_TAG_INNER levels
+ * pushed since the stack was last below them. Vere's jets re-enter nock,
+ * which calls jets, hundreds of levels deep within a second of a boot: the
+ * jet running is the innermost level, and it keeps its tag. A level in
+ * between (popped back to after more than VHEAP_TAG_INNER levels above it)
+ * has lost its tag: allocations there carry the outermost kept level's tag
+ * (level VHEAP_TAG_OUTER), and the shim counts them and says so once. */
+#define VHEAP_TAG_OUTER 32
+#define VHEAP_TAG_INNER 224
+
 /* Per-thread tag stack: every allocation records the innermost tag, so
  * memory can be attributed by logical owner (a jet, an agent). Labels are
- * interned by content. Nesting deeper than 32 is counted, not recorded; a
- * pop on an empty stack does nothing. A longjmp out of a push/pop pair
+ * interned by content. Any depth works (see VHEAP_TAG_OUTER for which
+ * levels keep their tags); a pop on an empty stack does nothing. A longjmp out of a push/pop pair
  * skips the pop and leaves the stack deeper: the code that catches the
  * longjmp pops the tags it knows were pushed since its setjmp. */
 VHEAP__INLINE void vheap_tag_push(const char *label)

@@ -286,6 +286,13 @@ loom_id=$(sed -n "s/^loomsim heap=loom pid=$main .* id=\([0-9]*\) .*/\1/p" out.t
 "$ANALYZE" summary "$db" --heap "$loom_id" --format json >byid.json || die "summary --heap $loom_id failed"
 python3 -c 'import json,sys; h=json.load(open("byid.json"))["heaps"]; sys.exit(not (len(h) == 1 and h[0]["heap"] == "loom"))' ||
     die "summary --heap $loom_id is not the loom: $(cat byid.json)"
+# summary lists every heap, or the first N by id with --limit (docs/vere.md
+# narrows a serf's thousands of roads so; the old summary ignored it)
+nall=$("$ANALYZE" summary "$db" --heap 'loom/*' --format json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["heaps"]))')
+[ "$nall" -gt 3 ] || die "summary --heap 'loom/*' lists $nall heaps"
+"$ANALYZE" summary "$db" --heap 'loom/*' --limit 3 --format json >lim.json || die "summary --limit 3 failed"
+python3 -c 'import json,sys; h=json.load(open("lim.json"))["heaps"]; sys.exit(not (len(h) == 3 and h[0]["heap"] == "loom"))' ||
+    die "summary --heap 'loom/*' --limit 3 is not the loom and two roads: $(cat lim.json)"
 for cmd in heaps summary leaks top peak; do
     "$ANALYZE" $cmd "$db" --heap nosuch >/dev/null 2>bad.err
     rc=$?

@@ -29,7 +29,8 @@
 struct heap_slot {
     uint32_t live;                 /* atomic: read without the lock          */
     uint32_t sampled;              /* atomic: its blocks in the sampled set  */
-    uint16_t parent, first_child, next_sibling, pad;
+    uint16_t parent, first_child, next_sibling;
+    uint16_t announced;            /* its HEAP_CREATE is in the capture      */
     uint64_t base, size;
     char name[HEAP_NAME];
 };
@@ -169,6 +170,19 @@ VH_ALWAYS_INLINE int api_enter(struct vh_tls *t, uint8_t *g)
     return 1;
 }
 
+/* Paused (VHEAP_START=paused, ctl stop), outside the shim: heaps are still
+ * made and destroyed in the table, unrecorded, and announced when recording
+ * starts (vh_api_resume): a program that makes its arena once, at start,
+ * has it once switched on. 1 with the guard BUSY. */
+static int api_enter_paused(struct vh_tls *t, uint8_t *g)
+{
+    if (__atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) != VH_MODE_PAUSED ||
+        t->guard == VH_G_BUSY || t->own || t->in_fork)
+        return 0;
+    *g = vh_busy(t);
+    return 1;
+}
+
 VH_ALWAYS_INLINE void api_leave(struct vh_tls *t, uint8_t g, uint64_t now)
 {
     if (vh_unlikely(now >= __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED)))
@@ -211,7 +225,7 @@ static uint32_t heap_id_new(void)
 }
 
 static int heap_create_locked(struct vh_tls *t, const char *name, int parent, void *base,
-                              size_t size)
+                              size_t size, int record)
 {
     uint32_t id = heap_id_new();
     if (!id) {
@@ -237,7 +251,9 @@ static int heap_create_locked(struct vh_tls *t, const char *name, int parent, vo
     memcpy(h->name, name ? name : "", keep);
     h->name[keep] = '\0';
     __atomic_store_n(&h->live, 1, __ATOMIC_RELEASE);
-    put_heap_create(t, id, h, name ? name : "", len, vh_now());
+    h->announced = (uint16_t)record;
+    if (record)
+        put_heap_create(t, id, h, name ? name : "", len, vh_now());
     return (int)id;
 }
 
@@ -285,11 +301,12 @@ static int api_heap_create(const char *name, int parent, void *base, size_t size
     struct vh_tls *t = &vh_tls;
     uint8_t g;
     int id = 0;
-    if (!api_enter(t, &g))
+    int record = api_enter(t, &g);
+    if (!record && !api_enter_paused(t, &g))
         return 0;
     if (tables_map() == 0) {
         vh_lock(&api_lock);
-        id = heap_create_locked(t, name, parent, base, size);
+        id = heap_create_locked(t, name, parent, base, size, record);
         vh_unlock(&api_lock);
     }
     api_leave(t, g, 0);
@@ -297,8 +314,9 @@ static int api_heap_create(const char *name, int parent, void *base, size_t size
 }
 
 /* Frees `id` and every heap nested in it: depth first, detaching each child
- * as it is entered, so no recursion and no extra memory. Under api_lock. */
-static void heap_release_tree(uint32_t id)
+ * as it is entered, so no recursion and no extra memory. `recorded`: the
+ * capture has their end (else vh_api_resume writes it). Under api_lock. */
+static void heap_release_tree(uint32_t id, int recorded)
 {
     uint32_t p = heaps[id].parent;
     if (p) {
@@ -317,6 +335,8 @@ static void heap_release_tree(uint32_t id)
             continue;
         }
         __atomic_store_n(&heaps[n].live, 0, __ATOMIC_RELEASE);
+        if (recorded)
+            heaps[n].announced = 0;
         if (n == id)
             break;
         n = heaps[n].parent;
@@ -327,17 +347,21 @@ static void api_heap_destroy(int heap)
 {
     struct vh_tls *t = &vh_tls;
     uint8_t g;
-    if (heap == 0 || !api_enter(t, &g))
+    int record;
+    if (heap == 0 || (!(record = api_enter(t, &g)) && !api_enter_paused(t, &g)))
         return;
     uint64_t now = 0;
     if (tables_map() == 0) {
         vh_lock(&api_lock);
         if (heap_live(heap)) {
-            /* One record: the reader frees the nested heaps' blocks too. */
+            /* One record: the reader frees the nested heaps' blocks too.
+             * Paused, an announced heap stays so: vh_api_resume says it
+             * was destroyed. */
             now = vh_now();
-            vh_record_time(t, VH_REC_HEAP_DESTROY, (uint16_t)heap, 0, now);
+            if (record && heaps[heap].announced)
+                vh_record_time(t, VH_REC_HEAP_DESTROY, (uint16_t)heap, 0, now);
             int sweep = vh_sample_rate && tree_sampled((uint32_t)heap);
-            heap_release_tree((uint32_t)heap);
+            heap_release_tree((uint32_t)heap, record);
             if (sweep)
                 vh_sampled_sweep(sweep_dead, NULL);
         } else {
@@ -657,6 +681,7 @@ static void api_region(int heap, unsigned id, unsigned kind, const void *base, s
 static void api_tag_push2(const char *first, const char *second);
 static int api_tag_depth(void);
 static void api_tag_unwind(int depth);
+static unsigned api_starts(void);
 
 VH_EXPORT const struct vheap_api vheap_api_v1 = {
     .size = sizeof(struct vheap_api),
@@ -675,6 +700,7 @@ VH_EXPORT const struct vheap_api vheap_api_v1 = {
     .tag_push2 = api_tag_push2,
     .tag_depth = api_tag_depth,
     .tag_unwind = api_tag_unwind,
+    .starts = api_starts,
 };
 
 /* ---- heaptrack's API (heaptrack_api.h): its blocks get a heap of their own ---- */
@@ -691,7 +717,7 @@ static int ht_heap_id(void)
         vh_lock(&api_lock);
         id = __atomic_load_n(&ht_heap, __ATOMIC_ACQUIRE);
         if (!id) {
-            id = heap_create_locked(t, "heaptrack-api", 0, NULL, 0);
+            id = heap_create_locked(t, "heaptrack-api", 0, NULL, 0, 1);
             __atomic_store_n(&ht_heap, id, __ATOMIC_RELEASE);
         }
         vh_unlock(&api_lock);
@@ -729,24 +755,21 @@ void vh_api_fork_parent(void)
     vh_unlock(&api_lock);
 }
 
-/* The child's capture starts empty: describe every live heap and every tag
- * again (same ids), so its records need nothing from the parent's file. */
-void vh_api_fork_child(struct vh_tls *t)
+/* HEAP_CREATE for every live heap not yet in the capture (all of them:
+ * `all`), parents first: a parent's id is not always below its children's
+ * once ids are reused, so in tree order from the roots. Under api_lock or
+ * alone (fork child). */
+static void announce_live(struct vh_tls *t, uint64_t now, int all)
 {
-    api_lock = 0;
-    if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0 || !vh_cap.hdr)
-        return;
-    uint8_t g = vh_busy(t);
-    uint64_t now = vh_now();
     uint32_t top = next_heap <= HEAP_MAX ? next_heap : HEAP_MAX + 1;
-    /* parents first: a parent's id is not always below its children's once
-     * ids are reused, so emit in tree order from the roots */
     for (uint32_t id = 1; id < top; id++) {
         if (!heaps[id].live || heaps[id].parent)
             continue;
         uint32_t n = id;
         for (;;) {
-            put_heap_create(t, n, &heaps[n], heaps[n].name, strlen(heaps[n].name), now);
+            if (all || !heaps[n].announced)
+                put_heap_create(t, n, &heaps[n], heaps[n].name, strlen(heaps[n].name), now);
+            heaps[n].announced = 1;
             if (heaps[n].first_child) {
                 n = heaps[n].first_child;
                 continue;
@@ -758,11 +781,49 @@ void vh_api_fork_child(struct vh_tls *t)
             n = heaps[n].next_sibling;
         }
     }
+}
+
+/* The child's capture starts empty: describe every live heap and every tag
+ * again (same ids), so its records need nothing from the parent's file. */
+void vh_api_fork_child(struct vh_tls *t)
+{
+    api_lock = 0;
+    if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0 || !vh_cap.hdr)
+        return;
+    uint8_t g = vh_busy(t);
+    uint64_t now = vh_now();
+    announce_live(t, now, 1);
     for (uint32_t id = 1; id <= ntags; id++) {
         const char *l = labels + tag_off[id];
         put_label(t, VH_REC_TAG, id, l, strlen(l), now);
     }
     vh_unbusy(t, g);
+}
+
+/* Recording starts again (ctl start, or the first start of VHEAP_START=
+ * paused): the heaps destroyed while paused end (one record for a tree,
+ * as api_heap_destroy), those made meanwhile begin. Their blocks are the
+ * program's to report again (vheap.h: starts). At guard BUSY. */
+void vh_api_resume(struct vh_tls *t)
+{
+    if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0)
+        return;
+    uint64_t now = vh_now();
+    uint32_t top = next_heap <= HEAP_MAX ? next_heap : HEAP_MAX + 1;
+    vh_lock(&api_lock);
+    for (uint32_t id = 1; id < top; id++) {
+        if (heaps[id].live || !heaps[id].announced)
+            continue;
+        uint32_t p = heaps[id].parent;
+        /* a parent that ends too ends this one with it */
+        if (!p || heaps[p].live || !heaps[p].announced)
+            vh_record_time(t, VH_REC_HEAP_DESTROY, (uint16_t)id, 0, now);
+    }
+    for (uint32_t id = 1; id < top; id++)
+        if (!heaps[id].live)
+            heaps[id].announced = 0;
+    announce_live(t, now, 0);
+    vh_unlock(&api_lock);
 }
 
 /* ---- ranges and regions (appended to the table) ------------------------------------ */
@@ -873,4 +934,9 @@ static void api_tag_unwind(int depth)
     uint32_t want = depth > 0 ? (uint32_t)depth : 0;
     while (tag_stack.depth > want)
         api_tag_pop();
+}
+
+static unsigned api_starts(void)
+{
+    return __atomic_load_n(&vh_record_starts, __ATOMIC_ACQUIRE);
 }

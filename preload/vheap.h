@@ -55,6 +55,13 @@ struct vheap_api {
     void (*tag_push2)(const char *first, const char *second);
     int (*tag_depth)(void);
     void (*tag_unwind)(int depth);
+    /* How many times recording has started: 1 from the start, 0 under
+     * VHEAP_START=paused until `vheap-analyze ctl start`, one more at each
+     * start after a `ctl stop`. While paused, heaps are made and destroyed
+     * as usual but blocks are not recorded: a program whose blocks outlive
+     * a pause reports them again when this changes (Vere's patch does at
+     * its next event: the loom afresh, every live block). */
+    unsigned (*starts)(void);
 };
 
 /* Bytes of the table a version-1 caller relies on. */
@@ -289,6 +296,15 @@ VHEAP__INLINE int vheap_tag_depth(void)
 VHEAP__INLINE void vheap_tag_unwind(int depth)
 {
     VHEAP__CALL_NEW(tag_unwind, depth);
+}
+
+/* How many times recording has started (see `starts` above), 0 when not
+ * profiled: a program that remembers it and sees it change reports its
+ * live blocks again. */
+VHEAP__INLINE unsigned vheap_starts(void)
+{
+    const struct vheap_api *t = vheap__api();
+    return t && VHEAP__HAS(t, starts) ? t->starts() : 0;
 }
 
 #ifdef __cplusplus

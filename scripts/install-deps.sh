@@ -22,6 +22,15 @@ heaptrack-gui xvfb imagemagick golang-go libtcmalloc-minimal4"
 if [ "${1:-}" = realworld ]; then
     PACKAGES="$PACKAGES redis-server redis-tools git g++ nodejs"
 fi
+# `install-deps.sh vere`: what ../shared/vere/build.sh needs to build Urbit's
+# runtime for `make vere-check` (tests/vere/ship.sh); iproute2 and
+# util-linux for netns.sh's loopback-only namespace and nsenter, curl for
+# the ship's HTTP events, procps for pgrep
+if [ "${1:-}" = vere ]; then
+    PACKAGES="$PACKAGES libgmp-dev zlib1g-dev libunwind-dev libsigsegv-dev libuv1-dev \
+liblmdb-dev libcurl4-openssl-dev libh2o-dev libnatpmp-dev libavahi-compat-libdnssd-dev \
+zstd xxd iproute2 util-linux curl procps"
+fi
 
 missing=""
 for p in $PACKAGES; do

@@ -68,7 +68,7 @@ for i in $(seq 600); do
     sleep 1
 done
 port=$(tr -d '\r' <"$W/days.log" | sed -n 's/.*web interface live on http:\/\/localhost:\([0-9]*\).*/\1/p' | head -n 1)
-serf=$(pgrep -f "work $W/days" | head -n 1)
+serf=$(pgrep -f "work --snap-dir $W/days" | head -n 1)   # the doc: pgrep -f 'urbit work'
 if [ -z "$port" ] || [ -z "$serf" ]; then
     bad "the paused ship did not come up (port '$port', serf '$serf'): $(tail -n 5 "$W/days.log")"
 else

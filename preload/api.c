@@ -23,13 +23,16 @@
 #define TAG_MAX 65535u             /* tag ids are u16 in the records          */
 #define TAG_SLOTS (1u << 17)       /* open addressing, load <= 1/2            */
 #define LABEL_MAX 255u             /* longer names and labels are truncated   */
-#define TAG_DEPTH 32u              /* per-thread tag stack                    */
+#define TAG_OUTER ((uint32_t)VHEAP_TAG_OUTER) /* tag levels kept: the outer  */
+#define TAG_INNER ((uint32_t)VHEAP_TAG_INNER) /* and a ring of the innermost */
 
 struct heap_slot {
     uint32_t live;                 /* atomic: read without the lock          */
     uint32_t sampled;              /* atomic: its blocks in the sampled set  */
     uint16_t parent, first_child, next_sibling;
-    uint16_t written;              /* atomic: its HEAP_CREATE is written     */
+    uint16_t written;              /* atomic: its HEAP_CREATE is in the
+                                      capture (not while paused; sampled:
+                                      not before its first record)       */
     uint64_t base, size;
     char name[HEAP_NAME];
 };
@@ -52,7 +55,7 @@ static uint32_t next_heap = 1, heap_cursor = 1;
 static int ht_heap;                /* atomic: heaptrack-api heap, 0 = none  */
 
 /* Counted, and said once each on stderr: the capture has no field for them. */
-static uint64_t tag_overflows, tags_lost, heaps_lost, bad_heap_calls;
+static uint64_t tag_levels_lost, tags_lost, heaps_lost, bad_heap_calls;
 
 static void say_once(int *said, const char *what)
 {
@@ -170,6 +173,19 @@ VH_ALWAYS_INLINE int api_enter(struct vh_tls *t, uint8_t *g)
     return 1;
 }
 
+/* Paused (VHEAP_START=paused, ctl stop), outside the shim: heaps are still
+ * made and destroyed in the table, unrecorded, and announced when recording
+ * starts (vh_api_resume): a program that makes its arena once, at start,
+ * has it once switched on. 1 with the guard BUSY. */
+static int api_enter_paused(struct vh_tls *t, uint8_t *g)
+{
+    if (__atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) != VH_MODE_PAUSED ||
+        t->guard == VH_G_BUSY || t->own || t->in_fork)
+        return 0;
+    *g = vh_busy(t);
+    return 1;
+}
+
 VH_ALWAYS_INLINE void api_leave(struct vh_tls *t, uint8_t g, uint64_t now)
 {
     if (vh_unlikely(now >= __atomic_load_n(&vh_next_rss, __ATOMIC_RELAXED)))
@@ -241,7 +257,7 @@ static uint32_t heap_id_new(void)
 }
 
 static int heap_create_locked(struct vh_tls *t, const char *name, int parent, void *base,
-                              size_t size)
+                              size_t size, int record)
 {
     uint32_t id = heap_id_new();
     if (!id) {
@@ -269,8 +285,8 @@ static int heap_create_locked(struct vh_tls *t, const char *name, int parent, vo
     h->name[keep] = '\0';
     __atomic_store_n(&h->written, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&h->live, 1, __ATOMIC_RELEASE);
-    if (!vh_sample_rate &&            /* sampled: at its first record (above) */
-        !put_heap_create(t, id, h, name ? name : "", len, vh_now()))
+    /* Paused: vh_api_resume writes it; sampled: its first record (above). */
+    if (record && !vh_sample_rate && !put_heap_create(t, id, h, name ? name : "", len, vh_now()))
         __atomic_store_n(&h->written, 1, __ATOMIC_RELEASE);
     return (int)id;
 }
@@ -319,11 +335,12 @@ static int api_heap_create(const char *name, int parent, void *base, size_t size
     struct vh_tls *t = &vh_tls;
     uint8_t g;
     int id = 0;
-    if (!api_enter(t, &g))
+    int record = api_enter(t, &g);
+    if (!record && !api_enter_paused(t, &g))
         return 0;
     if (tables_map() == 0) {
         vh_lock(&api_lock);
-        id = heap_create_locked(t, name, parent, base, size);
+        id = heap_create_locked(t, name, parent, base, size, record);
         vh_unlock(&api_lock);
     }
     api_leave(t, g, 0);
@@ -331,8 +348,9 @@ static int api_heap_create(const char *name, int parent, void *base, size_t size
 }
 
 /* Frees `id` and every heap nested in it: depth first, detaching each child
- * as it is entered, so no recursion and no extra memory. Under api_lock. */
-static void heap_release_tree(uint32_t id)
+ * as it is entered, so no recursion and no extra memory. `recorded`: the
+ * capture has their end (else vh_api_resume writes it). Under api_lock. */
+static void heap_release_tree(uint32_t id, int recorded)
 {
     uint32_t p = heaps[id].parent;
     if (p) {
@@ -352,6 +370,8 @@ static void heap_release_tree(uint32_t id)
         }
         __atomic_store_n(&heaps[n].live, 0, __ATOMIC_RELEASE);
         vh_region_heap_gone((uint16_t)n);
+        if (recorded)
+            __atomic_store_n(&heaps[n].written, 0, __ATOMIC_RELAXED);
         if (n == id)
             break;
         n = heaps[n].parent;
@@ -362,19 +382,22 @@ static void api_heap_destroy(int heap)
 {
     struct vh_tls *t = &vh_tls;
     uint8_t g;
-    if (heap == 0 || !api_enter(t, &g))
+    int record;
+    if (heap == 0 || (!(record = api_enter(t, &g)) && !api_enter_paused(t, &g)))
         return;
     uint64_t now = 0;
     if (tables_map() == 0) {
         vh_lock(&api_lock);
         if (heap_live(heap)) {
             /* One record: the reader frees the nested heaps' blocks too.
-             * None for a heap never written (nor were those nested in it). */
+             * None for a heap never written (nor were those nested in it).
+             * Paused, a written heap stays so: vh_api_resume says it was
+             * destroyed. */
             now = vh_now();
-            if (__atomic_load_n(&heaps[heap].written, __ATOMIC_RELAXED))
+            if (record && __atomic_load_n(&heaps[heap].written, __ATOMIC_RELAXED))
                 vh_record_time(t, VH_REC_HEAP_DESTROY, (uint16_t)heap, 0, now);
             int sweep = vh_sample_rate && tree_sampled((uint32_t)heap);
-            heap_release_tree((uint32_t)heap);
+            heap_release_tree((uint32_t)heap, record);
             if (sweep)
                 vh_sampled_sweep(sweep_dead, NULL);
         } else {
@@ -607,15 +630,35 @@ static uint32_t tag_intern(struct vh_tls *t, const char *s)
     return id;
 }
 
-/* The per-thread stack. `depth` may exceed TAG_DEPTH: the extra levels are
- * counted, not stored, and allocations keep the deepest stored tag. The
- * order of the stores makes a push or pop that a signal handler interrupts
- * (and whose handler pushes and pops in balance) come out right. */
+/* The per-thread stack (vheap.h: VHEAP_TAG_OUTER). Levels below TAG_OUTER
+ * live in `outer`; level d >= TAG_OUTER in ring[d % TAG_INNER], and is
+ * known while d >= known_lo: a push that overwrites the ring slot of a
+ * level still below it raises known_lo past that level; a pop to a level
+ * below known_lo finds it lost (known_lo = the depth: only levels pushed
+ * from here on are known). A lost level's allocations carry level
+ * TAG_OUTER's tag, the outer attribution. The order of the stores makes a
+ * push or pop that a signal handler interrupts (and whose handler pushes
+ * and pops in balance) come out right. */
 struct tag_stack {
-    uint32_t depth;
-    uint16_t ids[TAG_DEPTH];
+    uint32_t depth, known_lo;      /* known_lo: 0 means TAG_OUTER            */
+    uint16_t outer[TAG_OUTER];
+    uint16_t ring[TAG_INNER];
 };
 static __thread struct tag_stack tag_stack __attribute__((tls_model("initial-exec")));
+
+/* The tag of level d (1-based depth d: the level d - 1 holds it) or of the
+ * outer attribution when that level lost its tag. */
+static uint16_t tag_at(const struct tag_stack *st, uint32_t d)
+{
+    uint32_t lo = st->known_lo ? st->known_lo : TAG_OUTER;
+    if (!d)
+        return 0;
+    if (d - 1 < TAG_OUTER)
+        return st->outer[d - 1];
+    if (d - 1 >= lo)
+        return st->ring[(d - 1) % TAG_INNER];
+    return st->outer[TAG_OUTER - 1];
+}
 
 static void api_tag_push(const char *label)
 {
@@ -633,18 +676,18 @@ static void api_tag_push(const char *label)
         id = tag_find(label ? label : "", len, label_hash(label ? label : "", len), NULL);
     }
     uint32_t d = st->depth;
+    if (d < TAG_OUTER) {
+        st->outer[d] = (uint16_t)id;
+    } else {
+        uint32_t lo = st->known_lo ? st->known_lo : TAG_OUTER;
+        if (d >= lo + TAG_INNER)   /* the ring slot of level d - TAG_INNER */
+            st->known_lo = d - TAG_INNER + 1;
+        st->ring[d % TAG_INNER] = (uint16_t)id;
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     st->depth = d + 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (d < TAG_DEPTH) {
-        st->ids[d] = (uint16_t)id;
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        t->tag = (uint16_t)id;
-    } else {
-        static int said;
-        vh_count(&tag_overflows);
-        say_once(&said, "tag stack deeper than 32 levels: the deeper tags are counted, "
-                        "not recorded");
-    }
+    t->tag = (uint16_t)id;
 }
 
 static void api_tag_pop(void)
@@ -655,8 +698,17 @@ static void api_tag_pop(void)
         return;                    /* pop on an empty stack: nothing */
     st->depth = --d;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (d < TAG_DEPTH)
-        vh_tls.tag = d ? st->ids[d - 1] : 0;
+    if (d <= TAG_OUTER) {
+        st->known_lo = 0;          /* back among the outer levels: the ring anew */
+    } else if (d - 1 < (st->known_lo ? st->known_lo : TAG_OUTER)) {
+        static int said;
+        st->known_lo = d;          /* level d - 1 lost its tag; d is next */
+        vh_count(&tag_levels_lost);
+        say_once(&said, "tag stack deeper than VHEAP_TAG_OUTER + VHEAP_TAG_INNER (256) "
+                        "levels: a level whose tag was not kept carries the 32nd level's "
+                        "tag");
+    }
+    vh_tls.tag = tag_at(st, d);
 }
 
 /* ---- the exported table ----------------------------------------------------------- */
@@ -666,6 +718,7 @@ static void api_region(int heap, unsigned id, unsigned kind, const void *base, s
 static void api_tag_push2(const char *first, const char *second);
 static int api_tag_depth(void);
 static void api_tag_unwind(int depth);
+static unsigned api_starts(void);
 
 VH_EXPORT const struct vheap_api vheap_api_v1 = {
     .size = sizeof(struct vheap_api),
@@ -684,6 +737,7 @@ VH_EXPORT const struct vheap_api vheap_api_v1 = {
     .tag_push2 = api_tag_push2,
     .tag_depth = api_tag_depth,
     .tag_unwind = api_tag_unwind,
+    .starts = api_starts,
 };
 
 /* ---- heaptrack's API (heaptrack_api.h): its blocks get a heap of their own ---- */
@@ -700,7 +754,7 @@ static int ht_heap_id(void)
         vh_lock(&api_lock);
         id = __atomic_load_n(&ht_heap, __ATOMIC_ACQUIRE);
         if (!id) {
-            id = heap_create_locked(t, "heaptrack-api", 0, NULL, 0);
+            id = heap_create_locked(t, "heaptrack-api", 0, NULL, 0, 1);
             __atomic_store_n(&ht_heap, id, __ATOMIC_RELEASE);
         }
         vh_unlock(&api_lock);
@@ -753,27 +807,27 @@ static void reemit_region(uint16_t heap, uint32_t id, uint8_t kind, uint64_t bas
     put_region(r->t, heap, id, kind, base, size, r->now);
 }
 
-/* The child's capture starts empty: describe every live heap, its regions
- * and every tag again (same ids), so its records need nothing from the
- * parent's file. */
-void vh_api_fork_child(struct vh_tls *t)
+/* HEAP_CREATE for the live heaps, parents first (a parent's id is not
+ * always below its children's once ids are reused: in tree order from the
+ * roots). `child`: a fork child's capture, which starts empty — every heap
+ * its parent had written, with its regions, again; else (recording
+ * starts) every heap not yet written, unless sampled, where a heap is
+ * written at its first record. Under api_lock or alone (fork child). */
+static void announce_live(struct vh_tls *t, uint64_t now, int child)
 {
-    api_lock = 0;
-    if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0 || !vh_cap.hdr)
-        return;
-    uint8_t g = vh_busy(t);
-    uint64_t now = vh_now();
     uint32_t top = next_heap <= HEAP_MAX ? next_heap : HEAP_MAX + 1;
-    /* parents first: a parent's id is not always below its children's once
-     * ids are reused, so emit in tree order from the roots */
     for (uint32_t id = 1; id < top; id++) {
         if (!heaps[id].live || heaps[id].parent)
             continue;
         uint32_t n = id;
         for (;;) {
-            if (heaps[n].written) {    /* (a child written: its parent too) */
-                put_heap_create(t, n, &heaps[n], heaps[n].name, strlen(heaps[n].name), now);
+            struct heap_slot *h = &heaps[n];
+            if (child && h->written) {  /* (a child written: its parent too) */
+                put_heap_create(t, n, h, h->name, strlen(h->name), now);
                 vh_region_each((uint16_t)n, reemit_region, &(struct reemit){ t, now });
+            } else if (!child && !h->written && !vh_sample_rate &&
+                       !put_heap_create(t, n, h, h->name, strlen(h->name), now)) {
+                __atomic_store_n(&h->written, 1, __ATOMIC_RELEASE);
             }
             if (heaps[n].first_child) {
                 n = heaps[n].first_child;
@@ -786,11 +840,49 @@ void vh_api_fork_child(struct vh_tls *t)
             n = heaps[n].next_sibling;
         }
     }
+}
+
+/* The child's capture starts empty: describe every live heap and every tag
+ * again (same ids), so its records need nothing from the parent's file. */
+void vh_api_fork_child(struct vh_tls *t)
+{
+    api_lock = 0;
+    if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0 || !vh_cap.hdr)
+        return;
+    uint8_t g = vh_busy(t);
+    uint64_t now = vh_now();
+    announce_live(t, now, 1);
     for (uint32_t id = 1; id <= ntags; id++) {
         const char *l = labels + tag_off[id];
         put_label(t, VH_REC_TAG, id, l, strlen(l), now);
     }
     vh_unbusy(t, g);
+}
+
+/* Recording starts again (ctl start, or the first start of VHEAP_START=
+ * paused): the heaps destroyed while paused end (one record for a tree,
+ * as api_heap_destroy), those made meanwhile begin. Their blocks are the
+ * program's to report again (vheap.h: starts). At guard BUSY. */
+void vh_api_resume(struct vh_tls *t)
+{
+    if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0)
+        return;
+    uint64_t now = vh_now();
+    uint32_t top = next_heap <= HEAP_MAX ? next_heap : HEAP_MAX + 1;
+    vh_lock(&api_lock);
+    for (uint32_t id = 1; id < top; id++) {
+        if (heaps[id].live || !heaps[id].written)
+            continue;
+        uint32_t p = heaps[id].parent;
+        /* a parent that ends too ends this one with it */
+        if (!p || heaps[p].live || !heaps[p].written)
+            vh_record_time(t, VH_REC_HEAP_DESTROY, (uint16_t)id, 0, now);
+    }
+    for (uint32_t id = 1; id < top; id++)
+        if (!heaps[id].live)
+            __atomic_store_n(&heaps[id].written, 0, __ATOMIC_RELAXED);
+    announce_live(t, now, 0);
+    vh_unlock(&api_lock);
 }
 
 /* ---- ranges and regions (appended to the table) ------------------------------------ */
@@ -930,4 +1022,9 @@ static void api_tag_unwind(int depth)
     uint32_t want = depth > 0 ? (uint32_t)depth : 0;
     while (tag_stack.depth > want)
         api_tag_pop();
+}
+
+static unsigned api_starts(void)
+{
+    return __atomic_load_n(&vh_record_starts, __ATOMIC_ACQUIRE);
 }

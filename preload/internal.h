@@ -802,6 +802,11 @@ void vh_api_fork_prepare(void);
 void vh_api_mark(struct vh_tls *t, const char *label);
 void vh_api_fork_parent(void);
 void vh_api_fork_child(struct vh_tls *t);
+/* Recording started again: the heaps made or destroyed while paused. */
+void vh_api_resume(struct vh_tls *t);
+/* How many times recording has started (lifecycle.c): 1 from the start,
+ * 0 under VHEAP_START=paused until `ctl start`; atomic. */
+extern uint32_t vh_record_starts;
 
 /* regions.c: each custom heap's regions as last recorded, so that a
  * re-declaration that changes nothing writes nothing. Callers hold api.c's

@@ -111,6 +111,7 @@ void vh_rss_sample(struct vh_tls *t)
 static void rss_restart_at(uint64_t now);
 
 static uint32_t marks_seen;        /* atomic: the last ctl_mark_seq acted on */
+uint32_t vh_record_starts;
 
 static uint64_t tick_interval(void)
 {
@@ -178,6 +179,8 @@ static int paused_poll(struct vh_tls *t)
             __atomic_compare_exchange_n(&vh_mode, &paused, VH_MODE_ON, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
             window(t, 1);
+            vh_api_resume(t);
+            __atomic_fetch_add(&vh_record_starts, 1, __ATOMIC_RELEASE);
             rss_restart_at(vh_now());
             resumed = 1;
         }
@@ -506,6 +509,8 @@ static void init(void)
                        __atomic_exchange_n(&preinit_dropped, 0, __ATOMIC_RELAXED),
                        __ATOMIC_RELAXED);
     mode = vh_opt.start == VH_START_PAUSED ? VH_MODE_PAUSED : VH_MODE_ON;
+    if (mode == VH_MODE_ON)
+        __atomic_store_n(&vh_record_starts, 1, __ATOMIC_RELEASE);
 out:
     expected = VH_MODE_INIT;
     __atomic_compare_exchange_n(&vh_mode, &expected, mode, 0, __ATOMIC_ACQ_REL,

@@ -55,6 +55,13 @@ struct vheap_api {
     void (*tag_push2)(const char *first, const char *second);
     int (*tag_depth)(void);
     void (*tag_unwind)(int depth);
+    /* How many times recording has started: 1 from the start, 0 under
+     * VHEAP_START=paused until `vheap-analyze ctl start`, one more at each
+     * start after a `ctl stop`. While paused, heaps are made and destroyed
+     * as usual but blocks are not recorded: a program whose blocks outlive
+     * a pause reports them again when this changes (Vere's patch does at
+     * its next event: the loom afresh, every live block). */
+    unsigned (*starts)(void);
 };
 
 /* Bytes of the table a version-1 caller relies on. */
@@ -196,10 +203,21 @@ VHEAP__INLINE void vheap_mark(const char *label)
     VHEAP__CALL(mark, label);
 }
 
+/* Which levels of a deep tag stack keep their tags: the outermost
+ * VHEAP_TAG_OUTER, and above them the innermost VHEAP_TAG_INNER levels
+ * pushed since the stack was last below them. Vere's jets re-enter nock,
+ * which calls jets, hundreds of levels deep within a second of a boot: the
+ * jet running is the innermost level, and it keeps its tag. A level in
+ * between (popped back to after more than VHEAP_TAG_INNER levels above it)
+ * has lost its tag: allocations there carry the outermost kept level's tag
+ * (level VHEAP_TAG_OUTER), and the shim counts them and says so once. */
+#define VHEAP_TAG_OUTER 32
+#define VHEAP_TAG_INNER 224
+
 /* Per-thread tag stack: every allocation records the innermost tag, so
  * memory can be attributed by logical owner (a jet, an agent). Labels are
- * interned by content. Nesting deeper than 32 is counted, not recorded; a
- * pop on an empty stack does nothing. A longjmp out of a push/pop pair
+ * interned by content. Any depth works (see VHEAP_TAG_OUTER for which
+ * levels keep their tags); a pop on an empty stack does nothing. A longjmp out of a push/pop pair
  * skips the pop and leaves the stack deeper: the code that catches the
  * longjmp pops the tags it knows were pushed since its setjmp. */
 VHEAP__INLINE void vheap_tag_push(const char *label)
@@ -278,6 +296,15 @@ VHEAP__INLINE int vheap_tag_depth(void)
 VHEAP__INLINE void vheap_tag_unwind(int depth)
 {
     VHEAP__CALL_NEW(tag_unwind, depth);
+}
+
+/* How many times recording has started (see `starts` above), 0 when not
+ * profiled: a program that remembers it and sees it change reports its
+ * live blocks again. */
+VHEAP__INLINE unsigned vheap_starts(void)
+{
+    const struct vheap_api *t = vheap__api();
+    return t && VHEAP__HAS(t, starts) ? t->starts() : 0;
 }
 
 #ifdef __cplusplus

@@ -19,6 +19,13 @@ heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg chromium \
 heaptrack-gui xvfb imagemagick golang-go libtcmalloc-minimal4"
 # `install-deps.sh realworld`: also the real programs `make realworld` runs
 # under the shim beside heaptrack (bench/realworld.sh)
+# `install-deps.sh vere`: what ../shared/vere/build.sh needs to build Urbit's
+# runtime for `make vere-check` (tests/vere/ship.sh); iproute2 and
+# util-linux for netns.sh's loopback-only namespace and nsenter, curl for
+# the ship's HTTP events, procps for pgrep
+VERE_PACKAGES="libgmp-dev zlib1g-dev libunwind-dev libsigsegv-dev libuv1-dev \
+liblmdb-dev libcurl4-openssl-dev libh2o-dev libnatpmp-dev libavahi-compat-libdnssd-dev \
+zstd xxd iproute2 util-linux curl procps"
 # `install-deps.sh sweep`: the programs that hung under the shim on
 # --version before issue 25 (curl, wget, gpg, gdb, ps and procps' tools,
 # logger, lslogins, appstreamcli: libgpg-error's constructor; every JVM
@@ -28,6 +35,7 @@ SWEEP_PACKAGES="curl wget gnupg gdb procps bsdutils util-linux appstream default
 case "${1:-}" in
 realworld) PACKAGES="$PACKAGES redis-server redis-tools git g++ nodejs $SWEEP_PACKAGES" ;;
 sweep) PACKAGES="$PACKAGES $SWEEP_PACKAGES" ;;
+vere) PACKAGES="$PACKAGES $VERE_PACKAGES" ;;
 esac
 
 missing=""

@@ -40,8 +40,9 @@ VH_COMMAND(cmd_ctl, {
         "until `ctl start`. The capture keeps WINDOW records of when recording\n"
         "was on; queries say which windows their numbers cover.\n"
         "\n"
-        "With a PID, the capture is the *.vhcap file that process maps (see\n"
-        "/proc/PID/maps); with a CAPTURE, the process is the pid in its header,\n"
+        "With a PID, the capture is the file that process maps whose header\n"
+        "names it (see /proc/PID/maps), whatever its name (run.vhcap.1 too);\n"
+        "with a CAPTURE, the process is the pid in its header,\n"
         "which must be running and map that file. Writing needs permission to\n"
         "write the capture.\n"
         "\n"
@@ -89,12 +90,17 @@ static int maps_find(pid_t pid, dev_t want_dev, ino_t want_ino, char *path, size
             found = makedev(maj, min) == want_dev && ino == want_ino;
             continue;
         }
+        /* Any name: a capture whose VHEAP_OUT name was taken is ".1", ".2"
+         * (a serf after the fork child that exec'd it). Regular files only:
+         * opening a device node another mapping names may do something. */
         size_t n = strlen(p);
-        if (n < 6 || strcmp(p + n - 6, ".vhcap") || n >= pathlen)
+        struct stat st;
+        if (n >= pathlen || p[0] != '/' || stat(p, &st) < 0 || !S_ISREG(st.st_mode) ||
+            st.st_size < (off_t)sizeof(struct vh_capture_header))
             continue;
         /* a fork child may still map its parent's capture: take the one
          * whose header is this process's */
-        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         struct vh_capture_header h;
         if (fd < 0)
             continue;

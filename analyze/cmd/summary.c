@@ -31,7 +31,8 @@ static const char usage[] =
     "  --format FMT     table (default), json or csv (one row per heap)\n"
     "  --bytes          exact byte counts instead of 2.20K-style sizes\n"
     VH_HELP_TEMPORARY
-    "  --limit N, --depth N   accepted for symmetry; unused here\n"
+    "  --limit N        the first N heaps by id (default: every heap; 0 = all)\n"
+    "  --depth N        accepted for symmetry; unused here\n"
     "  -h, --help       this text\n"
     "\n"
     "A warning goes to stderr when the process did not exit cleanly (_exit,\n"
@@ -47,6 +48,7 @@ static const char usage[] =
     "  vheap-analyze summary vheap.myprog.1234.vhcap\n"
     "  vheap-analyze summary run.sqlite --format json | python3 -m json.tool\n"
     "  vheap-analyze summary run.sqlite --heap malloc --bytes\n"
+    "  vheap-analyze summary serf.sqlite --heap 'loom/*' --limit 5   # loom, 4 roads\n"
     "  vheap-analyze summary run.sqlite --temporary heaptrack   # heaptrack's count\n";
 
 static int run(int argc, char **argv);
@@ -393,11 +395,14 @@ static int heaps_section(struct ctx *c, const struct vh_qopts *o)
                         "        WHERE v.heap_id = h.id)"
                         " FROM heaps h"
                         " WHERE " VH_HEAP_SEL("h.id", "?1")
-                        " ORDER BY h.id",
+                        " ORDER BY h.id LIMIT ?2",
                         &st);
     if (rc)
         return rc;
     vh_bind_heap(st, 1, o);
+    /* every heap unless --limit is given: a program's few heaps all show,
+     * a Vere serf's thousands of roads can be cut to the first N */
+    sqlite3_bind_int64(st, 2, o->limit_given ? vh_qopts_sql_limit(o) : -1);
     if (!(rc = out__section(c->out, "heaps", OUT_RECORDS, NULL, hcols, H_N)))
         rc = vh_step_all(c->cmd->name, c->db, st, heap_row, c);
     sqlite3_finalize(st);

@@ -180,7 +180,7 @@ static int emit_summary(const struct frag_run *c, const struct frag_opts *fo, st
     const struct frag_totals *x = &r->t;
     struct out_val v[S_N];
     const char **names = calloc(nfh + 1, sizeof *names);
-    char slack_note[64], sparse_note[64], rss_note[64], tb[32];
+    char slack_note[64], sparse_note[64], rss_note[128], tb[32];
     int bounded = 0, rc;
 
     size_t nnames = 0;
@@ -244,7 +244,15 @@ static int emit_summary(const struct frag_run *c, const struct frag_opts *fo, st
                  out__human_ns((int64_t)rs->time, tb, sizeof tb));
         v[S_RSS].note = rss_note;
         v[S_RSS_TIME] = OV_I(rs->time);
-        v[S_RSS_OVER] = OV_I(rs->bytes - (int64_t)x->usable);
+        /* RSS is the process's resident memory: below the live bytes, the
+         * chosen heap is an arena whose pages are not all resident (Vere's
+         * demand-paged loom), and the difference says nothing about waste. */
+        if (rs->bytes >= (int64_t)x->usable)
+            v[S_RSS_OVER] = OV_I(rs->bytes - (int64_t)x->usable);
+        else
+            snprintf(rss_note, sizeof rss_note, "sampled at %s; below the live bytes: "
+                     "not all of the heap's pages are resident",
+                     out__human_ns((int64_t)rs->time, tb, sizeof tb));
     }
     rc = out__section(o, "frag", OUT_OBJECT, NULL, scols, S_N);
     if (!rc)

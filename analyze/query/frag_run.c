@@ -321,6 +321,13 @@ int frag_run__open(const char *cmd, sqlite3 *db, const char *heap, struct frag_r
     if (!rc)
         rc = read_rows(c, "SELECT heap_id, base, size, start_time, end_time FROM regions"
                           " ORDER BY rowid", "reading regions", region_row);
+    /* A heap nested in a chosen one and not chosen itself (Vere's inner road
+     * under --heap loom) is its parent's occupied space while it lives, as a
+     * declared region is: not a hole. */
+    if (!rc)
+        rc = read_rows(c, "SELECT h.parent_id, h.base, h.size, h.create_time, h.destroy_time"
+                          " FROM heaps h WHERE NOT " VH_HEAP_SEL("h.id", "?1") " ORDER BY h.id",
+                       "reading nested heaps", region_row);
     if (!rc)
         rc = read_basics(c);
     return rc;

@@ -51,6 +51,26 @@ expect_eq "mark label" "$(field 3264 s)" "second"
 out=$("$ANALYZE" ctl status live.vhcap) || die "status by capture failed"
 expect_eq "status" "$out" "recording=1 sample_rate=524288 pid=$fake request=start marks=2 capture=live.vhcap"
 
+# by pid, whatever the capture is called: a serf's is NAME.vhcap.1 when its
+# fork child took NAME.vhcap (fails on the old code: only *.vhcap was looked
+# at). The copy's header gets the second fake's pid (offset 40).
+cp live.vhcap live.vhcap.1
+python3 -c '
+import mmap, sys, time
+f = open(sys.argv[1], "r+b"); m = mmap.mmap(f.fileno(), 4096)
+open(sys.argv[1] + ".mapped", "w").close()
+time.sleep(120)' live.vhcap.1 &
+fake1=$!
+trap 'kill $fake $fake1 2>/dev/null' EXIT
+for i in $(seq 100); do [ -e live.vhcap.1.mapped ] && break; sleep 0.05; done
+python3 -c '
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(40); f.write(struct.pack("<I", int(sys.argv[2])))' live.vhcap.1 "$fake1"
+out=$("$ANALYZE" ctl status "$fake1") || die "status by pid of a NAME.vhcap.1 capture failed"
+case $out in *"pid=$fake1 "*"capture=$(pwd -P)/live.vhcap.1") ;; *) die "status by pid of .1: $out" ;; esac
+kill $fake1; wait $fake1 2>/dev/null
+
 # refusals: exit 1 with a reason
 refuse() {  # WANT-RC PATTERN ARGS...
     _rc=$1 _pat=$2; shift 2

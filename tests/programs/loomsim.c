@@ -238,16 +238,32 @@ static struct shadow sh_erase(uint64_t a)
 #define MAX_LABELS 64u
 static struct { const char *label; uint64_t allocs; } labels[MAX_LABELS];
 static uint32_t nlabels;
-static const char *tagstk[64];
+#define TAGSTK_MAX 512
+static const char *tagstk[TAGSTK_MAX];
+static int tag_known_lo = VHEAP_TAG_OUTER;  /* vheap.h: levels kept deep down */
 static int tagdepth;                        /* main thread only              */
 static uint64_t tag_pushes, overflow_allocs;
+
+static void tag_model_pop(void)
+{
+    if (tagdepth > 0)
+        tagdepth--;
+    if (tagdepth <= VHEAP_TAG_OUTER)
+        tag_known_lo = VHEAP_TAG_OUTER;
+    else if (tagdepth - 1 < tag_known_lo)
+        tag_known_lo = tagdepth;            /* that level lost its tag        */
+}
 
 static void tag_push(const char *label)
 {
     crit_begin();
     vheap_tag_push(label);
-    if (tagdepth < 64)
+    if (tagdepth < TAGSTK_MAX)
         tagstk[tagdepth] = label;
+    /* the levels vheap.h says keep their tags: the ring of the innermost
+     * VHEAP_TAG_INNER overwrites the slot of the level that far below */
+    if (tagdepth >= tag_known_lo + VHEAP_TAG_INNER)
+        tag_known_lo = tagdepth - VHEAP_TAG_INNER + 1;
     tagdepth++;
     tag_pushes++;
     crit_end();
@@ -257,8 +273,7 @@ static void tag_pop(void)
 {
     crit_begin();
     vheap_tag_pop();
-    if (tagdepth > 0)
-        tagdepth--;
+    tag_model_pop();
     crit_end();
 }
 
@@ -270,7 +285,8 @@ static void tags_unwind(int depth, int vh_depth)
 {
     if (tagdepth > depth)
         tag_unwinds++;
-    tagdepth = depth;
+    while (tagdepth > depth)
+        tag_model_pop();
     vheap_tag_unwind(vh_depth);
     if (vheap_enabled() && vheap_tag_depth() != vh_depth)
         die("vheap_tag_unwind left another depth");
@@ -280,11 +296,14 @@ static void count_tagged_alloc(void)
 {
     const char *l;
     uint32_t i;
-    if (tagdepth > 32) {                    /* vheap keeps 32 levels         */
+    if (!tagdepth)
+        l = "(none)";
+    else if (tagdepth - 1 < VHEAP_TAG_OUTER || tagdepth - 1 >= tag_known_lo)
+        l = tagstk[tagdepth - 1];
+    else {                                  /* a lost level: the outer tag   */
+        l = tagstk[VHEAP_TAG_OUTER - 1];
         overflow_allocs++;
-        return;
     }
-    l = tagdepth ? tagstk[tagdepth - 1] : "(none)";
     for (i = 0; i < nlabels; i++)
         if (!strcmp(labels[i].label, l))
             break;
@@ -2238,7 +2257,7 @@ static void handlers(void)
 int main(int argc, char **argv)
 {
     uint32_t events = 48;
-    char deep[40][24];
+    static char deep[300][24];
 
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         puts("usage: loomsim [--timer] [EVENTS]\n"
@@ -2285,13 +2304,18 @@ int main(int argc, char **argv)
             fork_worker();
     }
 
-    /* nesting deeper than vheap's 32 tag levels is counted, not fatal */
-    for (int i = 0; i < 40; i++) {
+    /* nesting as deep as Vere's jets: 300 levels, the innermost keeps its
+     * tag; popped back to 50, that level's tag was not kept (vheap.h:
+     * VHEAP_TAG_OUTER) and the allocation carries the 32nd level's */
+    for (int i = 0; i < 300; i++) {
         snprintf(deep[i], sizeof deep[i], "deep.%d", i);
         tag_push(deep[i]);
     }
     set_root(1000, cons(1, 2));
-    for (int i = 0; i < 40; i++)
+    while (tagdepth > 50)
+        tag_pop();
+    set_root(1001, cons(3, 4));
+    while (tagdepth > 0)
         tag_pop();
 
     /* leaks the allocator's sweep gets back, whole pages at once */

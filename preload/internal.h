@@ -34,6 +34,7 @@ struct vh_options {
     uint32_t clock;                /* VHEAP_CLOCK: enum vh_clock_choice     */
     uint64_t sample;               /* VHEAP_SAMPLE bytes, 0 = every call    */
     uint32_t start;                /* VHEAP_START: enum vh_start_choice     */
+    uint64_t reach_timeout_ns;     /* VHEAP_REACH_TIMEOUT (ms), 0 = no scan */
 };
 enum vh_start_choice { VH_START_ON = 0, VH_START_PAUSED = 1 };
 enum vh_clock_choice { VH_CLOCK_AUTO = 0, VH_CLOCK_PRECISE = 1 };

@@ -22,6 +22,7 @@ struct vh_options vh_opt = {
     .clock = VH_CLOCK_AUTO,
     .sample = 0,
     .start = VH_START_ON,
+    .reach_timeout_ns = 60000 * 1000000ull,
 };
 
 enum kind { K_PATH, K_UINT, K_CHOICE, K_BOOL, K_SIZE, K_MS, K_BYTES };
@@ -53,6 +54,8 @@ static const struct option table[] = {
     { "VHEAP_SAMPLE", K_BYTES, 0, 1ull << 40, NULL,
       "a size from 1 to 1TiB (512KiB: a sample every 512 KiB allocated on average), 0 = off" },
     { "VHEAP_START", K_CHOICE, 0, 0, start_names, "on or paused" },
+    { "VHEAP_REACH_TIMEOUT", K_MS, 0, 3600000, NULL,
+      "milliseconds 0..3600000, 0 = no reachability scan at exit" },
 };
 
 static int parse_bool(const char *s, uint64_t *out)
@@ -112,6 +115,7 @@ static void apply(size_t idx, const char *val, uint64_t num)
     case 7: vh_opt.clock = (uint32_t)num; break;
     case 8: vh_opt.sample = num; break;
     case 9: vh_opt.start = (uint32_t)num; break;
+    case 10: vh_opt.reach_timeout_ns = num * 1000000ull; break;
     }
 }
 

@@ -28,6 +28,7 @@
 #include "analyze/store/events.h"
 #include "analyze/util/grow.h"
 #include "analyze/load/livemap.h"
+#include "analyze/load/reach.h"
 #include "analyze/load/load.h"
 #include "analyze/load/rowq.h"
 #include "analyze/util/trend.h"
@@ -317,6 +318,7 @@ struct loader {
     uint64_t coarse_groups;            /* ticks the coarse times spread over */
     uint64_t implicit_frees, unknown_moves, unknown_records, implicit_heaps, bad_heap_records;
     uint64_t heap_reuses, missing_stacks, leaks;
+    struct reach reach;                /* the scan at exit (load/reach.h)   */
     uint64_t missing_aggs;             /* counters made for undescribed ids  */
     uint64_t missing_merged;           /* events counted under stack 0 since */
     uint64_t nesting_steps;            /* heaps visited by heap_link's checks */
@@ -1872,6 +1874,23 @@ static void on_tag(struct loader *L, const struct vh_event *ev)
     on_label(L, ev, 1);
 }
 
+static void on_reach(struct loader *L, const struct vh_event *ev)
+{
+    int rc = reach__add(&L->reach, (const struct vh_rec_reach *)ev->rec, ev->size);
+    if (rc == -ENOMEM)
+        fail(L, rc, "out of memory");
+    else if (rc < 0)
+        L->unknown_records++;
+}
+
+static void on_reach_end(struct loader *L, const struct vh_event *ev)
+{
+    if (ev->size >= sizeof(struct vh_rec_reach_end))
+        reach__end(&L->reach, (const struct vh_rec_reach_end *)ev->rec);
+    else
+        L->unknown_records++;
+}
+
 static void on_end(struct loader *L, const struct vh_event *ev)
 {
     (void)ev;
@@ -1895,6 +1914,8 @@ static void (*const on_record[])(struct loader *L, const struct vh_event *ev) = 
     [VH_REC_MARK] = on_mark,
     [VH_REC_TAG] = on_tag,
     [VH_REC_END] = on_end,
+    [VH_REC_REACH] = on_reach,
+    [VH_REC_REACH_END] = on_reach_end,
     [VH_REC_WINDOW] = on_window,
 };
 
@@ -2378,7 +2399,8 @@ static void write_leaks(struct loader *L, const uint32_t *order)
 {
     struct rows rw;                    /* 8 KiB */
     int ok = !rows_open(L, &rw, "INSERT INTO leaks(heap_id, address, size, usable, stack_id, "
-                                "tag_id, tid, time) VALUES", 8);
+                                "tag_id, tid, time, class) VALUES", 9);
+    rw.cols.null = 1u << 8;            /* class: not classified */
     uint32_t *group = malloc((L->naggs ? L->naggs : 1) * sizeof *group);
     size_t ngroups = 0, total = 0;
     size_t *start = NULL;
@@ -2423,6 +2445,11 @@ static void write_leaks(struct loader *L, const uint32_t *order)
         rows_set(&rw, 5, r->tag);
         rows_set(&rw, 6, r->tid);
         rows_set(&rw, 7, (sqlite3_int64)r->time);
+        int cls = r->heap == VH_HEAP_SYSTEM ? reach__class(&L->reach, r->addr) : -1;
+        if (cls < 0)
+            rows_set_null(&rw, 8);
+        else
+            rows_set(&rw, 8, cls);
         rows_next(&rw);
     }
     L->leaks = total;
@@ -3128,6 +3155,9 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
         write_stack_totals(&L, order);
     }
     write_windows(&L);
+    if (!L.failed && (rc = reach__write(&L.reach, L.db)) != SQLITE_OK)
+        fail(&L, -EIO, "reach: %s", sqlite3_errmsg(L.db));
+    reach__free(&L.reach);
     free(order);
     regions_close(&L, NULL, 0, 0);     /* still there at the end */
     write_heaps(&L);

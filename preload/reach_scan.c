@@ -51,6 +51,31 @@ static uintptr_t hex(const char **p)
     }
 }
 
+/* Takes [lo, hi) (this scan's own buffer, gone before the scan) out of the
+ * mapping that holds it: the kernel lists it merged with its neighbours. */
+static void carve(uintptr_t lo, uintptr_t hi)
+{
+    for (size_t i = 0; i < nmaps; i++) {
+        struct map *m = &maps[i];
+        if (lo < m->lo || hi > m->hi)
+            continue;
+        if (m->lo < lo && hi < m->hi) {    /* in the middle: split in two */
+            memmove(m + 1, m, (nmaps - i) * sizeof *m);
+            nmaps++;
+            m[0].hi = lo;
+            m[1].lo = hi;
+        } else if (m->lo < lo) {
+            m->hi = lo;
+        } else if (hi < m->hi) {
+            m->lo = hi;
+        } else {
+            memmove(m, m + 1, (nmaps - i - 1) * sizeof *m);
+            nmaps--;
+        }
+        return;
+    }
+}
+
 /* /proc/self/maps into `maps`, sorted as the kernel lists them. */
 static int read_maps(void)
 {
@@ -76,7 +101,7 @@ static int read_maps(void)
     size_t lines = 0;
     for (size_t i = 0; i < len; i++)
         lines += buf[i] == '\n';
-    maps = grab((lines + 1) * sizeof *maps);
+    maps = grab((lines + 2) * sizeof *maps);
     if (!maps)
         return -1;
     for (const char *p = buf, *end = buf + len; p < end;) {
@@ -96,6 +121,7 @@ static int read_maps(void)
             maps[nmaps++] = m;
         p = eol + 1;
     }
+    carve((uintptr_t)buf, (uintptr_t)buf + cap);
     munmap(buf, cap);
     return 0;
 }

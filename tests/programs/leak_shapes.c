@@ -103,8 +103,9 @@ __attribute__((noinline)) static void trees(void)
 /* Overwrites the stack below main, where the shapes' frames were. */
 __attribute__((noinline)) static void scrub(void)
 {
-    volatile char junk[1 << 16];
-    memset((char *)junk, 0, sizeof junk);
+    char junk[1 << 16];
+    memset(junk, 0, sizeof junk);
+    __asm__ volatile("" : : "r"(junk) : "memory");   /* the stores happen */
 }
 
 int main(int argc, char **argv)

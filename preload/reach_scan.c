@@ -332,7 +332,7 @@ static void scan_resident(uintptr_t lo, uintptr_t hi, const uint8_t *vec, words_
     }
 }
 
-#define WINDOW_PAGES 4096ul
+#define WINDOW_PAGES 65536ul      /* mincore's vector: 64 KiB, 256 MiB a call */
 
 /* Reads the words of [lo, hi) (8-aligned) through fn, window by window. */
 static void scan_range(uintptr_t lo, uintptr_t hi, words_fn fn, int definite, uint64_t *read)

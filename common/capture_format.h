@@ -340,7 +340,7 @@ struct vh_rec_reach {
     uint64_t entry[];
 };
 
-/* REACH_END: the scan's totals; h.a = words (10). */
+/* REACH_END: the scan's totals; h.a = words (11). */
 struct vh_rec_reach_end {
     struct vh_rec_hdr h;
     uint64_t time;
@@ -355,6 +355,8 @@ struct vh_rec_reach_end {
                                       stack pointer was not known            */
     uint32_t status;               /* enum vh_reach_status                   */
     uint32_t misaligned;           /* blocks without an entry                */
+    uint64_t cpu_ns;               /* the child's CPU time (scan_ns is wall
+                                      time, which a loaded machine stretches) */
 };
 
 _Static_assert(sizeof(struct vh_capture_header) == VH_HEADER_SIZE, "header page");
@@ -378,7 +380,7 @@ _Static_assert(sizeof(struct vh_rec_label) == 16, "label record");
 _Static_assert(sizeof(struct vh_rec_range) == 40, "range record");
 _Static_assert(sizeof(struct vh_rec_region) == 40, "region record");
 _Static_assert(sizeof(struct vh_rec_reach) == 16, "reach record");
-_Static_assert(sizeof(struct vh_rec_reach_end) == 80, "reach end record");
+_Static_assert(sizeof(struct vh_rec_reach_end) == 88, "reach end record");
 
 /* Size in bytes of the struct record starting with `h` (every record of
  * version 1; in version 2 all but the compact ones), or 0 if the type is

@@ -28,7 +28,7 @@
 /* What the child sends: this, then `blocks` entries. */
 struct wire_head {
     struct vh_reach_stats st;
-    uint64_t scan_ns;
+    uint64_t scan_ns, cpu_ns;
     uint64_t misaligned;
 };
 
@@ -61,11 +61,16 @@ void vh_reach_fork_child(struct vh_tls *t)
     vh_reach_thread_add(t);
 }
 
-static uint64_t mono_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
     struct timespec ts;
-    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+    syscall(SYS_clock_gettime, id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* ---- the other threads' stack pointers ----------------------------------------
@@ -168,6 +173,7 @@ static __attribute__((noreturn)) void child(int fd, const struct vh_reach_ctx *c
     size_t n = 0;
     int rc = vh_reach_scan(cx, &w.st, &b, &n);
     w.scan_ns = mono_ns() - t0;
+    w.cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     static uint64_t out[BATCH];
     if (rc == 0 && put(fd, &w, sizeof w) == 0) {
         for (size_t i = 0; i < n;) {
@@ -266,6 +272,7 @@ static void record_end(struct vh_tls *t, const struct wire_head *w, uint32_t thr
         .threads_unseen = unseen,
         .status = status,
         .misaligned = misaligned,
+        .cpu_ns = w->cpu_ns,
     };
     vh_rec_commit(t, sizeof *r);
 }

@@ -251,7 +251,8 @@ CREATE TABLE reach (
     heap_bytes        INTEGER NOT NULL, -- bytes of blocks read
     unreadable_bytes  INTEGER NOT NULL, -- skipped: unreadable
     nonresident_bytes INTEGER NOT NULL, -- skipped: not resident (mincore)
-    scan_ns           INTEGER NOT NULL, -- the scan's time
+    scan_ns           INTEGER NOT NULL, -- the scan's time (wall)
+    cpu_ns            INTEGER NOT NULL, -- the scan's CPU time
     threads           INTEGER NOT NULL, -- other threads at exit
     threads_unseen    INTEGER NOT NULL, -- of those, stack pointer unknown
     misaligned        INTEGER NOT NULL  -- blocks left unclassified

@@ -556,6 +556,7 @@ static void record_line(const struct vh_event *ev, struct totals *t)
         kv_u("unreadable_bytes", r->unreadable_bytes);
         kv_u("nonresident_bytes", r->nonresident_bytes);
         kv_u("scan_ns", r->scan_ns);
+        kv_u("cpu_ns", r->cpu_ns);
         kv_u("threads", r->threads);
         kv_u("threads_unseen", r->threads_unseen);
         kv_u("misaligned", r->misaligned);

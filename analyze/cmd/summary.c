@@ -408,11 +408,12 @@ static const struct out_col rcols[R_N] = {
     [R_BLOCKS] = { "blocks", "blocks", OUT_INT, 0 },
 };
 
-enum { S_STATUS, S_NS, S_ROOTS, S_HEAP, S_UNREADABLE, S_NONRESIDENT, S_THREADS, S_UNSEEN, S_N };
+enum { S_STATUS, S_NS, S_CPU, S_ROOTS, S_HEAP, S_UNREADABLE, S_NONRESIDENT, S_THREADS, S_UNSEEN, S_N };
 
 static const struct out_col scols[S_N] = {
     [S_STATUS] = { "status", "reachability scan", OUT_TEXT, 0 },
     [S_NS] = { "scan_ns", "scan time", OUT_NS, 0 },
+    [S_CPU] = { "cpu_ns", "scan CPU time", OUT_NS, OUT_F_NO_TABLE },
     [S_ROOTS] = { "root_bytes", "roots read", OUT_BYTES, 0 },
     [S_HEAP] = { "heap_bytes", "blocks read", OUT_BYTES, 0 },
     [S_UNREADABLE] = { "unreadable_bytes", "skipped: unreadable", OUT_BYTES, OUT_F_HIDE_ZERO },
@@ -443,7 +444,7 @@ static int reach_section(struct ctx *c, const struct vh_qopts *o)
     }
     if (rc || (rc = out__section(c->out, "reach_scan", OUT_OBJECT, NULL, scols, S_N)))
         return rc;
-    struct out_val s[S_N] = { OV_S(t.status), OV_I(t.scan_ns), OV_I(t.root_bytes),
+    struct out_val s[S_N] = { OV_S(t.status), OV_I(t.scan_ns), OV_I(t.cpu_ns), OV_I(t.root_bytes),
                               OV_I(t.heap_bytes), OV_I(t.unreadable_bytes),
                               OV_I(t.nonresident_bytes), OV_I(t.threads),
                               OV_I(t.threads_unseen) };

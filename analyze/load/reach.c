@@ -54,7 +54,7 @@ int reach__write(const struct reach *r, sqlite3 *db)
 
     if (!r->ended)
         return SQLITE_OK;
-    rc = sqlite3_prepare_v2(db, "INSERT INTO reach VALUES (?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL);
+    rc = sqlite3_prepare_v2(db, "INSERT INTO reach VALUES (?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL);
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_bind_text(st, 1, e->status < 3 ? status[e->status] : "failed", -1, SQLITE_STATIC);
@@ -64,9 +64,10 @@ int reach__write(const struct reach *r, sqlite3 *db)
     sqlite3_bind_int64(st, 5, (sqlite3_int64)e->unreadable_bytes);
     sqlite3_bind_int64(st, 6, (sqlite3_int64)e->nonresident_bytes);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)e->scan_ns);
-    sqlite3_bind_int64(st, 8, e->threads);
-    sqlite3_bind_int64(st, 9, e->threads_unseen);
-    sqlite3_bind_int64(st, 10, e->misaligned);
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)e->cpu_ns);
+    sqlite3_bind_int64(st, 9, e->threads);
+    sqlite3_bind_int64(st, 10, e->threads_unseen);
+    sqlite3_bind_int64(st, 11, e->misaligned);
     rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
     sqlite3_finalize(st);
     return rc;

@@ -20,7 +20,8 @@ static int scan_row(const char *cmd, sqlite3 *db, struct vh_reach_totals *t)
     sqlite3_stmt *st;
     int rc = vh_prepare(cmd, db,
                         "SELECT status, scan_ns, root_bytes, heap_bytes, unreadable_bytes,"
-                        "       nonresident_bytes, threads, threads_unseen FROM reach LIMIT 1",
+                        "       nonresident_bytes, threads, threads_unseen, cpu_ns"
+                        " FROM reach LIMIT 1",
                         &st);
     if (rc)
         return rc;
@@ -29,8 +30,8 @@ static int scan_row(const char *cmd, sqlite3 *db, struct vh_reach_totals *t)
         const unsigned char *s = sqlite3_column_text(st, 0);
         snprintf(t->status, sizeof t->status, "%s", s ? (const char *)s : "");
         int64_t *f[] = { &t->scan_ns, &t->root_bytes, &t->heap_bytes, &t->unreadable_bytes,
-                         &t->nonresident_bytes, &t->threads, &t->threads_unseen };
-        for (int i = 0; i < 7; i++)
+                         &t->nonresident_bytes, &t->threads, &t->threads_unseen, &t->cpu_ns };
+        for (int i = 0; i < 8; i++)
             *f[i] = sqlite3_column_int64(st, i + 1);
     }
     sqlite3_finalize(st);

@@ -20,7 +20,7 @@ extern const char *const vh_class_titles[VH_CLASS_N];
 struct vh_reach_totals {
     char status[16];               /* "done", "timeout", "failed"           */
     int64_t bytes[VH_CLASS_N], blocks[VH_CLASS_N];
-    int64_t scan_ns, root_bytes, heap_bytes, unreadable_bytes, nonresident_bytes;
+    int64_t scan_ns, cpu_ns, root_bytes, heap_bytes, unreadable_bytes, nonresident_bytes;
     int64_t threads, threads_unseen;
 };
 

@@ -1323,7 +1323,7 @@ static void reach_capture(struct capb *b, uint32_t status)
         uint64_t e[2];
     } rec = { .r.h = { .type = VH_REC_REACH, .a = 4, .b = 2 }, .r.time = 15,
               .e = { 0x1000 | VH_REACH_LOST, 0x3000 | VH_REACH_POSSIBLE } };
-    struct vh_rec_reach_end end = { .h = { .type = VH_REC_REACH_END, .a = 10 }, .time = 16,
+    struct vh_rec_reach_end end = { .h = { .type = VH_REC_REACH_END, .a = 11 }, .time = 16,
                                     .blocks = 3, .root_bytes = 4096, .scan_ns = 777,
                                     .status = status };
     uint32_t ch = capb__start(b, 1, 77);

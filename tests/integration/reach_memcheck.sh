@@ -5,7 +5,8 @@
 # shape_node() allocated, the count and bytes of each class must be
 # memcheck's, class by class (definitely, indirectly, possibly lost, still
 # reachable). Also: the scan says it is done, read no unreadable byte, and
-# VHEAP_REACH_TIMEOUT=0 turns it off (no class, no `reach` row).
+# VHEAP_REACH_TIMEOUT=0 turns it off (no class, no `reach` row); the
+# report colours the classes.
 . "$TOP/tests/lib.sh"
 need_cmd valgrind python3 sqlite3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/leak_shapes"
@@ -65,6 +66,20 @@ for shape in cases cycle tree; do
     "$ANALYZE" load "vh.$shape.vhcap" "vh.$shape.sqlite" 2>load.err || die "load: $(cat load.err)"
     PYTHONPATH="$TOP/tests" python3 check.py "$shape" "vg.$shape.xml" "vh.$shape.sqlite" ||
         die "$shape: not memcheck's classes"
+done
+
+# The report colours the classes: one span each, with the DB's totals.
+CHROMIUM=$(command -v chromium || command -v chromium-browser) ||
+    { echo "chromium is not installed (scripts/install-deps.sh installs it)" >&2; exit 77; }
+"$ANALYZE" report vh.cases.sqlite -o cases.html 2>report.err || die "report: $(cat report.err)"
+timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --user-data-dir="$PWD/chrome" \
+    --virtual-time-budget=5000 --dump-dom "file://$PWD/cases.html" >dom.html 2>chrome.err ||
+    die "chromium failed: $(tail -3 chrome.err)"
+for c in lost indirect possible reachable; do
+    want=$(sqlite3 vh.cases.sqlite "SELECT count(*) FROM leaks l JOIN leak_classes k USING (class)
+                                    WHERE k.name = '$c'")
+    grep -q "data-class=\"$c\">[a-z ]* [0-9.]*[KMG]*B in $want block" dom.html ||
+        die "the report has no $c span with $want blocks: $(grep -o '<p class=\"reach\".*</p>' dom.html)"
 done
 
 # Off: no scan, no classes.

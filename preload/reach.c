@@ -303,6 +303,14 @@ void vh_reach_at_exit(struct vh_tls *t)
         vh_log("reachability: no pipe (%s); leaks are not classified", vh_errname(errno));
         goto out;
     }
+    /* Up high where RLIMIT_NOFILE leaves room (capture.c's vh_fd_high), so
+     * that another thread of the program opening a file meanwhile gets the
+     * number it would have had. */
+    for (int i = 0; i < 2; i++) {
+        int high = vh_fd_high(fds[i], 4 + i);
+        if (high >= 0)
+            fds[i] = high;
+    }
     uint64_t deadline = mono_ns() + vh_opt.reach_timeout_ns;
     pid_t pid = snapshot(fds[1], &cx);
     vh_sys_close(fds[1]);

@@ -31,7 +31,7 @@ static void *grab(size_t bytes)
 /* ---- the mappings ------------------------------------------------------------ */
 struct map {
     uintptr_t lo, hi;
-    uint8_t readable, writable, heap, shim;
+    uint8_t readable, writable, blocks, shim, brk;
     uint8_t *resident;             /* heap mappings: mincore's vector, or NULL */
 };
 
@@ -117,6 +117,7 @@ static int read_maps(void)
         const char *eol = nl ? nl : end;
         if (eol - p >= 6 && (!memcmp(eol - 6, "[vvar]", 6) || !memcmp(eol - 6, "[vdso]", 6)))
             m.readable = 0;
+        m.brk = eol - p >= 6 && !memcmp(eol - 6, "[heap]", 6);
         if (m.hi > m.lo)
             maps[nmaps++] = m;
         p = eol + 1;
@@ -445,13 +446,14 @@ static uintptr_t root_start(const struct map *m, const struct vh_reach_ctx *cx)
     return from;
 }
 
-/* A mapping holding a live block is heap: read only as blocks. */
-static void mark_heap_maps(void)
+/* Residency of the mappings that hold blocks, once: blocks are read
+ * against it without a system call each. */
+static void mark_block_maps(void)
 {
     for (size_t i = 0; i < nblocks; i++) {
         struct map *m = map_of(blocks[i].addr);
-        if (m && !m->heap) {
-            m->heap = 1;
+        if (m && !m->blocks) {
+            m->blocks = 1;
             size_t pages = (m->hi - m->lo) / PAGE;
             m->resident = grab(pages);
             if (m->resident && mincore((void *)m->lo, m->hi - m->lo, m->resident) != 0) {
@@ -460,6 +462,111 @@ static void mark_heap_maps(void)
             }
         }
     }
+}
+
+/* ---- the allocator's memory: read only as blocks ---------------------------
+ * Its free space holds stale pointers (freed blocks' old contents), which
+ * memcheck, whose allocator is its own, never reads. glibc's is told by its
+ * chunk headers: the brk heap, the mappings of its other arenas (64 MiB
+ * aligned, `heap_info` at the start giving the size) and each block it
+ * mapped alone. Any other mapping holding a block (another allocator's)
+ * is taken whole. The rest of a mapping the kernel merged with one of
+ * these (a language runtime's arena beside a big block) stays a root. */
+struct range {
+    uintptr_t lo, hi;
+};
+
+static struct range *ranges;
+static size_t nranges;
+
+#define GLIBC_HEAP_MAX (64ul << 20)  /* HEAP_MAX_SIZE on 64-bit */
+#define CHUNK_MMAPPED 2u
+#define CHUNK_NON_MAIN 4u
+
+/* The word at a, if its page is readable and resident. */
+static int peek(uintptr_t a, uint64_t *v)
+{
+    const struct map *m = map_of(a);
+    unsigned char r = 0;
+    if (!m || !m->readable || (a & 7) ||
+        mincore((void *)(a & ~(PAGE - 1)), PAGE, &r) != 0 || !(r & 1))
+        return -1;
+    *v = *(const uint64_t *)a;
+    return 0;
+}
+
+static struct range block_range(const struct vh_reach_block *b, const struct map *m)
+{
+    struct range whole = { m->lo, m->hi };
+    uint64_t size, prev, heap_size, arena;
+    uintptr_t chunk = b->addr - 16;
+    if (m->brk || peek(b->addr - 8, &size) < 0 || (size & ~7ul) < b->size + 8)
+        return whole;
+    if (size & CHUNK_MMAPPED) {
+        if (peek(chunk, &prev) < 0 || ((chunk - prev) & (PAGE - 1)) || prev > chunk ||
+            ((size & ~7ul) + prev) & (PAGE - 1))
+            return whole;
+        return (struct range){ chunk - prev, chunk + (size & ~7ul) };
+    }
+    if (!(size & CHUNK_NON_MAIN))
+        return whole;
+    uintptr_t base = chunk & ~(GLIBC_HEAP_MAX - 1);
+    if (peek(base, &arena) < 0 || !arena || peek(base + 16, &heap_size) < 0 ||
+        heap_size > GLIBC_HEAP_MAX || base + heap_size < b->addr + b->size)
+        return whole;
+    return (struct range){ base, base + heap_size };
+}
+
+static int heap_ranges(void)
+{
+    ranges = grab((nblocks + 1) * sizeof *ranges);
+    if (!ranges)
+        return -1;
+    for (size_t i = 0; i < nblocks; i++) {
+        const struct vh_reach_block *b = &blocks[i];
+        struct range *last = nranges ? &ranges[nranges - 1] : NULL;
+        if (last && b->addr >= last->lo && b->addr + b->size <= last->hi)
+            continue;              /* the same arena: no header read */
+        const struct map *m = map_of(b->addr);
+        if (!m)
+            continue;
+        struct range r = block_range(b, m);
+        if (last && r.lo <= last->hi) {  /* blocks come in address order */
+            if (r.hi > last->hi)
+                last->hi = r.hi;
+        } else {
+            ranges[nranges++] = r;
+        }
+    }
+    return 0;
+}
+
+/* The first range ending above a. */
+static size_t first_range(uintptr_t a)
+{
+    size_t lo = 0, hi = nranges;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ranges[mid].hi <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Reads [lo, hi) as a root but for the allocator's ranges in it. */
+static void scan_root(uintptr_t lo, uintptr_t hi)
+{
+    size_t k = first_range(lo);
+    for (; lo < hi && k < nranges && ranges[k].lo < hi; k++) {
+        if (ranges[k].lo > lo)
+            scan_range(lo, ranges[k].lo, words, 1, &st->root_bytes);
+        if (ranges[k].hi > lo)
+            lo = ranges[k].hi;
+    }
+    if (lo < hi)
+        scan_range(lo, hi, words, 1, &st->root_bytes);
 }
 
 /* The capture: addresses in its records are no pointers of the program. */
@@ -513,9 +620,9 @@ static void scan_roots(const struct vh_reach_ctx *cx)
     clique = UINT32_MAX;
     for (size_t i = 0; i < nmaps; i++) {
         const struct map *m = &maps[i];
-        if (!m->readable || !m->writable || m->heap || m->shim || is_capture(m))
+        if (!m->readable || !m->writable || m->shim || is_capture(m))
             continue;
-        scan_range(root_start(m, cx), m->hi, words, 1, &st->root_bytes);
+        scan_root(root_start(m, cx), m->hi);
         drain();
     }
 }
@@ -559,7 +666,9 @@ int vh_reach_scan(const struct vh_reach_ctx *cx, struct vh_reach_stats *out,
     stack_ = grab((2 * nblocks + 1) * sizeof *stack_);
     if (!stack_)
         return -1;
-    mark_heap_maps();
+    mark_block_maps();
+    if (heap_ranges() < 0)
+        return -1;
     scan_roots(cx);
     scan_cliques();
     for (size_t i = 0; i < nblocks; i++)

@@ -24,7 +24,25 @@ enum {                             /* block sizes: where the pointer lives */
     IN_BLOCKED = 1003,             /* the stack of a thread blocked in read(): reachable */
     IN_RUNNING = 1004,             /* the stack of a thread spinning: reachable */
     NOWHERE = 1005,                /* lost */
+    IN_MERGED = 1006,              /* a mapping of the program's own that the
+                                      kernel merged with a block glibc mapped
+                                      alone: reachable */
+    IN_FREED = 1007,               /* a freed block's old contents: lost */
 };
+
+/* A page of the program's own right below a block glibc mapped for itself:
+ * same protection and flags, so /proc/self/maps lists the two as one
+ * mapping. Returns the page, or NULL if the kernel would not place it. */
+static void **beside_big_block(void)
+{
+    char *big = malloc(1 << 20);   /* above the mmap threshold: its own mapping */
+    uintptr_t chunk = (uintptr_t)big - 16;
+    if (!big || (chunk & 4095))
+        return NULL;
+    void **page = mmap((void *)(chunk - 4096), 4096, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    return page == MAP_FAILED ? NULL : page;
+}
 
 static int ready_pipe[2], block_pipe[2];
 static volatile int stop;
@@ -92,6 +110,13 @@ int main(int argc, char **argv)
     hidden[0] = malloc(IN_PROT_NONE);
     mprotect(hidden, 4096, PROT_NONE);              /* the pointer's page */
     mprotect((char *)hidden + 4096, 4096, PROT_NONE); /* and a guard after it */
+    void **merged = beside_big_block();
+    if (!merged)
+        return 1;
+    merged[7] = malloc(IN_MERGED);
+    void *volatile *freed = malloc(64);
+    freed[2] = malloc(IN_FREED);
+    free((void *)freed);
     void *volatile nowhere = malloc(NOWHERE);
     nowhere = NULL;
     (void)nowhere;
@@ -104,6 +129,7 @@ int main(int argc, char **argv)
         read(ready_pipe[0], &c, 1);
     }
     usleep(20000);                 /* the blocked thread is inside read() */
-    sparse = hidden = NULL;
+    sparse = hidden = merged = NULL;
+    freed = NULL;
     exit(3);
 }

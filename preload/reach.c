@@ -284,6 +284,7 @@ static __attribute__((noinline)) pid_t snapshot(int wfd, struct vh_reach_ctx *cx
     volatile uintptr_t here = 0;
     __builtin_unwind_init();
     cx->own_sp = (uintptr_t)&here;
+    cx->time = vh_now();
     long pid = syscall(SYS_clone, 0L, 0L, 0L, 0L, 0L);
     if (pid == 0)
         child(wfd, cx);

@@ -23,6 +23,8 @@ struct vh_reach_ctx {
     const uintptr_t *sps;          /* other threads blocked in the kernel    */
     size_t nsps;
     struct vh_tls *const *threads; /* the registry below, VH_REACH_THREADS  */
+    uint64_t time;                 /* capture time of the clone: later records
+                                      (other threads go on) are not in the copy */
 };
 
 #define VH_REACH_THREADS 4096

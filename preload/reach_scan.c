@@ -194,7 +194,9 @@ static int note(uint64_t addr, uint64_t time, uint64_t size, uint32_t slack, int
     return 0;
 }
 
-static int chunk_events(const struct vh_chunk_header *c, uint64_t chunk_size)
+/* Records after `upto` (the clone) are other threads' after the copy was
+ * made: the copy's memory has not seen them. */
+static int chunk_events(const struct vh_chunk_header *c, uint64_t chunk_size, uint64_t upto)
 {
     uint64_t used = __atomic_load_n(&c->used, __ATOMIC_ACQUIRE);
     if (c->magic != VH_CHUNK_MAGIC || used > chunk_size || used < sizeof *c)
@@ -212,7 +214,7 @@ static int chunk_events(const struct vh_chunk_header *c, uint64_t chunk_size)
             if (n <= 0)
                 return 0;          /* damage: the rest of the chunk is unread */
             p += n;
-            if (d.h.a != VH_HEAP_SYSTEM)
+            if (d.h.a != VH_HEAP_SYSTEM || d.free.time > upto)
                 continue;          /* custom heaps opt out (vheap.h) */
             if (d.h.type == VH_REC_FREE) {
                 if (note(d.free.addr, d.free.time, 0, 0, 0) < 0)
@@ -288,7 +290,7 @@ static int sort_blocks(void)
     return 0;
 }
 
-static int live_set(void)
+static int live_set(uint64_t upto)
 {
     const struct vh_capture_header *hdr = vh_cap.hdr;
     uint64_t claimed = __atomic_load_n(&hdr->chunks_claimed, __ATOMIC_ACQUIRE);
@@ -298,7 +300,7 @@ static int live_set(void)
     for (uint64_t i = 0; i < claimed; i++) {
         if (VH_HEADER_SIZE + (i + 1) * cs > vh_cap.mapped)
             break;
-        if (chunk_events((const void *)(vh_cap.base + VH_HEADER_SIZE + i * cs), cs) < 0)
+        if (chunk_events((const void *)(vh_cap.base + VH_HEADER_SIZE + i * cs), cs, upto) < 0)
             return -1;
     }
     size_t n = 0;
@@ -653,7 +655,7 @@ int vh_reach_scan(const struct vh_reach_ctx *cx, struct vh_reach_stats *out,
                   struct vh_reach_block **out_blocks, size_t *out_n)
 {
     st = out;
-    if (read_maps() < 0 || live_set() < 0)
+    if (read_maps() < 0 || live_set(cx->time) < 0)
         return -1;
     st->blocks = nblocks;
     if (nblocks) {

@@ -177,6 +177,28 @@ enum vh_rec_type {
      * from before them skips them (h.a holds the length, the heap is h.b). */
     VH_REC_RANGE = 0x86,           /* struct vh_rec_range                    */
     VH_REC_REGION = 0x87,          /* struct vh_rec_region                   */
+    VH_REC_REACH = 0x88,           /* struct vh_rec_reach + entries          */
+    VH_REC_REACH_END = 0x89,       /* struct vh_rec_reach_end                */
+};
+
+/* Reachability at exit (preload/reach.c): memcheck's four classes of a
+ * live block of the system heap. Numbered from the most to the least
+ * held, so that "at least possibly lost" is class >= POSSIBLE. */
+enum vh_reach_class {
+    VH_REACH_REACHABLE = 0,        /* a start pointer from a root, or from a
+                                      reachable block                        */
+    VH_REACH_POSSIBLE = 1,         /* only interior pointers on the way      */
+    VH_REACH_INDIRECT = 2,         /* reachable only from lost blocks        */
+    VH_REACH_LOST = 3,             /* no pointer to it at all                */
+    VH_REACH_CLASSES = 4,
+};
+#define VH_REACH_CLASS_MASK 3u
+
+/* How the scan ended (vh_rec_reach_end.status). */
+enum vh_reach_status {
+    VH_REACH_DONE = 0,             /* every live block classified            */
+    VH_REACH_TIMEOUT = 1,          /* VHEAP_REACH_TIMEOUT passed: stopped    */
+    VH_REACH_FAILED = 2,           /* no child or no pipe (see the log)      */
 };
 
 /* What a RANGE record does to the blocks whose address lies in
@@ -316,6 +338,37 @@ struct vh_rec_region {             /* REGION; h.a = words (5), h.b = heap,
     uint32_t pad;
 };
 
+/* REACH: classes of live system-heap blocks, as the scan at exit found
+ * them; h.a = words, h.b = entries. An entry is a block's address with
+ * its enum vh_reach_class in the low 2 bits (malloc's blocks are at least
+ * 8-aligned; a block that is not 4-aligned is counted in `misaligned`
+ * and has no entry). Valid only once the REACH_END that follows says
+ * VH_REACH_DONE. */
+struct vh_rec_reach {
+    struct vh_rec_hdr h;
+    uint64_t time;
+    uint64_t entry[];
+};
+
+/* REACH_END: the scan's totals; h.a = words (11). */
+struct vh_rec_reach_end {
+    struct vh_rec_hdr h;
+    uint64_t time;
+    uint64_t blocks;               /* live blocks the scan knew              */
+    uint64_t root_bytes;           /* bytes of roots read                    */
+    uint64_t heap_bytes;           /* bytes of blocks read                   */
+    uint64_t unreadable_bytes;     /* skipped: no read permission, or a fault */
+    uint64_t nonresident_bytes;    /* skipped: never touched (mincore)       */
+    uint64_t scan_ns;              /* the child's time, live set included    */
+    uint32_t threads;              /* other threads of the process           */
+    uint32_t threads_unseen;       /* of those, stack scanned whole: the
+                                      stack pointer was not known            */
+    uint32_t status;               /* enum vh_reach_status                   */
+    uint32_t misaligned;           /* blocks without an entry                */
+    uint64_t cpu_ns;               /* the child's CPU time (scan_ns is wall
+                                      time, which a loaded machine stretches) */
+};
+
 _Static_assert(sizeof(struct vh_capture_header) == VH_HEADER_SIZE, "header page");
 _Static_assert(offsetof(struct vh_capture_header, sample_rate) == 3248 &&
                    offsetof(struct vh_capture_header, ctl) == 3256 &&
@@ -337,6 +390,8 @@ _Static_assert(sizeof(struct vh_rec_heap) == 40, "heap record");
 _Static_assert(sizeof(struct vh_rec_label) == 16, "label record");
 _Static_assert(sizeof(struct vh_rec_range) == 40, "range record");
 _Static_assert(sizeof(struct vh_rec_region) == 40, "region record");
+_Static_assert(sizeof(struct vh_rec_reach) == 16, "reach record");
+_Static_assert(sizeof(struct vh_rec_reach_end) == 88, "reach end record");
 
 /* Size in bytes of the struct record starting with `h` (every record of
  * version 1; in version 2 all but the compact ones), or 0 if the type is
@@ -420,7 +475,9 @@ _Static_assert(offsetof(struct vh_rec_time, time) == 8 && offsetof(struct vh_rec
                offsetof(struct vh_rec_module, time) == 8 && offsetof(struct vh_rec_heap, time) == 8 &&
                offsetof(struct vh_rec_label, time) == 8 &&
                offsetof(struct vh_rec_range, time) == 8 &&
-               offsetof(struct vh_rec_region, time) == 8,
+               offsetof(struct vh_rec_region, time) == 8 &&
+               offsetof(struct vh_rec_reach, time) == 8 &&
+               offsetof(struct vh_rec_reach_end, time) == 8,
                "every struct record has its time at offset 8 (the cursor reads it there)");
 
 /* The per-chunk state both sides keep (see above). */

@@ -34,8 +34,9 @@ struct vh_options {
     uint32_t clock;                /* VHEAP_CLOCK: enum vh_clock_choice     */
     uint64_t sample;               /* VHEAP_SAMPLE bytes, 0 = every call    */
     uint32_t start;                /* VHEAP_START: enum vh_start_choice     */
+    uint64_t reach_timeout_ns;     /* VHEAP_REACH_TIMEOUT (ms), 0 = no scan */
 };
-#define VH_OPTION_COUNT 10         /* fields above: options.c's rows        */
+#define VH_OPTION_COUNT 11         /* fields above: options.c's rows        */
 enum vh_start_choice { VH_START_ON = 0, VH_START_PAUSED = 1 };
 enum vh_clock_choice { VH_CLOCK_AUTO = 0, VH_CLOCK_PRECISE = 1 };
 extern struct vh_options vh_opt;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "preload/internal.h"
+#include "preload/reach.h"
 #include "preload/sys.h"
 
 extern char **environ;
@@ -224,6 +225,7 @@ static void thread_setup(struct vh_tls *t)
     if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi)
         vh_cfi_thread(t);
     vh_stacks_thread(t);
+    vh_reach_thread_add(t);
 }
 
 /* Runs as a pthread key destructor when a thread exits: closes its stream
@@ -237,6 +239,7 @@ static void thread_exit(void *arg)
     if (t->chunk && __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON)
         vh_record_time(t, VH_REC_THREAD_EXIT, 0, t->tid, vh_now());
     t->exited = 1;
+    vh_reach_thread_remove(t);
     vh_chunk_release(t);
     vh_cfi_thread_end(t);
     vh_stacks_thread_end(t);
@@ -289,6 +292,7 @@ static void fork_child_work(void)
     int recorded = vh_cap.hdr != NULL;
     int paused = recorded && !__atomic_load_n(&vh_cap.hdr->recording, __ATOMIC_ACQUIRE);
     vh_modules_fork_child();
+    vh_reach_fork_child(t);
     if (recorded) {
         vh_stacks_reset();
         vh_capture_fork_child();
@@ -406,6 +410,8 @@ static void finish(void)
         return;
     struct vh_tls *t = &vh_tls;
     uint8_t g = vh_busy(t);
+    if (mode == VH_MODE_ON)
+        vh_reach_at_exit(t);       /* only a complete record knows every block */
     vh_capture_end();
     vh_unbusy(t, g);
 }

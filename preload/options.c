@@ -54,6 +54,8 @@ static const struct option table[] = {
       "a size from 1 to 1TiB (512KiB: a sample every 512 KiB allocated on average), 0 = off" },
     { "VHEAP_START", K_CHOICE, FIELD(start), VH_START_ON, NULL, 0, 0, start_names,
       "on or paused" },
+    { "VHEAP_REACH_TIMEOUT", K_MS, FIELD(reach_timeout_ns), 60000, NULL, 0, 3600000, NULL,
+      "milliseconds 0..3600000, 0 = no reachability scan at exit" },
 };
 #define NOPT (sizeof table / sizeof table[0])
 _Static_assert(NOPT == VH_OPTION_COUNT, "one row in options.c a field of struct vh_options");

@@ -1,4 +1,4 @@
--- vheap.sql — the schema of a loaded vheap capture (schema version 5).
+-- vheap.sql — the schema of a loaded vheap capture (schema version 6).
 --
 -- A public interface: `vheap-analyze` queries it and so may users, with the
 -- sqlite3 CLI. Documented column by column in docs/schema.md. Sizes are
@@ -235,8 +235,32 @@ CREATE TABLE leaks (
     tag_id    INTEGER NOT NULL DEFAULT 0,
     tid       INTEGER,
     time      INTEGER NOT NULL,     -- when it was allocated
+    class     INTEGER,              -- reachability at exit (table reach):
+                                    -- 0 still reachable, 1 possibly lost,
+                                    -- 2 indirectly lost, 3 definitely lost;
+                                    -- NULL not classified
     PRIMARY KEY (heap_id, stack_id, address)
 ) WITHOUT ROWID;
+
+-- The reachability scan at exit (preload/reach.c), one row if the capture
+-- has one: how it ended and what it read and skipped.
+CREATE TABLE reach (
+    status            TEXT NOT NULL,    -- 'done', 'timeout', 'failed'
+    blocks            INTEGER NOT NULL, -- live system-heap blocks it knew
+    root_bytes        INTEGER NOT NULL, -- bytes of roots read
+    heap_bytes        INTEGER NOT NULL, -- bytes of blocks read
+    unreadable_bytes  INTEGER NOT NULL, -- skipped: unreadable
+    nonresident_bytes INTEGER NOT NULL, -- skipped: not resident (mincore)
+    scan_ns           INTEGER NOT NULL, -- the scan's time (wall)
+    cpu_ns            INTEGER NOT NULL, -- the scan's CPU time
+    threads           INTEGER NOT NULL, -- other threads at exit
+    threads_unseen    INTEGER NOT NULL, -- of those, stack pointer unknown
+    misaligned        INTEGER NOT NULL  -- blocks left unclassified
+);
+
+-- Names of leaks.class.
+CREATE VIEW leak_classes(class, name) AS
+VALUES (0, 'reachable'), (1, 'possible'), (2, 'indirect'), (3, 'lost');
 
 -- Time series in buckets of meta.bucket_ns: activity within the bucket and
 -- the state at its end. Only buckets with activity in that heap have a row:

@@ -125,6 +125,8 @@ static size_t min_size(uint8_t type)
     case VH_REC_TAG: return sizeof(struct vh_rec_label);
     case VH_REC_RANGE: return sizeof(struct vh_rec_range);
     case VH_REC_REGION: return sizeof(struct vh_rec_region);
+    case VH_REC_REACH: return sizeof(struct vh_rec_reach);
+    case VH_REC_REACH_END: return sizeof(struct vh_rec_reach_end);
     default: return MIN_RECORD;
     }
 }

@@ -527,6 +527,42 @@ static void record_line(const struct vh_event *ev, struct totals *t)
         end();                         /* flags hold the kind: no flag words */
         return;
     }
+    case VH_REC_REACH: {
+        const struct vh_rec_reach *r = (const void *)h;
+        static const char *const cls[] = { "reachable", "possible", "indirect", "lost" };
+        if (ev->size < sizeof *r || ev->size - sizeof *r < (size_t)h->b * 8)
+            goto unknown;
+        uint64_t n[VH_REACH_CLASSES] = { 0 };
+        for (uint32_t i = 0; i < h->b; i++)    /* the blocks are in `leaks` */
+            n[r->entry[i] & VH_REACH_CLASS_MASK]++;
+        kind("reach");
+        kv_u("blocks", h->b);
+        for (unsigned c = 0; c < VH_REACH_CLASSES; c++)
+            kv_u(cls[c], n[c]);
+        end();
+        return;
+    }
+    case VH_REC_REACH_END: {
+        const struct vh_rec_reach_end *r = (const void *)h;
+        if (ev->size < sizeof *r)
+            goto unknown;
+        kind("reach_end");
+        kv_w("status", r->status == VH_REACH_DONE      ? "done"
+                       : r->status == VH_REACH_TIMEOUT ? "timeout"
+                                                       : "failed");
+        kv_u("blocks", r->blocks);
+        kv_u("root_bytes", r->root_bytes);
+        kv_u("heap_bytes", r->heap_bytes);
+        kv_u("unreadable_bytes", r->unreadable_bytes);
+        kv_u("nonresident_bytes", r->nonresident_bytes);
+        kv_u("scan_ns", r->scan_ns);
+        kv_u("cpu_ns", r->cpu_ns);
+        kv_u("threads", r->threads);
+        kv_u("threads_unseen", r->threads_unseen);
+        kv_u("misaligned", r->misaligned);
+        end();
+        return;
+    }
     case VH_REC_MARK:
         kind("mark");
         text = vh_event_text(ev, &len);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyze/cmd/query.h"
+#include "analyze/query/reach.h"
 #include "analyze/query/recording.h"
 
 static const char usage[] =
@@ -28,6 +29,13 @@ static const char usage[] =
     "step, not a line: its R^2 stays at or below 0.75. Columns: growth per\n"
     "hour, R^2, live at the end, mean live, first allocation, steady or not.\n"
     "\n"
+    "With the reachability scan at exit (every full capture of a program that\n"
+    "exited; docs/usage.md), each group is also one class, as valgrind's\n"
+    "memcheck names them: lost (definitely: no pointer to the block left),\n"
+    "indirect (reachable only from lost blocks), possible (only pointers into\n"
+    "its middle), reachable (still pointed to from a global, a stack or a\n"
+    "reachable block); a custom heap's blocks have none.\n"
+    "\n"
     "A sampled capture (VHEAP_SAMPLE) gives estimates: each recorded block\n"
     "counts 1/p times (p its chance of being sampled). A capture recorded in\n"
     "windows (VHEAP_START=paused, vheap-analyze ctl) covers those windows only:\n"
@@ -39,6 +47,8 @@ static const char usage[] =
     "  --growth         rank stacks by steady growth of their live bytes\n"
     "  --min-r2 X       with --growth: R^2 from which growth counts as steady\n"
     "                   (0..1, default 0.8)\n"
+    "  --class LIST     only these classes, comma-separated: lost, indirect,\n"
+    "                   possible, reachable, none (not classified)\n"
     "  --limit N        at most N stacks (default 10; 0 = all)\n"
     VH_HELP_HEAP
     VH_HELP_DEPTH
@@ -50,6 +60,7 @@ static const char usage[] =
     "  vheap-analyze leaks vheap.myprog.1234.vhcap --min-bytes 1MiB --limit 0\n"
     "  vheap-analyze leaks run.sqlite --format json --depth 8 | jq '.leaks[0]'\n"
     "  vheap-analyze leaks run.sqlite --format csv > leaks.csv\n"
+    "  vheap-analyze leaks run.sqlite --class lost,indirect   # what memcheck calls leaked\n"
     "  vheap-analyze leaks --growth vheap.redis-server.4242.vhcap --limit 5\n"
     "  vheap-analyze leaks --growth --min-r2 0.9 --format json run.sqlite | jq '.growth[0]'\n";
 
@@ -63,7 +74,8 @@ VH_COMMAND(cmd_leaks, {
     .order = 30,
 });
 
-enum { L_HEAP_ID, L_HEAP, L_STACK, L_BYTES, L_BLOCKS, L_USABLE, L_FIRST, L_LAST, L_N };
+/* L_CLASS last: shown only when the capture has the scan. */
+enum { L_HEAP_ID, L_HEAP, L_STACK, L_BYTES, L_BLOCKS, L_USABLE, L_FIRST, L_LAST, L_CLASS, L_N };
 
 static const struct out_col cols[L_N] = {
     [L_HEAP_ID] = { "heap_id", "heap id", OUT_INT, OUT_F_NO_TABLE },
@@ -74,6 +86,7 @@ static const struct out_col cols[L_N] = {
     [L_USABLE] = { "usable", "usable", OUT_BYTES, OUT_F_NO_TABLE },
     [L_FIRST] = { "first_time_ns", "first allocated", OUT_NS, 0 },
     [L_LAST] = { "last_time_ns", "last allocated", OUT_NS, OUT_F_NO_TABLE },
+    [L_CLASS] = { "class", "class", OUT_TEXT, 0 },
 };
 
 enum { T_BYTES, T_BLOCKS, T_STACKS, T_BIG, T_SHOWN, T_N };
@@ -88,13 +101,18 @@ static const struct out_col tcols[T_N] = {
     [T_SHOWN] = { "shown", "stacks shown", OUT_INT, 0 },
 };
 
-/* Groups of the leaks table; ?1 heap. %s: the sums (below). */
+/* Groups of the leaks table, by stack and class (all NULL without the
+ * scan); ?1 heap, ?5 the --class mask (bit 4: no class). %s: the sums
+ * (below). */
 #define GROUPS                                                                  \
     "SELECT h.id AS heap_id, h.name AS heap, l.stack_id AS stack_id, %s,"      \
-    "       min(l.time) AS first, max(l.time) AS last"                          \
+    "       min(l.time) AS first, max(l.time) AS last,"                         \
+    "       CASE l.class WHEN 0 THEN 'reachable' WHEN 1 THEN 'possible'"        \
+    "                    WHEN 2 THEN 'indirect' WHEN 3 THEN 'lost' END AS class" \
     " FROM leaks l JOIN heaps h ON h.id = l.heap_id"                            \
     " WHERE " VH_HEAP_SEL("h.id", "?1")                                       \
-    " GROUP BY l.heap_id, l.stack_id"
+    "   AND (?5 >> coalesce(l.class, 4)) & 1"                                   \
+    " GROUP BY l.heap_id, l.stack_id, l.class"
 /* The leaks table holds the recorded blocks; in a sampled capture each
  * stands for 1/p blocks (?4: the rate). */
 #define SUMS_FULL "sum(l.size) AS bytes, count(*) AS blocks, sum(l.usable) AS usable"
@@ -106,20 +124,21 @@ static const struct out_col tcols[T_N] = {
 struct ctx {
     struct vh_query *q;
     int64_t shown;
+    int ncols;                     /* L_N, or L_CLASS: no scan */
 };
 
 static int leak_row(sqlite3_stmt *st, void *arg)
 {
     struct ctx *c = arg;
-    int rc = vh_query__stack_row(c->q, st, L_N, L_STACK);
+    int rc = vh_query__stack_row(c->q, st, c->ncols, L_STACK);
     if (!rc)
         c->shown++;
     return rc;
 }
 
-static int list(struct vh_query *q)
+static int list(struct vh_query *q, int classes, int mask)
 {
-    struct ctx c = { .q = q };
+    struct ctx c = { .q = q, .ncols = classes ? L_N : L_CLASS };
     sqlite3_stmt *rows, *tot;
     int64_t rate = vh_rec_sample_rate(q->db);
     const char *sums = rate ? SUMS_SAMPLED : SUMS_FULL;
@@ -142,12 +161,14 @@ static int list(struct vh_query *q)
     sqlite3_bind_int64(rows, 3, vh_qopts_sql_limit(&q->o));
     vh_bind_heap(tot, 1, &q->o);
     sqlite3_bind_int64(tot, 2, q->o.min_bytes);
+    sqlite3_bind_int(rows, 5, mask);
+    sqlite3_bind_int(tot, 5, mask);
     if (rate) {
         sqlite3_bind_int64(rows, 4, rate);
         sqlite3_bind_int64(tot, 4, rate);
     }
 
-    if ((rc = out__section(q->out, "leaks", OUT_LIST, NULL, cols, L_N)) ||
+    if ((rc = out__section(q->out, "leaks", OUT_LIST, NULL, cols, c.ncols)) ||
         (rc = vh_step_all(q->cmd->name, q->db, rows, leak_row, &c)) ||
         (rc = vh_step_one(q->cmd->name, q->db, tot)))
         return rc;
@@ -239,13 +260,30 @@ static int growth(struct vh_query *q)
     return 0;
 }
 
+/* Whether the capture has the scan (1), with --class checked against it. */
+static int classes(struct vh_query *q, const char *list)
+{
+    struct vh_reach_totals t;
+    int rc = vh_reach__totals(q->cmd->name, q->db, NULL, &t);
+    if (rc < 0)
+        return rc;
+    if (list && (!rc || strcmp(t.status, "done"))) {
+        vh_errorf(q->cmd->name, "--class: %s has no reachability scan (a sampled capture, "
+                                "VHEAP_REACH_TIMEOUT=0, a program that did not exit, or "
+                                "a scan that did not finish)", q->o.input);
+        return -EINVAL;
+    }
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     struct vh_query q;
-    const char *r2 = NULL;
-    int by_growth = 0, rc;
+    const char *r2 = NULL, *class_list = NULL;
+    int by_growth = 0, rc, mask = (1 << VH_CLASS_N) - 1;
     const struct vh_opt own[] = { VH_OPT_FLAG("--growth", &by_growth),
-                                  VH_OPT_VALUE("--min-r2", &r2) };
+                                  VH_OPT_VALUE("--min-r2", &r2),
+                                  VH_OPT_VALUE("--class", &class_list) };
 
     rc = vh_query__parse(&q, &cmd_leaks, VH_QOPT_MIN_BYTES, VH_OPTS(own), argc, argv);
     if (!rc && r2) {
@@ -256,7 +294,18 @@ static int run(int argc, char **argv)
         else if (!by_growth)
             rc = vh_query__usage(&q, "--min-r2 goes with --growth");
     }
-    if (!rc && !(rc = vh_query__open(&q, VH_QUERY_OUTPUT | VH_QUERY_STACKS)))
-        rc = by_growth ? growth(&q) : list(&q);
+    if (!rc && class_list) {
+        const char *bad;
+        int badlen;
+        if ((mask = vh_class_mask(class_list, &bad, &badlen)) < 0)
+            rc = vh_query__usage(&q, "--class wants lost, indirect, possible, reachable or "
+                                     "none, not '%.*s'", badlen, bad);
+        else if (by_growth)
+            rc = vh_query__usage(&q, "--class does not go with --growth");
+    }
+    if (!rc && !(rc = vh_query__open(&q, VH_QUERY_OUTPUT | VH_QUERY_STACKS))) {
+        int scanned = by_growth ? 0 : classes(&q, class_list);
+        rc = scanned < 0 ? scanned : by_growth ? growth(&q) : list(&q, scanned, mask);
+    }
     return vh_query__finish(&q, rc);
 }

@@ -11,6 +11,7 @@
 
 #include "analyze/store/db.h"
 #include "analyze/cmd/query.h"
+#include "analyze/query/reach.h"
 #include "analyze/query/recording.h"
 #include "analyze/util/grow.h"
 
@@ -43,6 +44,10 @@ static const char usage[] =
     "and the state glibc keeps for the process's life (nss modules, gconv,\n"
     "tzset, atexit's blocks, dlopen: heaptrack's built-in suppressions) are\n"
     "not counted as leaked: a 'suppressed leaks' line says so.\n"
+    "With the reachability scan at exit (a full capture of a program that\n"
+    "exited), the leaks follow by class, as memcheck names them: definitely,\n"
+    "indirectly, possibly lost, still reachable; then what the scan read and\n"
+    "skipped.\n"
     "\n"
     "examples:\n"
     "  vheap-analyze summary vheap.myprog.1234.vhcap\n"
@@ -409,12 +414,70 @@ static int heaps_section(struct ctx *c, const struct vh_qopts *o)
     return rc;
 }
 
+/* ---- reachability at exit (only when the capture has the scan) ------------- */
+enum { R_CLASS, R_TITLE, R_BYTES, R_BLOCKS, R_N };
+
+static const struct out_col rcols[R_N] = {
+    [R_CLASS] = { "class", "class", OUT_TEXT, OUT_F_NO_TABLE },
+    [R_TITLE] = { "title", "leaks by reachability at exit", OUT_TEXT, 0 },
+    [R_BYTES] = { "bytes", "bytes", OUT_BYTES, 0 },
+    [R_BLOCKS] = { "blocks", "blocks", OUT_INT, 0 },
+};
+
+enum { S_STATUS, S_NS, S_CPU, S_ROOTS, S_HEAP, S_UNREADABLE, S_NONRESIDENT, S_THREADS, S_UNSEEN, S_N };
+
+static const struct out_col scols[S_N] = {
+    [S_STATUS] = { "status", "reachability scan", OUT_TEXT, 0 },
+    [S_NS] = { "scan_ns", "scan time", OUT_NS, 0 },
+    [S_CPU] = { "cpu_ns", "scan CPU time", OUT_NS, OUT_F_NO_TABLE },
+    [S_ROOTS] = { "root_bytes", "roots read", OUT_BYTES, 0 },
+    [S_HEAP] = { "heap_bytes", "blocks read", OUT_BYTES, 0 },
+    [S_UNREADABLE] = { "unreadable_bytes", "skipped: unreadable", OUT_BYTES, OUT_F_HIDE_ZERO },
+    [S_NONRESIDENT] = { "nonresident_bytes", "skipped: not resident", OUT_BYTES, 0 },
+    [S_THREADS] = { "threads", "other threads", OUT_INT, OUT_F_HIDE_ZERO },
+    [S_UNSEEN] = { "threads_unseen", "threads running (stack read whole)", OUT_INT,
+                   OUT_F_HIDE_ZERO },
+};
+
+/* memcheck's order: definitely, indirectly, possibly lost, still reachable. */
+static int reach_section(struct ctx *c, const struct vh_qopts *o)
+{
+    static const int order[VH_CLASS_N] = { VH_CLASS_LOST, VH_CLASS_INDIRECT, VH_CLASS_POSSIBLE,
+                                           VH_CLASS_REACHABLE, VH_CLASS_NONE };
+    struct vh_reach_totals t;
+    int rc = vh_reach__totals(c->cmd->name, c->db, o->heap, &t);
+    if (rc <= 0)
+        return rc;
+    if ((rc = out__section(c->out, "reachability", OUT_LIST, NULL, rcols, R_N)))
+        return rc;
+    for (int i = 0; i < VH_CLASS_N && !rc; i++) {
+        int k = order[i];
+        if (k == VH_CLASS_NONE && !t.blocks[k])
+            continue;
+        struct out_val v[R_N] = { OV_S(vh_class_names[k]), OV_S(vh_class_titles[k]),
+                                  OV_I(t.bytes[k]), OV_I(t.blocks[k]) };
+        rc = out__row(c->out, v, NULL);
+    }
+    if (rc || (rc = out__section(c->out, "reach_scan", OUT_OBJECT, NULL, scols, S_N)))
+        return rc;
+    struct out_val s[S_N] = { OV_S(t.status), OV_I(t.scan_ns), OV_I(t.cpu_ns), OV_I(t.root_bytes),
+                              OV_I(t.heap_bytes), OV_I(t.unreadable_bytes),
+                              OV_I(t.nonresident_bytes), OV_I(t.threads),
+                              OV_I(t.threads_unseen) };
+    if (strcmp(t.status, "done"))
+        vh_errorf(c->cmd->name, "warning: the reachability scan at exit did not finish (%s): "
+                                "leaks are not classified", t.status);
+    return out__row(c->out, s, NULL);
+}
+
 static int body(struct vh_query *q, int *damaged)
 {
     struct ctx c = { .cmd = q->cmd, .db = q->db, .out = q->out };
     int rc = process_section(&c);
     *damaged = c.damaged;
-    return rc ? rc : heaps_section(&c, &q->o);
+    if (!rc)
+        rc = heaps_section(&c, &q->o);
+    return rc ? rc : reach_section(&c, &q->o);
 }
 
 /* A damaged capture shows everything valid, then fails the command: a

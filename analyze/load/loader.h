@@ -17,6 +17,7 @@
 #include "analyze/capture/reader.h"
 #include "analyze/load/idxmap.h"
 #include "analyze/load/livemap.h"
+#include "analyze/load/reach.h"
 #include "analyze/load/load.h"
 #include "analyze/store/events.h"
 #include "analyze/util/trend.h"
@@ -228,6 +229,7 @@ struct loader {
     struct ld_stacks sk;
     struct ld_timeline tl;
     struct ld_feed fd;
+    struct reach reach;                /* the scan at exit (load/reach.h)   */
     int failed;                        /* -errno of the first failure        */
     char errmsg[256];
 };

@@ -441,6 +441,23 @@ static void on_thread_exit(struct loader *L, const struct vh_event *ev)
         t->exited = 1;
 }
 
+static void on_reach(struct loader *L, const struct vh_event *ev)
+{
+    int rc = reach__add(&L->reach, (const struct vh_rec_reach *)ev->rec, ev->size);
+    if (rc == -ENOMEM)
+        loader__fail(L, rc, "out of memory");
+    else if (rc < 0)
+        L->unknown_records++;
+}
+
+static void on_reach_end(struct loader *L, const struct vh_event *ev)
+{
+    if (ev->size >= sizeof(struct vh_rec_reach_end))
+        reach__end(&L->reach, (const struct vh_rec_reach_end *)ev->rec);
+    else
+        L->unknown_records++;
+}
+
 /* What every record type but the three of nearly every event does to the
  * loader. A type without an entry is a newer writer's: counted, skipped. */
 static void (*const on_record[])(struct loader *L, const struct vh_event *ev) = {
@@ -458,6 +475,8 @@ static void (*const on_record[])(struct loader *L, const struct vh_event *ev) = 
     [VH_REC_MARK] = timeline__on_mark,
     [VH_REC_TAG] = timeline__on_tag,
     [VH_REC_END] = timeline__on_end,
+    [VH_REC_REACH] = on_reach,
+    [VH_REC_REACH_END] = on_reach_end,
     [VH_REC_WINDOW] = timeline__on_window,
 };
 

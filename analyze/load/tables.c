@@ -78,7 +78,8 @@ static void write_leaks(struct loader *L, const uint32_t *order)
 {
     struct rows rw;                    /* 8 KiB */
     int ok = !rows__open(L, &rw, "INSERT INTO leaks(heap_id, address, size, usable, stack_id, "
-                                "tag_id, tid, time) VALUES", 8);
+                                "tag_id, tid, time, class) VALUES", 9);
+    rw.cols.null = 1u << 8;            /* class: not classified */
     uint32_t *group = malloc((L->lv.naggs ? L->lv.naggs : 1) * sizeof *group);
     size_t ngroups = 0, total = 0;
     size_t *start = NULL;
@@ -123,6 +124,11 @@ static void write_leaks(struct loader *L, const uint32_t *order)
         rows__set(&rw, 5, r->tag);
         rows__set(&rw, 6, r->tid);
         rows__set(&rw, 7, (sqlite3_int64)r->time);
+        int cls = r->heap == VH_HEAP_SYSTEM ? reach__class(&L->reach, r->addr) : -1;
+        if (cls < 0)
+            rows__set_null(&rw, 8);
+        else
+            rows__set(&rw, 8, cls);
         rows__next(&rw);
     }
     L->leaks = total;
@@ -477,6 +483,8 @@ void tables__write(struct loader *L, const struct capture_stamp *cs, const char 
         write_stack_totals(L, order);
     }
     timeline__write_windows(L);
+    if (!L->failed && reach__write(&L->reach, L->db) != SQLITE_OK)
+        loader__fail(L, -EIO, "reach: %s", sqlite3_errmsg(L->db));
     free(order);
     heaps__end_regions(L);             /* still there at the end */
     write_heaps(L);

@@ -764,6 +764,15 @@ static int heaps_json(sqlite3 *db, const struct vh_rkeys *k, struct vh_xout *o, 
                         " leaked_blocks, frees, temporary FROM heaps ORDER BY id LIMIT 5000",
                         o, err, errlen)))
         return rc;
+    /* Reachability at exit: [class (4: none), blocks, bytes], only after a
+     * finished scan (leaks.class, docs/schema.md). */
+    vh_xout__puts(o, ",\"reach\":");
+    if ((rc = rows_json(db,
+                        "SELECT coalesce(class, 4), count(*), sum(size) FROM leaks"
+                        " WHERE EXISTS (SELECT 1 FROM reach WHERE status = 'done')"
+                        " GROUP BY 1 ORDER BY 1 DESC",
+                        o, err, errlen)))
+        return rc;
     vh_xout__puts(o, ",\"heaps_total\":");
     vh_xout__printf(o, "%" PRId64, one_int(db, "SELECT count(*) FROM heaps", 0));
     vh_xout__puts(o, ",\"tags\":");

@@ -537,6 +537,19 @@
     box.appendChild(t);
     box.appendChild(el('p', {}, 'Every heap together, system allocator included (docs/fragmentation.md defines each number; vheap-analyze frag has them per heap and region).'));
   }
+  /* Leaks by reachability at exit, memcheck's classes, coloured from lost
+   * (red) to still reachable (green); nothing without the scan. */
+  function drawReach() {
+    var names = ['still reachable', 'possibly lost', 'indirectly lost', 'definitely lost', 'not classified'];
+    var keys = ['reachable', 'possible', 'indirect', 'lost', 'none'];
+    if (!R.reach || !R.reach.length) return;
+    var d = el('p', { 'class': 'reach', 'data-note': 'reach' }, 'Leaks by reachability at exit: ');
+    R.reach.forEach(function (r) {
+      d.appendChild(el('span', { 'class': 'reach-' + keys[r[0]], 'data-class': keys[r[0]] },
+        names[r[0]] + ' ' + hb(r[2]) + ' in ' + hn(r[1]) + ' block' + (r[1] === 1 ? '' : 's')));
+    });
+    $('summary').appendChild(d);
+  }
   function drawHead() {
     var p = R.process[0] || [], h = $('head'), exe = p[1] || '?';
     var argv = (p[2] || []).join(' ');
@@ -551,6 +564,7 @@
       cards.appendChild(d);
     });
     $('summary').appendChild(cards);
+    drawReach();
     if (p[12]) $('summary').appendChild(el('p', { 'class': 'grew' }, 'The capture is damaged: ' + p[12]));
     if (p[13]) $('summary').appendChild(el('p', { 'class': 'grew', 'data-note': 'sampled' },
       'Sampled every ' + hb(p[13]) + ' allocated, on average: every number is an estimate.'));

@@ -1313,6 +1313,54 @@ static void test_random_streams_consistent(void **state)
     assert_true(reordered > 0);
 }
 
+/* REACH records give leaks.class by address; a block they do not name, a
+ * custom heap's, and every block when the scan did not finish, get NULL;
+ * the REACH_END's totals are the reach row. */
+static void reach_capture(struct capb *b, uint32_t status)
+{
+    struct {
+        struct vh_rec_reach r;
+        uint64_t e[2];
+    } rec = { .r.h = { .type = VH_REC_REACH, .a = 4, .b = 2 }, .r.time = 15,
+              .e = { 0x1000 | VH_REACH_LOST, 0x3000 | VH_REACH_POSSIBLE } };
+    struct vh_rec_reach_end end = { .h = { .type = VH_REC_REACH_END, .a = 11 }, .time = 16,
+                                    .blocks = 3, .root_bytes = 4096, .scan_ns = 777,
+                                    .status = status };
+    uint32_t ch = capb__start(b, 1, 77);
+    capb__alloc(b, ch, 10, 0x1000, 100, 112, 1);
+    capb__alloc(b, ch, 11, 0x2000, 200, 208, 1);
+    capb__alloc(b, ch, 12, 0x3000, 300, 304, 1);
+    capb__heap_alloc(b, ch, 13, 1, 0x1000 + 64, 8, 0, 1);
+    capb__raw(b, ch, &rec, sizeof rec);
+    capb__raw(b, ch, &end, sizeof end);
+    capb__end(b, ch, 20);
+}
+
+static void test_reach_classes(void **state)
+{
+    struct capb b;
+    (void)state;
+    reach_capture(&b, VH_REACH_DONE);
+    sqlite3 *db = load(&b);
+    assert_non_null(db);
+    assert_int_equal(q(db, "SELECT class FROM leaks WHERE heap_id = 0 AND address=%d", 0x1000),
+                     VH_REACH_LOST);
+    assert_int_equal(q(db, "SELECT class FROM leaks WHERE address=%d", 0x3000),
+                     VH_REACH_POSSIBLE);
+    assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE class IS NULL"), 2);
+    assert_int_equal(q(db, "SELECT scan_ns FROM reach"), 777);
+    assert_int_equal(q(db, "SELECT root_bytes FROM reach WHERE status = 'done'"), 4096);
+    assert_int_equal(q(db, "SELECT value FROM meta WHERE key='unknown_records'"), 0);
+    done(db, &b);
+
+    reach_capture(&b, VH_REACH_TIMEOUT);
+    db = load(&b);
+    assert_non_null(db);
+    assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE class IS NOT NULL"), 0);
+    assert_int_equal(q(db, "SELECT count(*) FROM reach WHERE status = 'timeout'"), 1);
+    done(db, &b);
+}
+
 static void test_schema_embedded(void **state)
 {
     sqlite3 *db = NULL;
@@ -1328,7 +1376,7 @@ static void test_schema_embedded(void **state)
     assert_int_equal(vh_schema_apply(db, VH_SCHEMA_INDEXES, err, sizeof err), 0);
     assert_true(q(db, "SELECT count(*) FROM sqlite_master WHERE type='index' "
                       "AND sql IS NOT NULL") > 0);
-    assert_int_equal(q(db, "SELECT count(*) FROM sqlite_master WHERE type='view'"), 8);
+    assert_int_equal(q(db, "SELECT count(*) FROM sqlite_master WHERE type='view'"), 9);
     sqlite3_close(db);
 }
 
@@ -1337,6 +1385,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rowq_null_and_real),
         cmocka_unit_test(test_counts_and_leaks),
+        cmocka_unit_test(test_reach_classes),
         cmocka_unit_test(test_stack_tree),
         cmocka_unit_test(test_missing_stacks_bounded),
         cmocka_unit_test(test_peak_attribution),

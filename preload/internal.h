@@ -34,6 +34,7 @@ struct vh_options {
     uint32_t clock;                /* VHEAP_CLOCK: enum vh_clock_choice     */
     uint64_t sample;               /* VHEAP_SAMPLE bytes, 0 = every call    */
     uint32_t start;                /* VHEAP_START: enum vh_start_choice     */
+    uint32_t signal;               /* VHEAP_SIGNAL: toggles recording, 0 off */
 };
 enum vh_start_choice { VH_START_ON = 0, VH_START_PAUSED = 1 };
 enum vh_clock_choice { VH_CLOCK_AUTO = 0, VH_CLOCK_PRECISE = 1 };
@@ -401,6 +402,11 @@ VH_NOINLINE int vh_enter_slow(struct vh_tls *t);
  * thread wins the sample); sample writes one RSS record now. */
 void vh_rss_tick(struct vh_tls *t, uint64_t now);
 void vh_rss_sample(struct vh_tls *t);
+/* Recording on (want 1), off (0) or the other way (-1), before it returns:
+ * vheap_start/vheap_stop and VHEAP_SIGNAL. From a thread outside the
+ * bookkeeping (guard OUT or REAL); does nothing while the capture is not
+ * recording or paused. Returns 1 if recording is on afterwards. */
+int vh_recording_set(struct vh_tls *t, int want);
 void vh_thread_register(struct vh_tls *t);
 pid_t vh_gettid(void);
 /* A window in which the shim calls into libc for itself (allocations pass
@@ -596,6 +602,8 @@ VH_ALWAYS_INLINE void vh_count(uint64_t *counter)
 
 /* signals.c: delivers the signals held back while the guard was BUSY. */
 void vh_signals_release(struct vh_tls *t);
+/* signals.c: takes VHEAP_SIGNAL's signal, if one is asked for (at init). */
+void vh_signals_toggle_init(void);
 
 /* Into the shim's bookkeeping: returns the guard to restore. */
 VH_ALWAYS_INLINE uint8_t vh_busy(struct vh_tls *t)

@@ -3,6 +3,7 @@
  * Read straight from `environ` at initialization (which may happen inside
  * the first malloc, before libc's constructors), so: no getenv, no malloc.
  * A bad value gets one warning naming the variable and keeps the default. */
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -24,7 +25,7 @@ struct vh_options vh_opt = {
     .start = VH_START_ON,
 };
 
-enum kind { K_PATH, K_UINT, K_CHOICE, K_BOOL, K_SIZE, K_MS, K_BYTES };
+enum kind { K_PATH, K_UINT, K_CHOICE, K_BOOL, K_SIZE, K_MS, K_BYTES, K_SIGNAL };
 
 struct option {
     const char *name;
@@ -53,7 +54,47 @@ static const struct option table[] = {
     { "VHEAP_SAMPLE", K_BYTES, 0, 1ull << 40, NULL,
       "a size from 1 to 1TiB (512KiB: a sample every 512 KiB allocated on average), 0 = off" },
     { "VHEAP_START", K_CHOICE, 0, 0, start_names, "on or paused" },
+    { "VHEAP_SIGNAL", K_SIGNAL, 0, 0, NULL,
+      "off, or SIGUSR1, SIGUSR2, SIGHUP, SIGWINCH, SIGURG, SIGPWR, SIGRTMIN+N or a number "
+      "that is none of SIGKILL, SIGSTOP and the fault signals" },
 };
+
+/* The signals VHEAP_SIGNAL may name: ones a program leaves alone or can
+ * spare. A fault signal cannot wait for the guard (signals.c), and KILL
+ * and STOP cannot be caught. */
+static const struct { const char *name; int sig; } signal_names[] = {
+    { "HUP", SIGHUP }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+    { "WINCH", SIGWINCH }, { "URG", SIGURG }, { "PWR", SIGPWR },
+};
+
+static int parse_signal(const char *s, uint64_t *out)
+{
+    uint64_t n;
+    if (!strcmp(s, "off") || !strcmp(s, "0")) {
+        *out = 0;
+        return 0;
+    }
+    if (!strncmp(s, "SIG", 3))
+        s += 3;
+    for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++) {
+        if (!strcmp(s, signal_names[i].name)) {
+            *out = (uint64_t)signal_names[i].sig;
+            return 0;
+        }
+    }
+    if (!strncmp(s, "RTMIN+", 6)) {
+        if (vh_parse_size(s + 6, 0, UINT64_MAX, &n) < 0 || n > (uint64_t)(SIGRTMAX - SIGRTMIN))
+            return -1;
+        *out = (uint64_t)SIGRTMIN + n;
+        return 0;
+    }
+    if (vh_parse_size(s, 0, UINT64_MAX, &n) < 0 || n < 1 || n >= (uint64_t)_NSIG || n == SIGKILL ||
+        n == SIGSTOP || n == SIGSEGV || n == SIGBUS || n == SIGILL || n == SIGFPE ||
+        n == SIGTRAP || n == SIGSYS)
+        return -1;
+    *out = n;
+    return 0;
+}
 
 static int parse_bool(const char *s, uint64_t *out)
 {
@@ -84,6 +125,8 @@ static int parse(const struct option *o, const char *val, uint64_t *num)
         return -1;
     case K_BOOL:
         return parse_bool(val, num);
+    case K_SIGNAL:
+        return parse_signal(val, num);
     case K_UINT:
     case K_MS:
     case K_SIZE:
@@ -112,6 +155,7 @@ static void apply(size_t idx, const char *val, uint64_t num)
     case 7: vh_opt.clock = (uint32_t)num; break;
     case 8: vh_opt.sample = num; break;
     case 9: vh_opt.start = (uint32_t)num; break;
+    case 10: vh_opt.signal = (uint32_t)num; break;
     }
 }
 

@@ -39,6 +39,11 @@ static const char usage[] =
     "  chrome-trace  Trace Event JSON for Perfetto and chrome://tracing: live bytes\n"
     "                of each heap and RSS as counter tracks, marks as instant\n"
     "                events\n"
+    "  dhat          valgrind DHAT's JSON, for dh_view.html and the Firefox\n"
+    "                Profiler: per stack the bytes and blocks allocated, their\n"
+    "                lifetimes, its own maximum, what was live at the peak and at\n"
+    "                the end; times in microseconds; a sampled capture's numbers\n"
+    "                are estimates and its 'mode' says so\n"
     "A CAPTURE is loaded into CAPTURE.sqlite first (reused while up to date).\n"
     "\n"
     "options:\n"
@@ -47,7 +52,7 @@ static const char usage[] =
     "                    written under a temporary name and renamed when complete\n"
     "                    (mode 0600, like the capture)\n"
     "  --heap NAME       which heaps: a name, an id, or NAME/* with the heaps\n"
-    "                    nested in it. heaptrack and massif files hold one heap:\n"
+    "                    nested in it. heaptrack, massif and dhat hold one heap:\n"
     "                    default 'malloc' (the system allocator); several heaps\n"
     "                    chosen are merged into one. flamegraph, chrome-trace and\n"
     "                    pprof default to every heap (a flame graph of several heaps\n"
@@ -55,7 +60,7 @@ static const char usage[] =
     "  --cost C          flamegraph: what a stack's value is: allocations\n"
     "                    (calls, default), bytes (allocated), leaked (bytes),\n"
     "                    peak (bytes live at the heap's peak), temporary (calls)\n"
-    "  --depth N         flamegraph, massif: at most the N innermost frames of\n"
+    "  --depth N         flamegraph, massif, dhat: at most the N innermost frames of\n"
     "                    each stack (default: all recorded)\n"
     "  --clock C         chrome-trace: 'wall' (default) gives ts in microseconds\n"
     "                    since the Unix epoch, like `urbit -j` traces, so the two\n"
@@ -75,6 +80,7 @@ static const char usage[] =
     "  vheap-analyze export -f massif run.sqlite -o massif.out.1234 && ms_print massif.out.1234\n"
     "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --heap 'loom/*' -o mem.json\n"
     "  vheap-analyze export -f pprof run.sqlite -o run.pb.gz\n"
+    "  vheap-analyze export -f dhat run.sqlite -o dhat.json  # dh_view.html: Load...\n"
     "  go tool pprof -top -sample_index=alloc_space run.pb.gz\n"
     "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --merge pier/.urbit/put/trace/0.json -o both.json\n";
 
@@ -82,7 +88,7 @@ static int run(int argc, char **argv);
 
 VH_COMMAND(cmd_export, {
     .name = "export",
-    .summary = "write heaptrack, flame-graph, massif, Chrome trace or pprof files",
+    .summary = "write heaptrack, flame-graph, massif, Chrome trace, pprof or DHAT files",
     .usage = usage,
     .run = run,
     .order = 80,
@@ -90,7 +96,7 @@ VH_COMMAND(cmd_export, {
 
 /* ---- options ------------------------------------------------------------------- */
 
-enum fmt { F_NONE, F_HEAPTRACK, F_FLAMEGRAPH, F_MASSIF, F_CHROME, F_PPROF };
+enum fmt { F_NONE, F_HEAPTRACK, F_FLAMEGRAPH, F_MASSIF, F_CHROME, F_PPROF, F_DHAT };
 
 static const struct {
     const char *name;
@@ -101,6 +107,7 @@ static const struct {
     { "massif", F_MASSIF },
     { "chrome-trace", F_CHROME },
     { "pprof", F_PPROF },
+    { "dhat", F_DHAT },
 };
 
 static const char *const costs[] = {
@@ -135,7 +142,7 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
         return rc;
     if (!format) {
         return vh_query__usage(&o->q, "--format is needed: heaptrack, flamegraph, massif, "
-                                      "chrome-trace or pprof");
+                                      "chrome-trace, pprof or dhat");
     }
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         if (!strcmp(format, formats[i].name))
@@ -143,7 +150,7 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
     if (o->fmt == F_NONE) {
         return vh_query__usage(&o->q,
                                "--format: '%s' is not heaptrack, flamegraph, massif, "
-                               "chrome-trace or pprof",
+                               "chrome-trace, pprof or dhat",
                                format);
     }
     if (!o->out || !*o->out) {
@@ -189,8 +196,9 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
         }
         o->x.merge = merge;
     }
-    if (o->q.o.depth && o->fmt != F_FLAMEGRAPH && o->fmt != F_MASSIF) {
-        return vh_query__usage(&o->q, "--depth applies to --format flamegraph and massif only");
+    if (o->q.o.depth && o->fmt != F_FLAMEGRAPH && o->fmt != F_MASSIF && o->fmt != F_DHAT) {
+        return vh_query__usage(&o->q, "--depth applies to --format flamegraph, massif and dhat "
+                                      "only");
     }
     return 0;
 }
@@ -326,7 +334,7 @@ static int run(int argc, char **argv)
     }
     /* heaptrack and massif describe one heap: the system allocator unless
      * --heap says otherwise. */
-    if (!o.q.o.heap && (o.fmt == F_HEAPTRACK || o.fmt == F_MASSIF)) {
+    if (!o.q.o.heap && (o.fmt == F_HEAPTRACK || o.fmt == F_MASSIF || o.fmt == F_DHAT)) {
         o.q.o.heap = "0";
         defaulted = 1;
     }
@@ -357,6 +365,7 @@ static int run(int argc, char **argv)
     case F_MASSIF: rc = vh_export_massif(x); break;
     case F_CHROME: rc = vh_export_chrome(x); break;
     case F_PPROF: rc = vh_export_pprof(x); break;
+    case F_DHAT: rc = vh_export_dhat(x); break;
     case F_NONE: rc = -EINVAL; break;
     }
     if (rc == -ENOMEM)             /* the exporters say every other error */

@@ -149,7 +149,8 @@ static void trampoline(int sig, siginfo_t *info, void *ucv)
         return;                    /* changed to SIG_DFL/SIG_IGN meanwhile */
     if (a.flags & SA_RESETHAND) {  /* emulated: see vh_sigaction */
         struct sigaction dfl = { .sa_handler = SIG_DFL };
-        real_act(sig, &dfl, NULL);
+        if (sig != toggle_sig)     /* the toggle keeps the trampoline */
+            real_act(sig, &dfl, NULL);
         act_write(sig, NULL, 0, NULL);
     }
     uint8_t g = t->guard, own = t->own;

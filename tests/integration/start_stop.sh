@@ -3,7 +3,8 @@
 # without the program's own SIGUSR2 handler. The capture must hold exactly
 # the blocks the program allocated inside its windows (7 x 2002 B by the
 # API, 5 x 4004 B by the signal) and none of the outside ones; the
-# program's handler still runs for each signal, and is said to share it.
+# program's handler still runs for each signal, and is said to share it;
+# one installed with SA_RESETHAND runs once and the signal does not kill.
 # Also: the program runs unchanged without the shim, and a VHEAP_SIGNAL
 # that cannot be taken is refused with a warning.
 . "$TOP/tests/lib.sh"
@@ -33,6 +34,9 @@ expect_eq "no handler: handled" "$(sed -n 's/.*handled=//p' plain.out)" 0
 check_run own handler
 expect_eq "the program's handler ran for each signal" "$(sed -n 's/.*handled=//p' own.out)" 2
 grep -q "handles signal 12 itself" own.err || die "no word that the program uses the signal: $(cat own.err)"
+# SA_RESETHAND: the program's handler runs once, the signal stays the toggle
+check_run oneshot oneshot
+expect_eq "a one-shot handler ran once" "$(sed -n 's/.*handled=//p' oneshot.out)" 1
 
 # the loaded DB has the API's and the signal's windows (the one from the
 # start to the first vheap_stop held no event: the loader takes a WINDOW 0

@@ -7,7 +7,9 @@
  *   SIGUSR2 (VHEAP_SIGNAL toggles), 5 x 4004 B   recorded
  *   SIGUSR2 again, 11 x 5005 B            not recorded
  * With `handler` the program installs its own SIGUSR2 handler first and
- * prints how often it ran (2: the toggle does not take the signal from it).
+ * prints how often it ran (2: the toggle does not take the signal from it);
+ * with `oneshot` the handler is SA_RESETHAND (runs once, and the signal's
+ * default action, to kill, must not come back while it is the toggle).
  * Prints what vheap_recording() said after each switch. Blocks are kept to
  * the end, so the capture's allocations are the program's calls. */
 #include <signal.h>
@@ -38,11 +40,19 @@ static void phase(size_t n, size_t size)
 int main(int argc, char **argv)
 {
     int own = argc > 1 && !strcmp(argv[1], "handler");
+    int oneshot = argc > 1 && !strcmp(argv[1], "oneshot");
     int sig = argc > 2 && !strcmp(argv[2], "nosignal") ? 0 : SIGUSR2;
     int on[5];
 
     if (own)
         signal(SIGUSR2, on_usr2);
+    if (oneshot) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_usr2;
+        sa.sa_flags = SA_RESETHAND;
+        sigaction(SIGUSR2, &sa, NULL);
+    }
     vheap_stop();
     on[0] = vheap_recording();
     phase(10, 1001);

@@ -720,6 +720,14 @@ static int api_tag_depth(void);
 static void api_tag_unwind(int depth);
 static unsigned api_starts(void);
 
+/* vheap_start / vheap_stop / vheap_recording: want 1, 0, or -1 to ask. */
+static int api_record(int want)
+{
+    if (want < 0)
+        return __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON;
+    return vh_recording_set(&vh_tls, want != 0);
+}
+
 VH_EXPORT const struct vheap_api vheap_api_v1 = {
     .size = sizeof(struct vheap_api),
     .version = 1,
@@ -738,6 +746,7 @@ VH_EXPORT const struct vheap_api vheap_api_v1 = {
     .tag_depth = api_tag_depth,
     .tag_unwind = api_tag_unwind,
     .starts = api_starts,
+    .record = api_record,
 };
 
 /* ---- heaptrack's API (heaptrack_api.h): its blocks get a heap of their own ---- */

@@ -35,8 +35,9 @@ struct vh_options {
     uint64_t sample;               /* VHEAP_SAMPLE bytes, 0 = every call    */
     uint32_t start;                /* VHEAP_START: enum vh_start_choice     */
     uint64_t reach_timeout_ns;     /* VHEAP_REACH_TIMEOUT (ms), 0 = no scan */
+    uint32_t signal;               /* VHEAP_SIGNAL: toggles recording, 0 off */
 };
-#define VH_OPTION_COUNT 11         /* fields above: options.c's rows        */
+#define VH_OPTION_COUNT 12         /* fields above: options.c's rows        */
 enum vh_start_choice { VH_START_ON = 0, VH_START_PAUSED = 1 };
 enum vh_clock_choice { VH_CLOCK_AUTO = 0, VH_CLOCK_PRECISE = 1 };
 extern struct vh_options vh_opt;
@@ -406,6 +407,11 @@ VH_NOINLINE int vh_enter_slow(struct vh_tls *t);
  * thread wins the sample); sample writes one RSS record now. */
 void vh_rss_tick(struct vh_tls *t, uint64_t now);
 void vh_rss_sample(struct vh_tls *t);
+/* Recording on (want 1), off (0) or the other way (-1), before it returns:
+ * vheap_start/vheap_stop and VHEAP_SIGNAL. From a thread outside the
+ * bookkeeping (guard OUT or REAL); does nothing while the capture is not
+ * recording or paused. Returns 1 if recording is on afterwards. */
+int vh_recording_set(struct vh_tls *t, int want);
 void vh_thread_register(struct vh_tls *t);
 pid_t vh_gettid(void);
 /* A window in which the shim calls into libc for itself (allocations pass
@@ -601,6 +607,8 @@ VH_ALWAYS_INLINE void vh_count(uint64_t *counter)
 
 /* signals.c: delivers the signals held back while the guard was BUSY. */
 void vh_signals_release(struct vh_tls *t);
+/* signals.c: takes VHEAP_SIGNAL's signal, if one is asked for (at init). */
+void vh_signals_toggle_init(void);
 
 /* Into the shim's bookkeeping: returns the guard to restore. */
 VH_ALWAYS_INLINE uint8_t vh_busy(struct vh_tls *t)

@@ -126,6 +126,43 @@ static void window(struct vh_tls *t, int on)
     __atomic_store_n(&vh_cap.hdr->recording, (uint32_t)on, __ATOMIC_RELEASE);
 }
 
+/* The one way recording goes on or off once started — `ctl`, vheap_start
+ * and vheap_stop, VHEAP_SIGNAL: the mode word, then the WINDOW record that
+ * says so (at guard BUSY). 1 if it changed; 0 when it already was so, or
+ * the capture is gone (DROP, OFF) or not made yet. */
+static int switch_to(struct vh_tls *t, int on)
+{
+    int from = on ? VH_MODE_PAUSED : VH_MODE_ON;
+    if (!__atomic_compare_exchange_n(&vh_mode, &from, on ? VH_MODE_ON : VH_MODE_PAUSED, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return 0;
+    window(t, on);
+    if (on) {
+        vh_api_resume(t);          /* heaps made or gone while paused */
+        __atomic_fetch_add(&vh_record_starts, 1, __ATOMIC_RELEASE);
+        rss_restart_at(vh_now());
+    }
+    return 1;
+}
+
+int vh_recording_set(struct vh_tls *t, int want)
+{
+    /* Called at BUSY only by a fault's handler or a raw rt_sigaction's
+     * (signals.c holds the others back): the bookkeeping it interrupted
+     * may be writing this thread's chunk. */
+    if (t->guard != VH_G_BUSY) {
+        int mode = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE);
+        if (want < 0)
+            want = mode != VH_MODE_ON;
+        if (mode == VH_MODE_ON || mode == VH_MODE_PAUSED) {
+            struct vh_hook h = vh_hook_enter(t);
+            switch_to(t, want);
+            vh_hook_leave(t, h);
+        }
+    }
+    return __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON;
+}
+
 /* A new `ctl mark` becomes a MARK record. At guard BUSY. */
 static void ctl_marks(struct vh_tls *t, const struct vh_capture_header *h)
 {
@@ -153,10 +190,8 @@ static void ctl_poll(struct vh_tls *t)
         !__atomic_compare_exchange_n(&h->ctl, &c, VH_CTL_NONE, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED))
         return;
-    int on = VH_MODE_ON;
-    if (c == VH_CTL_STOP && __atomic_compare_exchange_n(&vh_mode, &on, VH_MODE_PAUSED, 0,
-                                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        window(t, 0);
+    if (c == VH_CTL_STOP)
+        switch_to(t, 0);
 }
 
 /* While paused, at an allocator call: 1 if recording starts again now. */
@@ -175,16 +210,8 @@ static int paused_poll(struct vh_tls *t)
     if (c != VH_CTL_NONE &&
         __atomic_compare_exchange_n(&h->ctl, &c, VH_CTL_NONE, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
-        int paused = VH_MODE_PAUSED;
-        if (c == VH_CTL_START &&
-            __atomic_compare_exchange_n(&vh_mode, &paused, VH_MODE_ON, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
-            window(t, 1);
-            vh_api_resume(t);
-            __atomic_fetch_add(&vh_record_starts, 1, __ATOMIC_RELEASE);
-            rss_restart_at(vh_now());
-            resumed = 1;
-        }
+        if (c == VH_CTL_START)
+            resumed = switch_to(t, 1);
     }
     vh_unbusy(t, g);
     return resumed || __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON;
@@ -504,6 +531,7 @@ static void init(void)
     if (vh_opt.sample && vh_sample_init(vh_opt.sample) < 0)
         vh_log("cannot map the set of sampled blocks; recording every call");
     vh_cap.hdr->sample_rate = vh_sample_rate;
+    vh_signals_toggle_init();
     uint8_t g = vh_busy(t);
     vh_modules_emit_all(t);
     vh_rss_sample(t);

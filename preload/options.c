@@ -4,6 +4,7 @@
  * the first malloc, before libc's constructors), so: no getenv, no malloc.
  * A bad value gets one warning naming the variable and keeps the default. */
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -14,7 +15,7 @@ extern char **environ;
 
 struct vh_options vh_opt;           /* every field set by vh_options_load */
 
-enum kind { K_PATH, K_UINT, K_CHOICE, K_BOOL, K_SIZE, K_MS, K_BYTES };
+enum kind { K_PATH, K_UINT, K_CHOICE, K_BOOL, K_SIZE, K_MS, K_BYTES, K_SIGNAL };
 
 /* One row an option: adding an option is a row here and its field in
  * struct vh_options (internal.h), nothing else in this file. */
@@ -56,9 +57,49 @@ static const struct option table[] = {
       "on or paused" },
     { "VHEAP_REACH_TIMEOUT", K_MS, FIELD(reach_timeout_ns), 60000, NULL, 0, 3600000, NULL,
       "milliseconds 0..3600000, 0 = no reachability scan at exit" },
+    { "VHEAP_SIGNAL", K_SIGNAL, FIELD(signal), 0, NULL, 0, 0, NULL,
+      "off, or SIGUSR1, SIGUSR2, SIGHUP, SIGWINCH, SIGURG, SIGPWR, SIGRTMIN+N or a number "
+      "that is none of SIGKILL, SIGSTOP and the fault signals" },
 };
 #define NOPT (sizeof table / sizeof table[0])
 _Static_assert(NOPT == VH_OPTION_COUNT, "one row in options.c a field of struct vh_options");
+
+/* The signals VHEAP_SIGNAL may name: ones a program leaves alone or can
+ * spare. A fault signal cannot wait for the guard (signals.c), and KILL
+ * and STOP cannot be caught. */
+static const struct { const char *name; int sig; } signal_names[] = {
+    { "HUP", SIGHUP }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+    { "WINCH", SIGWINCH }, { "URG", SIGURG }, { "PWR", SIGPWR },
+};
+
+static int parse_signal(const char *s, uint64_t *out)
+{
+    uint64_t n;
+    if (!strcmp(s, "off") || !strcmp(s, "0")) {
+        *out = 0;
+        return 0;
+    }
+    if (!strncmp(s, "SIG", 3))
+        s += 3;
+    for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++) {
+        if (!strcmp(s, signal_names[i].name)) {
+            *out = (uint64_t)signal_names[i].sig;
+            return 0;
+        }
+    }
+    if (!strncmp(s, "RTMIN+", 6)) {
+        if (vh_parse_size(s + 6, 0, UINT64_MAX, &n) < 0 || n > (uint64_t)(SIGRTMAX - SIGRTMIN))
+            return -1;
+        *out = (uint64_t)SIGRTMIN + n;
+        return 0;
+    }
+    if (vh_parse_size(s, 0, UINT64_MAX, &n) < 0 || n < 1 || n >= (uint64_t)_NSIG || n == SIGKILL ||
+        n == SIGSTOP || n == SIGSEGV || n == SIGBUS || n == SIGILL || n == SIGFPE ||
+        n == SIGTRAP || n == SIGSYS)
+        return -1;
+    *out = n;
+    return 0;
+}
 
 static int parse_bool(const char *s, uint64_t *out)
 {
@@ -89,6 +130,8 @@ static int parse(const struct option *o, const char *val, uint64_t *num)
         return -1;
     case K_BOOL:
         return parse_bool(val, num);
+    case K_SIGNAL:
+        return parse_signal(val, num);
     case K_UINT:
     case K_MS:
     case K_SIZE:

@@ -22,7 +22,13 @@
  * not the trampoline. Handlers installed without these functions (a raw
  * rt_sigaction system call, sigset, siginterrupt's reinstall) are not held
  * back; internal.h says what then happens. A vfork child shares our
- * memory but not our handlers: its calls go to the kernel untouched. */
+ * memory but not our handlers: its calls go to the kernel untouched.
+ *
+ * VHEAP_SIGNAL's signal is the shim's own: the trampoline is installed for
+ * it at start, toggles recording on each delivery (held back at BUSY like
+ * any other), then runs the program's handler if it has one. The program's
+ * SIG_DFL and SIG_IGN for it are kept here, not given to the kernel, and
+ * reported back by sigaction: the signal never kills or is lost. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
@@ -45,6 +51,8 @@ struct act {
 };
 static struct act acts[_NSIG];
 static int acts_lock;
+static int toggle_sig;             /* VHEAP_SIGNAL, 0 none; set at init     */
+static void *toggle_disp = SIG_DFL; /* the program's SIG_DFL/SIG_IGN for it */
 
 static int is_fault(int sig, const siginfo_t *info)
 {
@@ -134,12 +142,15 @@ static void trampoline(int sig, siginfo_t *info, void *ucv)
     struct vh_tls *t = &vh_tls;
     if (t->guard == VH_G_BUSY && !is_fault(sig, info) && hold_back(t, sig, info, ucv))
         return;
+    if (sig == toggle_sig && !t->vforked)
+        vh_recording_set(t, -1);
     struct act a;
     if (!act_read(sig, &a))
         return;                    /* changed to SIG_DFL/SIG_IGN meanwhile */
     if (a.flags & SA_RESETHAND) {  /* emulated: see vh_sigaction */
         struct sigaction dfl = { .sa_handler = SIG_DFL };
-        real_act(sig, &dfl, NULL);
+        if (sig != toggle_sig)     /* the toggle keeps the trampoline */
+            real_act(sig, &dfl, NULL);
         act_write(sig, NULL, 0, NULL);
     }
     uint8_t g = t->guard, own = t->own;
@@ -200,6 +211,12 @@ static int sigaction_impl(int sig, const struct sigaction *act, struct sigaction
     struct sigaction k;
     if (!act) {
         rc = real_act(sig, NULL, &k);
+    } else if (sig == toggle_sig && (act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN)) {
+        rc = real_act(sig, NULL, &k);   /* the kernel keeps the trampoline */
+        if (rc == 0) {
+            act_write(sig, NULL, 0, NULL);
+            toggle_disp = (void *)act->sa_handler;
+        }
     } else if (act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN) {
         rc = real_act(sig, act, &k);
         if (rc == 0)
@@ -229,9 +246,21 @@ static int sigaction_impl(int sig, const struct sigaction *act, struct sigaction
             old->sa_flags = prev.flags;
             old->sa_sigaction = (void (*)(int, siginfo_t *, void *))prev.fn;
             old->sa_mask = prev.mask;
+        } else if (k.sa_sigaction == trampoline && sig == toggle_sig) {
+            memset(old, 0, sizeof *old);
+            old->sa_handler = (sighandler_t)toggle_disp;
         }
     }
+    int taken = rc == 0 && sig == toggle_sig && act && act->sa_handler != SIG_DFL &&
+                act->sa_handler != SIG_IGN && act->sa_sigaction != trampoline;
     __atomic_store_n(&acts_lock, 0, __ATOMIC_RELEASE);
+    if (taken) {
+        static int said;
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            vh_log("VHEAP_SIGNAL: the program handles signal %d itself; each one now toggles "
+                   "recording, then runs its handler (choose another VHEAP_SIGNAL if that is "
+                   "not wanted)", sig);
+    }
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     errno = e;
@@ -283,4 +312,24 @@ VH_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 VH_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
 {
     return install(sig, h, SA_RESETHAND | SA_NODEFER, 0);
+}
+
+void vh_signals_toggle_init(void)
+{
+    int sig = (int)vh_opt.signal;
+    if (!sig)
+        return;
+    struct sigaction a, k;
+    memset(&a, 0, sizeof a);
+    a.sa_sigaction = trampoline;
+    a.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&a.sa_mask);
+    if (real_act(sig, NULL, &k) == 0 && k.sa_handler == SIG_IGN)
+        toggle_disp = SIG_IGN;     /* inherited (nohup): the program's */
+    if (real_act(sig, &a, NULL) != 0) {
+        vh_log("VHEAP_SIGNAL: cannot take signal %d (%s); recording cannot be toggled by it",
+               sig, vh_errname(errno));
+        return;
+    }
+    toggle_sig = sig;
 }

@@ -62,6 +62,7 @@ struct vheap_api {
      * a pause reports them again when this changes (Vere's patch does at
      * its next event: the loom afresh, every live block). */
     unsigned (*starts)(void);
+    int (*record)(int want);
 };
 
 /* Bytes of the table a version-1 caller relies on. */
@@ -305,6 +306,35 @@ VHEAP__INLINE unsigned vheap_starts(void)
 {
     const struct vheap_api *t = vheap__api();
     return t && VHEAP__HAS(t, starts) ? t->starts() : 0;
+}
+
+/* Recording from inside the program (bytehound's memory_profiler_start /
+ * _stop): vheap_stop() pauses recording and vheap_start() resumes it, both
+ * in effect for the calling thread before they return (another thread's
+ * call already under way may still be recorded). While paused, allocator
+ * calls are passed through uncounted and marks are not recorded; the
+ * capture keeps WINDOW records of when recording was on, and queries say
+ * which windows their numbers cover. Start a program paused with
+ * VHEAP_START=paused to record only the windows it opens. Both return 1 if
+ * recording is on afterwards, 0 if not (or not profiled, or a profiler
+ * older than this header). */
+VHEAP__INLINE int vheap_start(void)
+{
+    const struct vheap_api *t = vheap__api();
+    return t && VHEAP__HAS(t, record) ? t->record(1) : 0;
+}
+
+VHEAP__INLINE int vheap_stop(void)
+{
+    const struct vheap_api *t = vheap__api();
+    return t && VHEAP__HAS(t, record) ? t->record(0) : 0;
+}
+
+/* 1 while recording is on, 0 while paused or not profiled. */
+VHEAP__INLINE int vheap_recording(void)
+{
+    const struct vheap_api *t = vheap__api();
+    return t && VHEAP__HAS(t, record) ? t->record(-1) : 0;
 }
 
 #ifdef __cplusplus

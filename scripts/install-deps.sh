@@ -12,11 +12,12 @@ set -eu
 # heaptrack-gui, xvfb and imagemagick (import) so that a test opens the
 # heaptrack export in the GUI on a virtual screen and takes a screenshot;
 # golang-go for `go tool pprof`, which reads the pprof export back;
-# tcmalloc is another preloaded allocator the shim must live beside.
+# tcmalloc is another preloaded allocator the shim must live beside;
+# tmux runs `top --live` in a terminal for its test (keys, screen).
 PACKAGES="build-essential pkg-config libunwind-dev libsqlite3-dev sqlite3 \
 libdw-dev libelf-dev zlib1g-dev libzstd-dev libjemalloc-dev libcmocka-dev \
 heaptrack valgrind python3 clang libclang-rt-14-dev libc6-dbg chromium \
-heaptrack-gui xvfb imagemagick golang-go libtcmalloc-minimal4"
+heaptrack-gui xvfb imagemagick golang-go libtcmalloc-minimal4 tmux"
 # `install-deps.sh realworld`: also the real programs `make realworld` runs
 # under the shim beside heaptrack (bench/realworld.sh)
 # `install-deps.sh vere`: what ../shared/vere/build.sh needs to build Urbit's

@@ -1,22 +1,18 @@
 /* cmd/ctl.c — `vheap-analyze ctl`: switches recording of a running program
  * on or off, or marks a moment, through the control words in its capture's
  * shared header page (common/capture_format.h: ctl, ctl_mark, ctl_mark_seq),
- * which the shim polls. Finds the capture of a pid in /proc/PID/maps, and
- * refuses anything that is not the capture of a live process. */
-#include <ctype.h>
+ * which the shim polls. The capture of a live process: cmd/livecap.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "analyze/cmd/cli.h"
+#include "analyze/cmd/livecap.h"
 #include "common/capture_format.h"
 
 static int run(int argc, char **argv);
@@ -62,130 +58,25 @@ VH_COMMAND(cmd_ctl, {
 
 static const char *me = "ctl";
 
-/* Does process `pid` map the file with this device and inode, MAP_SHARED?
- * With want_dev 0, finds the first shared mapping of a *.vhcap file whose
- * header names pid, and puts its path in `path`. 1 yes, 0 no, -errno when
- * the maps cannot be read. */
-static int maps_find(pid_t pid, dev_t want_dev, ino_t want_ino, char *path, size_t pathlen)
-{
-    char name[64], line[4096 + 256];
-    FILE *f;
-    int found = 0;
-
-    snprintf(name, sizeof name, "/proc/%d/maps", (int)pid);
-    if (!(f = fopen(name, "re")))
-        return -errno;
-    while (!found && fgets(line, sizeof line, f)) {
-        char perms[8];
-        unsigned maj, min;
-        unsigned long long ino;
-        int at = 0;
-        if (sscanf(line, "%*s %7s %*s %x:%x %llu %n", perms, &maj, &min, &ino, &at) != 4 ||
-            perms[3] != 's' || !at)
-            continue;
-        char *p = line + at, *nl = strchr(p, '\n');
-        if (nl)
-            *nl = 0;
-        if (want_ino) {
-            found = makedev(maj, min) == want_dev && ino == want_ino;
-            continue;
-        }
-        /* Any name: a capture whose VHEAP_OUT name was taken is ".1", ".2"
-         * (a serf after the fork child that exec'd it). Regular files only:
-         * opening a device node another mapping names may do something. */
-        size_t n = strlen(p);
-        struct stat st;
-        if (n >= pathlen || p[0] != '/' || stat(p, &st) < 0 || !S_ISREG(st.st_mode) ||
-            st.st_size < (off_t)sizeof(struct vh_capture_header))
-            continue;
-        /* a fork child may still map its parent's capture: take the one
-         * whose header is this process's */
-        int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        struct vh_capture_header h;
-        if (fd < 0)
-            continue;
-        if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
-            !memcmp(h.magic, VH_CAPTURE_MAGIC, sizeof h.magic) && h.pid == (uint32_t)pid) {
-            memcpy(path, p, n + 1);
-            found = 1;
-        }
-        close(fd);
-    }
-    fclose(f);
-    return found;
-}
-
-static int all_digits(const char *s)
-{
-    if (!*s)
-        return 0;
-    for (; *s; s++)
-        if (!isdigit((unsigned char)*s))
-            return 0;
-    return 1;
-}
-
 /* Maps the header page of the capture of a live process, writable unless
  * `ro`. Prints why not and returns NULL. */
 static struct vh_capture_header *open_live(const char *arg, int ro, char *path, size_t pathlen)
 {
+    struct vh_livecap lc;
     struct vh_capture_header *h;
-    struct stat sb;
-    pid_t pid = 0;
-    int fd, r;
+    int fd;
 
-    if (all_digits(arg)) {
-        long v = strtol(arg, NULL, 10);
-        pid = (pid_t)v;
-        if (v <= 0 || v > 1 << 22 || (kill(pid, 0) && errno == ESRCH)) {
-            vh_errorf(me, "no process %s", arg);
-            return NULL;
-        }
-        r = maps_find(pid, 0, 0, path, pathlen);
-        if (r <= 0) {
-            if (r < 0)
-                vh_errorf(me, "cannot read the mappings of process %s: %s", arg, strerror(-r));
-            else
-                vh_errorf(me, "process %s is not a live vheap process (it maps no capture of "
-                              "its own)", arg);
-            return NULL;
-        }
-    } else {
-        snprintf(path, pathlen, "%s", arg);
-    }
+    if (vh_livecap__find(me, arg, &lc))
+        return NULL;
+    snprintf(path, pathlen, "%s", lc.path);
     if ((fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC)) < 0) {
         vh_errorf(me, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size < VH_HEADER_SIZE) {
-        vh_errorf(me, "%s: not a vheap capture (too short)", path);
-        close(fd);
         return NULL;
     }
     h = mmap(NULL, VH_HEADER_SIZE, PROT_READ | (ro ? 0 : PROT_WRITE), MAP_SHARED, fd, 0);
     close(fd);
     if (h == MAP_FAILED) {
         vh_errorf(me, "%s: mmap: %s", path, strerror(errno));
-        return NULL;
-    }
-    const char *why = NULL;
-    uint32_t flags = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
-    if (memcmp(h->magic, VH_CAPTURE_MAGIC, sizeof h->magic))
-        why = "not a vheap capture (bad magic)";
-    else if (h->version != VH_CAPTURE_VERSION)
-        why = "a capture of another format version: its program cannot take requests";
-    else if (flags & (VH_HDR_ENDED | VH_HDR_EXITED))
-        why = "its program has exited";
-    else if (pid && h->pid != (uint32_t)pid)
-        why = "its header names another process";
-    else if (kill((pid_t)h->pid, 0) && errno == ESRCH)
-        why = "its program is not running";
-    else if ((r = maps_find((pid_t)h->pid, sb.st_dev, sb.st_ino, NULL, 0)) <= 0)
-        why = r < 0 ? "the mappings of its process cannot be read"
-                    : "the process its header names does not map it (not a live vheap process)";
-    if (why) {
-        vh_errorf(me, "%s (pid %" PRIu32 "): %s", path, h->pid, why);
-        munmap(h, VH_HEADER_SIZE);
         return NULL;
     }
     return h;
@@ -196,9 +87,9 @@ static struct vh_capture_header *open_live(const char *arg, int ro, char *path, 
 static int swapped(const char *label, const char *target)
 {
     struct stat sb;
-    if (all_digits(target) || !stat(target, &sb))
+    if (vh_livecap__is_pid(target) || !stat(target, &sb))
         return 0;
-    return all_digits(label) || !stat(label, &sb);
+    return vh_livecap__is_pid(label) || !stat(label, &sb);
 }
 
 static const char *request_name(uint32_t c)

@@ -36,7 +36,7 @@ static const char usage_tail[] =
     "                    written under a temporary name and renamed when complete\n"
     "                    (mode 0600, like the capture)\n"
     "  --heap NAME       which heaps: a name, an id, or NAME/* with the heaps\n"
-    "                    nested in it. heaptrack and massif files hold one heap:\n"
+    "                    nested in it. heaptrack, massif and dhat hold one heap:\n"
     "                    default 'malloc' (the system allocator); several heaps\n"
     "                    chosen are merged into one. flamegraph, chrome-trace and\n"
     "                    pprof default to every heap (a flame graph of several heaps\n"
@@ -44,7 +44,7 @@ static const char usage_tail[] =
     "  --cost C          flamegraph: what a stack's value is: allocations\n"
     "                    (calls, default), bytes (allocated), leaked (bytes),\n"
     "                    peak (bytes live at the heap's peak), temporary (calls)\n"
-    "  --depth N         flamegraph, massif: at most the N innermost frames of\n"
+    "  --depth N         flamegraph, massif, dhat: at most the N innermost frames of\n"
     "                    each stack (default: all recorded)\n"
     "  --clock C         chrome-trace: 'wall' (default) gives ts in microseconds\n"
     "                    since the Unix epoch, like `urbit -j` traces, so the two\n"
@@ -67,6 +67,7 @@ static const char usage_tail[] =
     "  vheap-analyze export -f massif run.sqlite -o massif.out.1234 && ms_print massif.out.1234\n"
     "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --heap 'loom/*' -o mem.json\n"
     "  vheap-analyze export -f pprof run.sqlite -o run.pb.gz\n"
+    "  vheap-analyze export -f dhat run.sqlite -o dhat.json  # dh_view.html: Load...\n"
     "  go tool pprof -top -sample_index=alloc_space run.pb.gz\n"
     "  vheap-analyze export -f chrome-trace vheap.urbit.99.vhcap --merge pier/.urbit/put/trace/0.json -o both.json\n";
 
@@ -79,7 +80,7 @@ static int run(int argc, char **argv);
 
 VH_COMMAND(cmd_export, {
     .name = "export",
-    .summary = "write heaptrack, flame-graph, massif, Chrome trace or pprof files",
+    .summary = "write heaptrack, flame-graph, massif, Chrome trace, pprof or DHAT files",
     .usage = usage,
     .run = run,
     .order = 80,
@@ -136,6 +137,14 @@ static const struct format {
       "and Grafana: per stack, calls and bytes allocated, blocks\n"
       "and bytes leaked",
       "sampled capture: the values are estimates (the profile's comment says so)" },
+    { "dhat", vh_export_dhat, O_DEPTH, 1,
+      "valgrind DHAT's JSON, for dh_view.html and the Firefox\n"
+      "Profiler: per stack the bytes and blocks allocated, their\n"
+      "lifetimes, its own maximum, what was live at the peak and at\n"
+      "the end; times in microseconds; a sampled capture's numbers\n"
+      "are estimates and its 'mode' says so",
+      "sampled capture: every number is an estimate (each recorded block counts "
+      "1/p times, p its chance of being sampled; the file's 'mode' says so)" },
 };
 #define NFORMATS (sizeof formats / sizeof formats[0])
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyze/cmd/query.h"
+#include "analyze/cmd/top_live.h"
 
 static const char usage[] =
     "usage: vheap-analyze top [OPTIONS] DB|CAPTURE\n"
@@ -40,13 +41,30 @@ static const char usage[] =
     "  --format FMT     table (default), json or csv\n"
     VH_HELP_BYTES_HELP
     "\n"
+    "live view (--live): a running program, looked at again every second\n"
+    "  vheap-analyze top --live [--by live|growth|rate] [--limit N]\n"
+    "                    [--interval SEC] [--iterations N] CAPTURE|PID\n"
+    "  shows its live bytes and blocks, how fast it allocates, how much its live\n"
+    "  bytes grew since the view started, and the stacks that hold most now\n"
+    "  (live), grew most since the view started (growth) or allocated most\n"
+    "  bytes a second since the last look (rate). Each look loads the capture\n"
+    "  into a scratch DB (a look takes as long as a `load`). In a terminal the\n"
+    "  screen is redrawn in place; keys: l, g, r (or Tab) switch the measure,\n"
+    "  q quits; after the program exits its last state stays until q. When the\n"
+    "  output is not a terminal, each look is printed as plain text, until the\n"
+    "  program exits or --iterations looks (0 = no limit). A sampled capture's\n"
+    "  numbers are estimates, and the view says so. The PID or CAPTURE must be\n"
+    "  a running program's (as for `ctl`): anything else is refused, exit 1.\n"
+    "\n"
     "examples:\n"
     "  vheap-analyze top run.sqlite\n"
     "  vheap-analyze top run.sqlite --by temporary --limit 5\n"
     "  vheap-analyze top run.sqlite --by temporary --temporary heaptrack\n"
     "  vheap-analyze top vheap.myprog.1234.vhcap --by bytes --format json\n"
     "  vheap-analyze top run.sqlite --by peak --heap malloc --depth 6\n"
-    "  vheap-analyze top run.sqlite --by-tag --heap 'loom/*' --by bytes\n";
+    "  vheap-analyze top run.sqlite --by-tag --heap 'loom/*' --by bytes\n"
+    "  vheap-analyze top --live $(pidof server)\n"
+    "  vheap-analyze top --live --by growth --iterations 10 vheap.server.4242.vhcap >log\n";
 
 static int run(int argc, char **argv);
 
@@ -267,6 +285,10 @@ static int run(int argc, char **argv)
     struct out_col cols[VH_ROW_MAX];
     int rc;
 
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--live"))
+            return vh_wants_help(&cmd_top, argc, argv) ? VH_EXIT_OK
+                                                       : vh_top_live(&cmd_top, argc, argv);
     if (!(rc = vh_query__parse(&q, &cmd_top, VH_QOPT_BY | VH_QOPT_BY_TAG | VH_QOPT_TEMPORARY,
                                NULL, 0, argc, argv)) &&
         !(rc = choose_measure(&q, &m)) &&

@@ -78,6 +78,18 @@ const char *vh_export_dest(const struct vh_export *x);
 int vh_export_prepare(const struct vh_export *x, const char *sql, sqlite3_stmt **st);
 
 
+/* A frame as valgrind's tools print it, which massif's and DHAT's readers
+ * parse: "0xADDR: function (file:line)", or "(in module)" without a line.
+ * Malloc'd; NULL on ENOMEM. */
+char *vh_export_frame_label(uint64_t addr, const char *fn, const char *file, int64_t line,
+                            const char *module);
+
+/* A MOVE event (store/events.h) in a map of live blocks keyed (heap,
+ * address): the block's entry, values kept, goes to its new address.
+ * 0, or -ENOMEM. */
+struct vh_ev;
+int vh_export_block_move(struct vh_map *blocks, const struct vh_ev *ev);
+
 /* Each writes the whole file through x->out and returns 0, or -errno after
  * printing what went wrong; -ENOMEM is not printed (cmd/export.c says it,
  * once). */
@@ -86,5 +98,6 @@ int vh_export_flamegraph(struct vh_export *x);
 int vh_export_massif(struct vh_export *x);
 int vh_export_chrome(struct vh_export *x);
 int vh_export_pprof(struct vh_export *x);
+int vh_export_dhat(struct vh_export *x);
 
 #endif

@@ -82,20 +82,8 @@ static uint32_t intern(struct ms *m, const char *s)
 static uint32_t label(struct ms *m, uint64_t addr, const char *fn, const char *file,
                       int64_t line, const char *module)
 {
-    char *s = NULL;
-    int n;
-    if (fn && file && line > 0)
-        n = asprintf(&s, "0x%" PRIx64 ": %s (%s:%" PRId64 ")", addr, fn,
-                     vh_base_name(file), line);
-    else if (fn && module)
-        n = asprintf(&s, "0x%" PRIx64 ": %s (in %s)", addr, fn, module);
-    else if (fn)
-        n = asprintf(&s, "0x%" PRIx64 ": %s", addr, fn);
-    else if (module)
-        n = asprintf(&s, "0x%" PRIx64 ": ??? (in %s)", addr, module);
-    else
-        n = asprintf(&s, "0x%" PRIx64 ": ???", addr);
-    if (n < 0)
+    char *s = vh_export_frame_label(addr, fn, file, line, module);
+    if (!s)
         return 0;
     uint32_t id = intern(m, s);
     free(s);
@@ -364,7 +352,6 @@ static int born(struct ms *m, const struct vh_ev *ev)
 static int event(struct ms *m, const struct vh_ev *ev)
 {
     struct vh_map_ent *b;
-    int existed;
     if (!vh_export_heap_on(m->x, ev->heap_id))
         return 0;
     switch (ev->kind) {
@@ -379,17 +366,8 @@ static int event(struct ms *m, const struct vh_ev *ev)
             rc = gone(m, b);
         return rc ? rc : born(m, ev);
     }
-    case VH_EV_MOVE: {
-        if (!(b = vh_map__find(m->blocks, ev->heap_id, ev->addr)))
-            return 0;
-        uint64_t v1 = b->v1, v2 = b->v2;
-        vh_map__remove(m->blocks, b);
-        if (!(b = vh_map__insert(m->blocks, ev->heap_id, ev->to, &existed)))
-            return -ENOMEM;
-        b->v1 = v1;
-        b->v2 = v2;
-        return 0;
-    }
+    case VH_EV_MOVE:
+        return vh_export_block_move(m->blocks, ev);
     }
     return 0;
 }

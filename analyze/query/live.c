@@ -1,0 +1,204 @@
+/* query/live.c — successive looks at a running program's capture (live.h):
+ * per stack its live bytes and blocks and bytes allocated, from each look's
+ * stack_stats, kept beside those of the first and the previous look. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/query/live.h"
+#include "analyze/query/recording.h"
+#include "analyze/util/cmp.h"
+#include "analyze/util/grow.h"
+#include "analyze/util/map.h"
+
+struct vh_live {
+    struct vh_live_row *rows;      /* every stack seen, in order of first look */
+    size_t nrows, cap;
+    struct vh_live_row *ranked;    /* vh_live__top's answer                   */
+    size_t ranked_cap;
+    struct vh_map *index;          /* stack id -> rows index                   */
+    struct vh_live_totals t;
+    uint64_t prev_ns;              /* the previous look, caller's clock        */
+    double first_live;             /* live bytes at the first look             */
+};
+
+struct vh_live *vh_live__new(void)
+{
+    struct vh_live *l = calloc(1, sizeof *l);
+    if (l && !(l->index = vh_map__new())) {
+        free(l);
+        l = NULL;
+    }
+    return l;
+}
+
+void vh_live__free(struct vh_live *l)
+{
+    if (!l)
+        return;
+    vh_map__free(l->index);
+    free(l->rows);
+    free(l->ranked);
+    free(l);
+}
+
+const struct vh_live_totals *vh_live__totals(const struct vh_live *l)
+{
+    return &l->t;
+}
+
+const char *vh_live__by_name(enum vh_live_by by)
+{
+    static const char *const names[VH_LIVE_BY_N] = { "live", "growth", "rate" };
+    return by < VH_LIVE_BY_N ? names[by] : "?";
+}
+
+static struct vh_live_row *row_of(struct vh_live *l, int64_t stack_id)
+{
+    int existed;
+    struct vh_map_ent *e = vh_map__insert(l->index, (uint64_t)stack_id, 0, &existed);
+    if (!e)
+        return NULL;
+    if (!existed) {
+        if (vh_grow(&l->rows, &l->cap, l->nrows, sizeof *l->rows, 256)) {
+            vh_map__remove(l->index, e);
+            return NULL;
+        }
+        l->rows[l->nrows] = (struct vh_live_row){ .stack_id = stack_id };
+        e->v1 = l->nrows++;
+    }
+    return &l->rows[e->v1];
+}
+
+/* Seconds between this look and the previous one: of the caller's clock,
+ * or for the first look the program's run so far (its average rate). */
+static double interval_s(const struct vh_live *l, uint64_t now_ns)
+{
+    if (!l->t.looks)
+        return l->t.runtime_ns ? (double)l->t.runtime_ns / 1e9 : 1.0;
+    double s = (double)(now_ns - l->prev_ns) / 1e9;
+    return s > 1e-3 ? s : 1e-3;
+}
+
+static int read_totals(struct vh_live *l, sqlite3 *db, uint64_t now_ns, char *err,
+                       size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db,
+                                "SELECT total(live_bytes), total(live_blocks), total(bytes_allocated),"
+                                " (SELECT runtime_ns FROM processes ORDER BY id LIMIT 1),"
+                                " (SELECT start_realtime_ns FROM processes ORDER BY id LIMIT 1)"
+                                " FROM heaps",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        l->t.live_bytes = sqlite3_column_double(st, 0);
+        l->t.live_blocks = sqlite3_column_double(st, 1);
+        l->t.allocated = sqlite3_column_double(st, 2);
+        int64_t rt = sqlite3_column_int64(st, 3), start = sqlite3_column_int64(st, 4);
+        l->t.runtime_ns = start > 0 && (uint64_t)start < now_ns ? now_ns - (uint64_t)start
+                          : rt > 0                               ? (uint64_t)rt
+                                                                 : 0;
+        rc = 0;
+    } else {
+        snprintf(err, errlen, "reading heaps: %s", sqlite3_errmsg(db));
+        rc = -EIO;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int read_stacks(struct vh_live *l, sqlite3 *db, double dt, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int first = !l->t.looks, rc;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT stack_id, total(leaked_bytes), total(leaked_blocks),"
+                           " total(bytes_allocated) FROM stack_stats GROUP BY stack_id",
+                           -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "reading stack_stats: %s", sqlite3_errmsg(db));
+        return -EIO;
+    }
+    /* a stack that has no row now holds nothing now */
+    for (size_t i = 0; i < l->nrows; i++)
+        l->rows[i].live_bytes = l->rows[i].live_blocks = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct vh_live_row *r = row_of(l, sqlite3_column_int64(st, 0));
+        if (!r) {
+            sqlite3_finalize(st);
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        double allocated = sqlite3_column_double(st, 3);
+        r->live_bytes = sqlite3_column_double(st, 1);
+        r->live_blocks = sqlite3_column_double(st, 2);
+        if (first)
+            r->first_live = r->live_bytes;
+        r->rate = (allocated - (first ? 0 : r->allocated)) / dt;
+        r->allocated = allocated;
+    }
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "reading stack_stats: %s", sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return -EIO;
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; i < l->nrows; i++)
+        l->rows[i].growth = l->rows[i].live_bytes - l->rows[i].first_live;
+    return 0;
+}
+
+int vh_live__look(struct vh_live *l, sqlite3 *db, uint64_t now_ns, char *err, size_t errlen)
+{
+    double prev_allocated = l->t.allocated;
+    int rc = read_totals(l, db, now_ns, err, errlen);
+    if (rc)
+        return rc;
+    double dt = interval_s(l, now_ns);
+    /* stacks that stopped allocating keep their last rate otherwise */
+    for (size_t i = 0; i < l->nrows; i++)
+        l->rows[i].rate = 0;
+    if ((rc = read_stacks(l, db, dt, err, errlen)))
+        return rc;
+    l->t.sample_rate = vh_rec_sample_rate(db);
+    l->t.rate = (l->t.allocated - (l->t.looks ? prev_allocated : 0)) / dt;
+    if (!l->t.looks)
+        l->first_live = l->t.live_bytes;
+    l->t.growth = l->t.live_bytes - l->first_live;
+    l->t.looks++;
+    l->prev_ns = now_ns;
+    return 0;
+}
+
+static double measure(const struct vh_live_row *r, enum vh_live_by by)
+{
+    return by == VH_LIVE_BY_GROWTH ? r->growth : by == VH_LIVE_BY_RATE ? r->rate : r->live_bytes;
+}
+
+static enum vh_live_by sort_by;    /* qsort has no argument for it */
+
+static int by_measure(const void *a, const void *b)
+{
+    const struct vh_live_row *x = a, *y = b;
+    double mx = measure(x, sort_by), my = measure(y, sort_by);
+    if (mx != my)
+        return mx < my ? 1 : -1;
+    return vh_cmp((uint64_t)x->stack_id, (uint64_t)y->stack_id);
+}
+
+const struct vh_live_row *vh_live__top(struct vh_live *l, enum vh_live_by by, size_t *n)
+{
+    size_t k = 0;
+    if (vh_reserve(&l->ranked, &l->ranked_cap, l->nrows ? l->nrows : 1, sizeof *l->ranked, 256)) {
+        *n = 0;
+        return NULL;
+    }
+    for (size_t i = 0; i < l->nrows; i++)
+        if (measure(&l->rows[i], by) > 0)
+            l->ranked[k++] = l->rows[i];
+    sort_by = by;
+    qsort(l->ranked, k, sizeof *l->ranked, by_measure);
+    if (k < *n)
+        *n = k;
+    return l->ranked;
+}

@@ -1,0 +1,87 @@
+# top_live — `top --live` on a running program (live_view), in a terminal
+# under tmux (send-keys, capture-pane) and as plain text: the first screen
+# ranks cache_fill first with the 1,000,000 B the program holds; after the
+# program grew by 50 x 4,000 B, key 'g' ranks grow_step first with a growth
+# of exactly 200,000 B; 'q' quits with status 0. Plain text when stdout is
+# not a terminal, stopping after --iterations; a sampled run's view says its
+# numbers are estimates. Refused with exit 1 and a reason: a dead pid, a
+# process without vheap, the capture of a program that has exited.
+. "$TOP/tests/lib.sh"
+need_cmd tmux
+need "$ANALYZE" "$VHEAP_LIB" "$PROGS/live_view"
+
+start_prog() {  # OUT-CAPTURE [ENV...]: starts live_view, sets $pid
+    rm -f go; mkfifo go
+    env "$@" VHEAP_OUT="$PWD/$cap" VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" "$PROGS/live_view" go >prog.out &
+    pid=$!
+    n=0
+    while ! grep -q '^ready' prog.out 2>/dev/null && [ $n -lt 500 ]; do sleep 0.02; n=$((n + 1)); done
+    grep -q '^ready' prog.out || die "live_view did not start"
+}
+sock="$PWD/tmux.sock"
+tm() { tmux -S "$sock" "$@"; }
+cleanup() { tm kill-server 2>/dev/null; kill -KILL $pid 2>/dev/null; }
+trap cleanup EXIT
+# screen: the pane's text, polled until it has PATTERN (up to 30 s)
+screen_has() {
+    n=0
+    while [ $n -lt 300 ]; do
+        tm capture-pane -p -t view >pane.txt 2>/dev/null
+        grep -q "$1" pane.txt && return 0
+        sleep 0.1; n=$((n + 1))
+    done
+    die "the view never showed '$1'; it shows: $(cat pane.txt)"
+}
+# first_row: the first stack row under the column titles
+first_row() { sed -n '/rate\/s *stack/{n;p;q}' pane.txt; }
+
+cap=run.vhcap
+start_prog
+tm new-session -d -s view -x 200 -y 40 \
+    "'$ANALYZE' top --live $pid; echo VIEW-EXIT=\$?; sleep 60"
+screen_has 'ranked by live'
+row=$(first_row)
+case $row in *cache_fill*) ;; *) die "first row by live is not cache_fill: $row" ;; esac
+expect_eq "cache_fill's live bytes" "$(echo "$row" | awk '{print $1}')" "1.00M"
+expect_eq "cache_fill's blocks" "$(echo "$row" | awk '{print $2}')" 10
+
+echo go >go
+n=0; while ! grep -q '^grown' prog.out && [ $n -lt 500 ]; do sleep 0.02; n=$((n + 1)); done
+sleep 2.5                          # a look after the growth
+tm send-keys -t view g
+screen_has 'ranked by growth'
+row=$(first_row)
+case $row in *grow_step*) ;; *) die "first row by growth is not grow_step: $row" ;; esac
+expect_eq "grow_step's growth" "$(echo "$row" | awk '{print $3}')" "200.00K"
+expect_eq "grow_step's live bytes" "$(echo "$row" | awk '{print $1}')" "200.00K"
+tm send-keys -t view q
+screen_has 'VIEW-EXIT=0'
+
+# plain text: not a terminal
+"$ANALYZE" top --live --iterations 2 --interval 0.2 $pid >plain.txt 2>plain.err ||
+    die "plain view: exit $? ($(cat plain.err))"
+expect_eq "plain looks" "$(grep -c '^--- look' plain.txt)" 2
+grep -q 'cache_fill' plain.txt || die "plain view has no cache_fill: $(cat plain.txt)"
+grep -q '\[' plain.txt && grep -q "$(printf '\033')" plain.txt && die "escape sequences in plain text"
+
+echo exit >go
+wait $pid || die "live_view exited $?"
+"$ANALYZE" top --live $cap >dead.txt 2>dead.err && die "a live view of an exited program's capture succeeded"
+grep -q "its program has exited" dead.err || die "exited program: said $(cat dead.err)"
+"$ANALYZE" top --live $pid >dead.txt 2>dead.err && die "a live view of a dead pid succeeded"
+[ $? -eq 1 ] && grep -q "no process $pid" dead.err || die "dead pid: exit/said $(cat dead.err)"
+sleep 30 & other=$!
+"$ANALYZE" top --live $other >plain2.txt 2>other.err && die "a live view of a process without vheap succeeded"
+kill $other
+grep -q "not a live vheap process" other.err || die "non-vheap process: said $(cat other.err)"
+
+# sampled: estimates, said
+cap=sampled.vhcap
+start_prog VHEAP_SAMPLE=64KiB
+"$ANALYZE" top --live --iterations 1 $pid >sampled.txt 2>sampled.err || die "sampled view: $(cat sampled.err)"
+grep -q "every number is an estimate" sampled.txt || die "the sampled view does not say estimates: $(cat sampled.txt)"
+echo go >go                        # its two waits: after ready, after grown
+n=0; while ! grep -q '^grown' prog.out && [ $n -lt 500 ]; do sleep 0.02; n=$((n + 1)); done
+echo exit >go                      # (not before: one read could take both lines)
+wait $pid
+echo "top_live: screen under tmux (live, growth, quit), plain text, refusals, sampled"

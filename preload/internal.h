@@ -480,6 +480,19 @@ VH_ALWAYS_INLINE uint64_t vh_tsc(int fenced)
     return (uint64_t)hi << 32 | lo;
 }
 
+/* Makes the thread's next vh_now() read the clock only after every load
+ * before this point completed. For a value another thread published
+ * after taking a time that must sort before ours (a stack id: its STACK
+ * record's time, capture-format.md rule 5): unfenced, our rdtsc may run
+ * while the load that found the value is still in flight, and read a time
+ * before the publisher's. Only where such a value is taken from shared
+ * state, never per event. (clock_gettime's own rdtsc is fenced; the
+ * coarse clock serves one thread.) */
+VH_ALWAYS_INLINE void vh_time_after_loads(void)
+{
+    __asm__ volatile("lfence" : : : "memory");
+}
+
 VH_ALWAYS_INLINE uint64_t vh_now_tsc(void)
 {
     int64_t d = (int64_t)(vh_tsc(0) - vh_clk.tsc0);

@@ -4,13 +4,15 @@
  * module generation, id}. The thread that wins the slot (CAS on the hash)
  * takes the next id, writes the STACK record into its own chunk and only
  * then release-stores the id: whoever reads a non-zero id can rely on the
- * record being in the capture with an earlier time. If the record could not
- * be written (recording is being disabled: another thread may still be
- * finishing an event in room it had), the id is never stored: the slot
- * stays "in progress" for good and the caller gets stack 0. A reader that
- * finds its hash with id 0 keeps probing and may insert a duplicate with
- * its own id — harmless. The table grows by generations (each 4x bigger,
- * from mmap, never malloc); lookups go newest to oldest. */
+ * record being in the capture with an earlier time, provided it reads the
+ * clock only after that load completed (vh_time_after_loads: the TSC is
+ * read unfenced). If the record could not be written (recording is being
+ * disabled: another thread may still be finishing an event in room it
+ * had), the id is never stored: the slot stays "in progress" for good and
+ * the caller gets stack 0. A reader that finds its hash with id 0 keeps
+ * probing and may insert a duplicate with its own id — harmless. The table
+ * grows by generations (each 4x bigger, from mmap, never malloc); lookups
+ * go newest to oldest. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -301,6 +303,9 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
                 return 0;
             }
         }
+        /* The id may be another thread's, published after the time of its
+         * STACK record: this event's time must not be read before that. */
+        vh_time_after_loads();
         if (c)
             *c = (struct idc){ .hash = h, .id = id, .epoch = ep };
     }

@@ -5,7 +5,7 @@
 # 52 B leaked) and on a program that adds nss, stdio's buffer and a real
 # leak of its own (which both still count).
 . "$TOP/tests/lib.sh"
-need "$VHEAP_LIB" "$ANALYZE" "$PROGS/libc_state"
+need "$VHEAP_LIB" "$ANALYZE" "$PROGS/glibc_state"
 need_cmd heaptrack heaptrack_print
 
 # value FILE LABEL: the size after "LABEL: " (heaptrack's 1000-based format,
@@ -17,12 +17,12 @@ value() {
 }
 
 for mode in time mixed; do
-    profile "$PWD/$mode.vhcap" "$PROGS/libc_state" "$mode" >/dev/null ||
-        die "libc_state $mode failed under vheap"
+    profile "$PWD/$mode.vhcap" "$PROGS/glibc_state" "$mode" >/dev/null ||
+        die "glibc_state $mode failed under vheap"
     "$ANALYZE" summary "$mode.vhcap" >"$mode.vh.txt" 2>"$mode.vh.err" ||
         die "summary $mode: $(cat "$mode.vh.err")"
-    heaptrack -o "$PWD/$mode.ht" "$PROGS/libc_state" "$mode" >"$mode.ht.log" 2>&1 ||
-        die "libc_state $mode failed under heaptrack: $(tail -3 "$mode.ht.log")"
+    heaptrack -o "$PWD/$mode.ht" "$PROGS/glibc_state" "$mode" >"$mode.ht.log" 2>&1 ||
+        die "glibc_state $mode failed under heaptrack: $(tail -3 "$mode.ht.log")"
     heaptrack_print "$mode.ht.zst" >"$mode.ht.txt" 2>&1 || die "heaptrack_print $mode failed"
     for label in "total memory leaked" "suppressed leaks"; do
         vh=$(value "$mode.vh.txt" "$label") ht=$(value "$mode.ht.txt" "$label")

@@ -1,4 +1,4 @@
-/* libc_state.c — `libc_state time|mixed`: leaks only what glibc keeps for
+/* glibc_state.c — `glibc_state time|mixed`: leaks only what glibc keeps for
  * the process's life (time: heaptrack's tests/manual/libc_leaks, tzset's
  * state through gmtime_r and strftime), or that plus nss's modules, a
  * localtime, stdio's buffer and one block of the program's own (mixed:

@@ -278,23 +278,69 @@ static struct frag_heap *heaps_at(const struct frag_run *c, uint64_t t, size_t *
     return fh;
 }
 
+/* Heap or region `what` (heaps 0 .. nh - 1, then the regions) declared to
+ * ft as it is at time t. 0 or -ENOMEM. */
+static int declare_one(const struct frag_run *c, struct fragtrack *ft, size_t what, uint64_t t)
+{
+    struct frag_heap fh = what < c->nh ? heap_of(c, what) : region_heap(c, what - c->nh);
+    int exists = what < c->nh ? alive(&c->h[what], t) : region_alive(c, what - c->nh, t);
+    return fragtrack__heap(ft, &fh, exists) == -ENOMEM ? -ENOMEM : 0;
+}
+
 /* Declares the chosen heaps (parents first: ids grow with creation) as
  * they are at time t. Before any block: a block of an undeclared heap would
  * make it a heap without bounds. */
 int frag_run__declare(const struct frag_run *c, struct fragtrack *ft, uint64_t t)
 {
-    for (size_t i = 0; i < c->nh; i++) {
-        struct frag_heap fh = heap_of(c, i);
-        int rc = fragtrack__heap(ft, &fh, alive(&c->h[i], t));
-        if (rc == -ENOMEM)
-            return rc;
-    }
-    for (size_t i = 0; i < c->nr; i++) {
-        struct frag_heap fh = region_heap(c, i);
-        if (fragtrack__heap(ft, &fh, region_alive(c, i, t)) == -ENOMEM)
+    for (size_t i = 0; i < c->nh + c->nr; i++)
+        if (declare_one(c, ft, i, t))
             return -ENOMEM;
-    }
     return 0;
+}
+
+/* Ends before starts at one time: a region ended and another begun at its
+ * base in the same nanosecond must leave the base to the new one. */
+static int change_cmp(const void *a, const void *b)
+{
+    const struct frag_change *x = a, *y = b;
+    return vh_cmp2(x->time, y->time, x->start, y->start) ?: vh_cmp(x->what, y->what);
+}
+
+static void change_add(struct frag_change *ch, size_t *n, int64_t t, uint64_t after, size_t what,
+                       int start)
+{
+    if (t > 0 && (uint64_t)t > after)
+        ch[(*n)++] = (struct frag_change){ (uint64_t)t, (uint32_t)what, (uint8_t)start };
+}
+
+int frag_run__changes(const struct frag_run *c, uint64_t after, struct frag_change **out,
+                      size_t *nout)
+{
+    struct frag_change *ch = malloc((2 * c->nh + 4 * c->nr + 1) * sizeof *ch);
+    size_t n = 0;
+    if (!ch)
+        return -ENOMEM;
+    for (size_t i = 0; i < c->nh; i++) {
+        change_add(ch, &n, c->h[i].create, after, i, 1);
+        change_add(ch, &n, c->h[i].destroy, after, i, 0);
+    }
+    /* a region exists while its heap does too */
+    for (size_t i = 0; i < c->nr; i++) {
+        const struct frag_hinfo *h = frag_run__heap(c, c->r[i].heap);
+        change_add(ch, &n, c->r[i].start, after, c->nh + i, 1);
+        change_add(ch, &n, c->r[i].end, after, c->nh + i, 0);
+        change_add(ch, &n, h->create, after, c->nh + i, 1);
+        change_add(ch, &n, h->destroy, after, c->nh + i, 0);
+    }
+    qsort(ch, n, sizeof *ch, change_cmp);
+    *out = ch;
+    *nout = n;
+    return 0;
+}
+
+int frag_run__change(const struct frag_run *c, struct fragtrack *ft, const struct frag_change *ch)
+{
+    return declare_one(c, ft, ch->what, ch->time);
 }
 
 const char *frag_run__heap_name(const struct frag_run *c, uint32_t id)

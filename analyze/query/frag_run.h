@@ -95,6 +95,24 @@ struct frag_point {
  * t (which exist). 0 or -ENOMEM. */
 int frag_run__declare(const struct frag_run *run, struct fragtrack *ft, uint64_t t);
 
+/* A moment a chosen heap or region begins or stops existing: `what` is
+ * heap what (an index of run->h) or region what - nh (of run->r). */
+struct frag_change {
+    uint64_t time;
+    uint32_t what;
+    uint8_t start;                 /* 0: it ends then                       */
+};
+
+/* The changes after time `after`, by time, the ends first at one time:
+ * *out (the caller frees it) and *n. 0 or -ENOMEM (not printed). */
+int frag_run__changes(const struct frag_run *run, uint64_t after, struct frag_change **out,
+                      size_t *n);
+/* Declares to ft the heap or region of one change as it is at its time
+ * (the replay applies each before any event at or after that time). 0 or
+ * -ENOMEM. */
+int frag_run__change(const struct frag_run *run, struct fragtrack *ft,
+                     const struct frag_change *ch);
+
 /* The headline numbers at from, from + interval, ... up to `to` (the last
  * point at `to`; UINT64_MAX: the end of the run), each the state after
  * every event up to then; interval 0 gives about 200 points. *pts (the

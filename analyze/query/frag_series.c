@@ -27,10 +27,32 @@ static uint64_t nice_interval(uint64_t span)
         }
 }
 
-/* Brings the heaps' existence to time t, then reads the totals. */
-static int take_point(const struct frag_run *c, struct fragtrack *ft, uint64_t t, struct frag_point *p)
+/* The heaps' and regions' beginnings and ends not yet applied. */
+struct changes {
+    struct frag_change *ch;
+    size_t n, next;
+};
+
+/* Applies the changes up to time t, in order: a heap or region is there,
+ * or gone, before the events at or after the time it began or ended (a
+ * block the loom takes where a road or region just was must not meet the
+ * space it left). */
+static int catch_up(const struct frag_run *c, struct fragtrack *ft, struct changes *cs,
+                    uint64_t t)
 {
-    if (frag_run__declare(c, ft, t))
+    for (; cs->next < cs->n && cs->ch[cs->next].time <= t; cs->next++)
+        if (frag_run__change(c, ft, &cs->ch[cs->next]))
+            return -ENOMEM;
+    return 0;
+}
+
+/* Brings the heaps' existence to time t, then reads the totals. The whole
+ * declaration again: a nested region kept out by a block at its base is
+ * tried again. */
+static int take_point(const struct frag_run *c, struct fragtrack *ft, struct changes *cs,
+                      uint64_t t, struct frag_point *p)
+{
+    if (catch_up(c, ft, cs, t) || frag_run__declare(c, ft, t))
         return -ENOMEM;
     p->time = t;
     fragtrack__totals(ft, &p->t);
@@ -92,6 +114,7 @@ int frag_run__series(const struct frag_run *c, const struct frag_opts *fo, uint6
     struct liveset *ls = NULL;
     struct evstream *es = NULL;
     struct frag_point *pts = NULL;
+    struct changes cs = { 0 };
     struct vh_ev ev, ring[SERIES_AHEAD];
     char err[256];
     uint64_t iv, npts, k = 0;
@@ -117,7 +140,7 @@ int frag_run__series(const struct frag_run *c, const struct frag_opts *fo, uint6
     }
     if (!(pts = calloc(npts, sizeof *pts)))
         goto oom;
-    if (frag_run__declare(c, ft, from))
+    if (frag_run__declare(c, ft, from) || frag_run__changes(c, from, &cs.ch, &cs.n))
         goto oom;
     if ((rc = frag_run__live_at(c, from, &ls)))
         goto out;
@@ -126,7 +149,7 @@ int frag_run__series(const struct frag_run *c, const struct frag_opts *fo, uint6
             goto oom;
     liveset__free(ls);
     ls = NULL;
-    if (take_point(c, ft, from, &pts[k++]))
+    if (take_point(c, ft, &cs, from, &pts[k++]))
         goto oom;
     if ((rc = evstream__open(c->db, from + 1, &es, err, sizeof err))) {
         vh_errorf(c->cmd, "reading events: %s", err);
@@ -148,7 +171,7 @@ int frag_run__series(const struct frag_run *c, const struct frag_opts *fo, uint6
         else
             n--;
         while (k < npts && ev.time > point_time(from, k, iv, to)) {
-            if (take_point(c, ft, point_time(from, k, iv, to), &pts[k]))
+            if (take_point(c, ft, &cs, point_time(from, k, iv, to), &pts[k]))
                 goto oom;
             k++;
         }
@@ -156,7 +179,7 @@ int frag_run__series(const struct frag_run *c, const struct frag_opts *fo, uint6
             break;
         if (c->heap && !frag_run__heap(c, ev.heap_id))
             continue;
-        if (apply_event(ft, &ev))
+        if (catch_up(c, ft, &cs, ev.time) || apply_event(ft, &ev))
             goto oom;
     }
     if (rc < 0) {
@@ -164,7 +187,7 @@ int frag_run__series(const struct frag_run *c, const struct frag_opts *fo, uint6
         goto out;
     }
     for (; k < npts; k++)
-        if (take_point(c, ft, point_time(from, k, iv, to), &pts[k]))
+        if (take_point(c, ft, &cs, point_time(from, k, iv, to), &pts[k]))
             goto oom;
 
     *out = pts;
@@ -179,6 +202,7 @@ out:
     evstream__close(es);
     liveset__free(ls);
     fragtrack__free(ft);
+    free(cs.ch);
     free(pts);
     return rc;
 }

@@ -43,7 +43,7 @@ enum cxx_op {
     OP_DELETE_ALIGNED_NOTHROW, OP_DELETE_ARRAY_ALIGNED_NOTHROW,
     OP_COUNT
 };
-_Static_assert(VH_FN_OPERATOR_NEW + OP_COUNT == VH_FN_COUNT &&
+_Static_assert(VH_FN_OPERATOR_NEW + OP_COUNT == VH_FN_MMAP &&
                VH_FN_OPERATOR_NEW + OP_DELETE == VH_FN_OPERATOR_DELETE,
                "enum cxx_op follows enum vh_func");
 

@@ -36,10 +36,12 @@ struct vh_options {
     uint32_t start;                /* VHEAP_START: enum vh_start_choice     */
     uint64_t reach_timeout_ns;     /* VHEAP_REACH_TIMEOUT (ms), 0 = no scan */
     uint32_t signal;               /* VHEAP_SIGNAL: toggles recording, 0 off */
+    uint32_t mmap;                 /* VHEAP_MMAP: enum vh_mmap_choice        */
 };
-#define VH_OPTION_COUNT 12         /* fields above: options.c's rows        */
+#define VH_OPTION_COUNT 13         /* fields above: options.c's rows        */
 enum vh_start_choice { VH_START_ON = 0, VH_START_PAUSED = 1 };
 enum vh_clock_choice { VH_CLOCK_AUTO = 0, VH_CLOCK_PRECISE = 1 };
+enum vh_mmap_choice { VH_MMAP_OFF = 0, VH_MMAP_PROGRAM = 1, VH_MMAP_ALL = 2 };
 extern struct vh_options vh_opt;
 /* Sets every option to its default, then reads every VHEAP_* variable
  * from `environ` (no allocation); a bad value gets one warning and keeps
@@ -93,6 +95,8 @@ void vh_resolve_real(void);
 /* elfsym.c: dlsym(RTLD_NEXT) and the vDSO's symbols without dlsym: no
  * allocation, no error state, no lock but the loader's recursive one. */
 void *vh_sym_next(const char *name);
+/* elfsym.c: whether addr is inside the first object that defines `name`. */
+int vh_sym_same_object(const char *name, const void *addr);
 void *vh_sym_vdso(const char *name);
 void *vh_boot_alloc(size_t size, size_t align);
 extern char vh_boot_buf[];
@@ -765,6 +769,12 @@ VH_ALWAYS_INLINE int vh_sample_keep(uint64_t key)
     return 0;
 }
 
+/* hooks_mmap.c: VHEAP_MMAP=all with glibc's malloc: the blocks it maps
+ * alone are mappings of the mmap heap too (vh_put_alloc, vh_put_free). */
+extern int vh_mmap_blocks;
+void vh_mmap_block_alloc(struct vh_tls *t, uint8_t type, uint64_t p, uint32_t stack);
+void vh_mmap_block_free(struct vh_tls *t, uint64_t p);
+
 /* The hot records, compact (capture_format.h): reserve the longest
  * encoding, encode against the chunk's cursor, publish what was used. */
 VH_ALWAYS_INLINE void vh_put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap, unsigned func,
@@ -785,6 +795,8 @@ VH_ALWAYS_INLINE void vh_put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap
     p = vh_enc_alloc(p, &c, type, (uint8_t)flags, heap, func, time, addr, size,
                      (uint32_t)slack, stack, tag);
     vh_rec_publish(t, (char *)p, &c);
+    if (vh_unlikely(vh_mmap_blocks) && heap == VH_HEAP_SYSTEM)
+        vh_mmap_block_alloc(t, type, addr, stack);
 }
 
 VH_ALWAYS_INLINE void vh_put_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
@@ -798,6 +810,8 @@ VH_ALWAYS_INLINE void vh_put_free(struct vh_tls *t, uint16_t heap, unsigned func
     struct vh_cursor c = t->cur;
     p = vh_enc_free(p, &c, (uint8_t)flags, heap, func, time, addr);
     vh_rec_publish(t, (char *)p, &c);
+    if (vh_unlikely(vh_mmap_blocks) && heap == VH_HEAP_SYSTEM)
+        vh_mmap_block_free(t, addr);
 }
 
 /* Internal entries the hooks use and the public custom-allocator API
@@ -826,9 +840,28 @@ void vh_api_fork_parent(void);
 void vh_api_fork_child(struct vh_tls *t);
 /* Recording started again: the heaps made or destroyed while paused. */
 void vh_api_resume(struct vh_tls *t);
+/* The built-in heap `name` whose id *slot caches (made at the first call,
+ * written to the capture before this returns); 0 when none can be made.
+ * At guard BUSY. */
+int vh_api_builtin_heap(struct vh_tls *t, int *slot, const char *name, uint32_t flags);
 /* How many times recording has started (lifecycle.c): 1 from the start,
  * 0 under VHEAP_START=paused until `ctl start`; atomic. */
 extern uint32_t vh_record_starts;
+
+/* mapped.c: the built-in heap "mmap"'s mappings as recorded (at guard
+ * BUSY): a new mapping [lo, hi) (what it covered ends first), a range that
+ * ends (each mapping it touches is freed, the pieces outside it allocated
+ * again with their stacks), the mapping holding `a` ends (1 if one did). */
+void vh_mapped_add(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, uint64_t hi,
+                   uint32_t stack);
+void vh_mapped_cut(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, uint64_t hi);
+int vh_mapped_free_at(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t a);
+void vh_mapped_fork_child(void);
+/* Mappings not recorded because the table was full. */
+uint64_t vh_mapped_untracked(void);
+
+/* At init, once the real functions and the options are known. */
+void vh_mmap_init(void);
 
 /* regions.c: each custom heap's regions as last recorded, so that a
  * re-declaration that changes nothing writes nothing. Callers hold api.c's

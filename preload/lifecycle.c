@@ -319,6 +319,7 @@ static void fork_child_work(void)
     int recorded = vh_cap.hdr != NULL;
     int paused = recorded && !__atomic_load_n(&vh_cap.hdr->recording, __ATOMIC_ACQUIRE);
     vh_modules_fork_child();
+    vh_mapped_fork_child();
     vh_reach_fork_child(t);
     if (recorded) {
         vh_stacks_reset();
@@ -439,6 +440,9 @@ static void finish(void)
     uint8_t g = vh_busy(t);
     if (mode == VH_MODE_ON)
         vh_reach_at_exit(t);       /* only a complete record knows every block */
+    if (vh_mapped_untracked())
+        vh_log("%llu mappings were not recorded: more than 65536 at once",
+               (unsigned long long)vh_mapped_untracked());
     vh_capture_end();
     vh_unbusy(t, g);
 }
@@ -523,6 +527,7 @@ static void init(void)
         goto out;
     }
     vh_cxx_startup();
+    vh_mmap_init();
     thread_setup(t);
     t->clocked = 1;                /* the first thread: see vh_enter_slow */
     vh_clock_thread();

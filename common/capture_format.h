@@ -52,7 +52,8 @@ enum vh_header_flags {
 enum vh_unwind_kind { VH_UNWIND_LIBUNWIND = 0, VH_UNWIND_FP = 1 };
 
 /* Requests of `vheap-analyze ctl` in the header's ctl word. */
-enum vh_ctl { VH_CTL_NONE = 0, VH_CTL_START = 1, VH_CTL_STOP = 2 };
+enum vh_ctl { VH_CTL_NONE = 0, VH_CTL_START = 1, VH_CTL_STOP = 2,
+              VH_CTL_REACH = 3 /* a reachability scan now (full mode) */ };
 
 struct vh_capture_header {
     char magic[8];                 /* VH_CAPTURE_MAGIC                       */
@@ -193,6 +194,15 @@ enum vh_reach_class {
     VH_REACH_CLASSES = 4,
 };
 #define VH_REACH_CLASS_MASK 3u
+
+/* Scans on request (`vheap-analyze ctl reach`), in vh_rec_hdr.flags: a
+ * REACH with BEGIN and no entries is written when the snapshot is taken
+ * (the live set it classifies is the one at that record); the REACH_END
+ * of such a scan has REQUEST. The scan at exit has neither. */
+enum vh_reach_flags {
+    VH_REACH_F_BEGIN = 1u << 0,
+    VH_REACH_F_REQUEST = 1u << 1,
+};
 
 /* How the scan ended (vh_rec_reach_end.status). */
 enum vh_reach_status {

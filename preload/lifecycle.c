@@ -192,6 +192,8 @@ static void ctl_poll(struct vh_tls *t)
         return;
     if (c == VH_CTL_STOP)
         switch_to(t, 0);
+    else if (c == VH_CTL_REACH)
+        vh_reach_now(t);
 }
 
 /* While paused, at an allocator call: 1 if recording starts again now. */

@@ -7,8 +7,10 @@
  * (guard REAL: jemalloc's or tcmalloc's extents, reached through the PLT)
  * only under VHEAP_MMAP=all, like the blocks glibc's malloc maps alone,
  * which it maps without the PLT and which are told from their chunk header
- * after the malloc (vh_mmap_block_*). The shim's own mappings (guard BUSY,
- * `own`: the capture, libunwind's pools) pass unseen and uncounted. Not
+ * after the malloc (vh_mmap_block_*). The shim's own mappings pass unseen
+ * and uncounted: those made at guard BUSY or `own` (the capture,
+ * libunwind's pools) and any call from libvheap's own code (a thread's
+ * walk state, mapped at its first event with the guard still OUT). Not
  * seen at all: the loader's mappings (ld.so maps libraries itself), libc's
  * own (thread stacks, glibc's arenas and brk heap: internal calls), raw
  * system calls. Under VHEAP_SAMPLE nothing here is recorded.
@@ -36,12 +38,15 @@ static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 }
 
 /* 1: the program's call, to record; 2: the allocator's, to record; 0: pass.
- * Inlined: vh_enter_slow reads the hook's frame. */
+ * A macro: vh_enter_slow reads the hook's frame, and the return address
+ * is the hook's caller. */
 #define WHOSE(t, kind)                                                         \
     do {                                                                       \
         kind = 0;                                                              \
+        uintptr_t ra_ = (uintptr_t)__builtin_return_address(0);                \
         if (vh_opt.mmap == VH_MMAP_OFF || vh_sample_rate || (t)->guard == VH_G_BUSY || \
-            (t)->own || ((t)->guard == VH_G_REAL && vh_opt.mmap != VH_MMAP_ALL))      \
+            (t)->own || ((t)->guard == VH_G_REAL && vh_opt.mmap != VH_MMAP_ALL) ||    \
+            ra_ - vh_self_lo < vh_self_hi - vh_self_lo)                        \
             break;                                                             \
         if (vh_likely(vh_fast_ok(t)) || vh_enter_slow(t))                      \
             kind = (t)->guard == VH_G_REAL ? 2 : 1;                            \
@@ -74,20 +79,30 @@ static void note_unmap(struct vh_tls *t, unsigned func, uint64_t lo, uint64_t le
     vh_hook_leave(t, h);
 }
 
-VH_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* After WHOSE: the call, and its record. */
+static void *mmap_as(struct vh_tls *t, int kind, void *addr, size_t len, int prot, int flags,
+                     int fd, off_t off)
 {
-    struct vh_tls *t = &vh_tls;
-    int kind;
-    WHOSE(t, kind);
     void *p = sys_mmap(addr, len, prot, flags, fd, off);
     if (kind && p != MAP_FAILED)
         note_map(t, kind == 2 ? VH_FN_MMAP_BLOCK : VH_FN_MMAP, (uintptr_t)p, len);
     return p;
 }
 
+VH_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    struct vh_tls *t = &vh_tls;
+    int kind;
+    WHOSE(t, kind);
+    return mmap_as(t, kind, addr, len, prot, flags, fd, off);
+}
+
 VH_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    return mmap(addr, len, prot, flags, fd, off);
+    struct vh_tls *t = &vh_tls;
+    int kind;
+    WHOSE(t, kind);
+    return mmap_as(t, kind, addr, len, prot, flags, fd, off);
 }
 
 /* The range ends before the call (a mapping made at once by another

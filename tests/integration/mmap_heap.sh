@@ -1,9 +1,12 @@
 # mmap_heap — what a program maps itself is the built-in heap "mmap": the
 # mappings mmap_arena still holds at exit (an arena whose middle it unmapped
 # and part of which it mapped over, one mapping moved and one grown in
-# place by mremap, the break grown by sbrk; one unmapped whole) are its
-# leaked blocks, exactly, each with the stack of the function that made
-# the mapping it is part of, as the program prints them. `mmap_arena big`
+# place by mremap, the break grown by sbrk, a 64 GiB PROT_NONE reservation
+# with a GiB mapped over it; one unmapped whole) are its leaked blocks,
+# exactly, each with the stack of the function that made the mapping it is
+# part of, as the program prints them; failing calls keep their errno; a
+# fork child's capture has its own mapping only (its munmap of one of the
+# parent's records nothing). `mmap_arena big`
 # mallocs a block above glibc's mmap threshold: no mmap heap by default,
 # its mapping (holding the block) with VHEAP_MMAP=all, and the freed
 # block's mapping ends. VHEAP_MMAP=off records none. The report of the
@@ -20,7 +23,7 @@ sqlite3 arena.db "SELECT l.address, l.size, l.stack_id FROM leaks l JOIN heaps h
                   WHERE h.name = 'mmap' ORDER BY l.address" >live.txt
 python3 - <<'PY' || die "the mmap heap's live blocks are not the program's mappings (above)"
 import json
-makers = {"make_arena", "map_over", "grow", "grow_break"}
+makers = {"make_arena", "map_over", "grow", "grow_break", "reserve", "commit"}
 first = {}
 for g in json.load(open("leaks.json"))["leaks"]:
     names = [f["function"] for f in g["stack"] if f["function"] in makers]
@@ -31,12 +34,19 @@ got = sorted((int(a), int(s), first.get(int(k), "?")) for a, s, k in
              (l.strip().split("|") for l in open("live.txt")))
 for w, g in zip(want, got):
     print("want", w, "got", g, "" if w == g else "  <--")
-assert len(want) == len(got) == 7 and want == got, (len(want), len(got))
+assert len(want) == len(got) == 10 and want == got, (len(want), len(got))
 PY
+grep -q '^errno ok' arena.out || die "errno not passed through: $(grep errno arena.out)"
+set -- $(sed -n 's/^child //p' arena.out)
+"$ANALYZE" load -q "arena.vhcap.$1" child.db || die "load of the child's capture failed"
+expect_eq "the child's mmap heap: leaked blocks, unknown frees" \
+    "$(sqlite3 child.db "SELECT group_concat(l.address || ':' || l.size), h.unknown_frees
+                         FROM heaps h JOIN leaks l ON l.heap_id = h.id WHERE h.name = 'mmap'")" \
+    "$2:4096|0"
 
 mmap_row() { sqlite3 "$1" "SELECT count(*) || '|' || coalesce(sum(l.size), 0) FROM heaps h
                           LEFT JOIN leaks l ON l.heap_id = h.id WHERE h.name = 'mmap'"; }
-total=$(awk '/^live / { s += $3 } END { print s }' arena.out)
+total=$(awk '/^live / { s += $3 } END { printf "%.0f\n", s }' arena.out)
 expect_eq "heaps: the mmap heap's leaked bytes" \
     "$(sqlite3 arena.db "SELECT leaked_bytes FROM heaps WHERE name = 'mmap'")" "$total"
 "$ANALYZE" heaps arena.db >heaps.txt || die "heaps failed"

@@ -1,8 +1,10 @@
 # reach_ondemand — `vheap-analyze ctl reach PID` scans a running program:
 # reach_ondemand holds a reachable block (4001), a lost one (4002) and a
 # lost one (4003) pointing to another (4004, indirectly lost), is scanned,
-# then frees the lost ones and exits. Scan 1's snapshot has the four with
-# those classes (`leaks --scan 1`); at exit only 4001 is live, reachable.
+# then frees the lost ones and exits. A block (4005) whose only pointer is
+# on a page mprotected away is lost; the scan steps over a 64 GiB PROT_NONE
+# reservation and a guard page (not roots: never read). Scan 1's snapshot has the five with those classes
+# (`leaks --scan 1`); at exit 4001 is live, reachable, and 4005 lost.
 # Then bad requests: a scan that does not exist, a bad --scan, a scan of a
 # sampled program (refused). Last, the program exits from another thread
 # while its scan's snapshot child is stopped: the exit is not held up nor
@@ -39,7 +41,7 @@ scans_done() { "$ANALYZE" dump "$1" 2>/dev/null | awk '$3 == "reach_end"' | grep
 
 classes() {
     sqlite3 "$1" "SELECT group_concat(size || ':' || coalesce(class, 'none'), ' ') FROM
-                  (SELECT size, class FROM $2 AND size BETWEEN 4001 AND 4004 ORDER BY size)"
+                  (SELECT size, class FROM $2 AND size BETWEEN 4001 AND 4005 ORDER BY size)"
 }
 
 cap=run.vhcap
@@ -60,11 +62,11 @@ expect_eq "exit status" "$rc" 0
 expect_eq "scans" "$(sqlite3 run.db 'SELECT group_concat(scan || ":" || status, " ") FROM
                                     (SELECT scan, status FROM reach ORDER BY scan)')" "0:done 1:done"
 expect_eq "scan 1's classes" "$(classes run.db 'reach_blocks WHERE scan = 1')" \
-    "4001:0 4002:3 4003:3 4004:2"
-expect_eq "classes at exit" "$(classes run.db 'leaks WHERE 1')" "4001:0"
+    "4001:0 4002:3 4003:3 4004:2 4005:3"
+expect_eq "classes at exit" "$(classes run.db 'leaks WHERE 1')" "4001:0 4005:3"
 "$ANALYZE" leaks run.db --scan 1 --class lost --format csv >lost.csv || die "leaks --scan 1 failed"
 expect_eq "leaks --scan 1 --class lost: bytes" \
-    "$(awk -F, 'NR > 1 && $9 == "lost" { s += $4 } END { print s + 0 }' lost.csv)" 8005
+    "$(awk -F, 'NR > 1 && $9 == "lost" { s += $4 } END { print s + 0 }' lost.csv)" 12010
 
 "$ANALYZE" leaks run.db --scan 2 >/dev/null 2>err.txt
 expect_eq "leaks --scan 2 (none): exit" "$?" 1

@@ -2,7 +2,12 @@
  * reach`), then freeing what the scan found lost. Block sizes say what
  * each is when the scan looks:
  *   4001 reachable (a global points to it), 4002 definitely lost,
- *   4003 definitely lost and pointing to 4004, indirectly lost.
+ *   4003 definitely lost and pointing to 4004, indirectly lost,
+ *   4005 lost: its only pointer is on a page the program mprotected away.
+ * Around them, what the scan must step over: a 64 GiB PROT_NONE
+ * reservation (Vere's loom), a guard page inside a mapping and a pointer
+ * into unmapped memory. (A process forking during the scan is reach_fate's
+ * `fork`: the scan at exit is the same code.)
  * The lost blocks' addresses are kept masked (no pointer the scan could
  * read), so that the program frees them once the file `go` exists: at
  * exit only 4001 is live. It prints "ready PID" once the blocks are made,
@@ -13,6 +18,7 @@
  * be changed by, the scan (status 5). It holds a million more blocks, so
  * that its scan lasts long enough for a test to catch (about a second). */
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +53,24 @@ static void wait_go(void)
     }
 }
 
+static void *volatile wild = (void *)0x10; /* into unmapped memory */
+
+/* What the scan must step over (above). */
+static void hazards(void)
+{
+    const size_t page = 4096;
+    if (mmap(NULL, 64ull << 30, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+             -1, 0) == MAP_FAILED)
+        exit(1);
+    char *m = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        exit(1);
+    *(void **)m = malloc(4005);
+    mprotect(m, page, PROT_NONE);           /* the pointer's page, away */
+    mprotect(m + page, page, PROT_NONE);    /* a guard page */
+    (void)wild;
+}
+
 static void *exiter(void *arg)
 {
     (void)arg;
@@ -76,6 +100,7 @@ int main(int argc, char **argv)
         if (pthread_create(&t, NULL, exiter, NULL) != 0)
             return 1;
     }
+    hazards();
     printf("ready %d\n", (int)getpid());
     fflush(stdout);
     wait_go();

@@ -285,8 +285,20 @@ void vh_stacks_thread(struct vh_tls *t);
 void vh_stacks_thread_end(struct vh_tls *t);
 void vh_stacks_fork_parent(void);
 
-/* unwind.c */
+/* unwind.c: the unwinders, one row each (VHEAP_UNWIND's choices, in the
+ * order of capture_format.h's enum vh_unwind_kind): its word, what init
+ * sets up for it (or none), whether cfi.c's cached rules walk first (and
+ * each thread keeps their walk state), its own walk, its doc line. The
+ * option (options.c) and the walks (unwind.c) both read this. */
+#define VH_UNWINDERS(X)                                                              \
+    X(VH_UNWIND_LIBUNWIND, "libunwind", unw_init, 1, unw_walk,                       \
+      "DWARF: cached CFI rules, libunwind for the rest; works everywhere")            \
+    X(VH_UNWIND_FP, "fp", fp_init, 0, fp_walk,                                       \
+      "frame pointers: faster, only for code built with -fno-omit-frame-pointer")
 int vh_unwind_init(void);
+/* The chosen unwinder walks by cfi.c's rules first (lifecycle.c sets up
+ * each thread's walk state then). */
+int vh_unwind_cfi(void);
 extern uintptr_t vh_self_lo, vh_self_hi;   /* libvheap.so's code */
 /* threads.c: the thread's stack bounds at its first event, without a call
  * into glibc (stack_hi stays 0 where they cannot be had so). */

@@ -174,7 +174,7 @@ static void thread_setup(struct vh_tls *t)
 {
     t->bounds_known = 1;
     vh_thread_bounds(t);
-    if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi)
+    if (vh_unwind_cfi() && t->stack_hi)
         vh_cfi_thread(t);
     vh_stacks_thread(t);
     vh_reach_thread_add(t);

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "preload/internal.h"
+#include "preload/lock.h"
 #include "preload/vheap.h"
 
 #define HEAP_MAX 65535u            /* heap ids are u16 in the records         */
@@ -76,7 +77,7 @@ static int tables_map(void)
     size_t total = heap_bytes + slot_bytes + off_bytes + label_bytes;
     int e = errno;
     /* NORESERVE: only the pages actually used count (a few KiB usually). */
-    char *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
+    char *p = vh_sys_mmap(NULL, total, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     errno = e;
     if (p == MAP_FAILED) {

@@ -7,11 +7,10 @@
  * (guard REAL: jemalloc's or tcmalloc's extents, reached through the PLT)
  * only under VHEAP_MMAP=all, like the blocks glibc's malloc maps alone,
  * which it maps without the PLT and which are told from their chunk header
- * after the malloc (vh_mmap_block_*). The shim's own mappings pass unseen
- * and uncounted: those made at guard BUSY or `own` (the capture,
- * libunwind's pools) and any call from libvheap's own code (a thread's
- * walk state, mapped at its first event with the guard still OUT). Not
- * seen at all: the loader's mappings (ld.so maps libraries itself), libc's
+ * after the malloc (vh_mmap_block_*). The shim's own mappings never come
+ * here (sys.h: system calls); libunwind's, made at guard BUSY, and any
+ * under `own` pass unseen and uncounted. Not seen at all: the loader's
+ * mappings (ld.so maps libraries itself), libc's
  * own (thread stacks, glibc's arenas and brk heap: internal calls), raw
  * system calls. Under VHEAP_SAMPLE nothing here is recorded.
  *
@@ -32,21 +31,13 @@
 
 static int heap_id;                /* the built-in heap, once made          */
 
-static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-}
-
 /* 1: the program's call, to record; 2: the allocator's, to record; 0: pass.
- * A macro: vh_enter_slow reads the hook's frame, and the return address
- * is the hook's caller. */
+ * A macro: vh_enter_slow reads the hook's frame. */
 #define WHOSE(t, kind)                                                         \
     do {                                                                       \
         kind = 0;                                                              \
-        uintptr_t ra_ = (uintptr_t)__builtin_return_address(0);                \
         if (vh_opt.mmap == VH_MMAP_OFF || vh_sample_rate || (t)->guard == VH_G_BUSY || \
-            (t)->own || ((t)->guard == VH_G_REAL && vh_opt.mmap != VH_MMAP_ALL) ||    \
-            ra_ - vh_self_lo < vh_self_hi - vh_self_lo)                        \
+            (t)->own || ((t)->guard == VH_G_REAL && vh_opt.mmap != VH_MMAP_ALL))      \
             break;                                                             \
         if (vh_likely(vh_fast_ok(t)) || vh_enter_slow(t))                      \
             kind = (t)->guard == VH_G_REAL ? 2 : 1;                            \
@@ -66,6 +57,7 @@ static void note_map(struct vh_tls *t, unsigned func, uint64_t lo, uint64_t len)
     int heap = vh_api_builtin_heap(t, &heap_id, "mmap", VH_HEAPF_MMAP);
     if (heap)
         vh_mapped_add(t, (uint16_t)heap, func, lo, lo + page_up(len), stack);
+    vh_rss_due(t, vh_now());
     vh_hook_leave(t, h);
 }
 
@@ -83,7 +75,7 @@ static void note_unmap(struct vh_tls *t, unsigned func, uint64_t lo, uint64_t le
 static void *mmap_as(struct vh_tls *t, int kind, void *addr, size_t len, int prot, int flags,
                      int fd, off_t off)
 {
-    void *p = sys_mmap(addr, len, prot, flags, fd, off);
+    void *p = vh_sys_mmap(addr, len, prot, flags, fd, off);
     if (kind && p != MAP_FAILED)
         note_map(t, kind == 2 ? VH_FN_MMAP_BLOCK : VH_FN_MMAP, (uintptr_t)p, len);
     return p;
@@ -115,7 +107,7 @@ VH_EXPORT int munmap(void *addr, size_t len)
     WHOSE(t, kind);
     if (kind && len && !((uintptr_t)addr & PAGE_MASK))
         note_unmap(t, VH_FN_MUNMAP, (uintptr_t)addr, len);
-    return (int)syscall(SYS_munmap, addr, len);
+    return vh_sys_munmap(addr, len);
 }
 
 /* Recorded after the call, which says where the range went: the old range
@@ -178,6 +170,7 @@ static void note_break(struct vh_tls *t, unsigned func, uint64_t from, uint64_t 
         /* The break is not page-aligned: blocks are the bytes asked for. */
         if (heap)
             vh_mapped_add(t, (uint16_t)heap, func, from, to, stack);
+        vh_rss_due(t, vh_now());
         vh_hook_leave(t, h);
     } else if (to < from) {
         int heap = __atomic_load_n(&heap_id, __ATOMIC_ACQUIRE);
@@ -217,8 +210,6 @@ VH_EXPORT int brk(void *addr)
 }
 
 /* ---- blocks glibc's malloc mapped alone (VHEAP_MMAP=all) -------------------- */
-int vh_mmap_blocks;                /* set at init: VHEAP_MMAP=all and the
-                                      real malloc is glibc's               */
 
 #define CHUNK_MMAPPED 2u
 
@@ -229,18 +220,17 @@ int vh_mmap_blocks;                /* set at init: VHEAP_MMAP=all and the
 void vh_mmap_block_alloc(struct vh_tls *t, uint8_t type, uint64_t p, uint32_t stack)
 {
     const uint64_t *hdr = (const uint64_t *)(uintptr_t)(p - 16);
-    int heap;
-    if (!p || vh_boot_owns((const void *)(uintptr_t)p) ||
-        !(heap = vh_api_builtin_heap(t, &heap_id, "mmap", VH_HEAPF_MMAP)))
+    if (!p || vh_boot_owns((const void *)(uintptr_t)p))
         return;
     if (type == VH_REC_RESIZE)
-        vh_mapped_free_at(t, (uint16_t)heap, VH_FN_MMAP_BLOCK, p);
+        vh_mmap_block_free(t, p);
     if (!(hdr[1] & CHUNK_MMAPPED))
         return;
     uint64_t lo = p - 16 - hdr[0], hi = p - 16 + (hdr[1] & ~7ull);
-    if ((lo | hi) & PAGE_MASK)
-        return;                    /* not glibc's layout after all */
-    vh_mapped_add(t, (uint16_t)heap, VH_FN_MMAP_BLOCK, lo, hi, stack);
+    int heap;
+    if (!((lo | hi) & PAGE_MASK) &&    /* else not glibc's layout after all */
+        (heap = vh_api_builtin_heap(t, &heap_id, "mmap", VH_HEAPF_MMAP)))
+        vh_mapped_add(t, (uint16_t)heap, VH_FN_MMAP_BLOCK, lo, hi, stack);
 }
 
 /* Block p is being freed (or left by a moving realloc): its mapping ends,
@@ -250,13 +240,4 @@ void vh_mmap_block_free(struct vh_tls *t, uint64_t p)
     int heap = __atomic_load_n(&heap_id, __ATOMIC_ACQUIRE);
     if (heap)
         vh_mapped_free_at(t, (uint16_t)heap, VH_FN_MMAP_BLOCK, p);
-}
-
-/* At init: whether the blocks above are to be looked for. glibc's malloc
- * is the one in the object that defines gnu_get_libc_version. */
-void vh_mmap_init(void)
-{
-    if (vh_opt.mmap != VH_MMAP_ALL || vh_opt.sample || !vh_real.malloc)
-        return;
-    vh_mmap_blocks = vh_sym_same_object("gnu_get_libc_version", (void *)vh_real.malloc);
 }

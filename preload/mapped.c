@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 #include "preload/internal.h"
+#include "preload/lock.h"
 
 #define ENTRIES (1u << 16)         /* mappings recorded at once               */
 
@@ -67,7 +68,7 @@ static void put_piece(struct vh_tls *t, uint16_t heap, const struct mapping *m, 
 }
 
 /* Entries [i, j) leave the table; `add` pieces take their place. */
-static void splice(uint32_t i, uint32_t j, const struct mapping *add, uint32_t nadd)
+static void replace_entries(uint32_t i, uint32_t j, const struct mapping *add, uint32_t nadd)
 {
     memmove(&tab[i + nadd], &tab[j], (n - j) * sizeof *tab);
     if (nadd)
@@ -102,7 +103,7 @@ static void cut_locked(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t 
     }
     for (uint32_t k = 0; k < nkeep; k++)
         put_piece(t, heap, &keep[k], now);
-    splice(i, j, keep, nkeep);
+    replace_entries(i, j, keep, nkeep);
 }
 
 void vh_mapped_cut(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, uint64_t hi)
@@ -131,7 +132,7 @@ void vh_mapped_add(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, 
             struct mapping m = { .lo = lo, .hi = hi, .stack = stack, .tag = t->tag,
                                  .func = (uint8_t)func };
             uint32_t i = first_after(lo);
-            splice(i, i, &m, 1);
+            replace_entries(i, i, &m, 1);
             vh_record_alloc(t, VH_REC_ALLOC, heap, func, 0, lo, hi - lo, hi - lo, stack,
                             t->tag, now);
         } else {
@@ -139,7 +140,6 @@ void vh_mapped_add(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, 
         }
     }
     vh_unlock(&lock);
-    vh_rss_due(t, now);
 }
 
 /* The mapping that holds `a` ends (a block the allocator mapped alone is
@@ -153,7 +153,7 @@ int vh_mapped_free_at(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t a
     uint32_t i = tab ? first_after(a) : n;
     if (i < n && tab[i].lo <= a) {
         vh_record_free(t, heap, func, 0, tab[i].lo, vh_now());
-        splice(i, i + 1, NULL, 0);
+        replace_entries(i, i + 1, NULL, 0);
         found = 1;
     }
     vh_unlock(&lock);
@@ -171,4 +171,16 @@ void vh_mapped_fork_child(void)
 uint64_t vh_mapped_untracked(void)
 {
     return untracked;
+}
+
+int vh_mmap_blocks;
+
+/* VHEAP_MMAP=all: whether the real malloc is glibc's, whose big blocks are
+ * told from their chunk header (hooks_mmap.c). It is, when it lies in the
+ * object that defines gnu_get_libc_version. */
+void vh_mmap_init(void)
+{
+    if (vh_opt.mmap != VH_MMAP_ALL || vh_opt.sample || !vh_real.malloc)
+        return;
+    vh_mmap_blocks = vh_sym_same_object("gnu_get_libc_version", (void *)vh_real.malloc);
 }

@@ -9,7 +9,8 @@
 # parent's records nothing). `mmap_arena big`
 # mallocs a block above glibc's mmap threshold: no mmap heap by default,
 # its mapping (holding the block) with VHEAP_MMAP=all, and the freed
-# block's mapping ends. VHEAP_MMAP=off records none. The report of the
+# block's mapping ends; on jemalloc, its extents only with VHEAP_MMAP=all.
+# VHEAP_MMAP=off records none. The report of the
 # arena shows the heap (headless Chromium, as report.sh) with the
 # database's numbers, and `heaps`/`series` list it beside malloc.
 . "$TOP/tests/lib.sh"
@@ -75,6 +76,19 @@ for mode in default program all off; do
                                   sum(l.size >= 1048576), h.allocations
                            FROM leaks l JOIN heaps h ON h.id = l.heap_id WHERE h.name = 'mmap'")" "1|1|1|2"
 done
+# jemalloc maps its extents through the PLT, from inside the real malloc:
+# the allocator's, not the program's (libjemalloc-dev: install-deps.sh)
+je=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -n 1)
+[ -n "$je" ] || die "libjemalloc.so.2 is not installed (scripts/install-deps.sh)"
+for mode in program all; do
+    VHEAP_MMAP=$mode VHEAP_OUT=je.$mode.vhcap VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB $je" \
+        "$PROGS/mmap_arena" big >/dev/null || die "mmap_arena big on jemalloc ($mode) failed"
+    "$ANALYZE" load -q je.$mode.vhcap je.$mode.db || die "load (jemalloc, $mode) failed"
+done
+expect_eq "jemalloc, VHEAP_MMAP=program: an mmap heap" \
+    "$(sqlite3 je.program.db "SELECT count(*) FROM heaps WHERE name = 'mmap'")" 0
+expect_eq "jemalloc, VHEAP_MMAP=all: its extents are mappings" \
+    "$(sqlite3 je.all.db "SELECT allocations > 0 FROM heaps WHERE name = 'mmap'")" 1
 VHEAP_MMAP=off profile off.vhcap "$PROGS/mmap_arena" >/dev/null || die "VHEAP_MMAP=off: exit $?"
 "$ANALYZE" load -q off.vhcap off.db || die "load (off) failed"
 expect_eq "VHEAP_MMAP=off: the arena's heap" "$(mmap_row off.db)" "0|0"

@@ -2,7 +2,11 @@
 # under tmux (send-keys, capture-pane) and as plain text: the first screen
 # ranks cache_fill first with the 1,000,000 B the program holds; after the
 # program grew by 50 x 4,000 B, key 'g' ranks grow_step first with a growth
-# of exactly 200,000 B; 'q' quits with status 0. Plain text when stdout is
+# of exactly 200,000 B; as the program frees cache_fill's blocks, 3 then
+# 4 more, each later look shows what it holds then (700,000 B in 7 blocks,
+# 300,000 B in 3: the view reads only what was added since the last look,
+# so these check that its kept state follows the program); 'q' quits with
+# status 0. Plain text when stdout is
 # not a terminal, stopping after --iterations; a sampled run's view says its
 # numbers are estimates. Refused with exit 1 and a reason: a dead pid, a
 # process without vheap, the capture of a program that has exited.
@@ -54,6 +58,23 @@ row=$(first_row)
 case $row in *grow_step*) ;; *) die "first row by growth is not grow_step: $row" ;; esac
 expect_eq "grow_step's growth" "$(echo "$row" | awk '{print $3}')" "200.00K"
 expect_eq "grow_step's live bytes" "$(echo "$row" | awk '{print $1}')" "200.00K"
+# several looks later, after frees of blocks the first look saw allocated
+tm send-keys -t view l
+screen_has 'ranked by live'
+for step in "3 7 700.00K" "4 3 300.00K"; do
+    set -- $step
+    echo "free $1" >go
+    n=0; while ! grep -q "^freed $2\$" prog.out && [ $n -lt 500 ]; do sleep 0.02; n=$((n + 1)); done
+    grep -q "^freed $2\$" prog.out || die "live_view did not free down to $2 blocks"
+    n=0
+    while [ $n -lt 300 ]; do
+        tm capture-pane -p -t view >pane.txt 2>/dev/null
+        row=$(grep 'cache_fill' pane.txt | head -1)
+        [ "$(echo "$row" | awk '{print $1, $2}')" = "$3 $2" ] && break
+        sleep 0.1; n=$((n + 1))
+    done
+    expect_eq "cache_fill after free $1" "$(echo "$row" | awk '{print $1, $2}')" "$3 $2"
+done
 tm send-keys -t view q
 screen_has 'VIEW-EXIT=0'
 

@@ -81,7 +81,8 @@ struct stack_ent {
 
 struct capture {
     const uint8_t *map;
-    uint64_t size;
+    uint64_t size;                 /* of the file at the last snapshot      */
+    uint64_t maplen;               /* mapped: more when the file shrank     */
     const struct vh_capture_header *hdr;
     int v1;                        /* version 1: struct records only        */
     int fd;                        /* kept for capture__follow              */
@@ -248,11 +249,13 @@ static int chunk_scan(struct capture *c, uint32_t i)
 {
     const struct vh_capture_header *hdr = c->hdr;
     uint64_t base = hdr->chunk_offset + (uint64_t)i * hdr->chunk_size;
-    uint64_t avail = c->size - base; /* base < size: the snapshot is clamped */
+    uint64_t avail = c->size - base;
     const struct vh_chunk_header *chdr = (const void *)(c->map + base);
     uint64_t used, limit;
 
-    if (c->at[i].done)
+    /* base < size at open (the snapshot is clamped); a file that shrank
+     * while followed may end before a chunk read earlier */
+    if (c->at[i].done || base >= c->size)
         return 0;
 
     if (avail > hdr->chunk_size)
@@ -795,7 +798,7 @@ int capture__open(const char *path, struct capture **out, char *err, size_t errl
         goto out;
     }
     c->fd = -1;
-    c->size = (uint64_t)st.st_size;
+    c->size = c->maplen = (uint64_t)st.st_size;
     c->map = mmap(NULL, c->size, PROT_READ, MAP_SHARED, fd, 0);
     if (c->map == MAP_FAILED) {
         c->map = NULL;
@@ -836,10 +839,11 @@ int capture__follow(struct capture *c, char *err, size_t errlen)
         snprintf(err, errlen, "cannot stat: %s", strerror(errno));
         return rc;
     }
-    /* a capture only grows (the writer's extents); a smaller file is the
-     * truncation at exit, which keeps every record below its size */
-    if ((uint64_t)st.st_size > c->size) {
-        void *m = mremap((void *)c->map, c->size, (size_t)st.st_size, MREMAP_MAYMOVE);
+    /* A capture grows (the writer's extents); the truncation at exit keeps
+     * every claimed chunk, and the pages past a smaller size are not read
+     * (they would fault). */
+    if ((uint64_t)st.st_size > c->maplen) {
+        void *m = mremap((void *)c->map, c->maplen, (size_t)st.st_size, MREMAP_MAYMOVE);
         if (m == MAP_FAILED) {
             rc = -errno;
             snprintf(err, errlen, "cannot map: %s", strerror(errno));
@@ -847,8 +851,14 @@ int capture__follow(struct capture *c, char *err, size_t errlen)
         }
         c->map = m;
         c->hdr = m;
-        c->size = (uint64_t)st.st_size;
+        c->maplen = (uint64_t)st.st_size;
     }
+    if ((uint64_t)st.st_size < VH_HEADER_SIZE) {
+        snprintf(err, errlen, "truncated to %llu bytes while being read",
+                 (unsigned long long)st.st_size);
+        return -EINVAL;
+    }
+    c->size = (uint64_t)st.st_size;
     free(c->dense);
     c->dense = NULL;
     c->ndense = 0;
@@ -951,7 +961,7 @@ void capture__close(struct capture *c)
     if (!c)
         return;
     if (c->map)
-        munmap((void *)c->map, c->size);
+        munmap((void *)c->map, c->maplen);
     if (c->fd >= 0)
         close(c->fd);
     free(c->at);

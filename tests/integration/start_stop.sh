@@ -38,11 +38,12 @@ grep -q "handles signal 12 itself" own.err || die "no word that the program uses
 check_run oneshot oneshot
 expect_eq "a one-shot handler ran once" "$(sed -n 's/.*handled=//p' oneshot.out)" 1
 
-# the loaded DB has the API's and the signal's windows (the one from the
-# start to the first vheap_stop held no event: the loader takes a WINDOW 0
-# before any event for VHEAP_START=paused, load.c's on_window)
+# the loaded DB has the start's, the API's and the signal's windows: the
+# one from the start to the first vheap_stop holds no event, yet recording
+# was on then (the program did not start paused: no VHEAP_START=paused)
 "$ANALYZE" load own.vhcap own.db >/dev/null 2>load.err || die "load: $(cat load.err)"
-expect_eq "windows in the DB (API, signal)" "$(sqlite3 own.db 'SELECT count(*) FROM windows')" 2
+expect_eq "windows in the DB (start, API, signal)" "$(sqlite3 own.db 'SELECT count(*) FROM windows')" 3
+expect_eq "the first window starts at 0" "$(sqlite3 own.db 'SELECT min(start_time) FROM windows')" 0
 
 # without the shim: the calls do nothing, the program's handler gets both
 "$PROGS/start_stop" handler >bare.out || die "without the shim: exit $?"

@@ -201,7 +201,9 @@ static void test_load_sampled(void **state)
 }
 
 /* WINDOW records: the windows table; a free of a block allocated while
- * paused is an unknown free; a first WINDOW 1 means it started paused. */
+ * paused is an unknown free; a first WINDOW 1, or the header's
+ * START_PAUSED, means it started paused; a first WINDOW 0 otherwise is a
+ * pause after a window from the start, even before any event. */
 static void test_load_windows(void **state)
 {
     struct capb b;
@@ -242,6 +244,39 @@ static void test_load_windows(void **state)
     assert_string_equal(qs(db, "SELECT group_concat(start_time || '-' || end_time) FROM windows",
                            s, sizeof s),
                         "0-50");
+    done(db, &b);
+
+    /* a vheap_stop() before the first allocation (a WINDOW 0 before any
+     * event, the header not saying it started paused): recording was on
+     * from the start until it, not paused from the start */
+    capb__init(&b, 0);
+    ch = capb__chunk(&b);
+    capb__thread(&b, ch, 1, 1);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 50, 0, 0);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 100, 1, 0);
+    capb__alloc(&b, ch, 110, 0x1000, 64, 64, 1);
+    capb__end(&b, ch, 400);
+    db = fx_load(&b, &opts);
+    assert_string_equal(qs(db, "SELECT group_concat(start_time || '-' || end_time, ' ') "
+                               "FROM (SELECT * FROM windows ORDER BY start_time)",
+                           s, sizeof s),
+                        "0-50 100-400");
+    done(db, &b);
+
+    /* the same records from VHEAP_START=paused: the header says so */
+    capb__init(&b, 0);
+    capb__header(&b)->flags |= VH_HDR_START_PAUSED;
+    ch = capb__chunk(&b);
+    capb__thread(&b, ch, 1, 1);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 50, 0, 0);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 100, 1, 0);
+    capb__alloc(&b, ch, 110, 0x1000, 64, 64, 1);
+    capb__end(&b, ch, 400);
+    db = fx_load(&b, &opts);
+    assert_string_equal(qs(db, "SELECT group_concat(start_time || '-' || end_time, ' ') "
+                               "FROM (SELECT * FROM windows ORDER BY start_time)",
+                           s, sizeof s),
+                        "100-400");
     done(db, &b);
 
     /* no WINDOW record: one window, the whole run */

@@ -61,6 +61,7 @@ int load__follow_open(const char *capture, const char *db_path, const struct loa
     }
     f->o = o ? *o : (struct load_opts){ 0 };
     f->o.progress = 0;
+    f->o.no_events = 1;
     f->L.opts = &f->o;
     rc = load__open_capture(&f->L, capture, cs, err, errlen);
     free(cs);

@@ -345,7 +345,7 @@ static inline void emit(struct loader *L, const struct vh_ev *e)
 {
     int rc;
     L->es.emitted++;
-    if (__builtin_expect(!L->failed, 1) && (rc = evwriter__add(L->es.evw, e)))
+    if (__builtin_expect(!L->failed && L->es.evw, 1) && (rc = evwriter__add(L->es.evw, e)))
         loader__fail(L, rc, "event stream: %s", evwriter__error(L->es.evw));
 }
 

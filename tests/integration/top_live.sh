@@ -123,6 +123,7 @@ grep -q "every number is an estimate" sampled.txt || die "the sampled view does 
 tm new-session -d -s view2 -x 200 -y 40 \
     "'$ANALYZE' top --live $pid; echo VIEW-EXIT=\$?; sleep 60"
 tm_target=view2
+screen_has 'ranked by live'        # watching before the program goes on
 echo go >go                        # its two waits: after ready, after grown
 n=0; while ! grep -q '^grown' prog.out && [ $n -lt 500 ]; do sleep 0.02; n=$((n + 1)); done
 echo exit >go                      # (not before: one read could take both lines)

@@ -18,6 +18,7 @@ struct vh_live {
     struct vh_map *index;          /* stack id -> rows index                   */
     struct vh_live_totals t;
     uint64_t prev_ns;              /* the previous look, caller's clock        */
+    uint64_t prev_last;            /* its latest record's time                 */
     double first_live;             /* live bytes at the first look             */
 };
 
@@ -69,12 +70,16 @@ static struct vh_live_row *row_of(struct vh_live *l, int64_t stack_id)
     return &l->rows[e->v1];
 }
 
-/* Seconds between this look and the previous one: of the caller's clock,
- * or for the first look the program's run so far (its average rate). */
-static double interval_s(const struct vh_live *l, uint64_t now_ns)
+/* Seconds between this look and the previous one: between their latest
+ * records (what the bytes allocated between them took, however long a
+ * look's reading took), else of the caller's clock; for the first look
+ * the program's run so far (its average rate). */
+static double interval_s(const struct vh_live *l, const struct vh_live_in *in, uint64_t now_ns)
 {
     if (!l->t.looks)
         return l->t.runtime_ns ? (double)l->t.runtime_ns / 1e9 : 1.0;
+    if (in->last_time_ns > l->prev_last)
+        return (double)(in->last_time_ns - l->prev_last) / 1e9;
     double s = (double)(now_ns - l->prev_ns) / 1e9;
     return s > 1e-3 ? s : 1e-3;
 }
@@ -130,7 +135,7 @@ int vh_live__look(struct vh_live *l, const struct vh_live_in *in, const struct v
 {
     double prev_allocated = l->t.allocated;
     read_totals(l, in, now_ns);
-    double dt = interval_s(l, now_ns);
+    double dt = interval_s(l, in, now_ns);
     if (read_stacks(l, rows, n, dt))
         return -ENOMEM;
     l->t.rate = (l->t.allocated - (l->t.looks ? prev_allocated : 0)) / dt;
@@ -139,6 +144,7 @@ int vh_live__look(struct vh_live *l, const struct vh_live_in *in, const struct v
     l->t.growth = l->t.live_bytes - l->first_live;
     l->t.looks++;
     l->prev_ns = now_ns;
+    l->prev_last = in->last_time_ns;
     return 0;
 }
 

@@ -18,7 +18,8 @@ struct vh_live_row {
     int64_t stack_id;
     double live_bytes, live_blocks;
     double growth;                 /* live bytes now - when the view started */
-    double rate;                   /* bytes allocated a second, last interval */
+    double rate;                   /* bytes allocated a second, last interval
+                                      (between the two looks' latest records) */
     double allocated;              /* bytes allocated since the program began */
     double first_live;             /* live bytes at the first look (0 if new) */
 };

@@ -47,6 +47,10 @@ enum vh_header_flags {
                                       (DISABLED): no END record, end_time set */
     VH_HDR_EXEC = 1u << 5,         /* the image called execve (exec_path): set
                                       before the call, cleared if it failed */
+    VH_HDR_START_PAUSED = 1u << 6, /* recording was paused from the start
+                                      (VHEAP_START=paused, or a fork child
+                                      of a paused parent): the first WINDOW
+                                      0 is not a pause after a window   */
 };
 
 enum vh_unwind_kind { VH_UNWIND_LIBUNWIND = 0, VH_UNWIND_FP = 1 };

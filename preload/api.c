@@ -560,15 +560,19 @@ void vh_api_mark(struct vh_tls *t, const char *label)
     put_label(t, VH_REC_MARK, 0, label, text_len(label), vh_now());
 }
 
+/* A mark lands while paused too, as a `ctl mark` does: marks are how a
+ * user finds the phases, also the ones left unrecorded, and cost one
+ * record. */
 static void api_mark(const char *label)
 {
     struct vh_tls *t = &vh_tls;
     uint8_t g;
-    if (!api_enter(t, &g))
+    int on = api_enter(t, &g);
+    if (!on && !api_enter_paused(t, &g))
         return;
     uint64_t now = vh_now();
     put_label(t, VH_REC_MARK, 0, label ? label : "", text_len(label), now);
-    api_leave(t, g, now);
+    api_leave(t, g, on ? now : 0); /* paused: no RSS tick */
 }
 
 static uint64_t label_hash(const char *s, size_t len)

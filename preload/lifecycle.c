@@ -51,6 +51,15 @@ static void window(struct vh_tls *t, int on)
     __atomic_store_n(&vh_cap.hdr->recording, (uint32_t)on, __ATOMIC_RELEASE);
 }
 
+/* Paused before anything was recorded: said in the header, so that the
+ * reader does not take the WINDOW 0 for a vheap_stop() made before the
+ * program's first allocation (then recording was on until it). */
+static void window_start_paused(struct vh_tls *t)
+{
+    __atomic_fetch_or(&vh_cap.hdr->flags, VH_HDR_START_PAUSED, __ATOMIC_RELEASE);
+    window(t, 0);
+}
+
 /* The one way recording goes on or off once started — `ctl`, vheap_start
  * and vheap_stop, VHEAP_SIGNAL: the mode word, then the WINDOW record that
  * says so (at guard BUSY). 1 if it changed; 0 when it already was so, or
@@ -249,7 +258,7 @@ static void fork_child_work(void)
             vh_sample_fork_child(); /* the parent's sampled blocks are not ours */
             if (paused) {
                 uint8_t g = vh_busy(t);
-                window(t, 0);
+                window_start_paused(t);
                 vh_unbusy(t, g);
             }
             __atomic_store_n(&vh_mode, paused ? VH_MODE_PAUSED : VH_MODE_ON, __ATOMIC_RELEASE);
@@ -461,7 +470,7 @@ static void init(void)
     vh_modules_emit_all(t);
     vh_rss_sample(t);
     if (vh_opt.start == VH_START_PAUSED)
-        window(t, 0);              /* VHEAP_START=paused */
+        window_start_paused(t);    /* VHEAP_START=paused */
     vh_unbusy(t, g);
     rss_restart();
     __atomic_fetch_add(&vh_cap.hdr->dropped_events,

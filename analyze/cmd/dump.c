@@ -267,6 +267,7 @@ static void header_lines(const struct capture *c)
         { VH_HDR_EXITED, "exited" },
         { VH_HDR_FORKED, "forked" },
         { VH_HDR_ARGV_TRUNC, "argv_truncated" },
+        { VH_HDR_START_PAUSED, "start_paused" },
     };
     uint32_t hf = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
     const char *argv, *w[sizeof flags / sizeof flags[0]];   /* every flag may be set */

@@ -141,7 +141,8 @@ static int pick(struct ctx *c, const char *opt, const char *arg, int last, int64
 static int owner_row(sqlite3_stmt *st, void *arg);
 static int growth_row(sqlite3_stmt *st, void *arg);
 
-enum { O_ID, O_PATH, O_DEPTH, O_WALK, O_BYTES, O_BLOCKS, O_SELF_WALK, O_SHARE, O_N };
+enum { O_ID, O_PATH, O_DEPTH, O_WALK, O_BYTES, O_BLOCKS, O_SHARE, O_SELF_WALK, O_SELF_BYTES,
+       O_SELF_BLOCKS, O_N };
 
 static const struct out_col ocols[O_N] = {
     [O_ID] = { "owner_id", "owner id", OUT_INT, OUT_F_NO_TABLE },
@@ -150,8 +151,11 @@ static const struct out_col ocols[O_N] = {
     [O_WALK] = { "walk_bytes", "walk counted", OUT_BYTES, 0 },
     [O_BYTES] = { "bytes", "live bytes", OUT_BYTES, 0 },
     [O_BLOCKS] = { "blocks", "blocks", OUT_INT, 0 },
-    [O_SELF_WALK] = { "self_walk_bytes", "own walk bytes", OUT_BYTES, OUT_F_NO_TABLE },
     [O_SHARE] = { "share", "share %", OUT_REAL, 0 },
+    /* the blocks named directly under the owner, not below it */
+    [O_SELF_WALK] = { "self_walk_bytes", "own walk bytes", OUT_BYTES, OUT_F_NO_TABLE },
+    [O_SELF_BYTES] = { "self_bytes", "own live bytes", OUT_BYTES, OUT_F_NO_TABLE },
+    [O_SELF_BLOCKS] = { "self_blocks", "own blocks", OUT_INT, OUT_F_NO_TABLE },
 };
 
 /* ?1 snapshot, ?2 --owner, ?3 --min-bytes; owners in the walk's order
@@ -167,9 +171,10 @@ static int list(struct ctx *c)
     int rc = vh_query__prepare(
         c->q,
         "SELECT t.owner_id, coalesce(o.path, '(no owner)'), coalesce(o.depth, 0),"
-        "       t.walk_bytes, t.bytes, t.blocks, t.self_walk_bytes,"
+        "       t.walk_bytes, t.bytes, t.blocks,"
         "       round(100.0 * t.walk_bytes / max(1, (SELECT walk_bytes FROM owner_snapshots"
-        "                                           WHERE id = ?1)), 2)" OWNER_SEL
+        "                                           WHERE id = ?1)), 2),"
+        "       t.self_walk_bytes, t.self_bytes, t.self_blocks" OWNER_SEL
         " ORDER BY coalesce(t.owner_id, 0) LIMIT ?4",
         &st);
     if (rc || (rc = snapshot_line(c, "snapshot", c->snap)))

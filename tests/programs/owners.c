@@ -71,8 +71,9 @@ static void give(struct owner *w, int n, size_t base)
     }
 }
 
-/* The walk over one owner: push its labels, report each object not yet
- * marked, pop. `marked` is the walk's mark bit per arena granule. */
+/* The walk over one owner: push its labels, report each object it reaches
+ * (a block reached again too: vheap keeps its first owner), count those
+ * not yet marked, pop. `marked` is the walk's mark bit per granule. */
 static unsigned char *marked;
 
 static void walk(struct owner *w)
@@ -83,10 +84,10 @@ static void walk(struct owner *w)
     w->blocks = w->bytes = w->walk = 0;
     for (int i = 0; i < w->n; i++) {
         size_t g = (size_t)(w->objs[i].p - arena) / 16;
+        vheap_owned(w->objs[i].p, rounded(w->objs[i].size));
         if (marked[g])
             continue;              /* the walk counts a block once */
         marked[g] = 1;
-        vheap_owned(w->objs[i].p, rounded(w->objs[i].size));
         w->blocks++;
         w->bytes += (long)w->objs[i].size;
         w->walk += (long)rounded(w->objs[i].size);

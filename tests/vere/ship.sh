@@ -8,7 +8,9 @@
 # (sampled, paused, `ctl start` on the serf). Checks: exit statuses and Vere's
 # own report lines equal the plain runs'; no dropped or nested events in any
 # capture; the loom's live bytes at grab's mark equal grab's "total marked"
-# less the allocator metadata it itemizes (0.1 %); frag's "compaction would
+# less the allocator metadata it itemizes (0.1 %); every owner grab prints
+# equals vheap's ownership snapshot of the same walk, and the top-level
+# owners sum to grab's total marked, exactly; frag's "compaction would
 # reclaim" at the pack mark within 5 % of "pack: gained"; every command of
 # docs/vere.md runs. Exit 77 only when the shared folder is absent.
 #
@@ -169,6 +171,15 @@ usable=$(json 'd["frag"]["usable"]' <"$W/grab-frag.json")
 log "grab: total marked $marked B, allocator metadata $meta B; vheap's loom at 'grab': $usable B usable"
 python3 -c "import sys; a, b = $usable, $marked - $meta; sys.exit(abs(a - b) > b / 1000)" ||
     bad "the loom's live bytes at grab ($usable) are not grab's total marked less its metadata ($((marked - meta))) within 0.1 %"
+
+# ---- grab: its owners as vheap recorded them against grab's own report ---------
+# (the patch reports grab's walk: each owner's bytes are the walk's, exactly)
+"$ANALYZE" owners "$GRAB" --limit 0 --format json --bytes >"$W/grab-owners.json" 2>"$W/err" ||
+    bad "owners of the grab capture: $(cat "$W/err")"
+grep -q warning "$W/err" && bad "owners of the grab capture warned: $(cat "$W/err")"
+python3 "$TOP/tests/vere/grab_owners.py" "$W/grab-vheap.log" "$W/grab-owners.json" >"$W/grab-owners.txt" ||
+    bad "grab's owners differ from vheap's: $(head -n 5 "$W/grab-owners.txt")"
+log "$(tail -n 1 "$W/grab-owners.txt")"
 
 # ---- pack: frag's prediction at the pack mark against pack's gain -----------
 PACK=$(ls "$W"/cap/pack.*.vhcap | head -n 1)

@@ -73,6 +73,16 @@ expect_eq "ames' blocks by stack" \
     "$(json_get stacks.json 'sum(s["blocks"] for s in d["stacks"])')" \
     "$(sed -n 's|^own snapshot=2 path=arvo/vane/ames blocks=\([0-9]*\) .*|\1|p' ok.books)"
 
+# frag --by owner: pages each owner's blocks touch, as the program counted
+for n in 1 2; do
+    "$ANALYZE" frag ok.vhcap --by owner --snapshot $n --limit 0 --format json >frag.$n.json ||
+        die "frag --by owner --snapshot $n failed"
+    sed -n "s|^own frag snapshot=$n pages=\([0-9]*\) path=\(.*\)$|\2 \1|p" ok.books | sort >want.$n
+    json_get frag.$n.json '"\n".join("%s %d" % (o["owner"], o["pages"]) for o in d["owners"])' |
+        sort >got.$n
+    cmp -s want.$n got.$n || die "pages by owner, snapshot $n: $(diff want.$n got.$n)"
+done
+
 # ---- bad input: counted, said once, the rest intact ------------------------
 run_mode bad || die "owners bad exited $?: $(tail -n 3 bad.err)"
 expect_eq "shim warnings about calls with no snapshot" \

@@ -17,6 +17,7 @@
  * (the node's own blocks, not its children's; bytes requested, walk the
  * bytes the walk counted; PATH labels joined by '/'), and
  *   own snapshot=N total blocks=B bytes=S walk=W
+ *   own frag snapshot=N pages=P path=PATH (4 KiB pages its blocks touch)
  *   own bad unknown=N cut=N notutf8=N strays=N */
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@ struct owner {
     struct obj objs[MAXOBJ];
     int n;
     long blocks, bytes, walk;      /* this snapshot's books                */
+    long pages;                    /* 4 KiB pages its counted blocks touch  */
 };
 
 static size_t rounded(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -81,13 +83,19 @@ static void walk(struct owner *w)
     int depth = 0;
     for (; depth < 4 && w->labels[depth]; depth++)
         vheap_own_push(w->labels[depth]);
-    w->blocks = w->bytes = w->walk = 0;
+    static unsigned char page[ARENA / 4096];
+    memset(page, 0, sizeof page);
+    w->blocks = w->bytes = w->walk = w->pages = 0;
     for (int i = 0; i < w->n; i++) {
         size_t g = (size_t)(w->objs[i].p - arena) / 16;
         vheap_owned(w->objs[i].p, rounded(w->objs[i].size));
         if (marked[g])
             continue;              /* the walk counts a block once */
         marked[g] = 1;
+        size_t off = (size_t)(w->objs[i].p - arena), end = off + rounded(w->objs[i].size);
+        for (size_t pg = off / 4096; pg <= (end - 1) / 4096; pg++)
+            if (!page[pg]++)
+                w->pages++;
         w->blocks++;
         w->bytes += (long)w->objs[i].size;
         w->walk += (long)rounded(w->objs[i].size);
@@ -108,6 +116,7 @@ static void books(int snap, long meta)
     for (unsigned i = 0; i < sizeof all / sizeof *all; i++) {
         printf("own snapshot=%d path=%s blocks=%ld bytes=%ld walk=%ld\n", snap, all[i]->path,
                all[i]->blocks, all[i]->bytes, all[i]->walk);
+        printf("own frag snapshot=%d pages=%ld path=%s\n", snap, all[i]->pages, all[i]->path);
         b += all[i]->blocks;
         s += all[i]->bytes;
         w += all[i]->walk;

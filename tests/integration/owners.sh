@@ -83,6 +83,18 @@ for n in 1 2; do
     cmp -s want.$n got.$n || die "pages by owner, snapshot $n: $(diff want.$n got.$n)"
 done
 
+# the report's ownership view: the last snapshot's owners, as the books say
+if CHROMIUM=$(command -v chromium || command -v chromium-browser); then
+    "$ANALYZE" report ok.vhcap -o ok.html 2>report.err || die "report: $(cat report.err)"
+    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --user-data-dir="$PWD/chrome" \
+        --virtual-time-budget=5000 --dump-dom "file://$PWD/ok.html" >ok.dom 2>chrome.err ||
+        die "chromium failed: $(tail -n 3 chrome.err)"
+    expect_eq "report: script error" "$(python3 "$TOP/tests/report/dom.py" ok.dom error)" none
+    for p in arvo/vane/ames arvo/vane/behn arvo/hoon 'jets/cold jet state' road/metadata; do
+        expect_eq "report: $p" "$(python3 "$TOP/tests/report/dom.py" ok.dom "owner:$p")" "$(walk 2 "$p")"
+    done
+fi
+
 # ---- bad input: counted, said once, the rest intact ------------------------
 run_mode bad || die "owners bad exited $?: $(tail -n 3 bad.err)"
 expect_eq "shim warnings about calls with no snapshot" \

@@ -9,6 +9,7 @@
 
 #include "analyze/load/loader.h"
 #include "analyze/load/owners.h"
+#include "analyze/load/rows.h"
 #include "analyze/util/diag.h"
 #include "analyze/util/grow.h"
 #include "analyze/util/json.h"
@@ -177,7 +178,7 @@ static void owned_one(struct loader *L, struct own_snap *s, uint32_t owner, uint
     struct ld_owners *o = &L->ow;
     struct heap *h = s->heap, *in = NULL;
     struct vh_live_block *b = NULL;
-    sqlite3_stmt *st = o->ins_block;
+    struct rows *w = o->blocks;
     uint64_t *t;
     int existed;
     s->entries++;
@@ -202,17 +203,43 @@ static void owned_one(struct loader *L, struct own_snap *s, uint32_t owner, uint
     s->blocks += b != NULL;
     s->bytes += b ? b->size : 0;
     s->walk_bytes += walk;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)o->nsnaps);
-    loader__bind_int_if(st, 2, owner != 0, owner);
-    loader__bind_int_if(st, 3, b != NULL, in ? in->id : 0);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)addr);
-    loader__bind_int_if(st, 5, b != NULL, b ? b->size : 0);
-    loader__bind_int_if(st, 6, b != NULL, b ? b->size + b->slack : 0);
-    sqlite3_bind_int64(st, 7, (sqlite3_int64)walk);
-    loader__bind_int_if(st, 8, b != NULL, b ? L->lv.aggs[b->agg].stack : 0);
-    loader__bind_int_if(st, 9, b && L->lv.aggs[b->agg].tag, b ? L->lv.aggs[b->agg].tag : 0);
-    loader__bind_int_if(st, 10, b != NULL, b ? b->time : 0);
-    loader__run(L, st);
+    rows__set(w, 0, (int64_t)o->nsnaps);
+    rows__set(w, 1, owner ? (int64_t)owner : VH_ROWV_NULL);
+    rows__set(w, 3, (int64_t)addr);
+    rows__set(w, 6, (int64_t)walk);
+    if (b) {
+        const struct agg *a = &L->lv.aggs[b->agg];
+        rows__set(w, 2, in->id);
+        rows__set(w, 4, (int64_t)b->size);
+        rows__set(w, 5, (int64_t)(b->size + b->slack));
+        rows__set(w, 7, a->stack);
+        rows__set(w, 8, a->tag ? (int64_t)a->tag : VH_ROWV_NULL);
+        rows__set(w, 9, (int64_t)b->time);
+    } else {
+        for (int c = 0; c < 10; c++)
+            if (c == 2 || c == 4 || c == 5 || c >= 7)
+                rows__set(w, c, VH_ROWV_NULL);
+    }
+    rows__next(w);
+}
+
+/* The owned_blocks writer, made at the first OWNED record. -1: failed. */
+static int blocks_open(struct loader *L)
+{
+    struct ld_owners *o = &L->ow;
+    if (o->blocks)
+        return 0;
+    if (!(o->blocks = malloc(sizeof *o->blocks)))
+        return oom(L);
+    if (rows__open(L, o->blocks, "INSERT INTO owned_blocks(snapshot_id, owner_id, heap_id,"
+                                 " address, size, usable, walk_bytes, stack_id, tag_id,"
+                                 " alloc_time) VALUES", 10)) {
+        free(o->blocks);
+        o->blocks = NULL;
+        return -1;
+    }
+    o->blocks->cols.null = 1u << 1 | 1u << 2 | 1u << 4 | 1u << 5 | 7u << 7;
+    return 0;
 }
 
 void owners__on_owned(struct loader *L, const struct vh_event *ev)
@@ -229,8 +256,7 @@ void owners__on_owned(struct loader *L, const struct vh_event *ev)
     }
     if (node)
         owner = o->node_owner[node - 1];
-    if (!o->ins_block && !(o->ins_block = loader__prep(L, "INSERT INTO owned_blocks VALUES "
-                                                          "(?,?,?,?,?,?,?,?,?,?)")))
+    if (blocks_open(L))
         return;
     const uint8_t *p = r->entry, *end = (const uint8_t *)ev->rec + ev->size;
     uint64_t addr = 0, da, walk;
@@ -378,6 +404,11 @@ static void warn(const struct loader *L)
 
 void owners__write(struct loader *L)
 {
+    if (L->ow.blocks) {
+        rows__close(L->ow.blocks);  /* the rows left, then the statements */
+        free(L->ow.blocks);
+        L->ow.blocks = NULL;
+    }
     if (!L->ow.nsnaps)
         return;
     write_owners(L);
@@ -409,6 +440,10 @@ void owners__free(struct loader *L)
     vh_map__free(o->owner_map);
     vh_map__free(o->totals);
     vh_map__free(o->seen);
-    sqlite3_finalize(o->ins_block);
+    if (o->blocks) {
+        sqlite3_finalize(o->blocks->many);     /* the load failed: rows dropped */
+        sqlite3_finalize(o->blocks->one);
+        free(o->blocks);
+    }
     *o = (struct ld_owners){ 0 };
 }

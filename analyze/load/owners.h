@@ -12,6 +12,7 @@
 
 struct heap;
 struct loader;
+struct rows;
 struct vh_event;
 struct vh_map;
 struct vh_strtab;
@@ -49,7 +50,7 @@ struct ld_owners {
                                       owner wins                           */
     int open;                      /* the last snapshot has no OWN_END yet */
     uint64_t bad_labels, cut_labels, bad_records;
-    sqlite3_stmt *ins_block;
+    struct rows *blocks;           /* owned_blocks, many rows an INSERT    */
 };
 
 int owners__init(struct loader *L);

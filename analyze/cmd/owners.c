@@ -137,6 +137,22 @@ static int pick(struct ctx *c, const char *opt, const char *arg, int last, int64
     return 0;
 }
 
+/* Every list binds ?1 the snapshot, ?2 --owner, ?3 --min-bytes, ?4 the
+ * limit, and renders its rows as section `name`. */
+static int rows_out(struct ctx *c, sqlite3_stmt *st, const char *name, const struct out_col *cols,
+                    int ncols, int (*row)(sqlite3_stmt *st, void *arg))
+{
+    int rc;
+    sqlite3_bind_int64(st, 1, c->snap);
+    if (c->owner)
+        sqlite3_bind_text(st, 2, c->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, c->q->o.min_bytes);
+    sqlite3_bind_int64(st, 4, vh_qopts_sql_limit(&c->q->o));
+    if ((rc = out__section(c->q->out, name, OUT_LIST, NULL, cols, ncols)))
+        return rc;
+    return vh_step_all(c->q->cmd->name, c->q->db, st, row, c->q);
+}
+
 /* ---- owners --------------------------------------------------------------- */
 static int owner_row(sqlite3_stmt *st, void *arg);
 static int growth_row(sqlite3_stmt *st, void *arg);
@@ -179,14 +195,7 @@ static int list(struct ctx *c)
         &st);
     if (rc || (rc = snapshot_line(c, "snapshot", c->snap)))
         return rc;
-    sqlite3_bind_int64(st, 1, c->snap);
-    if (c->owner)
-        sqlite3_bind_text(st, 2, c->owner, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, c->q->o.min_bytes);
-    sqlite3_bind_int64(st, 4, vh_qopts_sql_limit(&c->q->o));
-    if ((rc = out__section(c->q->out, "owners", OUT_LIST, NULL, ocols, O_N)))
-        return rc;
-    return vh_step_all(c->q->cmd->name, c->q->db, st, owner_row, c->q);
+    return rows_out(c, st, "owners", ocols, O_N, owner_row);
 }
 
 static int owner_row(sqlite3_stmt *st, void *arg)
@@ -229,14 +238,7 @@ static int by_stack(struct ctx *c)
         &st);
     if (rc || (rc = snapshot_line(c, "snapshot", c->snap)))
         return rc;
-    sqlite3_bind_int64(st, 1, c->snap);
-    if (c->owner)
-        sqlite3_bind_text(st, 2, c->owner, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, c->q->o.min_bytes);
-    sqlite3_bind_int64(st, 4, vh_qopts_sql_limit(&c->q->o));
-    if ((rc = out__section(c->q->out, "stacks", OUT_LIST, NULL, bcols, B_N)))
-        return rc;
-    return vh_step_all(c->q->cmd->name, c->q->db, st, stack_row, c->q);
+    return rows_out(c, st, "stacks", bcols, B_N, stack_row);
 }
 
 /* ---- --growth ------------------------------------------------------------- */
@@ -275,15 +277,8 @@ static int growth(struct ctx *c)
     if (rc || (rc = snapshot_line(c, "since", c->since)) ||
         (rc = snapshot_line(c, "snapshot", c->snap)))
         return rc;
-    sqlite3_bind_int64(st, 1, c->snap);
-    if (c->owner)
-        sqlite3_bind_text(st, 2, c->owner, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, c->q->o.min_bytes);
-    sqlite3_bind_int64(st, 4, vh_qopts_sql_limit(&c->q->o));
     sqlite3_bind_int64(st, 5, c->since);
-    if ((rc = out__section(c->q->out, "growth", OUT_LIST, NULL, gcols, G_N)))
-        return rc;
-    return vh_step_all(c->q->cmd->name, c->q->db, st, growth_row, c->q);
+    return rows_out(c, st, "growth", gcols, G_N, growth_row);
 }
 
 static int growth_row(sqlite3_stmt *st, void *arg)

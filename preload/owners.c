@@ -70,7 +70,8 @@ static void *own_rec(struct vh_tls *t, uint8_t type, uint32_t b, size_t fixed, c
         return NULL;
     }
     memset(r, 0, size);
-    memcpy(r + fixed, body, len);
+    if (len)                       /* body NULL: a label never given */
+        memcpy(r + fixed, body, len);
     *(struct vh_rec_hdr *)(void *)r =
         (struct vh_rec_hdr){ .type = type, .a = (uint16_t)(size / 8), .b = b };
     ((struct vh_rec_time *)(void *)r)->time = now;

@@ -184,6 +184,11 @@ enum vh_rec_type {
     VH_REC_REGION = 0x87,          /* struct vh_rec_region                   */
     VH_REC_REACH = 0x88,           /* struct vh_rec_reach + entries          */
     VH_REC_REACH_END = 0x89,       /* struct vh_rec_reach_end                */
+    /* Ownership snapshots (preload/vheap.h: vheap_own_*): h.b as below. */
+    VH_REC_OWN_BEGIN = 0x8a,       /* struct vh_rec_own + label, b = heap    */
+    VH_REC_OWNER = 0x8b,           /* struct vh_rec_owner + label, b = node  */
+    VH_REC_OWNED = 0x8c,           /* struct vh_rec_owned + entries, b = node */
+    VH_REC_OWN_END = 0x8d,         /* struct vh_rec_own_end, b = heap        */
 };
 
 /* Reachability at exit (preload/reach.c): memcheck's four classes of a
@@ -393,6 +398,62 @@ struct vh_rec_reach_end {
                                       time, which a loaded machine stretches) */
 };
 
+/* Ownership snapshots: an allocator's marking walk (Vere's `urbit grab`, a
+ * GC's mark phase) says for each live block it reaches which owner path it
+ * reached it from. A snapshot is OWN_BEGIN, then OWNER records (one per
+ * push: a node of the owner tree, numbered from 1 within the snapshot, its
+ * parent 0 at the top) and OWNED records (blocks reached under one node),
+ * then OWN_END; all from the walking thread, in its order. A snapshot whose
+ * OWN_END is missing (the program died in the walk) is incomplete. */
+enum vh_own_flags {
+    VH_OWN_CUT = 1u << 0,          /* OWN_BEGIN, OWNER: the label was longer
+                                      than 255 bytes and is cut there       */
+};
+
+/* OWN_BEGIN: h.a = words, h.b = the heap walked (its nested heaps too),
+ * then a NUL-terminated label ("grab"), padded to 8. */
+struct vh_rec_own {
+    struct vh_rec_hdr h;
+    uint64_t time;
+    uint32_t snapshot;             /* 1, 2, ... per process                 */
+    uint32_t pad;
+};
+
+/* OWNER: h.a = words, h.b = node id (> 0), h.flags = enum vh_own_flags,
+ * then a NUL-terminated label, padded to 8. */
+struct vh_rec_owner {
+    struct vh_rec_hdr h;
+    uint64_t time;
+    uint32_t snapshot;
+    uint32_t parent;               /* node id, 0: a top-level owner         */
+};
+
+/* OWNED: h.a = words, h.b = node id (0: no owner pushed), then `count`
+ * entries of two ULEB128 varints each: the block's address as a zigzag
+ * delta from the previous entry's (the first's from 0), and the bytes the
+ * walk counted for it; padded to 8 with zeros. Address 0: bytes the walk
+ * counted that are no block (the allocator's own tables). */
+struct vh_rec_owned {
+    struct vh_rec_hdr h;
+    uint64_t time;
+    uint32_t snapshot;
+    uint32_t count;
+    uint8_t entry[];
+};
+
+/* OWN_END: h.a = words (5), h.b = the heap. The walk's totals as the shim
+ * saw them: a reader that finds fewer entries lost some (dropped). */
+struct vh_rec_own_end {
+    struct vh_rec_hdr h;
+    uint64_t time;
+    uint32_t snapshot;
+    uint32_t nodes;                /* OWNER records written                 */
+    uint64_t entries;              /* OWNED entries written                 */
+    uint64_t depth_lost;           /* pushes deeper than the shim keeps
+                                      (VHEAP_OWN_DEPTH): their blocks go to
+                                      the deepest kept owner                 */
+};
+
 _Static_assert(sizeof(struct vh_capture_header) == VH_HEADER_SIZE, "header page");
 _Static_assert(offsetof(struct vh_capture_header, sample_rate) == 3248 &&
                    offsetof(struct vh_capture_header, ctl) == 3256 &&
@@ -416,6 +477,9 @@ _Static_assert(sizeof(struct vh_rec_range) == 40, "range record");
 _Static_assert(sizeof(struct vh_rec_region) == 40, "region record");
 _Static_assert(sizeof(struct vh_rec_reach) == 16, "reach record");
 _Static_assert(sizeof(struct vh_rec_reach_end) == 88, "reach end record");
+_Static_assert(sizeof(struct vh_rec_own) == 24 && sizeof(struct vh_rec_owner) == 24 &&
+                   sizeof(struct vh_rec_owned) == 24 && sizeof(struct vh_rec_own_end) == 40,
+               "ownership records");
 
 /* Size in bytes of the struct record starting with `h` (every record of
  * version 1; in version 2 all but the compact ones), or 0 if the type is
@@ -501,7 +565,10 @@ _Static_assert(offsetof(struct vh_rec_time, time) == 8 && offsetof(struct vh_rec
                offsetof(struct vh_rec_range, time) == 8 &&
                offsetof(struct vh_rec_region, time) == 8 &&
                offsetof(struct vh_rec_reach, time) == 8 &&
-               offsetof(struct vh_rec_reach_end, time) == 8,
+               offsetof(struct vh_rec_reach_end, time) == 8 &&
+               offsetof(struct vh_rec_own, time) == 8 && offsetof(struct vh_rec_owner, time) == 8 &&
+               offsetof(struct vh_rec_owned, time) == 8 &&
+               offsetof(struct vh_rec_own_end, time) == 8,
                "every struct record has its time at offset 8 (the cursor reads it there)");
 
 /* The per-chunk state both sides keep (see above). */

@@ -754,6 +754,11 @@ VH_EXPORT const struct vheap_api vheap_api_v1 = {
     .tag_unwind = api_tag_unwind,
     .starts = api_starts,
     .record = api_record,
+    .own_begin = vh_owner_begin,
+    .own_push = vh_owner_push,
+    .own_pop = vh_owner_pop,
+    .owned = vh_owned,
+    .own_end = vh_owner_end,
 };
 
 /* ---- heaptrack's API (heaptrack_api.h): its blocks get a heap of their own ---- */

@@ -851,6 +851,13 @@ void vh_api_resume(struct vh_tls *t);
  * written to the capture before this returns); 0 when none can be made.
  * At guard BUSY. */
 int vh_api_builtin_heap(struct vh_tls *t, int *slot, const char *name, uint32_t flags);
+/* owners.c: ownership snapshots, the members of vheap_api_v1 behind
+ * vheap_own_begin, _push, _pop, vheap_owned and vheap_own_end. */
+void vh_owner_begin(int heap, const char *label);
+void vh_owner_push(const char *label);
+void vh_owner_pop(void);
+void vh_owned(const void *p, size_t bytes);
+void vh_owner_end(void);
 /* How many times recording has started (lifecycle.c): 1 from the start,
  * 0 under VHEAP_START=paused until `ctl start`; atomic. */
 extern uint32_t vh_record_starts;

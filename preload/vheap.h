@@ -63,6 +63,12 @@ struct vheap_api {
      * its next event: the loom afresh, every live block). */
     unsigned (*starts)(void);
     int (*record)(int want);
+    /* Ownership snapshots (vheap_own_begin below). */
+    void (*own_begin)(int heap, const char *label);
+    void (*own_push)(const char *label);
+    void (*own_pop)(void);
+    void (*owned)(const void *p, size_t bytes);
+    void (*own_end)(void);
 };
 
 /* Bytes of the table a version-1 caller relies on. */
@@ -335,6 +341,66 @@ VHEAP__INLINE int vheap_recording(void)
 {
     const struct vheap_api *t = vheap__api();
     return t && VHEAP__HAS(t, record) ? t->record(-1) : 0;
+}
+
+/* ---- Ownership: what the allocator's own walk says owns each block ------
+ * An arena with a marking walk (a GC's mark phase, an accounting pass such
+ * as Vere's `urbit grab`) tells vheap, for each live block the walk
+ * reaches, which owner path it reached it from: a snapshot of "who holds
+ * what", joined by the analyzer with each block's allocation stack, age
+ * and address (`vheap-analyze owners`). The walk says it as it goes:
+ *
+ *     vheap_own_begin(heap, "grab");
+ *     vheap_own_push("vane"); vheap_own_push("ames");
+ *     ... for each block the walk marks first: vheap_owned(p, bytes);
+ *     vheap_own_pop(); vheap_own_pop();
+ *     vheap_own_end();
+ *
+ * First owner wins, as a marking walk counts: a block reported again in
+ * the same snapshot keeps its first owner. One snapshot at a time, from
+ * the thread that began it (calls from other threads are counted and
+ * ignored). Owner paths nest up to VHEAP_OWN_DEPTH levels; deeper pushes
+ * are counted and their blocks go to the deepest kept owner. Labels are
+ * copied, at most 255 bytes (longer ones are cut, and flagged). Without
+ * the profiler each call is a load and a predicted branch; under it,
+ * vheap_owned appends two varints to a buffer. */
+#define VHEAP_OWN_DEPTH 64
+
+/* A snapshot of `heap` (and the heaps nested in it) begins; `label` names
+ * it ("grab", "gc 12"). A snapshot still open ends first. */
+VHEAP__INLINE void vheap_own_begin(int heap, const char *label)
+{
+    VHEAP__CALL_NEW(own_begin, heap, label);
+}
+
+/* The walk goes into owner `label`, below the current one. */
+VHEAP__INLINE void vheap_own_push(const char *label)
+{
+    VHEAP__CALL_NEW(own_push, label);
+}
+
+/* ...and comes back out of it (nothing at the top). */
+VHEAP__INLINE void vheap_own_pop(void)
+{
+    VHEAP__CALL_NEW(own_pop);
+}
+
+/* The walk reached block `p` of the snapshot's heap under the current
+ * owner and counted `bytes` for it (what the walk's own total adds; 0 if
+ * it counts none). p == NULL: `bytes` the walk counts that are no block
+ * (the allocator's own tables), kept under the owner so that owners' sums
+ * equal the walk's. A p the heap does not hold is counted by the analyzer
+ * and said once. */
+VHEAP__INLINE void vheap_owned(const void *p, size_t bytes)
+{
+    VHEAP__CALL_NEW(owned, p, bytes);
+}
+
+/* The snapshot is complete. A snapshot never ended (the program died in
+ * the walk) is loaded as far as it got and marked incomplete. */
+VHEAP__INLINE void vheap_own_end(void)
+{
+    VHEAP__CALL_NEW(own_end);
 }
 
 #ifdef __cplusplus

@@ -1,4 +1,4 @@
--- vheap.sql — the schema of a loaded vheap capture (schema version 7).
+-- vheap.sql — the schema of a loaded vheap capture (schema version 8).
 --
 -- A public interface: `vheap-analyze` queries it and so may users, with the
 -- sqlite3 CLI. Documented column by column in docs/schema.md. Sizes are
@@ -424,3 +424,65 @@ CREATE TABLE reach_blocks (
     class     INTEGER,
     PRIMARY KEY (scan, heap_id, stack_id, address)
 ) WITHOUT ROWID;
+
+-- Ownership snapshots (preload/vheap.h: vheap_own_*): an allocator's own
+-- marking walk (Vere's `urbit grab`, a GC's mark) named, for each live
+-- block it reached, the owner path it reached it from; first owner wins.
+-- One row a snapshot, in capture order.
+CREATE TABLE owner_snapshots (
+    id              INTEGER PRIMARY KEY, -- 1, 2, ... in capture order
+    heap_id         INTEGER,             -- the heap walked (and its nested
+                                         -- heaps); NULL: never announced
+    label           TEXT NOT NULL,       -- the walk's name for it ('grab')
+    start_time      INTEGER NOT NULL,
+    end_time        INTEGER,             -- NULL: cut short (the program died
+                                         -- in the walk): loaded as far as it got
+    complete        INTEGER NOT NULL,    -- 1: ended, and nothing lost
+    blocks          INTEGER NOT NULL,    -- blocks named that were live
+    bytes           INTEGER NOT NULL,    -- their requested bytes
+    walk_bytes      INTEGER NOT NULL,    -- what the walk counted (all rows)
+    unknown_blocks  INTEGER NOT NULL,    -- named but not live in the heap
+    repeated_blocks INTEGER NOT NULL,    -- named again: the first owner kept
+    depth_lost      INTEGER NOT NULL,    -- pushes deeper than VHEAP_OWN_DEPTH
+    lost_entries    INTEGER NOT NULL     -- written but not in the capture
+);
+
+-- The owner tree, merged by path over every snapshot.
+CREATE TABLE owners (
+    id        INTEGER PRIMARY KEY,
+    parent_id INTEGER,                   -- NULL: a top-level owner
+    label     TEXT NOT NULL,             -- UTF-8 (bad bytes as U+FFFD)
+    path      TEXT NOT NULL,             -- labels from the top, '/' between
+    depth     INTEGER NOT NULL           -- 1 at the top
+);
+
+-- Every block a snapshot named, once (its first owner), joined with what
+-- the capture knows of it at that instant.
+CREATE TABLE owned_blocks (
+    snapshot_id INTEGER NOT NULL,
+    owner_id    INTEGER,                 -- NULL: named before any push
+    heap_id     INTEGER,                 -- NULL: not a live block (address
+                                         -- 0: bytes the walk counted that
+                                         -- are no block, else unknown)
+    address     INTEGER NOT NULL,
+    size        INTEGER,                 -- requested bytes, as recorded
+    usable      INTEGER,
+    walk_bytes  INTEGER NOT NULL,        -- what the walk counted for it
+    stack_id    INTEGER,                 -- its allocation stack
+    tag_id      INTEGER,
+    alloc_time  INTEGER                  -- when it was allocated
+);
+
+-- Per snapshot and owner: its subtree's totals (blocks, bytes, walk_bytes:
+-- what the walk prints for the owner) and its own (self_*: blocks named
+-- directly under it). owner_id NULL: blocks named before any push.
+CREATE TABLE owner_totals (
+    snapshot_id     INTEGER NOT NULL,
+    owner_id        INTEGER,
+    blocks          INTEGER NOT NULL,
+    bytes           INTEGER NOT NULL,
+    walk_bytes      INTEGER NOT NULL,
+    self_blocks     INTEGER NOT NULL,
+    self_bytes      INTEGER NOT NULL,
+    self_walk_bytes INTEGER NOT NULL
+);

@@ -244,7 +244,6 @@ static void put_func(uint64_t f)
     kv_w("func", vh_func_name(f < VH_FN_COUNT ? (unsigned)f : VH_FN_COUNT));
 }
 
-/* A line (text) or an object (JSON; `sep` before it: "" or ",\n"). */
 static void begin(const char *sep)
 {
     if (json) {
@@ -374,6 +373,50 @@ static void alloc_body(const struct vh_rec_alloc *r)
     kv_u("tag", r->tag);
 }
 
+/* Ownership records (capture_format.h): 0, or -1 when too short. */
+static int dump_own(const struct vh_event *ev)
+{
+    const struct vh_rec_hdr *h = ev->rec;
+    size_t len;
+    const char *text;
+    if (h->type == VH_REC_OWN_END) {
+        const struct vh_rec_own_end *r = (const void *)h;
+        if (ev->size < sizeof *r)
+            return -1;
+        kind("own_end");
+        kv_u("heap", h->b);
+        kv_u("snapshot", r->snapshot);
+        kv_u("nodes", r->nodes);
+        kv_u("entries", r->entries);
+        kv_u("depth_lost", r->depth_lost);
+    } else if (h->type == VH_REC_OWNED) {
+        const struct vh_rec_owned *r = (const void *)h;
+        if (ev->size < sizeof *r)
+            return -1;
+        kind("owned");                 /* the entries: owned_blocks in a DB */
+        kv_u("snapshot", r->snapshot);
+        kv_u("node", h->b);
+        kv_u("entries", r->count);
+    } else {
+        const struct vh_rec_owner *r = (const void *)h;   /* OWN_BEGIN: same head */
+        if (ev->size < sizeof *r)
+            return -1;
+        kind(h->type == VH_REC_OWNER ? "owner" : "own_begin");
+        kv_u(h->type == VH_REC_OWNER ? "node" : "heap", h->b);
+        kv_u("snapshot", r->snapshot);
+        if (h->type == VH_REC_OWNER)
+            kv_u("parent", r->parent);
+        text = (const char *)h + sizeof *r;   /* after the 24-byte struct */
+        len = strnlen(text, ev->size - sizeof *r);
+        kv_t("label", text, len);
+        if (h->flags & VH_OWN_CUT)
+            kv_w("flags", "cut");
+    }
+    end();
+    return 0;
+}
+
+/* A line (text) or an object (JSON; `sep` before it: "" or ",\n"). */
 static void record_line(const struct vh_event *ev, struct totals *t)
 {
     const struct vh_rec_hdr *h = ev->rec;
@@ -566,6 +609,13 @@ static void record_line(const struct vh_event *ev, struct totals *t)
         end();
         return;
     }
+    case VH_REC_OWN_BEGIN:
+    case VH_REC_OWNER:
+    case VH_REC_OWNED:
+    case VH_REC_OWN_END:
+        if (dump_own(ev))
+            goto unknown;
+        return;
     case VH_REC_MARK:
         kind("mark");
         text = vh_event_text(ev, &len);

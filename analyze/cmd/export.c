@@ -43,7 +43,10 @@ static const char usage_tail[] =
     "                    gets one root frame per heap, '[heap NAME]')\n"
     "  --cost C          flamegraph: what a stack's value is: allocations\n"
     "                    (calls, default), bytes (allocated), leaked (bytes),\n"
-    "                    peak (bytes live at the heap's peak), temporary (calls)\n"
+    "                    peak (bytes live at the heap's peak), temporary (calls),\n"
+    "                    owned (the last ownership snapshot's bytes, as its walk\n"
+    "                    counted them: the owner path's frames, then each block's\n"
+    "                    allocation stack; vheap-analyze owners)\n"
     "  --depth N         flamegraph, massif, dhat: at most the N innermost frames of\n"
     "                    each stack (default: all recorded)\n"
     "  --clock C         chrome-trace: 'wall' (default) gives ts in microseconds\n"
@@ -187,7 +190,7 @@ __attribute__((constructor)) static void usage_build(void)
 static const char *const costs[] = {
     [VH_COST_ALLOCATIONS] = "allocations", [VH_COST_BYTES] = "bytes",
     [VH_COST_LEAKED] = "leaked",           [VH_COST_PEAK] = "peak",
-    [VH_COST_TEMPORARY] = "temporary",
+    [VH_COST_TEMPORARY] = "temporary", [VH_COST_OWNED] = "owned",
 };
 
 struct eopts {
@@ -252,8 +255,8 @@ static int parse_opts(int argc, char **argv, struct eopts *o)
                 break;
         if (i == sizeof costs / sizeof costs[0]) {
             return vh_query__usage(&o->q,
-                                   "--cost: '%s' is not allocations, bytes, leaked, peak or "
-                                   "temporary",
+                                   "--cost: '%s' is not allocations, bytes, leaked, peak, "
+                                   "temporary or owned",
                                    cost);
         }
         o->x.cost = (enum vh_cost)i;

@@ -16,6 +16,7 @@
 #include "analyze/cmd/query.h"
 #include "analyze/query/frag_rows.h"
 #include "analyze/query/frag_run.h"
+#include "analyze/query/owner_frag.h"
 #include "analyze/report/frag_chart.h"
 #include "analyze/report/frag_map.h"
 
@@ -53,6 +54,10 @@ static const char usage[] =
     "  --map FILE       also draw one heap's address space at --at (the first\n"
     "                   heap chosen with live blocks; pick one with --heap)\n"
     "  --color BY       --map: colour blocks by stack (default) or age\n"
+    "  --by owner       at an ownership snapshot (vheap-analyze owners), per\n"
+    "                   owner: its blocks' pages touched, their occupancy by its\n"
+    "                   usable bytes, pages it shares with other owners, slack\n"
+    "  --snapshot N     --by owner: the N-th snapshot (default: the last)\n"
     "  --limit N        at most N stacks and regions (default 10; 0 = all)\n"
     VH_HELP_DEPTH
     "  --format FMT     table (default), json or csv (csv: the stacks, or the\n"
@@ -67,6 +72,7 @@ static const char usage[] =
     "  vheap-analyze frag run.sqlite --at peak --page-size 2MiB\n"
     "  vheap-analyze frag run.sqlite --heap loom --at 'mark:pack end' --map loom.svg\n"
     "  vheap-analyze frag run.sqlite --series --interval 100ms --svg frag.svg\n"
+    "  vheap-analyze frag grab.vhcap --by owner --limit 0\n"
     "  vheap-analyze frag run.sqlite --format json | jq '.frag.external_fragmentation_pct'\n";
 
 static int run(int argc, char **argv);
@@ -86,6 +92,8 @@ struct fopts {
     const char *at;
     struct frag_opts fo;
     int series, has_from, has_to, by_age;
+    int by_owner;                  /* --by owner                           */
+    int64_t snapshot;              /* --snapshot, 0: the last              */
     uint64_t interval, from, to;
     const char *svg, *map;
 };
@@ -96,11 +104,32 @@ static int parse_size(const char *s, uint64_t *out)
     return vh_parse_size(s, 1, UINT64_MAX / 2, out) ? -EINVAL : 0;
 }
 
+/* --by owner and --snapshot: one moment, the snapshot's, page use only. */
+static int by_owner_opts(struct fopts *o, const char *by, const char *snap)
+{
+    char *end;
+    if (by && strcmp(by, "owner"))
+        return vh_query__usage(&o->q, "--by: '%s' is not owner", by);
+    o->by_owner = by != NULL;
+    if (snap) {
+        o->snapshot = strtoll(snap, &end, 10);
+        if (end == snap || *end || o->snapshot < 1)
+            return vh_query__usage(&o->q, "--snapshot: '%s' is not a snapshot number (1, 2, ...)",
+                                   snap);
+        if (!o->by_owner)
+            return vh_query__usage(&o->q, "--snapshot goes with --by owner");
+    }
+    if (o->by_owner && (o->series || o->at || o->map))
+        return vh_query__usage(&o->q, "--by owner is the snapshot's moment: not with --series, "
+                                      "--at or --map");
+    return 0;
+}
+
 /* Parses argv into o->q (this command's options and the shared ones). */
 static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struct fopts *o)
 {
     enum { V_AT, V_PAGE, V_SPARSE, V_MINHOLE, V_GAP, V_INTERVAL, V_FROM, V_TO, V_SVG, V_MAP,
-           V_COLOR, V_N };
+           V_COLOR, V_BY, V_SNAPSHOT, V_N };
     const char *val[V_N] = { 0 };
     const struct vh_opt own[] = {
         VH_OPT_FLAG("--series", &o->series),
@@ -110,6 +139,7 @@ static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struc
         VH_OPT_VALUE("--from", &val[V_FROM]),       VH_OPT_VALUE("--to", &val[V_TO]),
         VH_OPT_VALUE("--svg", &val[V_SVG]),         VH_OPT_VALUE("--map", &val[V_MAP]),
         VH_OPT_VALUE("--color", &val[V_COLOR]),
+        VH_OPT_VALUE("--by", &val[V_BY]),           VH_OPT_VALUE("--snapshot", &val[V_SNAPSHOT]),
     };
     uint64_t v;
     int rc;
@@ -185,7 +215,7 @@ static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struc
     if (val[V_COLOR] && !o->map) {
         return vh_query__usage(&o->q, "--color goes with --map");
     }
-    return 0;
+    return by_owner_opts(o, val[V_BY], val[V_SNAPSHOT]);
 }
 
 /* ---- the command ------------------------------------------------------------ */
@@ -238,8 +268,9 @@ static int run(int argc, char **argv)
     int rc;
 
     if (!(rc = parse_opts(&cmd_frag, argc, argv, &o)) &&
-        !(rc = vh_query__open(&o.q, VH_QUERY_OUTPUT)) &&
-        !(rc = frag_run__open(cmd_frag.name, o.q.db, o.q.o.heap, &run)))
+        !(rc = vh_query__open(&o.q, VH_QUERY_OUTPUT)) && o.by_owner)
+        rc = vh_owner_frag(cmd_frag.name, o.q.db, o.snapshot, o.fo.page_size, o.q.o.limit, o.q.out);
+    else if (!rc && !(rc = frag_run__open(cmd_frag.name, o.q.db, o.q.o.heap, &run)))
         rc = o.series ? run_series(&o, &run) : run_moment(&o, &run);
     frag_run__free(&run);
     return vh_query__finish(&o.q, rc);

@@ -21,6 +21,7 @@
 
 enum vh_cost {
     VH_COST_ALLOCATIONS, VH_COST_BYTES, VH_COST_LEAKED, VH_COST_PEAK, VH_COST_TEMPORARY,
+    VH_COST_OWNED,                 /* flamegraph: the last ownership snapshot */
 };
 
 enum vh_clock { VH_CLOCK_WALL, VH_CLOCK_START };

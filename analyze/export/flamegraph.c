@@ -26,17 +26,22 @@ static const char *const cost_sql[] = {
                      " GROUP BY heap_id, stack_id",
     [VH_COST_TEMPORARY] = "SELECT heap_id, stack_id, sum(temporary) FROM stack_stats"
                           " GROUP BY heap_id, stack_id",
+    /* heap 0: no root frame a heap; the owner is the fourth column */
+    [VH_COST_OWNED] = "SELECT 0, coalesce(stack_id, 0), sum(walk_bytes), coalesce(owner_id, 0)"
+                      " FROM owned_blocks WHERE snapshot_id = (SELECT max(id) FROM owner_snapshots)"
+                      " GROUP BY owner_id, stack_id",
 };
 
 static const char *const cost_what[] = {
     [VH_COST_ALLOCATIONS] = "allocation calls", [VH_COST_BYTES] = "bytes allocated",
     [VH_COST_LEAKED] = "bytes leaked",          [VH_COST_PEAK] = "bytes at the peak",
-    [VH_COST_TEMPORARY] = "temporary allocations",
+    [VH_COST_TEMPORARY] = "temporary allocations", [VH_COST_OWNED] = "bytes owned",
 };
 
 struct row {
     uint32_t heap, stack;
     uint64_t value;
+    uint32_t owner;                /* --cost owned: owners.id, 0 none      */
 };
 
 /* One frame: ';' separates frames and a line break ends the record, so
@@ -81,7 +86,8 @@ static int read_rows(struct vh_export *x, struct row **rows, size_t *nrows)
             rc = -ENOMEM;
             goto out;
         }
-        (*rows)[(*nrows)++] = (struct row){ (uint32_t)h, (uint32_t)s, (uint64_t)v };
+        (*rows)[(*nrows)++] = (struct row){ (uint32_t)h, (uint32_t)s, (uint64_t)v,
+                                            (uint32_t)sqlite3_column_int64(st, 3) };
     }
     if (rc != SQLITE_DONE) {
         vh_errorf(x->cmd, "reading stack_stats: %s", sqlite3_errmsg(x->db));
@@ -92,6 +98,56 @@ static int read_rows(struct vh_export *x, struct row **rows, size_t *nrows)
 out:
     sqlite3_finalize(st);
     return rc;
+}
+
+/* --cost owned: the owner tree, label[id] and parent[id] (id 0: none),
+ * so that an owner's path becomes its frames from the top down. */
+struct owner_tree {
+    char **label;
+    uint32_t *parent;
+    size_t n, cap, pcap;
+};
+
+static int owner_tree(struct vh_export *x, struct owner_tree *t)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = vh_export_prepare(x, "SELECT id, coalesce(parent_id, 0), label FROM owners"
+                                  " ORDER BY id", &st);
+    if (rc)
+        return rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *l = (const char *)sqlite3_column_text(st, 2);
+        size_t id = (size_t)sqlite3_column_int64(st, 0);
+        if (id != t->n + 1)
+            continue;              /* ids count up from 1 (the loader's) */
+        if (vh_reserve_zeroed(&t->parent, &t->pcap, id + 1, sizeof *t->parent, 64) ||
+            vh_reserve_zeroed(&t->label, &t->cap, id + 1, sizeof *t->label, 64) ||
+            !(t->label[id] = strdup(l ? l : ""))) {
+            sqlite3_finalize(st);
+            return -ENOMEM;
+        }
+        t->parent[id] = (uint32_t)sqlite3_column_int64(st, 1);
+        t->n = id;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static void owner_tree_free(struct owner_tree *t)
+{
+    for (size_t i = 0; i <= t->n && t->label; i++)
+        free(t->label[i]);
+    free(t->label);
+    free(t->parent);
+}
+
+/* The frames of owner `id`, outermost first (a parent's id is lower). */
+static void owner_frames(struct out_buf *l, const struct owner_tree *t, uint32_t id)
+{
+    if (!id || id > t->n)
+        return;
+    owner_frames(l, t, t->parent[id] < id ? t->parent[id] : 0);
+    add_frame(l, t->label[id]);
 }
 
 /* Heap names by id, for the root frames. */
@@ -126,6 +182,7 @@ int vh_export_flamegraph(struct vh_export *x)
     struct vh_map *heaps = vh_map__new(), *seen = vh_map__new();
     struct vh_snames *names = NULL;
     struct vh_sname *path = NULL;
+    struct owner_tree owners = { 0 };
     size_t pcap = 0;
     char err[512];
     struct out_buf l = { 0 };
@@ -137,6 +194,8 @@ int vh_export_flamegraph(struct vh_export *x)
     if (!lines || !roots || !heaps || !seen)
         goto out;
     if ((rc = read_rows(x, &rows, &nrows)) || (rc = heap_names(x, heaps, roots)))
+        goto out;
+    if (x->cost == VH_COST_OWNED && (rc = owner_tree(x, &owners)))
         goto out;
     if ((rc = vh_snames__load(x->db, &names, err, sizeof err))) {
         vh_errorf(x->cmd, "reading stacks: %s", err);
@@ -158,7 +217,8 @@ int vh_export_flamegraph(struct vh_export *x)
             struct vh_map_ent *e = vh_map__find(heaps, rows[i].heap, 0);
             add_frame(&l, e ? vh_strtab__get(roots, (uint32_t)e->v1) : "[heap ?]");
         }
-        for (int f = 0; f < n; f++)
+        owner_frames(&l, &owners, rows[i].owner);
+        for (int f = 0; f < n && rows[i].stack; f++)
             add_frame(&l, vh_snames__str(names, path[f].name));
         uint32_t id = l.oom ? 0 : vh_strtab__intern(lines, l.p, l.len, &added);
         if (!id) {
@@ -198,6 +258,7 @@ out:
     free(order);
     free(l.p);
     free(path);
+    owner_tree_free(&owners);
     vh_snames__free(names);
     vh_strtab__free(lines);
     vh_strtab__free(roots);

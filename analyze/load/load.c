@@ -100,7 +100,7 @@ int load__db_begin(struct loader *L, uint64_t capture_size)
 int load__parts_init(struct loader *L)
 {
     if (timeline__init(L) || stacks__init(L) || heaps__init(L) || evstream__init(L) ||
-        stream__init(L))
+        stream__init(L) || owners__init(L))
         return -1;
     return 0;
 }
@@ -115,6 +115,7 @@ void load__parts_free(struct loader *L)
     heaps__free(L);
     stream__free(L);
     reach__free(&L->reach);
+    owners__free(L);
 }
 
 /* After the pass: the event stream's end, the tables, the commit. */

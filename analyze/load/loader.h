@@ -17,6 +17,7 @@
 #include "analyze/capture/reader.h"
 #include "analyze/load/idxmap.h"
 #include "analyze/load/livemap.h"
+#include "analyze/load/owners.h"
 #include "analyze/load/reach.h"
 #include "analyze/load/load.h"
 #include "analyze/store/events.h"
@@ -230,6 +231,7 @@ struct loader {
     struct ld_timeline tl;
     struct ld_feed fd;
     struct reach reach;                /* the scan at exit (load/reach.h)   */
+    struct ld_owners ow;               /* ownership snapshots (owners.h)    */
     int failed;                        /* -errno of the first failure        */
     char errmsg[256];
 };

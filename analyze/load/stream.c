@@ -503,6 +503,10 @@ static void (*const on_record[])(struct loader *L, const struct vh_event *ev) = 
     [VH_REC_REACH] = on_reach,
     [VH_REC_REACH_END] = on_reach_end,
     [VH_REC_WINDOW] = timeline__on_window,
+    [VH_REC_OWN_BEGIN] = owners__on_begin,
+    [VH_REC_OWNER] = owners__on_owner,
+    [VH_REC_OWNED] = owners__on_owned,
+    [VH_REC_OWN_END] = owners__on_end,
 };
 
 static void on_event(struct loader *L, const struct vh_event *ev)

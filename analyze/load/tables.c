@@ -488,6 +488,7 @@ void tables__write(struct loader *L, const struct capture_stamp *cs, const char 
     free(order);
     heaps__end_regions(L);             /* still there at the end */
     write_heaps(L);
+    owners__write(L);
     write_threads_modules(L);
     write_process(L);
     write_meta(L, cs, damage, damage_count);

@@ -795,6 +795,30 @@ static int heaps_json(sqlite3 *db, const struct vh_rkeys *k, struct vh_xout *o, 
     return 0;
 }
 
+/* Ownership snapshots (owner_totals, docs/schema.md), only when the run
+ * has some: "owners": {snapshots: [id, label, start_time, complete,
+ * walk_bytes, bytes, blocks], rows: [snapshot, owner, path, depth,
+ * walk_bytes, bytes, blocks]}, at most 4000 rows in the walk's order. */
+static int owners_json(sqlite3 *db, struct vh_xout *o, char *err, size_t errlen)
+{
+    int rc;
+    if (one_int(db, "SELECT count(*) FROM owner_snapshots", 0) <= 0)
+        return 0;
+    vh_xout__puts(o, ",\"owners\":{\"snapshots\":");
+    if ((rc = rows_json(db, "SELECT id, label, start_time, complete, walk_bytes, bytes, blocks"
+                            " FROM owner_snapshots ORDER BY id", o, err, errlen)))
+        return rc;
+    vh_xout__puts(o, ",\"rows\":");
+    if ((rc = rows_json(db, "SELECT t.snapshot_id, coalesce(t.owner_id, 0),"
+                            " coalesce(w.path, '(no owner)'), coalesce(w.depth, 1), t.walk_bytes,"
+                            " t.bytes, t.blocks FROM owner_totals t LEFT JOIN owners w"
+                            " ON w.id = t.owner_id ORDER BY t.snapshot_id, coalesce(t.owner_id, 0)"
+                            " LIMIT 4000", o, err, errlen)))
+        return rc;
+    vh_xout__puts(o, "}");
+    return 0;
+}
+
 static void keys_json(const struct vh_rkeys *k, struct vh_xout *o)
 {
     vh_xout__puts(o, ",\"keys\":[null");
@@ -854,7 +878,8 @@ int vh_report_json(sqlite3 *db, sqlite3 *base, const char *db_name, const char *
                                                          .snapshots = nsnap },
                        o, err, errlen)))
         goto out;
-    if ((rc = top_json(db, sn, opt->top, o, err, errlen)) || (rc = frag_json(db, o, err, errlen)))
+    if ((rc = top_json(db, sn, opt->top, o, err, errlen)) || (rc = frag_json(db, o, err, errlen)) ||
+        (rc = owners_json(db, o, err, errlen)))
         goto out;
     vh_xout__puts(o, ",\"tree\":");
     if ((rc = vh_ctree__write_json(t, o, base ? 2 * VH_RM_N : VH_RM_N, opt->prune, opt->max_nodes,

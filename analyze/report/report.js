@@ -573,6 +573,55 @@
       ': the numbers cover those windows only.'));
   }
 
+  /* ---- ownership: what the allocator's own walk said owns the blocks ------ */
+  function drawOwners() {
+    var O = D.owners;
+    if (!O) return;
+    $('ownsec').hidden = false;
+    var snaps = O.snapshots, box = $('owners'), info = $('own-info');
+    var sel = el('select', { id: 'own-snap' });
+    snaps.forEach(function (s) {
+      sel.appendChild(el('option', { value: String(s[0]) },
+        '#' + s[0] + ' ' + s[1] + ' at ' + hs(s[2]) + (s[3] ? '' : ' (incomplete)')));
+    });
+    sel.value = String(snaps[snaps.length - 1][0]);
+    var draw = function () {
+      var id = +sel.value, s = snaps.filter(function (x) { return x[0] === id; })[0];
+      var prev = {}, rows = O.rows.filter(function (r) { return r[0] === id; });
+      O.rows.forEach(function (r) { if (r[0] === id - 1) prev[r[1]] = r[4]; });
+      var t = el('table', { id: 'owntable' }), hr = el('tr');
+      ['owner', 'walk counted', 'live bytes', 'blocks', 'share', id > 1 ? 'change since #' + (id - 1) : '']
+        .forEach(function (h, i) { hr.appendChild(el('th', i ? {} : { 'class': 'l' }, h)); });
+      t.appendChild(hr);
+      rows.forEach(function (r) {
+        var tr = el('tr', { 'data-owner': r[2], 'data-walk': String(r[4]) });
+        var name = el('td', { 'class': 'l', title: r[2] }, r[2].split('/').pop());
+        name.style.paddingLeft = (8 + 16 * (r[3] - 1)) + 'px';
+        tr.appendChild(name);
+        tr.appendChild(el('td', {}, hb(r[4])));
+        tr.appendChild(el('td', {}, hb(r[5])));
+        tr.appendChild(el('td', {}, hn(r[6])));
+        var share = el('td', { 'class': 'l' }), bar = el('span', { 'class': 'ownbar' });
+        bar.style.width = Math.max(1, Math.round(200 * r[4] / Math.max(1, s[4]))) + 'px';
+        share.appendChild(bar);
+        share.appendChild(document.createTextNode(' ' + pct(r[4], s[4])));
+        tr.appendChild(share);
+        var d = id > 1 ? r[4] - (prev[r[1]] || 0) : null;
+        tr.appendChild(el('td', d ? { 'class': d > 0 ? 'grew' : 'shrank' } : {},
+                          d === null ? '' : (d > 0 ? '+' : '') + hb(d)));
+        t.appendChild(tr);
+      });
+      box.textContent = '';
+      box.appendChild(t);
+      info.textContent = 'Snapshot #' + s[0] + ' "' + s[1] + '": the walk counted ' + hb(s[4]) +
+        ' (' + hb(s[5]) + ' live in ' + hn(s[6]) + ' blocks vheap recorded)' +
+        (s[3] ? '' : '; incomplete: the program died in the walk') + '. ';
+      if (snaps.length > 1) info.appendChild(sel);
+    };
+    sel.onchange = draw;
+    draw();
+  }
+
   function update() {
     syncControls();
     clearDetail();
@@ -587,6 +636,7 @@
   update();
   drawHeaps();
   drawFrag();
+  drawOwners();
   window.addEventListener('resize', function () { drawFlame(); });
   document.documentElement.setAttribute('data-ready', '1');
   /* how long the page took to draw, since navigation began (for bench/run.sh) */

@@ -26,6 +26,7 @@ ORDER = [
     "modules", "cfi", "unwind", "stacks",
     "reach_scan", "reach",
     "lifecycle",
+    "owners",
     "api", "hooks_mmap", "hooks_cxx", "hooks",
 ]
 

@@ -12,6 +12,7 @@
 #   toprow:N           the Nth row of the top table: its cells, '|'-joined
 #   heaprow:ID         the heaps table's row of heap id ID, '|'-joined
 #   frag:KEY           the fragmentation table's data-value cells of KEY, ','-joined
+#   owner:PATH         the ownership table's walk bytes of owner PATH
 #   attr:NAME          the <html> element's attribute NAME (a test's probe script
 #                      leaves what it saw there), or "missing"
 import sys
@@ -89,6 +90,9 @@ for q in sys.argv[2:]:
     elif k == "frag":
         r = [c["a"]["data-value"] for c in d.els if c["a"].get("data-key") == v]
         print(",".join(r) if r else "missing")
+    elif k == "owner":
+        r = next((r for r in d.rows.get("owntable", []) if r["a"].get("data-owner") == v), None)
+        print(r["a"]["data-walk"] if r else "missing")
     elif k == "attr":
         print(root["a"].get(v, "missing"))
     else:

@@ -154,6 +154,35 @@ static void f_tag_unwind(int depth)
     rec("tag_unwind")->heap = depth;
 }
 
+static void f_own_begin(int heap, const char *label)
+{
+    struct call *c = rec("own_begin");
+    c->heap = heap;
+    snprintf(c->text, sizeof c->text, "%s", label);
+}
+
+static void f_own_push(const char *label)
+{
+    snprintf(rec("own_push")->text, sizeof calls[0].text, "%s", label);
+}
+
+static void f_own_pop(void)
+{
+    rec("own_pop");
+}
+
+static void f_owned(const void *p, size_t bytes)
+{
+    struct call *c = rec("owned");
+    c->p = p;
+    c->size = bytes;
+}
+
+static void f_own_end(void)
+{
+    rec("own_end");
+}
+
 static void table_v1(void)
 {
     table = (struct vheap_api){
@@ -163,6 +192,8 @@ static void table_v1(void)
         .block_move = f_move, .mark = f_mark, .tag_push = f_tag_push, .tag_pop = f_tag_pop,
         .range = f_range, .region = f_region, .tag_push2 = f_tag_push2,
         .tag_depth = f_tag_depth, .tag_unwind = f_tag_unwind,
+        .own_begin = f_own_begin, .own_push = f_own_push, .own_pop = f_own_pop,
+        .owned = f_owned, .own_end = f_own_end,
     };
 }
 
@@ -347,11 +378,48 @@ static void v1_only_scenario(void)
     CHECK(ncalls == 0);
 }
 
+/* Ownership: each call reaches the profiler with its arguments; a
+ * profiler whose table ends before the ownership members gets none. */
+static void call_owners(void)
+{
+    vheap_own_begin(4, "grab");
+    vheap_own_push("ames");
+    vheap_owned(region + 16, 48);
+    vheap_owned(NULL, 7);
+    vheap_own_pop();
+    vheap_own_end();
+}
+
+static void owners_scenario(void)
+{
+    table_v1();
+    present = 1;
+    call_owners();
+    CHECK(ncalls == 6);
+    CHECK(!strcmp(calls[0].fn, "own_begin") && calls[0].heap == 4 &&
+          !strcmp(calls[0].text, "grab"));
+    CHECK(!strcmp(calls[1].fn, "own_push") && !strcmp(calls[1].text, "ames"));
+    CHECK(!strcmp(calls[2].fn, "owned") && calls[2].p == region + 16 && calls[2].size == 48);
+    CHECK(!strcmp(calls[3].fn, "owned") && !calls[3].p && calls[3].size == 7);
+    CHECK(!strcmp(calls[4].fn, "own_pop") && !strcmp(calls[5].fn, "own_end"));
+}
+
+static void owners_absent_scenario(void)
+{
+    table_v1();
+    table.size = (uint32_t)offsetof(struct vheap_api, own_begin);
+    present = 1;
+    call_owners();
+    CHECK(ncalls == 0);
+}
+
 static void test_appended(void **state)
 {
     (void)state;
     run_child(appended_scenario);
     run_child(v1_only_scenario);
+    run_child(owners_scenario);
+    run_child(owners_absent_scenario);
 }
 
 /* Threads racing on the first call: each may look up (at most once), all

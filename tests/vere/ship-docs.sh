@@ -29,6 +29,11 @@ doc frag "$DB" --heap 'loom/*' --series
 doc leaks "$DB" --heap malloc
 doc series "$DB" --heap malloc
 doc summary "$DB" --heap 'loom/*' --limit 5
+# who holds the loom: grab's ownership snapshot (loaded by ship.sh already)
+doc owners "$GRAB" --limit 0
+doc owners "$GRAB" --owner arvo/vane/ames --by stack --depth 8
+doc frag "$GRAB" --by owner
+doc export -f flamegraph --cost owned "$GRAB" -o -
 n=$("$ANALYZE" summary "$DB" --heap 'loom/*' --limit 5 --format json | json 'len(d["heaps"])')
 [ "$n" -le 5 ] || bad "summary --limit 5 lists $n heaps"
 MELD=$(ls "$W"/cap/meld.*.vhcap | head -n 1)

@@ -8,7 +8,9 @@
 # (sampled, paused, `ctl start` on the serf). Checks: exit statuses and Vere's
 # own report lines equal the plain runs'; no dropped or nested events in any
 # capture; the loom's live bytes at grab's mark equal grab's "total marked"
-# less the allocator metadata it itemizes (0.1 %); frag's "compaction would
+# less the allocator metadata it itemizes (0.1 %); every owner grab prints
+# equals vheap's ownership snapshot of the same walk, and the top-level
+# owners sum to grab's total marked, exactly; frag's "compaction would
 # reclaim" at the pack mark within 5 % of "pack: gained"; every command of
 # docs/vere.md runs. Exit 77 only when the shared folder is absent.
 #
@@ -169,6 +171,52 @@ usable=$(json 'd["frag"]["usable"]' <"$W/grab-frag.json")
 log "grab: total marked $marked B, allocator metadata $meta B; vheap's loom at 'grab': $usable B usable"
 python3 -c "import sys; a, b = $usable, $marked - $meta; sys.exit(abs(a - b) > b / 1000)" ||
     bad "the loom's live bytes at grab ($usable) are not grab's total marked less its metadata ($((marked - meta))) within 0.1 %"
+
+# ---- grab: its owners as vheap recorded them against grab's own report ---------
+# (the patch reports grab's walk: each owner's bytes are the walk's, exactly)
+"$ANALYZE" owners "$GRAB" --limit 0 --format json --bytes >"$W/grab-owners.json" 2>"$W/err" ||
+    bad "owners of the grab capture: $(cat "$W/err")"
+grep -q warning "$W/err" && bad "owners of the grab capture warned: $(cat "$W/err")"
+python3 "$TOP/tests/vere/grab_owners.py" "$W/grab-vheap.log" "$W/grab-owners.json" >"$W/grab-owners.txt" ||
+    bad "grab's owners differ from vheap's: $(head -n 5 "$W/grab-owners.txt")"
+log "$(tail -n 1 "$W/grab-owners.txt")"
+
+# ---- a running ship asked for its owners from outside ------------------------
+# Vere's control plane (PIER/.urb/conn.sock, %peel /mass) makes the serf run
+# grab's walk: an ownership snapshot in the serf's capture, complete, its
+# top-level owners summing to its total, every block one the loom held
+cp -a "$W/zod" "$W/mass-vheap"
+"$SHARED/netns.sh" "$ANALYZE" record --out "$W/cap/mass.%p.vhcap" -- "$VH" -t -L "$W/mass-vheap" \
+    </dev/null >"$W/mass-king.log" 2>&1 &
+KING=$!
+for _ in $(seq 1 600); do
+    grep -q '): live' "$W/mass-king.log" && break
+    kill -0 "$KING" 2>/dev/null || break
+    sleep 1
+done
+timeout 600 python3 "$TOP/tests/vere/conn_mass.py" "$W/mass-vheap" 590 >"$W/mass.out" 2>&1 ||
+    bad "|mass through conn.sock: $(cat "$W/mass.out")"
+# (netns.sh execs into the recorder: the king is its child)
+kill -TERM $(pgrep -P "$KING") 2>/dev/null
+wait "$KING"
+KING=
+if MASS=$(serf_capture work mass); then
+    "$ANALYZE" owners "$MASS" --format json --limit 0 --bytes >"$W/mass-owners.json" 2>"$W/err" ||
+        bad "owners of the running serf: $(cat "$W/err")"
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["snapshot"]
+tops = sum(o["walk_bytes"] for o in d["owners"] if o["depth"] == 1)
+print("running ship: snapshot %s complete=%s, %d B counted, top-level owners %d B, "
+      "%d unknown blocks" % (s["label"], s["complete"], s["walk_bytes"], tops, s["unknown_blocks"]))
+sys.exit(0 if s["complete"] and tops == s["walk_bytes"] and not s["unknown_blocks"] else 1)
+' "$W/mass-owners.json" >"$W/mass-check.txt" 2>&1 ||
+        bad "the running ship's snapshot: $(cat "$W/mass-check.txt")"
+    log "$(cat "$W/mass-check.txt")"
+else
+    bad "no serf capture of the running ship asked for |mass"
+fi
 
 # ---- pack: frag's prediction at the pack mark against pack's gain -----------
 PACK=$(ls "$W"/cap/pack.*.vhcap | head -n 1)

@@ -47,6 +47,9 @@ enum vh_header_flags {
                                       (DISABLED): no END record, end_time set */
     VH_HDR_EXEC = 1u << 5,         /* the image called execve (exec_path): set
                                       before the call, cleared if it failed */
+    VH_HDR_EXEC_EMPTY = 1u << 6,   /* with EXEC: a fork child that had recorded
+                                      nothing; the exec'd image takes the file
+                                      over (its name, no ".1") */
 };
 
 enum vh_unwind_kind { VH_UNWIND_LIBUNWIND = 0, VH_UNWIND_FP = 1 };

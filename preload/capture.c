@@ -384,6 +384,8 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
                    vh_errname(-rc));
         return rc;
     }
+    if (!forked)
+        vh_handover_clear(abs);    /* the empty capture of the image we replaced */
     int gen = 0;
     int fd = open_exclusive(abs, disp, &gen);
     if (fd < 0) {
@@ -672,6 +674,11 @@ void vh_capture_end(void)
     struct vh_capture_header *h = vh_cap.hdr;
     if (!h || (__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & VH_HDR_ENDED))
         return;
+    if (vh_handover_empty()) {     /* a fork child that recorded nothing */
+        __atomic_fetch_or(&h->flags, VH_HDR_ENDED | VH_HDR_DISABLED, __ATOMIC_RELEASE);
+        unlink(vh_cap.path);
+        return;
+    }
     vh_rss_sample(t);              /* a last RSS sample */
     uint64_t now = vh_now();
     /* exact, for a coarse-clock run that fit in a tick or two */
@@ -764,13 +771,16 @@ void vh_capture_exec(const char *path)
     }
     n = append(out, n, cap, path);
     out[n] = '\0';
-    __atomic_fetch_or(&vh_cap.hdr->flags, VH_HDR_EXEC, __ATOMIC_RELEASE);
+    __atomic_fetch_or(&vh_cap.hdr->flags,
+                      VH_HDR_EXEC | (vh_handover_empty() ? VH_HDR_EXEC_EMPTY : 0),
+                      __ATOMIC_RELEASE);
 }
 
 void vh_capture_exec_failed(void)
 {
     if (exec_owner())
-        __atomic_fetch_and(&vh_cap.hdr->flags, ~(uint32_t)VH_HDR_EXEC, __ATOMIC_RELEASE);
+        __atomic_fetch_and(&vh_cap.hdr->flags, ~(uint32_t)(VH_HDR_EXEC | VH_HDR_EXEC_EMPTY),
+                           __ATOMIC_RELEASE);
 }
 
 /* ---- libunwind's pipe ---------------------------------------------------------

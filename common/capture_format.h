@@ -47,9 +47,6 @@ enum vh_header_flags {
                                       (DISABLED): no END record, end_time set */
     VH_HDR_EXEC = 1u << 5,         /* the image called execve (exec_path): set
                                       before the call, cleared if it failed */
-    VH_HDR_EXEC_EMPTY = 1u << 6,   /* with EXEC: a fork child that had recorded
-                                      nothing; the exec'd image takes the file
-                                      over (its name, no ".1") */
 };
 
 enum vh_unwind_kind { VH_UNWIND_LIBUNWIND = 0, VH_UNWIND_FP = 1 };
@@ -93,7 +90,11 @@ struct vh_capture_header {
      * throughout (and in captures from before these fields). */
     uint64_t precise_from;         /* atomic: UINT64_MAX while still coarse  */
     uint32_t coarse_res_ns;
-    uint32_t reserved32;
+    /* A fork child: chunk 0's `used` when its start records (modules, the
+     * inherited heaps, tags) were written, chunk 0 the only chunk; else 0.
+     * Its chunk 0 still ending there, and no other chunk: the child
+     * recorded nothing of its own (preload/handover.c). */
+    uint32_t start_used;
     /* Signals (preload/signals.c): handler calls held back until the
      * thread left the shim's bookkeeping; and guards found stale and
      * cleared (a handler installed behind the shim's back left it by

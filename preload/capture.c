@@ -771,16 +771,13 @@ void vh_capture_exec(const char *path)
     }
     n = append(out, n, cap, path);
     out[n] = '\0';
-    __atomic_fetch_or(&vh_cap.hdr->flags,
-                      VH_HDR_EXEC | (vh_handover_empty() ? VH_HDR_EXEC_EMPTY : 0),
-                      __ATOMIC_RELEASE);
+    __atomic_fetch_or(&vh_cap.hdr->flags, VH_HDR_EXEC, __ATOMIC_RELEASE);
 }
 
 void vh_capture_exec_failed(void)
 {
     if (exec_owner())
-        __atomic_fetch_and(&vh_cap.hdr->flags, ~(uint32_t)(VH_HDR_EXEC | VH_HDR_EXEC_EMPTY),
-                           __ATOMIC_RELEASE);
+        __atomic_fetch_and(&vh_cap.hdr->flags, ~(uint32_t)VH_HDR_EXEC, __ATOMIC_RELEASE);
 }
 
 /* ---- libunwind's pipe ---------------------------------------------------------

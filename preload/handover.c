@@ -1,17 +1,19 @@
 /* handover.c — one capture per process: a fork child that only execs (a
- * shell, Vere's king starting its serf) or only exits leaves no capture of
- * its own behind.
+ * shell, Vere's king starting its serf through libuv) or only exits leaves
+ * no capture of its own behind.
  *
  * A fork child's capture is made at fork, before anyone knows whether the
  * child will record anything. Left alone, the fork child that execs at once
  * holds the pid's plain name and the exec'd image — the one doing the work —
- * gets ".1". So the image marks, beside VH_HDR_EXEC, whether it recorded
- * anything since its start records (VH_HDR_EXEC_EMPTY), and the exec'd
- * image, finding its name taken by such a capture of its own pid, takes the
- * file over. Removing the file before the exec instead would lose it when
- * the exec fails, or when the new image writes no capture (static, set-ID,
- * LD_PRELOAD dropped): the file then stays, naming what was exec'd. A fork
- * child that exits having recorded nothing removes its capture. */
+ * gets ".1". So the child notes in its header where its start records end
+ * (start_used); at exit, if it recorded nothing since, it removes its file.
+ * At exec it cannot: the exec may fail, or the new image load no shim
+ * (static, set-ID, LD_PRELOAD dropped), and then the file names the
+ * program that ran unrecorded; nor does it see every exec (glibc's execvp
+ * and execl* call execve past the shim). So the exec'd image, once it
+ * starts its own capture, removes the capture of the image it replaced
+ * from its directory when that one is a fork child of the same pid and
+ * parent whose chunk 0 still ends at start_used. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -33,12 +35,15 @@ static struct {
 
 void vh_handover_mark(const struct vh_tls *t)
 {
-    if (!vh_cap.hdr)
+    struct vh_capture_header *h = vh_cap.hdr;
+    if (!h)
         return;
     quiet.chunk = t->chunk;
     quiet.used = t->chunk ? __atomic_load_n(&t->chunk->used, __ATOMIC_ACQUIRE) : 0;
-    quiet.chunks = __atomic_load_n(&vh_cap.hdr->chunks_claimed, __ATOMIC_ACQUIRE);
+    quiet.chunks = __atomic_load_n(&h->chunks_claimed, __ATOMIC_ACQUIRE);
     quiet.pid = vh_cap.pid;
+    if (quiet.chunks == 1 && t->chunk && t->chunk->index == 0 && quiet.used <= UINT32_MAX)
+        h->start_used = (uint32_t)quiet.used;
 }
 
 int vh_handover_empty(void)
@@ -50,34 +55,39 @@ int vh_handover_empty(void)
            (!quiet.chunk || __atomic_load_n(&quiet.chunk->used, __ATOMIC_ACQUIRE) == quiet.used);
 }
 
-/* The header's fields up to `flags`: what ours() judges by. */
-#define PREFIX (offsetof(struct vh_capture_header, flags) + sizeof(uint32_t))
+/* Reads `n` bytes at `off` of fd; 0 when all came. */
+static int read_at(int fd, void *buf, size_t n, off_t off)
+{
+    return vh_sys_pread(fd, buf, n, off) == (ssize_t)n ? 0 : -1;
+}
 
-/* Whether the file `name` in `dir` is the capture of the image this one
- * replaced: same owner, same pid and parent (a recycled pid has another
- * parent, nearly always), an image that exec'd having recorded nothing and
- * did not come back (EXEC is cleared when the exec fails). */
+#define FIELD(f) offsetof(struct vh_capture_header, f)
+
+/* Whether the file `name` in `dir` is the empty capture of the image this
+ * one replaced: this owner's, a fork child's with this pid and parent (a
+ * recycled pid has another parent, nearly always), not ended, one chunk
+ * that still ends where its start records did. */
 static int ours(int dir, const char *name)
 {
     int fd = (int)syscall(SYS_openat, dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
         return 0;
-    char buf[PREFIX];              /* not the whole header page on the stack */
-    uint32_t pid, ppid, flags;
+    char magic[8];
+    uint32_t pid, ppid, flags, start_used;
+    uint64_t chunks, chunk0, used;
     struct stat st;
-    const uint32_t want = VH_HDR_EXEC | VH_HDR_EXEC_EMPTY;
     int yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-              st.st_size >= (off_t)VH_HEADER_SIZE &&
-              vh_sys_pread(fd, buf, PREFIX, 0) == (ssize_t)PREFIX &&
-              memcmp(buf, VH_CAPTURE_MAGIC, 8) == 0;
+              st.st_size >= (off_t)VH_HEADER_SIZE && !read_at(fd, magic, 8, 0) &&
+              !memcmp(magic, VH_CAPTURE_MAGIC, 8) && !read_at(fd, &pid, 4, FIELD(pid)) &&
+              !read_at(fd, &ppid, 4, FIELD(ppid)) && !read_at(fd, &flags, 4, FIELD(flags)) &&
+              !read_at(fd, &chunks, 8, FIELD(chunks_claimed)) &&
+              !read_at(fd, &chunk0, 8, FIELD(chunk_offset)) &&
+              !read_at(fd, &start_used, 4, FIELD(start_used)) && chunk0 < (uint64_t)st.st_size &&
+              !read_at(fd, &used, 8, (off_t)chunk0);
     vh_sys_close(fd);
-    if (!yes)
-        return 0;
-    memcpy(&pid, buf + offsetof(struct vh_capture_header, pid), 4);
-    memcpy(&ppid, buf + offsetof(struct vh_capture_header, ppid), 4);
-    memcpy(&flags, buf + offsetof(struct vh_capture_header, flags), 4);
-    return pid == (uint32_t)getpid() && ppid == (uint32_t)getppid() &&
-           (flags & (want | VH_HDR_ENDED)) == want;
+    return yes && pid == (uint32_t)getpid() && ppid == (uint32_t)getppid() &&
+           (flags & (VH_HDR_FORKED | VH_HDR_ENDED)) == VH_HDR_FORKED && chunks == 1 &&
+           start_used && used == start_used;
 }
 
 /* Names that can hold this pid's capture contain the pid (%p, or the

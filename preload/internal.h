@@ -267,9 +267,10 @@ void vh_lock(vh_lock_t *l);
 void vh_unlock(vh_lock_t *l);
 const char *vh_capture_display_path(void);
 /* handover.c: a fork child that records nothing leaves no capture. _mark
- * after the child's start records; _empty: nothing recorded since; _clear:
- * removes, from the directory of `path` (this image's capture), the
- * capture the image this one replaced exec'd with, if it was empty. */
+ * after the child's start records (the header's start_used); _empty:
+ * nothing recorded since (at exit the capture is removed); _clear: removes
+ * from the directory of `path`, this image's capture, the empty fork-child
+ * capture of the image this one replaced. */
 void vh_handover_mark(const struct vh_tls *t);
 int vh_handover_empty(void);
 void vh_handover_clear(const char *path);

@@ -4,6 +4,8 @@
  * own capture with its own argv and exe. MODE, what the child does instead:
  *   alloc    allocates 4321 bytes (kept) before the exec
  *   noshim   execs with LD_PRELOAD removed from the environment
+ *   execvp   execs through execvp (glibc's execve call inside it is not
+ *            the shim's: libuv's uv_spawn, Vere's king starting its serf)
  *   exit     exits without exec */
 #include "testprog.h"
 
@@ -28,6 +30,8 @@ static void child(const char *target, const char *mode)
             if (strncmp(*e, "LD_PRELOAD=", 11))
                 env[n++] = *e;
         execve(target, args, env);
+    } else if (!strcmp(mode, "execvp")) {
+        execvp(target, args);
     } else {
         execv(target, args);
     }
@@ -46,7 +50,7 @@ USER static void work(int n)
 int main(int argc, char **argv)
 {
     if (argc != 2 && argc != 3) {
-        fprintf(stderr, "usage: fork_exec TARGET [alloc|noshim|exit]\n");
+        fprintf(stderr, "usage: fork_exec TARGET [alloc|noshim|execvp|exit]\n");
         return 2;
     }
     tp_reset("parent ");

@@ -183,6 +183,13 @@ enum vh_rec_type {
     VH_REC_REGION = 0x87,          /* struct vh_rec_region                   */
     VH_REC_REACH = 0x88,           /* struct vh_rec_reach + entries          */
     VH_REC_REACH_END = 0x89,       /* struct vh_rec_reach_end                */
+    VH_REC_STACK_PACKED = 0x8a,    /* STACK with packed frames: struct
+                                      vh_rec_stack's header and time, then
+                                      LEB128 varints: the frame count, then
+                                      each frame's zigzag delta from the one
+                                      before it (the first's from 0); zero
+                                      bytes pad it to h.a words. A reader
+                                      yields it as the STACK it packs      */
 };
 
 /* Reachability at exit (preload/reach.c): memcheck's four classes of a

@@ -95,7 +95,11 @@ struct vh_capture_header {
      * throughout (and in captures from before these fields). */
     uint64_t precise_from;         /* atomic: UINT64_MAX while still coarse  */
     uint32_t coarse_res_ns;
-    uint32_t reserved32;
+    /* A fork child: chunk 0's `used` when its start records (modules, the
+     * inherited heaps, tags) were written, chunk 0 the only chunk; else 0.
+     * Its chunk 0 still ending there, and no other chunk: the child
+     * recorded nothing of its own (preload/handover.c). */
+    uint32_t start_used;
     /* Signals (preload/signals.c): handler calls held back until the
      * thread left the shim's bookkeeping; and guards found stale and
      * cleared (a handler installed behind the shim's back left it by
@@ -189,6 +193,13 @@ enum vh_rec_type {
     VH_REC_OWNER = 0x8b,           /* struct vh_rec_owner + label, b = node  */
     VH_REC_OWNED = 0x8c,           /* struct vh_rec_owned + entries, b = node */
     VH_REC_OWN_END = 0x8d,         /* struct vh_rec_own_end, b = heap        */
+    VH_REC_STACK_PACKED = 0x8e,    /* STACK with packed frames: struct
+                                      vh_rec_stack's header and time, then
+                                      LEB128 varints: the frame count, then
+                                      each frame's zigzag delta from the one
+                                      before it (the first's from 0); zero
+                                      bytes pad it to h.a words. A reader
+                                      yields it as the STACK it packs      */
 };
 
 /* Reachability at exit (preload/reach.c): memcheck's four classes of a

@@ -352,6 +352,8 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
                    vh_errname(-rc));
         return rc;
     }
+    if (!forked)
+        vh_handover_clear(abs);    /* the empty capture of the image we replaced */
     int gen = 0;
     int fd = open_exclusive(abs, disp, &gen);
     if (fd < 0) {
@@ -641,6 +643,11 @@ void vh_capture_end(void)
     struct vh_capture_header *h = vh_cap.hdr;
     if (!h || (__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & VH_HDR_ENDED))
         return;
+    if (vh_handover_empty()) {     /* a fork child that recorded nothing */
+        __atomic_fetch_or(&h->flags, VH_HDR_ENDED | VH_HDR_DISABLED, __ATOMIC_RELEASE);
+        unlink(vh_cap.path);
+        return;
+    }
     vh_rss_sample(t);              /* a last RSS sample */
     uint64_t now = vh_now();
     /* exact, for a coarse-clock run that fit in a tick or two */

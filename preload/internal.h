@@ -265,6 +265,14 @@ void vh_capture_fork_child(void);
 /* A spinlock word: its owner's thread state address (lock.h). */
 typedef uintptr_t vh_lock_t;
 const char *vh_capture_display_path(void);
+/* handover.c: a fork child that records nothing leaves no capture. _mark
+ * after the child's start records (the header's start_used); _empty:
+ * nothing recorded since (at exit the capture is removed); _clear: removes
+ * from the directory of `path`, this image's capture, the empty fork-child
+ * capture of the image this one replaced. */
+void vh_handover_mark(const struct vh_tls *t);
+int vh_handover_empty(void);
+void vh_handover_clear(const char *path);
 /* Bytes of capture pages mapped in this process now (they count in its
  * RSS; the RSS records leave them out). */
 uint64_t vh_capture_resident(void);

@@ -274,6 +274,7 @@ static void fork_child_work(void)
         __atomic_store_n(&vh_mode, VH_MODE_OFF, __ATOMIC_RELEASE);
     }
     vh_api_fork_child(t);          /* after the capture exists */
+    vh_handover_mark(t);           /* what follows is the child's own */
     vh_own_end(t, &saved);
 }
 
@@ -368,8 +369,10 @@ static void finish(void)
         return;
     struct vh_tls *t = &vh_tls;
     uint8_t g = vh_busy(t);
-    if (mode == VH_MODE_ON)
-        vh_reach_at_exit(t);       /* only a complete record knows every block */
+    /* only a complete record knows every block; a fork child that recorded
+     * nothing has none, and its capture goes (vh_capture_end) */
+    if (mode == VH_MODE_ON && !vh_handover_empty())
+        vh_reach_at_exit(t);
     if (vh_mapped_untracked())
         vh_log("%llu mappings were not recorded: more than 65536 at once",
                (unsigned long long)vh_mapped_untracked());

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/leb128.h"
 #include "preload/internal.h"
 #include "preload/lock.h"
 
@@ -184,6 +185,19 @@ static uint32_t lookup(uint64_t h)
     return 0;
 }
 
+/* Bytes of the packed frames (VH_REC_STACK_PACKED): return addresses of
+ * one module lie within a few MiB of each other, so a delta takes 3-4
+ * bytes where a frame took 8 (a sampled boot of Vere's serf, 64-frame
+ * stacks deep in nock: 5.7 MB of STACK records became 2.1 MB). */
+static size_t packed_size(const uint64_t *f, uint32_t n)
+{
+    uint8_t tmp[VH_ULEB_MAX];
+    size_t bytes = (size_t)(vh_uleb_put(tmp, n) - tmp);
+    for (uint32_t i = 0; i < n; i++)
+        bytes += (size_t)(vh_uleb_put(tmp, vh_zigzag(f[i] - (i ? f[i - 1] : 0))) - tmp);
+    return bytes;
+}
+
 /* 0 when the STACK record is committed, -1 when it is not in the capture. */
 static int write_stack(struct vh_tls *t, uint32_t id, const uint64_t *f, uint32_t n,
                        int truncated)
@@ -191,17 +205,22 @@ static int write_stack(struct vh_tls *t, uint32_t id, const uint64_t *f, uint32_
     /* Libraries that appeared since the last look (a new stack is the first
      * place their addresses can show up) get their MODULE records first. */
     vh_modules_poll(t);
-    size_t size = sizeof(struct vh_rec_stack) + (size_t)n * 8;
+    size_t size = (sizeof(struct vh_rec_stack) + packed_size(f, n) + 7) & ~(size_t)7;
     uint64_t now = vh_now();
     struct vh_rec_stack *r = vh_rec_begin(t, size, now);
     if (!r)
         return -1;
-    r->h = (struct vh_rec_hdr){ .type = VH_REC_STACK,
+    r->h = (struct vh_rec_hdr){ .type = VH_REC_STACK_PACKED,
                                 .flags = truncated ? VH_RF_TRUNCATED : 0,
                                 .a = (uint16_t)(size / 8),
                                 .b = id };
     r->time = now;
-    memcpy(r->frames, f, (size_t)n * 8);
+    uint8_t *p = (uint8_t *)r->frames, *end = (uint8_t *)r + size;
+    p = vh_uleb_put(p, n);
+    for (uint32_t i = 0; i < n; i++)
+        p = vh_uleb_put(p, vh_zigzag(f[i] - (i ? f[i - 1] : 0)));
+    while (p < end)
+        *p++ = 0;
     vh_rec_commit(t, size);
     return 0;
 }

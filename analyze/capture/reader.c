@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "analyze/capture/reader.h"
+#include "common/leb128.h"
 #include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
 
@@ -77,6 +78,9 @@ struct stack_ent {
     uint64_t off;                  /* file offset of the STACK record       */
     uint32_t id;
     uint32_t depth;
+    uint64_t pool;                 /* STACK_PACKED: frames at pool[pool - 1]
+                                      once stacks_finish decoded them; 0:
+                                      frames in the record                   */
 };
 
 struct capture {
@@ -102,6 +106,11 @@ struct capture {
     uint32_t *dense;               /* id -> stacks index + 1, when compact  */
     uint32_t ndense;
     uint32_t max_stack_id;
+    uint64_t *pool;                /* decoded frames of packed stacks       */
+    size_t npool, cappool;
+    uint64_t *scratch;             /* the STACK that capture__next yields for
+                                      a packed one                           */
+    size_t capscratch;
 
     uint64_t consumed, total;      /* record bytes (PAD not counted)        */
 
@@ -228,6 +237,27 @@ static int seg_push(struct capture *c, uint32_t i, uint64_t pos, struct vh_curso
         return -ENOMEM;
     c->segs[c->nsegs++] = (struct seg){ .first = pos, .end = pos, .pos = pos, .chunk = i,
                                         .cur0 = cur, .tid0 = tid };
+    return 0;
+}
+
+/* The frames of a STACK_PACKED record of `size` bytes at p: their count
+ * in *depth and, unless out is NULL, the frames. -1 when malformed (a
+ * varint cut or too long, more frames than a STACK record could hold). */
+static int packed_frames(const uint8_t *p, size_t size, uint64_t *out, uint32_t *depth)
+{
+    const uint8_t *q = p + sizeof(struct vh_rec_stack), *end = p + size;
+    uint64_t n, z, f = 0;
+    if (size < sizeof(struct vh_rec_stack) || vh_uleb_get(&q, end, &n) ||
+        n > (uint64_t)(end - q) || n > UINT16_MAX - 2)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        if (vh_uleb_get(&q, end, &z))
+            return -1;
+        f += vh_unzigzag(z);
+        if (out)
+            out[i] = f;
+    }
+    *depth = (uint32_t)n;
     return 0;
 }
 
@@ -364,12 +394,17 @@ static int chunk_records(struct capture *c, uint32_t i, uint64_t base, uint64_t 
         last = r.time;
         if (r.h->type == VH_REC_THREAD)
             tid = r.h->b;
-        if (r.h->type == VH_REC_STACK) {
+        if (r.h->type == VH_REC_STACK || r.h->type == VH_REC_STACK_PACKED) {
+            uint32_t depth = (uint32_t)((r.size - sizeof(struct vh_rec_stack)) / 8);
             if (r.h->b == 0) {
                 damage(c, pos, "chunk %u at offset 0x%llx: stack record at 0x%llx has id 0", i,
                        (unsigned long long)base, (unsigned long long)pos);
-            } else if (stack_push(c, r.h->b,
-                                  (uint32_t)(r.size - sizeof(struct vh_rec_stack)) / 8, pos)) {
+            } else if (r.h->type == VH_REC_STACK_PACKED &&
+                       packed_frames(c->map + pos, r.size, NULL, &depth)) {
+                damage(c, pos, "chunk %u at offset 0x%llx: packed stack record at 0x%llx is "
+                       "malformed", i, (unsigned long long)base, (unsigned long long)pos);
+                break;
+            } else if (stack_push(c, r.h->b, depth, pos)) {
                 return -ENOMEM;
             }
         }
@@ -477,6 +512,33 @@ static int by_id_then_offset(const void *a, const void *b)
     return vh_cmp2(x->id, y->id, x->off, y->off);
 }
 
+/* The frames of an indexed stack: in its record, or in the pool. */
+static const uint64_t *ent_frames(const struct capture *c, const struct stack_ent *e)
+{
+    return e->pool ? c->pool + e->pool - 1
+                   : (const uint64_t *)(c->map + e->off + sizeof(struct vh_rec_stack));
+}
+
+/* Decodes every packed stack's frames into the pool (validated in pass
+ * one), so that capture__stack hands out frames as for a plain STACK. */
+static int unpack_stacks(struct capture *c)
+{
+    for (size_t i = 0; i < c->nstacks; i++) {
+        struct stack_ent *e = &c->stacks[i];
+        const struct vh_rec_hdr *h = (const void *)(c->map + e->off);
+        uint32_t depth;
+        if (h->type != VH_REC_STACK_PACKED)
+            continue;
+        if (vh_reserve(&c->pool, &c->cappool, c->npool + e->depth + 1, sizeof *c->pool, 1024) ||
+            vh_reserve(&c->scratch, &c->capscratch, 2 + (size_t)e->depth, sizeof *c->scratch, 2))
+            return -ENOMEM;
+        packed_frames(c->map + e->off, (size_t)h->a * 8, c->pool + c->npool, &depth);
+        e->pool = c->npool + 1;
+        c->npool += e->depth + 1;  /* +1: a depth of 0 still has a place */
+    }
+    return 0;
+}
+
 /* Sorts the stacks, drops later definitions of an id (damage when their
  * frames differ from the first), and builds a dense id index when the ids
  * are compact enough for it to stay O(stacks). */
@@ -487,12 +549,14 @@ static int stacks_finish(struct capture *c)
     if (!c->nstacks)
         return 0;
     qsort(c->stacks, c->nstacks, sizeof *c->stacks, by_id_then_offset);
+    if (unpack_stacks(c))
+        return -ENOMEM;
     for (size_t i = 0; i < c->nstacks; i++) {
         struct stack_ent *e = &c->stacks[i];
         if (n && c->stacks[n - 1].id == e->id) {
             const struct stack_ent *k = &c->stacks[n - 1];
             if (k->depth != e->depth ||
-                memcmp(c->map + k->off + 16, c->map + e->off + 16, (size_t)k->depth * 8))
+                memcmp(ent_frames(c, k), ent_frames(c, e), (size_t)k->depth * 8))
                 damage(c, e->off,
                        "stack record at 0x%llx: id %u already defined at 0x%llx "
                        "with other frames",
@@ -570,6 +634,30 @@ static void activate(struct capture *c)
 static int by_key(const void *a, const void *b)
 {
     return before(a, b) ? -1 : before(b, a);
+}
+
+/* A packed STACK yielded as the STACK it packs, in c->scratch (valid until
+ * the next call; sized in pass one for the deepest): ev->size is then that
+ * STACK's size. A record that changed since pass one is yielded with no
+ * frames. */
+static void unpack_one(struct capture *c, struct vh_event *ev)
+{
+    const uint8_t *p = (const uint8_t *)ev->rec;
+    uint32_t depth = 0;
+    if (packed_frames(p, ev->size, NULL, &depth) || 2 + (size_t)depth > c->capscratch)
+        depth = 0;
+    size_t words = 2 + (size_t)depth;
+    if (words > c->capscratch)
+        return;                    /* no packed stack was indexed: none here */
+    if (depth)
+        packed_frames(p, ev->size, c->scratch + 2, &depth);
+    struct vh_rec_stack *s = (struct vh_rec_stack *)(void *)c->scratch;
+    s->h = *ev->rec;
+    s->h.type = VH_REC_STACK;
+    s->h.a = (uint16_t)words;
+    s->time = ((const struct vh_rec_stack *)(const void *)p)->time;
+    ev->rec = &s->h;
+    ev->size = words * 8;
 }
 
 /* Moves segment sg past PAD bytes to its next record and fills `e` with
@@ -660,6 +748,8 @@ int capture__next(struct capture *c, struct vh_event *ev)
             sg->tid = r.h->b;
         ev->rec = r.h;
         ev->size = r.size;
+        if (r.h->type == VH_REC_STACK_PACKED)
+            unpack_one(c, ev);
         ev->time = r.time;
         ev->offset = sg->pos;
         ev->tid = sg->tid;
@@ -908,7 +998,7 @@ const uint64_t *capture__stack(const struct capture *c, uint32_t id, uint32_t *d
         *depth = e->depth;
     if (flags)
         *flags = ((const struct vh_rec_hdr *)(c->map + e->off))->flags;
-    return (const uint64_t *)(c->map + e->off + sizeof(struct vh_rec_stack));
+    return ent_frames(c, e);
 }
 
 uint32_t capture__max_stack_id(const struct capture *c)
@@ -970,5 +1060,7 @@ void capture__close(struct capture *c)
     free(c->pend);
     free(c->stacks);
     free(c->dense);
+    free(c->pool);
+    free(c->scratch);
     free(c);
 }

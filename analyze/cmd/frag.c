@@ -45,6 +45,14 @@ static const char usage[] =
     "                   32 for heaps without bounds, 1 with bounds)\n"
     "  --cluster-gap SIZE  heaps without bounds: a wider gap between blocks\n"
     "                   starts a new region (default 1MiB)\n"
+    "  --compaction M   how \"compaction would reclaim\" is modelled for heaps\n"
+    "                   with bounds: slide (default: the live blocks slide\n"
+    "                   together) or pages:PAGE,SMALL,HEAD, a paged allocator\n"
+    "                   whose compactor packs each size class into whole pages\n"
+    "                   and slides pages down: blocks up to SMALL are chunks of\n"
+    "                   their power-of-two size, a chunk page's header HEAD\n"
+    "                   bytes and a bit a chunk (Vere's loom:\n"
+    "                   pages:16KiB,8KiB,12; docs/fragmentation.md)\n"
     "  --series         the headline numbers over time instead, one row per\n"
     "                   interval (replayed from the event stream)\n"
     "  --interval T     --series: interval length (default: about 200 rows)\n"
@@ -71,6 +79,8 @@ static const char usage[] =
     "  vheap-analyze frag run.sqlite\n"
     "  vheap-analyze frag run.sqlite --at peak --page-size 2MiB\n"
     "  vheap-analyze frag run.sqlite --heap loom --at 'mark:pack end' --map loom.svg\n"
+    "  vheap-analyze frag serf.sqlite --heap loom --at 'mark:pack begin' \\\n"
+    "      --compaction pages:16KiB,8KiB,12\n"
     "  vheap-analyze frag run.sqlite --series --interval 100ms --svg frag.svg\n"
     "  vheap-analyze frag grab.vhcap --by owner --limit 0\n"
     "  vheap-analyze frag run.sqlite --format json | jq '.frag.external_fragmentation_pct'\n";
@@ -125,11 +135,34 @@ static int by_owner_opts(struct fopts *o, const char *by, const char *snap)
     return 0;
 }
 
+/* --compaction: "slide", or "pages:PAGE,SMALL,HEAD" (frag_opts.pack_*). */
+static int parse_compaction(const char *s, struct frag_opts *fo)
+{
+    char buf[128], *save = NULL, *f[3];
+    if (!strcmp(s, "slide"))
+        return 0;
+    if (strncmp(s, "pages:", 6) || strlen(s + 6) >= sizeof buf)
+        return -EINVAL;
+    memcpy(buf, s + 6, strlen(s + 6) + 1);
+    for (int i = 0; i < 3; i++)
+        if (!(f[i] = strtok_r(i ? NULL : buf, ",", &save)))
+            return -EINVAL;
+    uint64_t page, small, head;
+    if (strtok_r(NULL, ",", &save) || parse_size(f[0], &page) || parse_size(f[1], &small) ||
+        vh_parse_size(f[2], 0, UINT64_MAX / 2, &head) || page < 16 || page > (1ull << 40) ||
+        (page & (page - 1)) || small > page || head >= page)
+        return -EINVAL;
+    fo->pack_page = page;
+    fo->pack_small = small;
+    fo->pack_head = head;
+    return 0;
+}
+
 /* Parses argv into o->q (this command's options and the shared ones). */
 static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struct fopts *o)
 {
     enum { V_AT, V_PAGE, V_SPARSE, V_MINHOLE, V_GAP, V_INTERVAL, V_FROM, V_TO, V_SVG, V_MAP,
-           V_COLOR, V_BY, V_SNAPSHOT, V_N };
+           V_COLOR, V_BY, V_SNAPSHOT, V_PACK, V_N };
     const char *val[V_N] = { 0 };
     const struct vh_opt own[] = {
         VH_OPT_FLAG("--series", &o->series),
@@ -140,6 +173,7 @@ static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struc
         VH_OPT_VALUE("--svg", &val[V_SVG]),         VH_OPT_VALUE("--map", &val[V_MAP]),
         VH_OPT_VALUE("--color", &val[V_COLOR]),
         VH_OPT_VALUE("--by", &val[V_BY]),           VH_OPT_VALUE("--snapshot", &val[V_SNAPSHOT]),
+        VH_OPT_VALUE("--compaction", &val[V_PACK]),
     };
     uint64_t v;
     int rc;
@@ -180,6 +214,16 @@ static int parse_opts(const struct vh_command *cmd, int argc, char **argv, struc
     }
     if (val[V_GAP] && parse_size(val[V_GAP], &o->fo.cluster_gap)) {
         return vh_query__usage(&o->q, "--cluster-gap: '%s' is not a size like 1MiB", val[V_GAP]);
+    }
+    if (val[V_PACK] && parse_compaction(val[V_PACK], &o->fo)) {
+        return vh_query__usage(&o->q,
+                               "--compaction: '%s' is not slide or pages:PAGE,SMALL,HEAD (a "
+                               "power-of-two page, the largest chunk at most a page, a header "
+                               "smaller than a page), like pages:16KiB,8KiB,12",
+                               val[V_PACK]);
+    }
+    if (val[V_PACK] && o->series) {
+        return vh_query__usage(&o->q, "--compaction is for one moment (--at), not --series");
     }
     if (val[V_INTERVAL] && (vh_parse_time(val[V_INTERVAL], &o->interval) || !o->interval)) {
         return vh_query__usage(&o->q, "--interval: '%s' is not a duration like 100ms, 1s or 250us",

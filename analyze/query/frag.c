@@ -29,7 +29,10 @@ void frag_opts__default(struct frag_opts *o)
 static int opts_ok(const struct frag_opts *o)
 {
     uint64_t p = o->page_size;
-    return p >= 16 && p <= (1ull << 40) && !(p & (p - 1)) && o->sparse_pct <= 100;
+    uint64_t q = o->pack_page;
+    return p >= 16 && p <= (1ull << 40) && !(p & (p - 1)) && o->sparse_pct <= 100 &&
+           (!q || (q >= 16 && q <= (1ull << 40) && !(q & (q - 1)) && o->pack_small <= q &&
+                   o->pack_head < q));
 }
 
 static uint64_t min_hole_of(const struct frag_opts *o, int bounded)
@@ -366,6 +369,62 @@ static int by_carve(const void *x, const void *y)
     return vh_cmp2(a->parent, b->parent, a->lo, b->lo);
 }
 
+/* ---- the paged compaction model (frag_opts.pack_page) ------------------- */
+/* Chunks of `size` bytes one page holds, its header's chunks taken out. */
+static uint64_t chunks_per_page(const struct frag_opts *o, uint64_t size)
+{
+    uint64_t total = o->pack_page / size;
+    uint64_t head = o->pack_head + (total + 31) / 32 * 4;
+    if (size > 2 * head)
+        return total;              /* the header lives off the page */
+    uint64_t taken = (head + size - 1) / size;
+    return total > taken ? total - taken : 1;
+}
+
+/* Pages the live blocks b[0 .. n) take once compacted. */
+static uint64_t packed_pages(const struct frag_opts *o, const struct vh_block *b, size_t n)
+{
+    uint64_t per_class[64] = { 0 }, pages = 0, P = o->pack_page;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u = b[i].usable ? b[i].usable : 1;
+        if (u > o->pack_small) {
+            pages += (u + P - 1) / P;
+            continue;
+        }
+        int k = 63 - __builtin_clzll(u);
+        per_class[k + ((u & (u - 1)) != 0)]++;   /* rounded up to its class */
+    }
+    for (int k = 0; k < 64; k++) {
+        if (!per_class[k])
+            continue;
+        uint64_t per = chunks_per_page(o, 1ull << k);
+        pages += (per_class[k] + per - 1) / per;
+    }
+    return pages;
+}
+
+/* What the paged compaction gives back in a heap [base, end): its pages
+ * up to its top (the first declared region at or above the last block's
+ * end, the gap a heap grows into; else that end, rounded up to a page),
+ * less the declared regions below the top (metadata, kept) and the packed
+ * blocks. */
+static uint64_t paged_reclaim(const struct frag_opts *o, const struct vh_block *b, size_t n,
+                              uint64_t base, const struct carve *carves, size_t nc)
+{
+    uint64_t P = o->pack_page, last = end_of(b[n - 1].addr, b[n - 1].usable);
+    uint64_t top = UINT64_MAX, kept = 0;
+    for (size_t k = 0; k < nc; k++)
+        if (carves[k].lo >= last && carves[k].lo < top)
+            top = carves[k].lo;
+    if (top == UINT64_MAX)
+        top = base + (last - base + P - 1) / P * P;
+    for (size_t k = 0; k < nc; k++)
+        if (carves[k].lo < top)
+            kept += ((carves[k].hi < top ? carves[k].hi : top) - carves[k].lo + P - 1) / P;
+    uint64_t before = (top - base + P - 1) / P, after = kept + packed_pages(o, b, n);
+    return before > after ? (before - after) * P : 0;
+}
+
 /* Regions of one heap: its blocks are blocks[first .. first + n); with
  * bounds, the regions of heaps nested in it are carves[0 .. nc). */
 static int heap_regions(struct rbuf *rb, struct frag_hist *hist, const struct vh_block *blocks,
@@ -412,6 +471,8 @@ static int heap_regions(struct rbuf *rb, struct frag_hist *hist, const struct vh
                     inside += carves[k].hi - carves[k].lo;
             r->span = end_of(b[n - 1].addr, b[n - 1].usable) - first;
             r->reclaim = r->span > r->usable + inside ? r->span - r->usable - inside : 0;
+            if (o->pack_page)
+                r->reclaim = paged_reclaim(o, b, n, base, carves, nc);
         }
         return region_pages(r, blocks, first, n, o);
     }

@@ -22,6 +22,17 @@ struct frag_opts {
                                      alignment), not holes; 0 = the default:
                                      32 B without bounds (glibc's smallest
                                      chunk), 1 B for heaps with bounds       */
+    /* How compaction is modelled for `reclaim` of a heap with bounds
+     * (--compaction). pack_page 0, "slide": the live blocks slide together,
+     * byte for byte. Else "pages": a paged allocator (Vere's loom) whose
+     * compactor packs each size class's chunks into as few pages as hold
+     * them and slides whole pages down: blocks up to pack_small bytes are
+     * chunks of their usable size (a power of two); a chunk page holds
+     * pack_page / size chunks, less those its header takes (pack_head
+     * bytes and a bit a chunk, in 4-byte words), kept in the page when it
+     * is at least half a chunk; a larger block takes whole pages. The heap
+     * ends where the declared region above its last block begins. */
+    uint64_t pack_page, pack_small, pack_head;
 };
 
 /* P = 4 KiB, sparse below 25 %, regions split at gaps above 1 MiB. */

@@ -21,7 +21,7 @@ from layers import includes, symbols  # noqa: E402  one reader of each
 ORDER = [
     "log", "elfsym", "regions", "sample", "options", "state", "maps",
     "bootstrap", "threads", "clock", "signals",
-    "capture",
+    "handover", "capture",
     "mapped",
     "modules", "cfi", "unwind", "stacks",
     "reach_scan", "reach",

@@ -1,8 +1,12 @@
 # 04_fork_exec — fork then exec: the exec'd image starts its own capture
 # (its own exe, argv, pid = the child's, ppid = the parent) holding exactly
-# its allocations; the parent's capture holds exactly the parent's. With %e
-# the names differ; with only %p the exec'd image collides with the fork
-# child's file and gets ".1" (exec_generation 1), never overwriting it.
+# its allocations; the parent's capture holds exactly the parent's. One
+# capture per process: the fork child that execs (or exits) having recorded
+# nothing leaves none behind, so with only %p the exec'd image has the plain
+# name. A fork child that allocated before the exec keeps its capture and
+# the exec'd image, colliding with it, gets ".1" (exec_generation 1), never
+# overwriting it; one whose exec'd image writes no capture (LD_PRELOAD gone)
+# keeps its capture too: it names what was exec'd.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/fork_exec" "$PROGS/exec_target"
 target=$PROGS/exec_target
@@ -49,21 +53,65 @@ check_forkchild() { # CAPTURE: the child between fork and exec
     has_flag "$(st header_flags)" forked || die "fork child capture lacks forked"
 }
 
+captures() { ls ./*.vhcap* | sort | tr '\n' ' '; }
+names() { printf './%s\n' "$@" | sort | tr '\n' ' '; }
+
 profile 'cap.%e.%p.vhcap' "$PROGS/fork_exec" "$target" >out.txt || die "fork_exec exited $?"
 split_out
-expect_eq "captures" "$(ls ./*.vhcap* | sort | tr '\n' ' ')" \
-    "$(printf '%s\n' "./cap.exec_target.$cpid.vhcap" "./cap.fork_exec.$cpid.vhcap" \
-        "./cap.fork_exec.$ppid.vhcap" | sort | tr '\n' ' ')"
+expect_eq "captures" "$(captures)" \
+    "$(names "cap.exec_target.$cpid.vhcap" "cap.fork_exec.$ppid.vhcap")"
 check_target "cap.exec_target.$cpid.vhcap" 0
 check_parent "cap.fork_exec.$ppid.vhcap"
-check_forkchild "cap.fork_exec.$cpid.vhcap"
 
 rm -f ./*.vhcap*
 profile 'cap.%p.vhcap' "$PROGS/fork_exec" "$target" >out.txt || die "fork_exec exited $?"
 split_out
-expect_eq "captures (only %p)" "$(ls ./*.vhcap* | sort | tr '\n' ' ')" \
-    "$(printf '%s\n' "./cap.$cpid.vhcap" "./cap.$cpid.vhcap.1" "./cap.$ppid.vhcap" | sort | tr '\n' ' ')"
+expect_eq "captures (only %p)" "$(captures)" "$(names "cap.$cpid.vhcap" "cap.$ppid.vhcap")"
+check_target "cap.$cpid.vhcap" 0
+check_parent "cap.$ppid.vhcap"
+
+# without %p: the fork child's empty NAME.<pid> is gone too; the exec'd
+# image, not a fork child, takes the next free name
+rm -f ./*.vhcap*
+profile 'cap.vhcap' "$PROGS/fork_exec" "$target" >out.txt || die "fork_exec exited $?"
+split_out
+expect_eq "captures (no %p)" "$(captures)" "$(names cap.vhcap cap.vhcap.1)"
+
+rm -f ./*.vhcap*
+profile 'cap.%p.vhcap' "$PROGS/fork_exec" "$target" alloc >out.txt || die "fork_exec alloc exited $?"
+split_out
+expect_eq "captures (the child allocated)" "$(captures)" \
+    "$(names "cap.$cpid.vhcap" "cap.$cpid.vhcap.1" "cap.$ppid.vhcap")"
 check_target "cap.$cpid.vhcap.1" 1
 check_parent "cap.$ppid.vhcap"
+expect_eq "the fork child's 4321-byte block" \
+    "$(dump_count "cap.$cpid.vhcap" alloc '$0 ~ / size=4321 /')" 1
+
+rm -f ./*.vhcap*
+profile 'cap.%p.vhcap' "$PROGS/fork_exec" "$target" noshim >out.txt || die "fork_exec noshim exited $?"
+split_out
+expect_eq "captures (exec'd without the shim)" "$(captures)" "$(names "cap.$cpid.vhcap" "cap.$ppid.vhcap")"
 check_forkchild "cap.$cpid.vhcap"
-echo "fork+exec: exec'd image $cpid has its own capture (.1 when the name was taken)"
+python3 -c '
+import sys
+with open(sys.argv[1], "rb") as f:
+    f.seek(3336)        # exec_path (docs/capture-format.md)
+    p = f.read(512).split(b"\0")[0]
+sys.exit(0 if p.endswith(b"/exec_target") else "exec_path: %r" % p)' "cap.$cpid.vhcap" ||
+    die "the fork child's capture does not name what it exec'd"
+
+# execvp: glibc calls execve past the shim, the exec is not seen: the
+# exec'd image still finds the fork child's empty capture by its header
+rm -f ./*.vhcap*
+profile 'cap.%p.vhcap' "$PROGS/fork_exec" "$target" execvp >out.txt || die "fork_exec execvp exited $?"
+split_out
+expect_eq "captures (execvp)" "$(captures)" "$(names "cap.$cpid.vhcap" "cap.$ppid.vhcap")"
+check_target "cap.$cpid.vhcap" 0
+
+rm -f ./*.vhcap*
+profile 'cap.%p.vhcap' "$PROGS/fork_exec" "$target" exit >out.txt || die "fork_exec exit exited $?"
+sed -n 's/^parent //p' out.txt >parent.out
+ppid=$(sed -n 's/^pid=\([0-9]*\) child=.*/\1/p' parent.out)
+expect_eq "captures (the child exited)" "$(captures)" "$(names "cap.$ppid.vhcap")"
+check_parent "cap.$ppid.vhcap"
+echo "fork+exec: exec'd image $cpid has its own capture; a fork child that recorded nothing leaves none"

@@ -13,7 +13,7 @@ total_stack0=0
 for run in 1 2 3 4 5 6; do
     rm -f "$mnt"/*
     VS_WARN=1 VHEAP_CHUNK_SIZE=64KiB VS_CAPTURE="$mnt/s$run.vhcap" \
-        vs_bare 120 "s$run" "$PROGS/stack_fill" 4 6000
+        vs_bare 120 "s$run" "$PROGS/stack_fill" 4 16000
     grep -q 'recording stopped' "s$run.vheap" || die "run $run: the disk never filled: $(cat "s$run.vheap")"
     vh_dump "$mnt/s$run.vhcap" "s$run.dump"
     main_range "s$run.dump" >/dev/null

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/capture_format.h"
+#include "common/leb128.h"
 
 #define CAPB_DEFAULT_CHUNK 4096u
 
@@ -440,6 +441,33 @@ static inline uint64_t capb__stack(struct capb *b, uint32_t chunk, uint64_t time
     memcpy(b->buf + off, &r, sizeof r);
     if (depth)
         memcpy(b->buf + off + sizeof r, frames, (size_t)depth * 8);
+    capb__track(b, chunk, off, size);
+    return off;
+}
+
+/* A STACK_PACKED record (the shim's form): count and zigzag deltas as
+ * LEB128, padded to 8 bytes. `extra` bytes of anything after the varints
+ * (0xff: a malformed record whose last varint runs on). */
+static inline uint64_t capb__stack_packed(struct capb *b, uint32_t chunk, uint64_t time,
+                                          uint32_t id, const uint64_t *frames, uint32_t depth,
+                                          uint8_t flags, int cut)
+{
+    uint8_t tmp[16 + 10 * 301];
+    uint8_t *p = vh_uleb_put(tmp + 16, depth);
+    for (uint32_t i = 0; i < depth; i++)
+        p = vh_uleb_put(p, vh_zigzag(frames[i] - (i ? frames[i - 1] : 0)));
+    if (cut)
+        p[-1] |= 0x80;             /* the last varint goes on past the end */
+    size_t size = ((size_t)(p - tmp) + 7) & ~(size_t)7;
+    struct vh_rec_stack r = { .h = { .type = VH_REC_STACK_PACKED, .flags = flags,
+                                     .a = (uint16_t)(size / 8), .b = id },
+                              .time = time };
+    if (depth > 300)
+        capb__fail("capb__stack_packed: at most 300 frames");
+    memcpy(tmp, &r, sizeof r);
+    memset(p, cut ? 0xff : 0, size - (size_t)(p - tmp));
+    uint64_t off = capb__raw(b, chunk, NULL, size);
+    memcpy(b->buf + off, tmp, size);
     capb__track(b, chunk, off, size);
     return off;
 }

@@ -799,6 +799,59 @@ static void check_stack(struct capture *c, uint32_t id, const uint64_t *frames, 
         assert_memory_equal(got, frames, depth * 8);
 }
 
+/* Packed stacks (what the shim writes): capture__stack hands out their
+ * frames, capture__next yields each as the STACK it packs; one whose
+ * varints run past the record is damage, and ends its chunk. */
+static void test_stack_packed(void **state)
+{
+    static const uint64_t f1[] = { 0x7f0000001000, 0x401136, 0x401200, 0x55550000ff00 };
+    static const uint64_t f2[] = { 0x401136 };
+    struct capb b;
+    struct capture *c;
+    struct vh_event ev;
+    uint64_t deep[300];
+    (void)state;
+
+    for (int i = 0; i < 300; i++)
+        deep[i] = 0x400000 + (uint64_t)(i % 7) * 4096 - (uint64_t)i;
+    capb__init(&b, 0);
+    uint32_t c0 = capb__chunk(&b), c1 = capb__chunk(&b);
+    capb__stack_packed(&b, c0, 1, 1, f1, 4, 0, 0);
+    capb__stack_packed(&b, c0, 2, 2, NULL, 0, 0, 0);
+    capb__stack_packed(&b, c0, 3, 3, deep, 300, VH_RF_TRUNCATED, 0);
+    capb__stack(&b, c0, 4, 4, f2, 1, 0);              /* a plain one beside them */
+    capb__stack_packed(&b, c1, 5, 5, f2, 1, 0, 0);
+    uint64_t bad = capb__stack_packed(&b, c1, 6, 6, f1, 4, 0, 1);
+    capb__stack_packed(&b, c1, 7, 7, f2, 1, 0, 0);    /* after the damage: lost */
+
+    c = open_image(&b);
+    check_stack(c, 1, f1, 4, 0);
+    check_stack(c, 2, NULL, 0, 0);
+    check_stack(c, 3, deep, 300, VH_RF_TRUNCATED);
+    check_stack(c, 4, f2, 1, 0);
+    check_stack(c, 5, f2, 1, 0);
+    assert_null(capture__stack(c, 6, NULL, NULL));
+    assert_null(capture__stack(c, 7, NULL, NULL));
+    expect_damage(c, 1, bad);
+    unsigned seen = 0;
+    while (capture__next(c, &ev) == 1) {
+        if (ev.rec->type != VH_REC_STACK)
+            continue;
+        const struct vh_rec_stack *r = (const void *)ev.rec;
+        uint32_t d;
+        const uint64_t *want = capture__stack(c, r->h.b, &d, NULL);
+        assert_int_equal(ev.size, sizeof *r + (size_t)d * 8);
+        assert_int_equal(r->h.a, 2 + d);
+        assert_int_equal(r->time, r->h.b);
+        if (d)
+            assert_memory_equal(r->frames, want, (size_t)d * 8);
+        seen++;
+    }
+    assert_int_equal(seen, 5);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
 static void test_stack_lookup(void **state)
 {
     static const uint64_t f1[] = { 0x401136, 0x401200, 0x7f0000001000 };
@@ -1623,6 +1676,7 @@ int main(void)
         cmocka_unit_test(test_tid_tracking),
         cmocka_unit_test(test_reused_chunk_time_overlap),
         cmocka_unit_test(test_stack_lookup),
+        cmocka_unit_test(test_stack_packed),
         cmocka_unit_test(test_scan_in_parts),
         cmocka_unit_test(test_bad_magic),
         cmocka_unit_test(test_wrong_version),

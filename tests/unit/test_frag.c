@@ -268,6 +268,71 @@ static void test_declared_regions(void **state)
     frag_report__free(r);
 }
 
+/* The paged compaction model (--compaction pages:16KiB,8KiB,12, Vere's
+ * loom) on a heap whose compacted size is known by construction. A 16 KiB
+ * page of 16-byte chunks keeps 9 of them for its header (12 bytes and a
+ * 1024-bit map: 140 bytes), holding 1015; of 32-byte chunks 509 (76 bytes:
+ * 3 chunks); of 64-byte ones 255; 128-byte pages keep their header off the
+ * page (28 bytes, less than half a chunk) and hold 128. Vere's _init_once
+ * gives the same (ful_s). */
+static int by_addr(const void *x, const void *y)
+{
+    const struct vh_block *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static uint64_t paged(const struct vh_block *b, size_t n, const struct frag_heap *h, size_t nh)
+{
+    struct frag_opts o;
+    struct frag_report *r = NULL;
+    frag_opts__default(&o);
+    o.pack_page = 0x4000;
+    o.pack_small = 0x2000;
+    o.pack_head = 12;
+    assert_int_equal(frag__analyze(b, n, h, nh, &o, &r), 0);
+    assert_int_equal(r->regions[0].reclaim, r->t.reclaim);
+    uint64_t got = r->t.reclaim;
+    frag_report__free(r);
+    return got;
+}
+
+#define PG(i) (0x100000 + (uint64_t)(i) * 0x4000)
+
+static void test_paged_compaction(void **state)
+{
+    (void)state;
+    enum { N16 = 1016, N128 = 129 };
+    struct vh_block b[N16 + N128 + 2];
+    size_t n = 0;
+    /* 1,016 16-byte chunks spread over pages 1-3: two pages once packed */
+    for (int i = 0; i < N16; i++)
+        b[n++] = blk(1, PG(1 + i % 3) + 16 * (uint64_t)(i / 3), 16, 16, 1);
+    b[n++] = blk(1, PG(4), 20, 24, 1);            /* a 32-byte chunk: one page */
+    /* 129 128-byte chunks over pages 5-8: two pages */
+    for (int i = 0; i < N128; i++)
+        b[n++] = blk(1, PG(5 + i % 4) + 128 * (uint64_t)(i / 4), 128, 128, 1);
+    b[n++] = blk(1, PG(10), 20000, 20480, 1);     /* a page run: two pages */
+    qsort(b, n, sizeof *b, by_addr);
+    const struct frag_heap h[] = {
+        { 1, PG(0), 0x100000, -1, 0 },
+        { FRAG_REGION_ID0, PG(0), 0x4000, 1, 1 },        /* the directory: kept */
+        { FRAG_REGION_ID0 + 1, PG(20), PG(64) - PG(20), 1, 1 },   /* the gap: the top */
+    };
+    /* 20 pages up to the top; 1 + 2 + 1 + 2 + 2 once packed */
+    assert_int_equal(paged(b, n, h, 3), 12 * 0x4000);
+    /* no region above the last block: the top is its end, rounded up */
+    assert_int_equal(paged(b, n, h, 2), 4 * 0x4000);
+    /* one 16-byte chunk fewer: 1,015 fit one page */
+    memmove(b, b + 1, (n - 1) * sizeof *b);
+    assert_int_equal(paged(b, n - 1, h, 3), 13 * 0x4000);
+    /* packed already: nothing to gain */
+    struct vh_block p[4] = { blk(1, PG(1), 16, 16, 1), blk(1, PG(2), 64, 64, 1),
+                             blk(1, PG(3), 9000, 16384, 1), blk(1, PG(4), 40000, 49152, 1) };
+    assert_int_equal(paged(p, 4, h, 3), (20 - 7) * 0x4000);
+    const struct frag_heap top7[] = { h[0], h[1], { FRAG_REGION_ID0 + 1, PG(7), PG(64) - PG(7), 1, 1 } };
+    assert_int_equal(paged(p, 4, top7, 3), 0);
+}
+
 /* The loom [0x100000, 0x200000) with a road [0x180000, 0x1c0000) nested in
  * it: the road's region is occupied space for the loom, counted once. */
 static void test_nested(void **state)
@@ -650,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_slack_and_classes),
         cmocka_unit_test(test_pages),
         cmocka_unit_test(test_declared_regions),
+        cmocka_unit_test(test_paged_compaction),
         cmocka_unit_test(test_nested_on_block),
         cmocka_unit_test(test_holes_bounded),
         cmocka_unit_test(test_clusters),

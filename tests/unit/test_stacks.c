@@ -114,7 +114,7 @@ static const struct vh_rec_stack *find_stack(uint32_t id)
     for (const char *p = chunk.bytes + sizeof chunk.h; p + sizeof(struct vh_rec_stack) <= end;
          p += 8) {
         const struct vh_rec_stack *r = (const struct vh_rec_stack *)p;
-        if (r->h.type == VH_REC_STACK && r->h.b == id && r->h.a >= 2 &&
+        if (r->h.type == VH_REC_STACK_PACKED && r->h.b == id && r->h.a >= 2 &&
             p + r->h.a * 8u <= end)
             return r;
     }
@@ -128,7 +128,7 @@ static int count_stacks(void)
     for (const char *p = chunk.bytes + sizeof chunk.h; p + sizeof(struct vh_rec_stack) <= end;
          p += 8) {
         const struct vh_rec_stack *r = (const struct vh_rec_stack *)p;
-        if (r->h.type == VH_REC_STACK && r->h.a >= 2 && p + r->h.a * 8u <= end)
+        if (r->h.type == VH_REC_STACK_PACKED && r->h.a >= 2 && p + r->h.a * 8u <= end)
             n++;
     }
     return n;
@@ -141,13 +141,24 @@ static void set_frames(uint64_t base, uint32_t n)
     nframes = n;
 }
 
-/* The id's record is there, with these frames. */
+/* The id's record is there, with these frames (packed: a count, then
+ * zigzag deltas, each from the frame before; zero padding after). */
 static void assert_recorded(uint32_t id)
 {
     const struct vh_rec_stack *r = find_stack(id);
     assert_non_null(r);
-    assert_int_equal(r->h.a - 2, nframes);
-    assert_memory_equal(r->frames, frames, nframes * sizeof frames[0]);
+    const uint8_t *p = (const uint8_t *)r->frames, *end = (const uint8_t *)r + r->h.a * 8u;
+    uint64_t n = 0, z = 0, f = 0;
+    assert_int_equal(vh_uleb_get(&p, end, &n), 0);
+    assert_int_equal(n, nframes);
+    for (uint32_t i = 0; i < nframes; i++) {
+        assert_int_equal(vh_uleb_get(&p, end, &z), 0);
+        f += vh_unzigzag(z);
+        assert_int_equal(f, frames[i]);
+    }
+    assert_true((size_t)(end - p) < 8);      /* padding to the next word only */
+    for (; p < end; p++)
+        assert_int_equal(*p, 0);
 }
 
 static struct vh_capture_header header;

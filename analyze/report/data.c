@@ -733,7 +733,8 @@ static int top_json(sqlite3 *db, const struct vh_snames *sn, unsigned limit, str
             vh_xout__json_str(o, vh_snames__str(sn, path[i].module));
             vh_xout__puts(o, "]");
         }
-        vh_xout__puts(o, "]]");
+        /* the frame that names the row (innermost first), by frame_rule.h */
+        vh_xout__printf(o, "],%zu]", k > 0 ? (size_t)k - 1 - vh_snames__naming(path, (size_t)k) : 0);
         if (k < 0) {
             rc = -ENOMEM;
             break;

@@ -399,24 +399,23 @@
   }
 
   /* ---- the top table --------------------------------------------------------------- */
-  /* rows: heap, stack, tag, calls, allocated, temporary, peak, leaked, max live, frees, frames */
+  /* rows: heap, stack, tag, calls, allocated, temporary, peak, leaked, max live, frees,
+     frames (innermost first), the index of the frame that names it */
   var TOPCOLS = [
     { t: 'heap', l: true, f: function (r) { return heapName(r[0]); } },
     { t: 'tag', l: true, f: function (r) { return tagName(r[2]); } },
     { t: 'calls', i: 3 }, { t: 'allocated', i: 4, b: true }, { t: 'temporary', i: 5 },
     { t: 'at peak', i: 6, b: true }, { t: 'leaked', i: 7, b: true }, { t: 'max live', i: 8, b: true },
-    { t: 'function', l: true, f: function (r) { return who(r[10]); } }
+    { t: 'function', l: true, f: function (r) { return who(r); } }
   ];
   var topSort = 6, topOpen = {};
   function heapName(id) { for (var i = 0; i < R.heaps.length; i++) if (R.heaps[i][0] === id) return R.heaps[i][1]; return '?'; }
   function tagName(id) { if (!id) return ''; for (var i = 0; i < R.tags.length; i++) if (R.tags[i][0] === id) return R.tags[i][1]; return '#' + id; }
-  function who(frames) {                        /* the innermost frame that is not the allocator's */
-    for (var i = 0; i < frames.length; i++) {
-      var m = frames[i][2] || '';
-      if (!/^(libc|ld-linux|libstdc\+\+|libgcc|libvheap|libjemalloc|libtcmalloc)/.test(m) && !/^\[/.test(frames[i][0]))
-        return frames[i][0] + (frames[i][1] ? ' (' + frames[i][1] + ')' : '');
-    }
-    return frames.length ? frames[0][0] : '';
+  /* The frame that names a row: the loader's rule (frame_rule.h), written
+     with the row, so a custom heap's row says who called its hook. */
+  function who(r) {
+    var f = r[10][r[11]] || r[10][0];
+    return f ? f[0] + (f[1] ? ' (' + f[1] + ')' : '') : '';
   }
   function drawTop() {
     if (B) { drawDiffTop(); return; }

@@ -79,15 +79,19 @@ page = open("demo.html", encoding="utf-8").read()
 probe = """<script>
 (function () {
   var root = document.documentElement, box = document.getElementById('fg-detail');
-  function frame(name) {
-    return [].slice.call(document.querySelectorAll('#fg div.fg[data-node]'))
-             .filter(function (d) { return d.getAttribute('data-name') === name; })[0];
+  /* the mouse over a frame: its place on the canvas, as #fg lists it */
+  function mouse(type, name) {
+    var f = JSON.parse(document.getElementById('fg').getAttribute('data-frames'))
+              .filter(function (f) { return f[1] === name && !f[3]; })[0];
+    var r = document.getElementById('fg-canvas').getBoundingClientRect();
+    document.getElementById('fg-canvas').dispatchEvent(new MouseEvent(type, { bubbles: true,
+      clientX: r.left + f[4] + Math.min(3, f[6] / 2), clientY: r.top + f[5] * 18 + 8 }));
   }
-  frame('cache_line').dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+  mouse('mousemove', 'cache_line');
   root.setAttribute('data-hover', box.textContent.split('\\n')[0]);
   document.querySelector('button.cost[data-cost=leaked]').click();
   root.setAttribute('data-after-cost', box.textContent);
-  frame('main').click();
+  mouse('click', 'main');
   root.setAttribute('data-after-zoom', box.textContent.split('\\n')[0]);
 })();
 </script>

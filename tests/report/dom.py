@@ -14,6 +14,7 @@
 #   frag:KEY           the fragmentation table's data-value cells of KEY, ','-joined
 #   attr:NAME          the <html> element's attribute NAME (a test's probe script
 #                      leaves what it saw there), or "missing"
+import json
 import sys
 from html.parser import HTMLParser
 
@@ -55,7 +56,9 @@ d = Dom()
 d.feed(open(sys.argv[1], encoding="utf-8").read())
 root = next((e for e in d.els if e["tag"] == "html"), {"a": {}})
 byid = {e["a"]["id"]: e for e in d.els if "id" in e["a"]}
-frames = [e for e in d.els if e["tag"] == "div" and "fg" in e["a"].get("class", "").split()]
+# the flame graph's frames as drawn (report.js paints them on a canvas and
+# lists them in #fg's data-frames: node, label, value, ancestor?, x, depth, width)
+frames = json.loads(byid["fg"]["a"].get("data-frames") or "[]") if "fg" in byid else []
 for q in sys.argv[2:]:
     k, _, v = q.partition(":")
     if k == "ready":
@@ -74,8 +77,7 @@ for q in sys.argv[2:]:
         print(e["a"].get("data-axis", "missing") if e else "missing")
     elif k == "node":
         # frames drawn for the zoomed-in view: a name may occur at several depths
-        total = sum(int(f["a"]["data-value"]) for f in frames
-                    if f["a"].get("data-name") == v and "anc" not in f["a"].get("class", ""))
+        total = sum(f[2] for f in frames if f[1] == v and not f[3])
         print(total)
     elif k == "nodes":
         print(len(frames))

@@ -168,6 +168,14 @@ db=loom.sqlite
 render loom.html "#cost=allocated&heap=loom" loom.dom
 ok_page loom.dom
 expect_eq "heap loom: bytes allocated" "$(q loom.dom id:fg-total)" "$(sql "SELECT bytes_allocated FROM heaps WHERE name = 'loom'")"
+# A custom heap's rows are named by who called its hook, as frame_rule.h
+# names stacks: loomsim's hook is vheap_alloc, inlined into note_alloc, which
+# its allocators lm_walloc and lm_celloc wrap (they read "vheap_alloc" before).
+q loom.dom topfns >loomfns.txt
+[ -s loomfns.txt ] || die "heap loom: the top table is empty"
+grep -qxE 'vheap_[a-z]*|note_alloc|lm_walloc' loomfns.txt &&
+    die "heap loom: rows named by the hook: $(sort loomfns.txt | uniq -c | sort -rn | head -5 | tr '\n' ' ')"
+grep -qx lm_celloc loomfns.txt || die "heap loom: no row named lm_celloc: $(sort -u loomfns.txt | head | tr '\n' ' ')"
 tag=$(sql "SELECT label FROM tags ORDER BY id LIMIT 1")
 [ -n "$tag" ] || die "loomsim has no tags"
 render loom.html "#cost=calls&tag=$tag" tag.dom

@@ -193,7 +193,8 @@
     /* the zoomed node and its ancestors, full width (those dimmed: a click
        on one zooms out to it), then what the zoomed node called */
     var box = function (n, depth, x, width, ancestor) {
-      boxes.push({ n: n, d: depth, x: x, w: Math.max(width, 1), anc: ancestor, label: nodeLabel(n), c: color(n, va, vb) });
+      boxes.push({ n: n, d: depth, x: x, w: Math.max(width, 1), anc: ancestor, label: nodeLabel(n),
+                   c: B ? color(n, va, vb) : colorOf(n) });
       if (depth > maxd) maxd = depth;
     };
     box(0, 0, 0, W, z !== 0);
@@ -201,7 +202,7 @@
     var lay = function (n, depth, x, width) {
       if (n !== z) box(n, depth, x, width, false);
       var kids = G.children[n].filter(function (k) { return w[k] > 0 && w[k] * width >= 0.5 * w[n]; });
-      kids.sort(function (a, b) { return w[b] - w[a] || (nodeName(a) < nodeName(b) ? -1 : 1); });
+      kids.sort(function (a, b) { return w[b] - w[a] || a - b; });
       var cx = x;
       for (var i = 0; i < kids.length; i++) {
         var kw = width * w[kids[i]] / w[n];
@@ -216,6 +217,12 @@
     })));
     drawFlameInfo();
     drawSearch();
+  }
+  /* A frame's colour by its module and name, once per tree (not per draw). */
+  var colors = { td: [], bu: [] };
+  function colorOf(n) {
+    var c = colors[G === BU ? 'bu' : 'td'];
+    return c[n] || (c[n] = color(n));
   }
   function paintFlame(m) {
     var fg = $('fg'), cv = $('fg-canvas'), dpr = window.devicePixelRatio || 1;
@@ -233,12 +240,10 @@
       ctx.globalAlpha = b.anc ? 0.6 : 1;
       ctx.fillStyle = m && m[b.n] ? '#d36bff' : b.c;
       ctx.fillRect(b.x, y, Math.max(b.w - 1, 0.5), ROWH - 1);
-      if (b.w > 30) {
-        ctx.save();
-        ctx.beginPath(); ctx.rect(b.x, y, b.w - 4, ROWH); ctx.clip();
+      if (b.w > 30) {                      /* as many characters as fit (6.6 px each) */
+        var fit = Math.floor((b.w - 6) / 6.6);
         ctx.fillStyle = '#000';
-        ctx.fillText(b.label, b.x + 3, y + ROWH / 2);
-        ctx.restore();
+        ctx.fillText(b.label.length > fit ? b.label.slice(0, fit - 1) + '…' : b.label, b.x + 3, y + ROWH / 2);
       }
     });
     ctx.globalAlpha = 1;

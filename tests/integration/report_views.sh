@@ -55,6 +55,38 @@ render rv.html "#cost=allocated&rmode=live&from=$from&to=$to" winlive.dom
 expect_eq "bytes live in the window" "$(q winlive.dom id:fg-total)" $((NA * SA + NB * SB + NBS * SBS))
 shot rv.html "#cost=allocated&from=$from&to=$to" window.png
 
+# the same window dragged across the timeline by a probe after the page's
+# script (the timeline's geometry: report.js's drawTimeline), and a press
+# left of the plot (before the run) that selects nothing
+python3 - "$from" "$to" <<'PY'
+import sys
+page = open("rv.html", encoding="utf-8").read()
+probe = """<script>
+(function () {
+  var D = JSON.parse(document.getElementById('vheap-data').textContent), TL = D.timeline;
+  var svg = document.querySelector('#tl svg'), r = svg.getBoundingClientRect();
+  var X = function (t) { return r.left + (70 + 1120 * t / (TL.points * TL.width)) * r.width / 1200; };
+  var y = r.top + r.height / 2, root = document.documentElement;
+  function drag(x0, x1) {
+    svg.dispatchEvent(new MouseEvent('mousedown', { bubbles: true, clientX: x0, clientY: y }));
+    svg.dispatchEvent(new MouseEvent('mousemove', { bubbles: true, clientX: x1, clientY: y }));
+    svg.dispatchEvent(new MouseEvent('mouseup', { bubbles: true, clientX: x1, clientY: y }));
+  }
+  document.querySelector('button.cost[data-cost=allocated]').click();
+  drag(r.left + 2, X(%s));
+  root.setAttribute('data-outside', document.getElementById('range-info') ? 'selected' : 'none');
+  drag(X(%s), X(%s));
+  root.setAttribute('data-dragged', document.getElementById('fg-total').getAttribute('data-value'));
+})();
+</script>
+""" % (float(sys.argv[2]) * 1e9, float(sys.argv[1]) * 1e9, float(sys.argv[2]) * 1e9)
+i = page.rindex("</body>")
+open("drag.html", "w", encoding="utf-8").write(page[:i] + probe + page[i:])
+PY
+render drag.html "" drag.dom
+expect_eq "a press before the run's start selects nothing" "$(q drag.dom attr:data-outside)" none
+expect_eq "bytes allocated in the dragged window" "$(q drag.dom attr:data-dragged)" $((NB * SB + NBS * SBS))
+
 # the same window from the command line: the page opens on it
 "$ANALYZE" report $db -o cli.html --from "${from}s" --to "${to}s" 2>report.err ||
     die "report --from --to failed: $(cat report.err)"

@@ -29,10 +29,15 @@ static const char usage[] =
     "Writes one self-contained HTML page (no network: its script and styles\n"
     "are inline) to open in a browser:\n"
     "  - a flame graph of the call stacks by bytes at the peak, leaked, bytes\n"
-    "    allocated, temporary allocations or allocation calls; click a frame to\n"
-    "    zoom, search by function, filter by heap and by tag;\n"
+    "    allocated, temporary allocations or allocation calls, top-down or\n"
+    "    bottom-up (callees first); click a frame to zoom and to list its\n"
+    "    function's callers and callees; search by function, filter by heap\n"
+    "    and by tag;\n"
     "  - memory over time per heap, with RSS and marks; a click on a time shows\n"
-    "    the flame graph of what was live then (from precomputed snapshots);\n"
+    "    the flame graph of what was live then (from precomputed snapshots), a\n"
+    "    drag selects a time window: what was allocated, or live, in it;\n"
+    "  - allocation sizes (calls and bytes per power of two), of the run or of\n"
+    "    the zoomed frame's stacks;\n"
     "  - the top stacks in a table sortable by every measure, the heaps as a\n"
     "    tree, fragmentation at the end and at the peak.\n"
     "The call tree is pruned: call paths below a share (--prune) of every\n"
@@ -63,7 +68,8 @@ static const char usage[] =
     "  vheap-analyze report run.sqlite -o report.html --prune 0.5\n"
     "\n"
     "The page reads its state from the URL's fragment too, so a view can be\n"
-    "shared: report.html#cost=leaked&search=cache_line&heap=malloc&t=0.5\n";
+    "shared: report.html#cost=leaked&search=cache_line&heap=malloc&t=0.5\n"
+    "(also view=bottom, fn=NAME, from=T&to=T, rmode=live).\n";
 
 static int run(int argc, char **argv);
 

@@ -316,7 +316,8 @@
     lines.push(fmt(cur.w[n], bytes) + ' (' + pct(cur.w[n], cur.total) + ')' +
                (B ? '   baseline ' + fmt(cur.vb[n], bytes) + ', this run ' + fmt(cur.va[n], bytes) +
                     ', change ' + fmt(cur.va[n] - cur.vb[n], bytes) : ''));
-    if (G.pruned[n]) lines.push('call paths too small to draw on their own, merged here');
+    if (G.pruned[n]) lines.push('call paths too small to keep on their own (--prune), merged here: ' +
+                                'vheap-analyze report --prune 0 keeps every path, and this page stays quick with them');
     lines.push(G === BU ? 'callers, innermost first:' : 'stack, innermost first:');
     var order = G === BU ? p : p.slice().reverse();
     for (var i = 0; i < order.length; i++)
@@ -685,13 +686,19 @@
       tr.appendChild(el('td', { 'data-value': x[1] }, fmt(x[1], c.bytes)));
       tr.appendChild(el('td', { 'data-value': x[2] }, fmt(x[2], c.bytes)));
       tr.appendChild(el('td', { 'data-value': x[3], 'class': x[3] > 0 ? 'grew' : 'shrank' }, (x[3] > 0 ? '+' : '') + fmt(x[3], c.bytes)));
-      tr.appendChild(el('td', { 'class': 'l mono' }, path(x[0]).reverse().slice(0, 6).map(nodeLabel).join(' <- ')));
+      tr.appendChild(el('td', { 'class': 'l mono' }, stackText(x[0])));
       t.appendChild(tr);
     });
     box.textContent = ''; box.appendChild(t);
     $('top-info').textContent = out.length + ' call stacks whose ' + c.what + ' changed, biggest change first (stacks matched by function names and modules).';
   }
 
+  /* A top-down node's stack, innermost first, six frames (whichever tree is shown). */
+  function stackText(n) {
+    var p = [];
+    for (; n && p.length < 6; n = T.parent[n]) p.push(T.pruned[n] ? '[' + T.pruned[n] + ' smaller stacks]' : S[T.name[n]]);
+    return p.join(' <- ');
+  }
   /* In a time window: the tree's rows by what they allocated (or held live) in it. */
   function drawRangeTop() {
     var v = new Float64Array(nrows), out = [], box = $('top'), bytes = isBytes();
@@ -707,9 +714,7 @@
       tr.appendChild(el('td', { 'class': 'l' }, heapName(+rowHeap[r])));
       tr.appendChild(el('td', { 'class': 'l' }, tagName(+rowTag[r])));
       tr.appendChild(el('td', { 'data-value': v[r] }, fmt(v[r], bytes)));
-      var p = [];
-      for (var n = rowNode[r]; n && p.length < 6; n = T.parent[n]) p.push(T.pruned[n] ? '[smaller stacks]' : S[T.name[n]]);
-      tr.appendChild(el('td', { 'class': 'l mono' }, p.join(' <- ')));
+      tr.appendChild(el('td', { 'class': 'l mono' }, stackText(rowNode[r])));
       t.appendChild(tr);
     });
     box.textContent = ''; box.appendChild(t);

@@ -51,6 +51,15 @@ static void window(struct vh_tls *t, int on)
     __atomic_store_n(&vh_cap.hdr->recording, (uint32_t)on, __ATOMIC_RELEASE);
 }
 
+/* Paused before anything was recorded: said in the header, so that the
+ * reader does not take the WINDOW 0 for a vheap_stop() made before the
+ * program's first allocation (then recording was on until it). */
+static void window_start_paused(struct vh_tls *t)
+{
+    __atomic_fetch_or(&vh_cap.hdr->flags, VH_HDR_START_PAUSED, __ATOMIC_RELEASE);
+    window(t, 0);
+}
+
 /* The one way recording goes on or off once started — `ctl`, vheap_start
  * and vheap_stop, VHEAP_SIGNAL: the mode word, then the WINDOW record that
  * says so (at guard BUSY). 1 if it changed; 0 when it already was so, or
@@ -117,6 +126,8 @@ static void ctl_poll(struct vh_tls *t)
         return;
     if (c == VH_CTL_STOP)
         switch_to(t, 0);
+    else if (c == VH_CTL_REACH)
+        vh_reach_now(t);
 }
 
 /* While paused, at an allocator call: 1 if recording starts again now. */
@@ -238,6 +249,7 @@ static void fork_child_work(void)
     int recorded = vh_cap.hdr != NULL;
     int paused = recorded && !__atomic_load_n(&vh_cap.hdr->recording, __ATOMIC_ACQUIRE);
     vh_modules_fork_child();
+    vh_mapped_fork_child();
     vh_reach_fork_child(t);
     if (recorded) {
         vh_stacks_reset();
@@ -246,7 +258,7 @@ static void fork_child_work(void)
             vh_sample_fork_child(); /* the parent's sampled blocks are not ours */
             if (paused) {
                 uint8_t g = vh_busy(t);
-                window(t, 0);
+                window_start_paused(t);
                 vh_unbusy(t, g);
             }
             __atomic_store_n(&vh_mode, paused ? VH_MODE_PAUSED : VH_MODE_ON, __ATOMIC_RELEASE);
@@ -358,6 +370,9 @@ static void finish(void)
     uint8_t g = vh_busy(t);
     if (mode == VH_MODE_ON)
         vh_reach_at_exit(t);       /* only a complete record knows every block */
+    if (vh_mapped_untracked())
+        vh_log("%llu mappings were not recorded: more than 65536 at once",
+               (unsigned long long)vh_mapped_untracked());
     vh_capture_end();
     vh_unbusy(t, g);
 }
@@ -367,11 +382,11 @@ static void finish(void)
  * only glibc's fork is told apart. Called with the mode at INIT. */
 static void mode_page(void)
 {
-    int *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int *p = vh_sys_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return;
     if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
-        munmap(p, 4096);
+        vh_sys_munmap(p, 4096);
         return;
     }
     *p = VH_MODE_INIT;
@@ -441,6 +456,7 @@ static void init(void)
         goto out;
     }
     vh_cxx_startup();
+    vh_mmap_init();
     thread_setup(t);
     t->clocked = 1;                /* the first thread: see vh_enter_slow */
     vh_clock_thread();
@@ -454,7 +470,7 @@ static void init(void)
     vh_modules_emit_all(t);
     vh_rss_sample(t);
     if (vh_opt.start == VH_START_PAUSED)
-        window(t, 0);              /* VHEAP_START=paused */
+        window_start_paused(t);    /* VHEAP_START=paused */
     vh_unbusy(t, g);
     rss_restart();
     __atomic_fetch_add(&vh_cap.hdr->dropped_events,

@@ -312,7 +312,7 @@ VHEAP__INLINE unsigned vheap_starts(void)
  * _stop): vheap_stop() pauses recording and vheap_start() resumes it, both
  * in effect for the calling thread before they return (another thread's
  * call already under way may still be recorded). While paused, allocator
- * calls are passed through uncounted and marks are not recorded; the
+ * calls are passed through uncounted (marks are still recorded); the
  * capture keeps WINDOW records of when recording was on, and queries say
  * which windows their numbers cover. Start a program paused with
  * VHEAP_START=paused to record only the windows it opens. Both return 1 if

@@ -41,6 +41,10 @@ struct seg {
     uint64_t end;                  /* file offset where it ends             */
     uint64_t pos;                  /* next record to yield (pass two)       */
     struct vh_cursor cur;          /* compact records' bases at pos         */
+    struct vh_cursor cur0;         /* ... and at first (capture__follow: a
+                                      chunk's new records go on from its
+                                      old ones' cursor)                     */
+    uint32_t tid0;                 /* the thread writing at first           */
     long dec_n;                    /* the compact record at pos as seg_peek
                                       decoded it: its length, in dec with
                                       the cursor after it in dec_cur; < 0:
@@ -58,6 +62,17 @@ struct heap_ent {
     size_t seg;
 };
 
+/* Where pass one stopped in a chunk, to go on from there when the capture
+ * is followed (capture__follow): the next record, the cursor it decodes
+ * against, the last time and THREAD seen; a damaged chunk is done. */
+struct chunk_at {
+    uint64_t pos;                  /* 0: not scanned yet                    */
+    struct vh_cursor cur;
+    uint64_t last;
+    uint32_t tid;
+    int done;
+};
+
 struct stack_ent {
     uint64_t off;                  /* file offset of the STACK record       */
     uint32_t id;
@@ -66,11 +81,15 @@ struct stack_ent {
 
 struct capture {
     const uint8_t *map;
-    uint64_t size;
+    uint64_t size;                 /* of the file at the last snapshot      */
+    uint64_t maplen;               /* mapped: more when the file shrank     */
     const struct vh_capture_header *hdr;
     int v1;                        /* version 1: struct records only        */
+    int fd;                        /* kept for capture__follow              */
 
     uint32_t nchunks;              /* chunks in the snapshot                */
+    struct chunk_at *at;           /* nchunks; shared by the scan's parts   */
+    size_t capat;
     struct seg *segs;              /* in file order                         */
     size_t nsegs, capsegs;
     struct heap_ent *heap;         /* min-heap of the segments under way    */
@@ -202,11 +221,13 @@ static inline int rec_decode(const struct capture *c, uint64_t pos, uint64_t lim
 }
 
 /* Starts a segment at `pos` in chunk i. */
-static int seg_push(struct capture *c, uint32_t i, uint64_t pos)
+static int seg_push(struct capture *c, uint32_t i, uint64_t pos, struct vh_cursor cur,
+                    uint32_t tid)
 {
     if (vh_grow(&c->segs, &c->capsegs, c->nsegs, sizeof *c->segs, 64))
         return -ENOMEM;
-    c->segs[c->nsegs++] = (struct seg){ .first = pos, .end = pos, .pos = pos, .chunk = i };
+    c->segs[c->nsegs++] = (struct seg){ .first = pos, .end = pos, .pos = pos, .chunk = i,
+                                        .cur0 = cur, .tid0 = tid };
     return 0;
 }
 
@@ -218,24 +239,31 @@ static int stack_push(struct capture *c, uint32_t id, uint32_t depth, uint64_t o
     return 0;
 }
 
+static int chunk_records(struct capture *c, uint32_t i, uint64_t base, uint64_t limit);
+
 /* Pass one over chunk i: splits it into segments, finds where its valid
- * records end, indexes its stacks. Damage ends the chunk; only -ENOMEM is
- * an error. */
+ * records end, indexes its stacks; from where the last pass stopped, when
+ * the capture is followed. Damage ends the chunk; only -ENOMEM is an
+ * error. */
 static int chunk_scan(struct capture *c, uint32_t i)
 {
     const struct vh_capture_header *hdr = c->hdr;
     uint64_t base = hdr->chunk_offset + (uint64_t)i * hdr->chunk_size;
-    uint64_t avail = c->size - base; /* base < size: the snapshot is clamped */
+    uint64_t avail = c->size - base;
     const struct vh_chunk_header *chdr = (const void *)(c->map + base);
-    struct vh_cursor cur = { 0, 0 };
-    union vh_rec_compact dec;
-    uint64_t used, limit, pos, last = 0;
+    uint64_t used, limit;
+
+    /* base < size at open (the snapshot is clamped); a file that shrank
+     * while followed may end before a chunk read earlier */
+    if (c->at[i].done || base >= c->size)
+        return 0;
 
     if (avail > hdr->chunk_size)
         avail = hdr->chunk_size;
     if (avail < CHDR) {
         damage(c, base, "chunk %u at offset 0x%llx: cut by the end of the file at 0x%llx", i,
                (unsigned long long)base, (unsigned long long)c->size);
+        c->at[i].done = 1;
         return 0;
     }
     /* used first, with acquire: what it covers was written before it. */
@@ -249,22 +277,22 @@ static int chunk_scan(struct capture *c, uint32_t i)
          * header below chunks_claimed is lost data, never a race. */
         damage(c, base, "chunk %u at offset 0x%llx: no chunk header", i,
                (unsigned long long)base);
+        c->at[i].done = 1;
         return 0;
     }
-    if (chdr->magic != VH_CHUNK_MAGIC) {
-        damage(c, base, "chunk %u at offset 0x%llx: bad chunk magic 0x%08x", i,
-               (unsigned long long)base, chdr->magic);
-        return 0;
-    }
-    if (chdr->index != i) {
-        damage(c, base, "chunk %u at offset 0x%llx: header says it is chunk %u", i,
-               (unsigned long long)base, chdr->index);
-        return 0;
-    }
-    if (used > hdr->chunk_size || used < CHDR) {
-        damage(c, base, "chunk %u at offset 0x%llx: used %llu outside %llu..%u", i,
-               (unsigned long long)base, (unsigned long long)used, (unsigned long long)CHDR,
-               hdr->chunk_size);
+    if (chdr->magic != VH_CHUNK_MAGIC || chdr->index != i || used > hdr->chunk_size ||
+        used < CHDR) {
+        if (chdr->magic != VH_CHUNK_MAGIC)
+            damage(c, base, "chunk %u at offset 0x%llx: bad chunk magic 0x%08x", i,
+                   (unsigned long long)base, chdr->magic);
+        else if (chdr->index != i)
+            damage(c, base, "chunk %u at offset 0x%llx: header says it is chunk %u", i,
+                   (unsigned long long)base, chdr->index);
+        else
+            damage(c, base, "chunk %u at offset 0x%llx: used %llu outside %llu..%u", i,
+                   (unsigned long long)base, (unsigned long long)used,
+                   (unsigned long long)CHDR, hdr->chunk_size);
+        c->at[i].done = 1;
         return 0;
     }
     limit = used;
@@ -273,11 +301,22 @@ static int chunk_scan(struct capture *c, uint32_t i)
                "chunk %u at offset 0x%llx: used %llu runs past the end of the file at 0x%llx", i,
                (unsigned long long)base, (unsigned long long)used, (unsigned long long)c->size);
         limit = avail;
+        c->at[i].done = 1;
     }
-    limit += base;
+    return chunk_records(c, i, base, base + limit);
+}
 
-    pos = base + CHDR;
-    if (pos < limit && seg_push(c, i, pos))
+/* Chunk i's records from where pass one stopped up to limit. */
+static int chunk_records(struct capture *c, uint32_t i, uint64_t base, uint64_t limit)
+{
+    struct chunk_at *at = &c->at[i];
+    struct vh_cursor cur = at->pos ? at->cur : (struct vh_cursor){ 0, 0 };
+    union vh_rec_compact dec;
+    uint64_t pos = at->pos ? at->pos : base + CHDR, last = at->last;
+    uint32_t tid = at->tid;
+    int dead = at->done;
+
+    if (pos < limit && seg_push(c, i, pos, cur, tid))
         return -ENOMEM;
     while (pos < limit) {
         const char *why = NULL;
@@ -289,6 +328,7 @@ static int chunk_scan(struct capture *c, uint32_t i)
                 damage(c, pos, "chunk %u at offset 0x%llx: padding at 0x%llx is not before "
                        "an 8-aligned record", i, (unsigned long long)base,
                        (unsigned long long)pos);
+                dead = 1;
                 break;
             }
             pos++;
@@ -297,7 +337,8 @@ static int chunk_scan(struct capture *c, uint32_t i)
         if (!rec_decode(c, pos, limit, &cur, &dec, &r, &why, &cut)) {
             /* A record cut by the end of the file is the damage already
              * reported for this chunk, not another region. */
-            if (limit < base + used && cut)
+            dead = 1;
+            if (at->done && cut)
                 break;
             damage(c, pos, "chunk %u at offset 0x%llx: record at 0x%llx (type 0x%02x) %s", i,
                    (unsigned long long)base, (unsigned long long)pos, c->map[pos], why);
@@ -307,7 +348,7 @@ static int chunk_scan(struct capture *c, uint32_t i)
          * become a segment of their own (rare: only then is one needed). */
         if (r.h->type == VH_REC_THREAD && r.time < last) {
             c->segs[c->nsegs - 1].end = pos;
-            if (seg_push(c, i, pos))
+            if (seg_push(c, i, pos, (struct vh_cursor){ 0, 0 }, 0))
                 return -ENOMEM;
             last = 0;
         }
@@ -317,9 +358,12 @@ static int chunk_scan(struct capture *c, uint32_t i)
                    "(%llu after %llu)",
                    i, (unsigned long long)base, (unsigned long long)pos,
                    (unsigned long long)r.time, (unsigned long long)last);
+            dead = 1;
             break;
         }
         last = r.time;
+        if (r.h->type == VH_REC_THREAD)
+            tid = r.h->b;
         if (r.h->type == VH_REC_STACK) {
             if (r.h->b == 0) {
                 damage(c, pos, "chunk %u at offset 0x%llx: stack record at 0x%llx has id 0", i,
@@ -334,6 +378,7 @@ static int chunk_scan(struct capture *c, uint32_t i)
     }
     if (c->nsegs && c->segs[c->nsegs - 1].chunk == i)
         c->segs[c->nsegs - 1].end = pos;
+    *at = (struct chunk_at){ .pos = pos, .cur = cur, .last = last, .tid = tid, .done = dead };
     return 0;
 }
 
@@ -404,6 +449,7 @@ static int scan_chunks(struct capture *c)
         p->c.size = c->size;
         p->c.hdr = c->hdr;
         p->c.v1 = c->v1;
+        p->c.at = c->at;
         p->from = (uint32_t)((uint64_t)c->nchunks * k / nparts);
         p->to = (uint32_t)((uint64_t)c->nchunks * (k + 1) / nparts);
         if (pthread_create(&p->thread, NULL, scan_part_main, p))
@@ -566,8 +612,8 @@ void capture__rewind(struct capture *c)
     for (size_t i = 0; i < c->nsegs; i++) {
         struct seg *sg = &c->segs[i];
         sg->pos = sg->first;
-        sg->tid = 0;
-        sg->cur = (struct vh_cursor){ 0, 0 };
+        sg->tid = sg->tid0;
+        sg->cur = sg->cur0;
         if (seg_peek(c, sg, &c->pend[c->npend])) {
             c->pend[c->npend].seg = i;
             c->npend++;
@@ -665,12 +711,58 @@ static int header_check(const struct vh_capture_header *h, char *err, size_t err
     return 0;
 }
 
+/* How many chunks each part of the file holds now, pass one over what
+ * they hold past the last snapshot (all of it at open), the merge made
+ * ready over that. A `follow` adds no damage the last snapshot reported
+ * about the header. */
+static int snapshot(struct capture *c, int follow)
+{
+    uint64_t claimed, holds = 0, n;
+    int rc;
+
+    claimed = __atomic_load_n(&c->hdr->chunks_claimed, __ATOMIC_ACQUIRE);
+    if (c->size > c->hdr->chunk_offset)
+        holds = (c->size - c->hdr->chunk_offset + c->hdr->chunk_size - 1) / c->hdr->chunk_size;
+    n = claimed < holds ? claimed : holds;
+    n = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX - 1; /* reported below */
+    if (n > c->nchunks) {
+        if (vh_reserve(&c->at, &c->capat, (size_t)n, sizeof *c->at, 64))
+            return -ENOMEM;
+        memset(c->at + c->nchunks, 0, (size_t)(n - c->nchunks) * sizeof *c->at);
+        c->nchunks = (uint32_t)n;
+    }
+    c->nsegs = 0;                  /* the last snapshot's were all read */
+    c->total = 0;
+    rc = scan_chunks(c);
+    free(c->heap);
+    free(c->pend);
+    c->heap = c->pend = NULL;
+    if (!rc && (!(c->heap = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->heap)) ||
+                !(c->pend = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->pend))))
+        rc = -ENOMEM;
+    /* After the chunks, so that a chunk cut at the same offset keeps the
+     * first message: it says which records were lost. */
+    if (follow)
+        ;                          /* said at open, if at all */
+    else if (claimed > holds)
+        damage(c, c->size, "truncated: header claims %llu chunks, file holds %llu (ends at 0x%llx)",
+               (unsigned long long)claimed, (unsigned long long)holds,
+               (unsigned long long)c->size);
+    else if (claimed > c->nchunks)
+        damage(c, c->size, "header at 0x20: %llu chunks is more than this reader handles",
+               (unsigned long long)claimed);
+    if (!rc)
+        rc = stacks_finish(c);
+    if (!rc)
+        capture__rewind(c);
+    return rc;
+}
+
 int capture__open(const char *path, struct capture **out, char *err, size_t errlen)
 {
     struct capture *c = NULL;
     struct stat st;
     int fd = -1, rc = 0;
-    uint64_t claimed, holds = 0, n;
 
     *out = NULL;
     if (errlen)
@@ -705,7 +797,8 @@ int capture__open(const char *path, struct capture **out, char *err, size_t errl
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    c->size = (uint64_t)st.st_size;
+    c->fd = -1;
+    c->size = c->maplen = (uint64_t)st.st_size;
     c->map = mmap(NULL, c->size, PROT_READ, MAP_SHARED, fd, 0);
     if (c->map == MAP_FAILED) {
         c->map = NULL;
@@ -719,37 +812,58 @@ int capture__open(const char *path, struct capture **out, char *err, size_t errl
         goto out;
     c->v1 = c->hdr->version == VH_CAPTURE_VERSION_V1;
 
-    claimed = __atomic_load_n(&c->hdr->chunks_claimed, __ATOMIC_ACQUIRE);
-    if (c->size > c->hdr->chunk_offset)
-        holds = (c->size - c->hdr->chunk_offset + c->hdr->chunk_size - 1) / c->hdr->chunk_size;
-    n = claimed < holds ? claimed : holds;
-    c->nchunks = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX - 1; /* reported below */
-    rc = scan_chunks(c);
-    if (!rc && (!(c->heap = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->heap)) ||
-                !(c->pend = calloc(c->nsegs ? c->nsegs : 1, sizeof *c->pend))))
-        rc = -ENOMEM;
-    /* After the chunks, so that a chunk cut at the same offset keeps the
-     * first message: it says which records were lost. */
-    if (claimed > holds)
-        damage(c, c->size, "truncated: header claims %llu chunks, file holds %llu (ends at 0x%llx)",
-               (unsigned long long)claimed, (unsigned long long)holds,
-               (unsigned long long)c->size);
-    else if (claimed > c->nchunks)
-        damage(c, c->size, "header at 0x20: %llu chunks is more than this reader handles",
-               (unsigned long long)claimed);
-    if (!rc)
-        rc = stacks_finish(c);
-    if (rc) {
+    c->fd = fd;
+    fd = -1;
+    if ((rc = snapshot(c, 0))) {
         snprintf(err, errlen, "out of memory indexing the capture");
         goto out;
     }
-    capture__rewind(c);
     *out = c;
     c = NULL;
 out:
     if (fd >= 0)
         close(fd);
     capture__close(c);
+    return rc;
+}
+
+int capture__follow(struct capture *c, char *err, size_t errlen)
+{
+    struct stat st;
+    int rc;
+
+    if (errlen)
+        err[0] = '\0';
+    if (fstat(c->fd, &st) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot stat: %s", strerror(errno));
+        return rc;
+    }
+    /* A capture grows (the writer's extents); the truncation at exit keeps
+     * every claimed chunk, and the pages past a smaller size are not read
+     * (they would fault). */
+    if ((uint64_t)st.st_size > c->maplen) {
+        void *m = mremap((void *)c->map, c->maplen, (size_t)st.st_size, MREMAP_MAYMOVE);
+        if (m == MAP_FAILED) {
+            rc = -errno;
+            snprintf(err, errlen, "cannot map: %s", strerror(errno));
+            return rc;
+        }
+        c->map = m;
+        c->hdr = m;
+        c->maplen = (uint64_t)st.st_size;
+    }
+    if ((uint64_t)st.st_size < VH_HEADER_SIZE) {
+        snprintf(err, errlen, "truncated to %llu bytes while being read",
+                 (unsigned long long)st.st_size);
+        return -EINVAL;
+    }
+    c->size = (uint64_t)st.st_size;
+    free(c->dense);
+    c->dense = NULL;
+    c->ndense = 0;
+    if ((rc = snapshot(c, 1)))
+        snprintf(err, errlen, "out of memory indexing the capture");
     return rc;
 }
 
@@ -847,7 +961,10 @@ void capture__close(struct capture *c)
     if (!c)
         return;
     if (c->map)
-        munmap((void *)c->map, c->size);
+        munmap((void *)c->map, c->maplen);
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->at);
     free(c->segs);
     free(c->heap);
     free(c->pend);

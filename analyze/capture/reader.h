@@ -62,6 +62,18 @@ int capture__next(struct capture *c, struct vh_event *ev);
 /* Restarts the merged stream from the beginning (same snapshot). */
 void capture__rewind(struct capture *c);
 
+/* Follows a capture whose program still writes it: once capture__next has
+ * returned 0, takes a new snapshot (the file may have grown, more chunks
+ * been claimed, each chunk holds more) and makes the stream the records
+ * added since the last one, merged by time as before; capture__rewind
+ * then goes back to the first of those. Each chunk's pass one goes on
+ * from where it stopped, so the cost is what was added, not the file's
+ * size. A record added in one thread's chunk may be older than one
+ * already read from another's (it was published later): the stream is in
+ * time order within each snapshot. Stacks stay indexed across snapshots.
+ * 0, or -errno with a one-line reason in err. */
+int capture__follow(struct capture *c, char *err, size_t errlen);
+
 /* Damage found so far: count, and the first message, which names the file
  * offset ("chunk 3 at offset 0x301000: record at 0x3012a8 runs past used"). */
 unsigned capture__damage(const struct capture *c, const char **first);

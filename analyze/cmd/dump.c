@@ -267,6 +267,7 @@ static void header_lines(const struct capture *c)
         { VH_HDR_EXITED, "exited" },
         { VH_HDR_FORKED, "forked" },
         { VH_HDR_ARGV_TRUNC, "argv_truncated" },
+        { VH_HDR_START_PAUSED, "start_paused" },
     };
     uint32_t hf = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
     const char *argv, *w[sizeof flags / sizeof flags[0]];   /* every flag may be set */
@@ -485,6 +486,8 @@ static void record_line(const struct vh_event *ev, struct totals *t)
         kv_u("size", r->size);
         text = vh_event_text(ev, &len);
         kv_t("name", text, len);
+        if (r->heap_flags)         /* a built-in heap (the mmap heap) */
+            kv_u("flags", r->heap_flags);
         break;
     }
     case VH_REC_HEAP_DESTROY:

@@ -6,6 +6,7 @@
  * numbers computed by query/frag.c and printed by query/frag_rows.c; the
  * pictures are report/frag_heap_map.c's and report/frag_chart.c's. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,14 +208,23 @@ static int run_moment(struct fopts *o, const struct frag_run *run)
 static int run_series(struct fopts *o, const struct frag_run *run)
 {
     struct frag_point *pts = NULL;
+    struct frag_misses miss;
     size_t n = 0;
     int rc = frag_run__series(run, &o->fo, o->has_from ? o->from : 0,
-                              o->has_to ? o->to : UINT64_MAX, o->interval, &pts, &n);
+                              o->has_to ? o->to : UINT64_MAX, o->interval, &pts, &n, &miss);
+    if (!rc && (miss.onto_live || miss.unknown))
+        vh_errorf(cmd_frag.name, "warning: the replay met %" PRIu64 " allocation%s onto a block it "
+                            "held and %" PRIu64 " free%s, resize%s or move%s of a block it did "
+                            "not hold: the DB's event stream disagrees with itself (damaged?), "
+                            "the numbers after them may be off",
+                  miss.onto_live, miss.onto_live == 1 ? "" : "s", miss.unknown,
+                  miss.unknown == 1 ? "" : "s", miss.unknown == 1 ? "" : "s",
+                  miss.unknown == 1 ? "" : "s");
     if (!rc && o->svg)
         rc = frag_chart__write(run, o->fo.page_size, pts, n, o->svg);
     if (!rc) {
         struct out *out = vh_query__take_out(&o->q);
-        rc = frag_rows__series(run, &o->fo, pts, n, out);
+        rc = frag_rows__series(run, &o->fo, pts, n, &miss, out);
         rc = rc ? (out__abort(out), rc) : vh_out_end(o->q.cmd, out);
     }
     free(pts);

@@ -1,8 +1,10 @@
 /* cmd/top_live.c — `vheap-analyze top --live CAPTURE|PID`: a running
  * program's live bytes, allocation rate and top stacks, looked at again
- * every interval: the capture loaded into a scratch DB (load/), read by
- * query/live.h, drawn full-screen with keys (render/term.h) or, when the
- * output is not a terminal, printed look after look as plain text. */
+ * every interval: the capture followed (load/follow.h: each look reads
+ * only what was added, its stacks named in a scratch DB), its counters
+ * ranked by query/live.h, drawn full-screen with keys (render/term.h) or,
+ * when the output is not a terminal, printed look after look as plain
+ * text. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -16,12 +18,12 @@
 #include "analyze/cmd/cli.h"
 #include "analyze/cmd/livecap.h"
 #include "analyze/cmd/top_live.h"
-#include "analyze/load/load.h"
+#include "analyze/load/follow.h"
 #include "analyze/query/live.h"
 #include "analyze/query/stacks.h"
 #include "analyze/render/output.h"
 #include "analyze/render/term.h"
-#include "analyze/store/db.h"
+#include "analyze/util/grow.h"
 
 struct view {
     const struct vh_command *cmd;
@@ -33,8 +35,10 @@ struct view {
     int screen;                    /* full-screen (1) or plain text (0)      */
     int exited;                    /* the program has ended                  */
     char dir[64], db_path[96];     /* the scratch DB                         */
-    sqlite3 *db;                   /* the last look's, for the stacks' names */
-    double load_s;                 /* what the last look's load took         */
+    struct load_follow *follow;    /* the capture as read so far             */
+    struct vh_live_in_row *rows;   /* its counters, for query/live.h         */
+    size_t caprows;
+    double load_s;                 /* what the last look's reading took      */
 };
 
 static volatile sig_atomic_t stop;
@@ -125,23 +129,48 @@ static int parse(struct view *v, int argc, char **argv)
 
 /* ---- one look ----------------------------------------------------------------- */
 
+/* The counters read so far, handed to query/live.h. */
+static int rank(struct view *v)
+{
+    struct load_follow_totals t;
+    size_t n = load__follow_count(v->follow);
+
+    if (vh_reserve(&v->rows, &v->caprows, n ? n : 1, sizeof *v->rows, 256))
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        struct load_follow_stack s;
+        load__follow_stack(v->follow, i, &s);
+        v->rows[i] = (struct vh_live_in_row){ .stack_id = s.stack,
+                                              .live_bytes = (double)s.live_bytes,
+                                              .live_blocks = (double)s.live_blocks,
+                                              .allocated = (double)s.allocated };
+    }
+    load__follow_totals(v->follow, &t);
+    struct vh_live_in in = { .live_bytes = (double)t.live_bytes,
+                             .live_blocks = (double)t.live_blocks,
+                             .allocated = (double)t.allocated,
+                             .start_realtime_ns = t.start_realtime_ns,
+                             .last_time_ns = t.last_time,
+                             .sample_rate = (int64_t)t.sample_rate };
+    return vh_live__look(v->live, &in, v->rows, n, clock_ns(CLOCK_REALTIME));
+}
+
+/* One look: the records added since the last (all of them the first
+ * time), then the ranking. */
 static int look(struct view *v)
 {
-    struct load_opts o = { .progress = 0 };
-    struct load_stats st;
     char err[512];
     uint64_t t0 = now_ns();
     int rc;
 
-    if (v->db) {
-        sqlite3_close(v->db);
-        v->db = NULL;
-    }
-    memset(&st, 0, sizeof st);
-    if ((rc = load__capture(v->lc.path, v->db_path, &o, &st, err, sizeof err)) ||
-        (rc = db__open_read(v->db_path, &v->db, err, sizeof err)) ||
-        (rc = vh_live__look(v->live, v->db, clock_ns(CLOCK_REALTIME), err, sizeof err))) {
+    rc = v->follow ? load__follow_step(v->follow, err, sizeof err)
+                   : load__follow_open(v->lc.path, v->db_path, NULL, &v->follow, err, sizeof err);
+    if (rc) {
         vh_errorf(v->cmd->name, "%s", err);
+        return rc;
+    }
+    if ((rc = rank(v))) {
+        vh_errorf(v->cmd->name, "out of memory");
         return rc;
     }
     v->load_s = (double)(now_ns() - t0) / 1e9;
@@ -205,14 +234,14 @@ static void draw(struct view *v)
     if (t->sample_rate)
         printf("sampled every %s: every number is an estimate\n",
                bytes((double)t->sample_rate, a, sizeof a));
-    printf("ranked by %s%s (load %.2fs)\n", vh_live__by_name(v->by),
+    printf("ranked by %s%s (read %.2fs)\n", vh_live__by_name(v->by),
            v->screen ? "   keys: l live  g growth  r rate  q quit" : "", v->load_s);
     printf("%10s %10s %10s %12s  %s\n", "live", "blocks", "growth", "rate/s", "stack");
     size_t n = (size_t)v->limit;
     if (v->screen && rows > 7 && n > (size_t)rows - 7)
         n = (size_t)rows - 7;
     const struct vh_live_row *r = vh_live__top(v->live, v->by, &n);
-    if (n && vh_stacks__new(v->db, 0, &stacks))
+    if (n && vh_stacks__new(load__follow_db(v->follow), 0, &stacks))
         stacks = NULL;             /* then named by id */
     for (size_t i = 0; i < n; i++) {
         stack_label(stacks, r[i].stack_id, label, sizeof label);
@@ -333,8 +362,8 @@ int vh_top_live(const struct vh_command *cmd, int argc, char **argv)
     rc = loop(&v);
 out:
     vh_term__close();
-    if (v.db)
-        sqlite3_close(v.db);
+    load__follow_close(v.follow);
+    free(v.rows);
     vh_live__free(v.live);
     scratch_remove(&v);
     return rc;

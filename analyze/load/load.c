@@ -22,7 +22,7 @@
 #endif
 
 #define SMALL_CAPTURE (64ull << 20)   /* a capture file below this size gets
-                                         a DB of 1 KiB pages (db_begin)      */
+                                         a DB of 1 KiB pages (load__db_begin) */
 #define VH_STR_(x) #x
 #define VH_STR(x) VH_STR_(x)
 
@@ -41,8 +41,8 @@ static double now_s(void)
 /* Opens the capture and takes its stamp (what load__ensure compares). The
  * stamp is taken before reading: a capture that changes while we load it
  * looks out of date afterwards, as it is. */
-static int open_capture(struct loader *L, const char *capture, struct capture_stamp *cs,
-                        char *err, size_t errlen)
+int load__open_capture(struct loader *L, const char *capture, struct capture_stamp *cs,
+                       char *err, size_t errlen)
 {
     const struct vh_capture_header *hd;
     struct stat sb;
@@ -77,7 +77,7 @@ static int open_capture(struct loader *L, const char *capture, struct capture_st
  * sqlite workload: 729 -> 598 KB). Big DBs keep 4 KiB, where the page size
  * changes the size by well under 1% and reading a blob follows four times
  * fewer overflow pages. */
-static int db_begin(struct loader *L, uint64_t capture_size)
+int load__db_begin(struct loader *L, uint64_t capture_size)
 {
     char msg[256];
     int rc;
@@ -97,7 +97,7 @@ static int db_begin(struct loader *L, uint64_t capture_size)
 }
 
 /* Every part's state, in the order the rows they write first need. */
-static int parts_init(struct loader *L)
+int load__parts_init(struct loader *L)
 {
     if (timeline__init(L) || stacks__init(L) || heaps__init(L) || evstream__init(L) ||
         stream__init(L))
@@ -107,7 +107,7 @@ static int parts_init(struct loader *L)
 
 /* Frees the in-memory state and statements; idempotent, so the DB handle
  * can go on (symbols, indexes) with the memory already returned. */
-static void parts_free(struct loader *L)
+void load__parts_free(struct loader *L)
 {
     timeline__free(L);
     stacks__free(L);
@@ -131,7 +131,7 @@ static int finish(struct loader *L, const struct capture_stamp *cs, struct load_
     stacks__close_rows(L);             /* their last rows */
     if (L->failed)
         return -1;
-    parts_free(L);                     /* the live set is not needed now */
+    load__parts_free(L);               /* the live set is not needed now */
     return loader__exec(L, "COMMIT");
 }
 
@@ -196,12 +196,12 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     int rc;
 
     memset(stats, 0, sizeof *stats);
-    if ((rc = open_capture(&L, capture, &cs, err, errlen)))
+    if ((rc = load__open_capture(&L, capture, &cs, err, errlen)))
         return rc;
     if ((rc = db__create(db_path, &dbn, err, errlen)))
         goto out;
     L.db = dbn.db;
-    if (db_begin(&L, cs.size) || parts_init(&L))
+    if (load__db_begin(&L, cs.size) || load__parts_init(&L))
         goto fail;
     cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
     stream__run(&L);
@@ -225,7 +225,7 @@ fail:
     snprintf(err, errlen, "%s: %s", capture, L.errmsg[0] ? L.errmsg : "load failed");
 out:
     stacks__unqueue(&L);
-    parts_free(&L);
+    load__parts_free(&L);
 #if HAVE_SYMBOLS
     symbols__free(L.sk.sym);
 #endif

@@ -22,6 +22,9 @@ struct load_opts {
                                       0: default (1M; tests set tiny ones)  */
     const struct symbols_opts *symbols; /* where else to look for files
                                       (symbols.h); NULL: nowhere else       */
+    int no_events;                 /* the event stream is not stored (a
+                                      followed capture: nothing reads it,
+                                      and it would grow with every look)   */
 };
 
 struct load_stats {

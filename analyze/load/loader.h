@@ -345,7 +345,7 @@ static inline void emit(struct loader *L, const struct vh_ev *e)
 {
     int rc;
     L->es.emitted++;
-    if (__builtin_expect(!L->failed, 1) && (rc = evwriter__add(L->es.evw, e)))
+    if (__builtin_expect(!L->failed && L->es.evw, 1) && (rc = evwriter__add(L->es.evw, e)))
         loader__fail(L, rc, "event stream: %s", evwriter__error(L->es.evw));
 }
 
@@ -388,6 +388,13 @@ void stacks__unqueue(struct loader *L);
 void stacks__free_nodes(struct loader *L);
 /* The stack_tree and stacks rows left, written (unless the load failed). */
 void stacks__close_rows(struct loader *L);
+/* The rows made so far, written now, the statements kept for more (a
+ * followed capture: its DB names the stacks between two steps). */
+void stacks__write_rows(struct loader *L);
+/* The frames made so far resolved and written into the DB; a new resolver
+ * takes the frames that come after (a followed capture). 0, or -errno
+ * with the reason in err. */
+int stacks__symbols_round(struct loader *L, char *err, size_t errlen);
 void stacks__free(struct loader *L);
 
 /* timeline.c: windows, RSS, marks, tags, the end. */
@@ -424,6 +431,16 @@ struct capture_stamp {
     uint64_t coarse_res_ns, precise_from;
     char path[PATH_MAX];
 };
+
+/* load.c: the load's first steps, which follow.c shares: the capture
+ * opened and stamped (0 or -errno, the reason in err), the DB's settings
+ * and tables in its one transaction, every part's state (each 0, or -1
+ * with the load failed); and that state freed (idempotent). */
+int load__open_capture(struct loader *L, const char *capture, struct capture_stamp *cs,
+                       char *err, size_t errlen);
+int load__db_begin(struct loader *L, uint64_t capture_size);
+int load__parts_init(struct loader *L);
+void load__parts_free(struct loader *L);
 void tables__write(struct loader *L, const struct capture_stamp *cs, const char *damage,
                    unsigned damage_count);
 /* meta's rows known after the commit: the symbols' outcome, the time. */

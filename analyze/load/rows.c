@@ -57,11 +57,17 @@ void rows__flush(struct rows *r)
     r->k = 0;
 }
 
-void rows__close(struct rows *r)
+void rows__drain(struct rows *r)
 {
     r->q = NULL;
     for (int i = 0; r->one && i < r->k && !r->L->failed; i++)
         rows_step(r, r->one, r->v + i * r->cols.n, r->cols.n);
+    r->k = 0;
+}
+
+void rows__close(struct rows *r)
+{
+    rows__drain(r);
     sqlite3_finalize(r->one);
     sqlite3_finalize(r->many);
     r->one = r->many = NULL;

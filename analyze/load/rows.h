@@ -34,6 +34,8 @@ int rows__open(struct loader *L, struct rows *r, const char *sql, int cols);
 void rows__flush(struct rows *r);
 /* The rows left, one by one (never queued); then the statements go. */
 void rows__close(struct rows *r);
+/* The rows left, one by one, the statements kept (never queued). */
+void rows__drain(struct rows *r);
 
 static inline void rows__set(struct rows *r, int col, int64_t v)
 {

@@ -443,6 +443,41 @@ void stacks__close_rows(struct loader *L)
     }
 }
 
+void stacks__write_rows(struct loader *L)
+{
+    stacks__unqueue(L);
+    if (L->sk.node_rows)
+        rows__drain(L->sk.node_rows);
+    if (L->sk.stack_rows)
+        rows__drain(L->sk.stack_rows);
+}
+
+int stacks__symbols_round(struct loader *L, char *err, size_t errlen)
+{
+    err[0] = 0;
+#if HAVE_SYMBOLS
+    struct ld_stacks *sk = &L->sk;
+    int rc = 0;
+
+    if (!sk->sym)
+        return 0;
+    if (symbols__finish(sk->sym, err, errlen) < 0 ||
+        symbols__write_db_more(sk->sym, L->db, err, errlen) < 0)
+        rc = -EIO;
+    symbols__free(sk->sym);
+    /* the modules again: a new frame may be in any of them */
+    if ((sk->sym = symbols__new(L->opts->symbols)))
+        symbols__start(sk->sym);
+    for (size_t i = 0; sk->sym && i < sk->nmods; i++)
+        symbols__module(sk->sym, (int64_t)i + 1, sk->mods[i].path, sk->mods[i].build_id);
+    return rc;
+#else
+    (void)L;
+    (void)errlen;
+    return 0;
+#endif
+}
+
 void stacks__free(struct loader *L)
 {
     struct ld_stacks *sk = &L->sk;

@@ -50,7 +50,11 @@ void timeline__on_window(struct loader *L, const struct vh_event *ev)
 
     if (!L->tl.windows_seen) {
         L->tl.windows_seen = 1;
-        if (on || L->es.emitted == 0) {
+        /* Paused from 0 when the header says so, or when recording first
+         * turns on. A WINDOW 0 before any event is not enough: a program
+         * may call vheap_stop() before its first allocation, and recording
+         * was on from the start until then. */
+        if (on || (capture__header(L->cap)->flags & VH_HDR_START_PAUSED)) {
             L->tl.nwindows = 0;
             L->tl.recording_off = 1;      /* paused from 0 (pause_start) */
             L->tl.pause_start = 0;

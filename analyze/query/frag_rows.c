@@ -490,10 +490,28 @@ static int oom_said(const struct frag_run *c, int rc)
     return rc;
 }
 
-int frag_rows__series(const struct frag_run *c, const struct frag_opts *fo,
-                      const struct frag_point *pts, size_t npts, struct out *o)
+static int emit_misses(const struct frag_misses *miss, struct out *o)
 {
-    return oom_said(c, emit_series(c, fo, pts, npts, o));
+    static const struct out_col cols[] = {
+        { "allocations_onto_live", "allocations onto a block the replay held", OUT_INT, 0 },
+        { "unknown_blocks", "frees, resizes, moves of a block it did not hold", OUT_INT, 0 },
+    };
+    struct out_val v[] = { OV_I(miss->onto_live), OV_I(miss->unknown) };
+    int rc;
+    if (!miss->onto_live && !miss->unknown)
+        return 0;
+    if ((rc = out__section(o, "replay", OUT_OBJECT, "events the replay could not apply",
+                           cols, 2)))
+        return rc;
+    return out__row(o, v, NULL);
+}
+
+int frag_rows__series(const struct frag_run *c, const struct frag_opts *fo,
+                      const struct frag_point *pts, size_t npts,
+                      const struct frag_misses *miss, struct out *o)
+{
+    int rc = emit_misses(miss, o);
+    return oom_said(c, rc ? rc : emit_series(c, fo, pts, npts, o));
 }
 
 int frag_rows__moment(const struct frag_run *c, const struct frag_opts *fo,

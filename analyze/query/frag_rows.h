@@ -12,8 +12,11 @@
 int frag_rows__moment(const struct frag_run *run, const struct frag_opts *fo,
                       const struct frag_moment *m, int64_t limit, int64_t depth, struct out *o);
 
-/* The points over time, one row each. 0 or -errno, printed. */
+/* The points over time, one row each, after a section `replay` with the
+ * events the replay could not apply when there were any. 0 or -errno,
+ * printed. */
 int frag_rows__series(const struct frag_run *run, const struct frag_opts *fo,
-                      const struct frag_point *pts, size_t npts, struct out *o);
+                      const struct frag_point *pts, size_t npts,
+                      const struct frag_misses *miss, struct out *o);
 
 #endif

@@ -113,11 +113,22 @@ int frag_run__changes(const struct frag_run *run, uint64_t after, struct frag_ch
 int frag_run__change(const struct frag_run *run, struct fragtrack *ft,
                      const struct frag_change *ch);
 
+/* Events the replay could not apply as the stream says: an allocation
+ * onto a block the replay holds (that block taken out first), a free,
+ * resize or move of a block it does not hold (or a move onto one it holds:
+ * skipped). A DB the loader wrote has none; more say its event stream
+ * disagrees with itself, and the numbers after them may be off. */
+struct frag_misses {
+    uint64_t onto_live, unknown;
+};
+
 /* The headline numbers at from, from + interval, ... up to `to` (the last
  * point at `to`; UINT64_MAX: the end of the run), each the state after
  * every event up to then; interval 0 gives about 200 points. *pts (the
- * caller frees it) and *n, or -errno, printed. */
+ * caller frees it) and *n, and what the replay could not apply in *miss,
+ * or -errno, printed. */
 int frag_run__series(const struct frag_run *run, const struct frag_opts *fo, uint64_t from,
-                     uint64_t to, uint64_t interval, struct frag_point **pts, size_t *n);
+                     uint64_t to, uint64_t interval, struct frag_point **pts, size_t *n,
+                     struct frag_misses *miss);
 
 #endif

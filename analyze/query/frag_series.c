@@ -70,7 +70,7 @@ static void hint(const struct fragtrack *ft, const struct vh_ev *ev, int near)
         fragtrack__prefetch(ft, ev->heap_id, ev->to, ev->usable, near);
 }
 
-static int apply_event(struct fragtrack *ft, const struct vh_ev *ev)
+static int apply_event(struct fragtrack *ft, const struct vh_ev *ev, struct frag_misses *miss)
 {
     struct vh_block b;
     int rc = 0;
@@ -80,10 +80,12 @@ static int apply_event(struct fragtrack *ft, const struct vh_ev *ev)
                                .time = ev->time, .heap_id = ev->heap_id,
                                .stack_id = ev->stack_id };
         rc = fragtrack__add(ft, &b);
-        if (rc == -EEXIST) {           /* the loader frees first; be safe */
+        if (rc == -EEXIST) {           /* the loader frees first: counted */
+            miss->onto_live++;
             rc = fragtrack__remove(ft, ev->heap_id, ev->addr);
             if (rc != -ENOMEM)
                 rc = fragtrack__add(ft, &b);
+            return rc == -ENOMEM ? rc : 0;
         }
         break;
     case VH_EV_FREE:
@@ -98,6 +100,8 @@ static int apply_event(struct fragtrack *ft, const struct vh_ev *ev)
     default:
         break;
     }
+    if (rc == -ENOENT || rc == -EEXIST)
+        miss->unknown++;
     return rc == -ENOMEM ? rc : 0;
 }
 
@@ -108,7 +112,8 @@ static uint64_t point_time(uint64_t from, uint64_t k, uint64_t iv, uint64_t to)
 }
 
 int frag_run__series(const struct frag_run *c, const struct frag_opts *fo, uint64_t from,
-                     uint64_t to, uint64_t interval, struct frag_point **out, size_t *npts_out)
+                     uint64_t to, uint64_t interval, struct frag_point **out, size_t *npts_out,
+                     struct frag_misses *miss)
 {
     struct fragtrack *ft = NULL;
     struct liveset *ls = NULL;
@@ -121,6 +126,7 @@ int frag_run__series(const struct frag_run *c, const struct frag_opts *fo, uint6
     size_t n, i;
     int rc;
 
+    *miss = (struct frag_misses){ 0, 0 };
     if (to == UINT64_MAX)
         to = c->end_time;
     if (to < from)
@@ -179,7 +185,7 @@ int frag_run__series(const struct frag_run *c, const struct frag_opts *fo, uint6
             break;
         if (c->heap && !frag_run__heap(c, ev.heap_id))
             continue;
-        if (catch_up(c, ft, &cs, ev.time) || apply_event(ft, &ev))
+        if (catch_up(c, ft, &cs, ev.time) || apply_event(ft, &ev, miss))
             goto oom;
     }
     if (rc < 0) {

@@ -1,13 +1,11 @@
 /* query/live.c — successive looks at a running program's capture (live.h):
  * per stack its live bytes and blocks and bytes allocated, from each look's
- * stack_stats, kept beside those of the first and the previous look. */
+ * rows, kept beside those of the first and the previous look. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/query/live.h"
-#include "analyze/query/recording.h"
 #include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
 #include "analyze/util/map.h"
@@ -20,6 +18,7 @@ struct vh_live {
     struct vh_map *index;          /* stack id -> rows index                   */
     struct vh_live_totals t;
     uint64_t prev_ns;              /* the previous look, caller's clock        */
+    uint64_t prev_last;            /* its latest record's time                 */
     double first_live;             /* live bytes at the first look             */
 };
 
@@ -71,102 +70,81 @@ static struct vh_live_row *row_of(struct vh_live *l, int64_t stack_id)
     return &l->rows[e->v1];
 }
 
-/* Seconds between this look and the previous one: of the caller's clock,
- * or for the first look the program's run so far (its average rate). */
-static double interval_s(const struct vh_live *l, uint64_t now_ns)
+/* Seconds between this look and the previous one: between their latest
+ * records (what the bytes allocated between them took, however long a
+ * look's reading took), else of the caller's clock; for the first look
+ * the program's run so far (its average rate). */
+static double interval_s(const struct vh_live *l, const struct vh_live_in *in, uint64_t now_ns)
 {
     if (!l->t.looks)
         return l->t.runtime_ns ? (double)l->t.runtime_ns / 1e9 : 1.0;
+    if (in->last_time_ns > l->prev_last)
+        return (double)(in->last_time_ns - l->prev_last) / 1e9;
     double s = (double)(now_ns - l->prev_ns) / 1e9;
     return s > 1e-3 ? s : 1e-3;
 }
 
-static int read_totals(struct vh_live *l, sqlite3 *db, uint64_t now_ns, char *err,
-                       size_t errlen)
+static void read_totals(struct vh_live *l, const struct vh_live_in *in, uint64_t now_ns)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db,
-                                "SELECT total(live_bytes), total(live_blocks), total(bytes_allocated),"
-                                " (SELECT runtime_ns FROM processes ORDER BY id LIMIT 1),"
-                                " (SELECT start_realtime_ns FROM processes ORDER BY id LIMIT 1)"
-                                " FROM heaps",
-                                -1, &st, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        l->t.live_bytes = sqlite3_column_double(st, 0);
-        l->t.live_blocks = sqlite3_column_double(st, 1);
-        l->t.allocated = sqlite3_column_double(st, 2);
-        int64_t rt = sqlite3_column_int64(st, 3), start = sqlite3_column_int64(st, 4);
-        l->t.runtime_ns = start > 0 && (uint64_t)start < now_ns ? now_ns - (uint64_t)start
-                          : rt > 0                               ? (uint64_t)rt
-                                                                 : 0;
-        rc = 0;
-    } else {
-        snprintf(err, errlen, "reading heaps: %s", sqlite3_errmsg(db));
-        rc = -EIO;
-    }
-    sqlite3_finalize(st);
-    return rc;
+    l->t.live_bytes = in->live_bytes;
+    l->t.live_blocks = in->live_blocks;
+    l->t.allocated = in->allocated;
+    l->t.runtime_ns = in->start_realtime_ns > 0 && in->start_realtime_ns < now_ns
+                          ? now_ns - in->start_realtime_ns
+                          : in->last_time_ns;
+    l->t.sample_rate = in->sample_rate;
 }
 
-static int read_stacks(struct vh_live *l, sqlite3 *db, double dt, char *err, size_t errlen)
+/* The rows summed by stack: a stack's totals over its heaps and tags. */
+static int read_stacks(struct vh_live *l, const struct vh_live_in_row *in, size_t n, double dt)
 {
-    sqlite3_stmt *st = NULL;
-    int first = !l->t.looks, rc;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT stack_id, total(leaked_bytes), total(leaked_blocks),"
-                           " total(bytes_allocated) FROM stack_stats GROUP BY stack_id",
-                           -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "reading stack_stats: %s", sqlite3_errmsg(db));
-        return -EIO;
+    int first = !l->t.looks;
+    size_t had = l->nrows;
+    double *prev = NULL;
+
+    if (had && !(prev = malloc(had * sizeof *prev)))
+        return -ENOMEM;
+    for (size_t i = 0; i < had; i++) {
+        prev[i] = l->rows[i].allocated;
+        l->rows[i].live_bytes = l->rows[i].live_blocks = l->rows[i].allocated = 0;
     }
-    /* a stack that has no row now holds nothing now */
-    for (size_t i = 0; i < l->nrows; i++)
-        l->rows[i].live_bytes = l->rows[i].live_blocks = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct vh_live_row *r = row_of(l, sqlite3_column_int64(st, 0));
+    for (size_t i = 0; i < n; i++) {
+        struct vh_live_row *r = row_of(l, in[i].stack_id);
         if (!r) {
-            sqlite3_finalize(st);
-            snprintf(err, errlen, "out of memory");
+            free(prev);
             return -ENOMEM;
         }
-        double allocated = sqlite3_column_double(st, 3);
-        r->live_bytes = sqlite3_column_double(st, 1);
-        r->live_blocks = sqlite3_column_double(st, 2);
+        r->live_bytes += in[i].live_bytes;
+        r->live_blocks += in[i].live_blocks;
+        r->allocated += in[i].allocated;
+    }
+    for (size_t i = 0; i < l->nrows; i++) {
+        struct vh_live_row *r = &l->rows[i];
         if (first)
             r->first_live = r->live_bytes;
-        r->rate = (allocated - (first ? 0 : r->allocated)) / dt;
-        r->allocated = allocated;
+        /* a stack that stopped allocating has no rate now */
+        r->rate = (r->allocated - (i < had ? prev[i] : 0)) / dt;
+        r->growth = r->live_bytes - r->first_live;
     }
-    if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "reading stack_stats: %s", sqlite3_errmsg(db));
-        sqlite3_finalize(st);
-        return -EIO;
-    }
-    sqlite3_finalize(st);
-    for (size_t i = 0; i < l->nrows; i++)
-        l->rows[i].growth = l->rows[i].live_bytes - l->rows[i].first_live;
+    free(prev);
     return 0;
 }
 
-int vh_live__look(struct vh_live *l, sqlite3 *db, uint64_t now_ns, char *err, size_t errlen)
+int vh_live__look(struct vh_live *l, const struct vh_live_in *in, const struct vh_live_in_row *rows,
+                  size_t n, uint64_t now_ns)
 {
     double prev_allocated = l->t.allocated;
-    int rc = read_totals(l, db, now_ns, err, errlen);
-    if (rc)
-        return rc;
-    double dt = interval_s(l, now_ns);
-    /* stacks that stopped allocating keep their last rate otherwise */
-    for (size_t i = 0; i < l->nrows; i++)
-        l->rows[i].rate = 0;
-    if ((rc = read_stacks(l, db, dt, err, errlen)))
-        return rc;
-    l->t.sample_rate = vh_rec_sample_rate(db);
+    read_totals(l, in, now_ns);
+    double dt = interval_s(l, in, now_ns);
+    if (read_stacks(l, rows, n, dt))
+        return -ENOMEM;
     l->t.rate = (l->t.allocated - (l->t.looks ? prev_allocated : 0)) / dt;
     if (!l->t.looks)
         l->first_live = l->t.live_bytes;
     l->t.growth = l->t.live_bytes - l->first_live;
     l->t.looks++;
     l->prev_ns = now_ns;
+    l->prev_last = in->last_time_ns;
     return 0;
 }
 

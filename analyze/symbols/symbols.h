@@ -120,6 +120,10 @@ int symbols__finish(struct symbols *s, char *err, size_t errlen);
  * or rebuilt, on stderr. 0, or -errno with the reason in err (nothing
  * written, no warnings). */
 int symbols__write_db(struct symbols *s, sqlite3 *db, char *err, size_t errlen);
+/* symbols__write_db for frames added to a DB an earlier resolver wrote
+ * (a followed capture, load/follow.h): the frames it has no result for are
+ * other frames, not ones that kept a better row, so no warning says so. */
+int symbols__write_db_more(struct symbols *s, sqlite3 *db, char *err, size_t errlen);
 /* Stops the thread (waiting for the address it is on) and frees; NULL ok. */
 void symbols__free(struct symbols *s);
 

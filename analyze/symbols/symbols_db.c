@@ -160,7 +160,19 @@ out:
     return rc;
 }
 
+static int write_db(struct symbols *s, sqlite3 *db, int more, char *err, size_t errlen);
+
 int symbols__write_db(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
+{
+    return write_db(s, db, 0, err, errlen);
+}
+
+int symbols__write_db_more(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
+{
+    return write_db(s, db, 1, err, errlen);
+}
+
+static int write_db(struct symbols *s, sqlite3 *db, int more, char *err, size_t errlen)
 {
     int rc;
     if (errlen)
@@ -178,7 +190,7 @@ int symbols__write_db(struct symbols *s, sqlite3 *db, char *err, size_t errlen)
         return rc;
     }
     symbols__warn(s);
-    if (kept[0])
+    if (kept[0] && !more)
         vh_errorf("symbols", "warning: %zu frame%s (%zu with file:line) kept %s earlier "
                   "resolution: the files found now say less (debug info or a module gone "
                   "or rebuilt since)", kept[0], kept[0] == 1 ? "" : "s", kept[1],

@@ -2,8 +2,10 @@
  * knows at each step: cache_fill holds 1,000,000 B (10 x 100,000) from the
  * start; after a line on fifo GO, grow_step allocates and holds 50 x
  * 4,000 B (200,000 B); churn frees what it allocates. It says "ready" and
- * "grown" on stdout after each step, then waits for the line "exit" on GO
- * (or to be killed). `live_view GO`. */
+ * "grown" on stdout after each step, then takes lines on GO: "free N"
+ * frees N more of cache_fill's blocks and says "freed K" (K of them left),
+ * "exit" ends it (or it is killed). `live_view GO [ROUNDS]`: ROUNDS more
+ * rounds of churn before "ready", for a large capture. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +45,15 @@ static void wait_line(const char *fifo, char *buf, size_t n)
 int main(int argc, char **argv)
 {
     char line[64];
-    if (argc != 2) {
-        fprintf(stderr, "usage: live_view GO-FIFO\n");
+    int cached = 10;
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: live_view GO-FIFO [ROUNDS]\n");
         return 2;
     }
     for (int i = 0; i < 10; i++)
         kept[i] = cache_fill(100000);
-    churn();
+    for (long r = argc == 3 ? atol(argv[2]) : 0; r >= 0; r--)
+        churn();
     printf("ready pid=%d\n", (int)getpid());
     fflush(stdout);
     wait_line(argv[1], line, sizeof line);
@@ -58,8 +62,15 @@ int main(int argc, char **argv)
     churn();
     printf("grown\n");
     fflush(stdout);
-    do
+    for (;;) {
         wait_line(argv[1], line, sizeof line);
-    while (strncmp(line, "exit", 4));
-    return 0;
+        if (!strncmp(line, "exit", 4))
+            return 0;
+        if (strncmp(line, "free ", 5))
+            continue;
+        for (int n = atoi(line + 5); n > 0 && cached > 0; n--)
+            free(kept[--cached]);
+        printf("freed %d\n", cached);
+        fflush(stdout);
+    }
 }

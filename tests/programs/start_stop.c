@@ -1,7 +1,8 @@
 /* start_stop — recording switched from inside the program, like bytehound's
  * start-stop tests: blocks of a size of their own in each phase, so the
  * capture can be checked phase by phase. Recording is on at start:
- *   stop (vheap_stop), 10 x 1001 B        not recorded
+ *   stop (vheap_stop), mark "before", 10 x 1001 B   not recorded (the
+ *                                         mark is)
  *   start (vheap_start), 7 x 2002 B       recorded, then mark "inside"
  *   stop, 13 x 3003 B                     not recorded
  *   SIGUSR2 (VHEAP_SIGNAL toggles), 5 x 4004 B   recorded
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
     }
     vheap_stop();
     on[0] = vheap_recording();
+    vheap_mark("before");          /* paused: recorded all the same */
     phase(10, 1001);
     vheap_start();
     on[1] = vheap_recording();

@@ -200,8 +200,31 @@ static void test_load_sampled(void **state)
     done(db, &b);
 }
 
+/* Windows of a capture whose first records are WINDOW 0 at 50 and WINDOW 1
+ * at 100, then an allocation, with the header's flags `flags`: the
+ * windows table as "start-end ...". */
+static const char *stop_before_events(uint32_t flags, char *s, size_t n)
+{
+    struct capb b;
+    capb__init(&b, 0);
+    capb__header(&b)->flags |= flags;
+    uint32_t ch = capb__chunk(&b);
+    capb__thread(&b, ch, 1, 1);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 50, 0, 0);
+    capb__time_rec(&b, ch, VH_REC_WINDOW, 100, 1, 0);
+    capb__alloc(&b, ch, 110, 0x1000, 64, 64, 1);
+    capb__end(&b, ch, 400);
+    sqlite3 *db = fx_load(&b, &opts);
+    qs(db, "SELECT group_concat(start_time || '-' || end_time, ' ') "
+           "FROM (SELECT * FROM windows ORDER BY start_time)", s, n);
+    done(db, &b);
+    return s;
+}
+
 /* WINDOW records: the windows table; a free of a block allocated while
- * paused is an unknown free; a first WINDOW 1 means it started paused. */
+ * paused is an unknown free; a first WINDOW 1, or the header's
+ * START_PAUSED, means it started paused; a first WINDOW 0 otherwise is a
+ * pause after a window from the start, even before any event. */
 static void test_load_windows(void **state)
 {
     struct capb b;
@@ -243,6 +266,13 @@ static void test_load_windows(void **state)
                            s, sizeof s),
                         "0-50");
     done(db, &b);
+
+    /* a vheap_stop() before the first allocation (a WINDOW 0 before any
+     * event, the header not saying it started paused): recording was on
+     * from the start until it, not paused from the start; the same
+     * records from VHEAP_START=paused, which the header says */
+    assert_string_equal(stop_before_events(0, s, sizeof s), "0-50 100-400");
+    assert_string_equal(stop_before_events(VH_HDR_START_PAUSED, s, sizeof s), "100-400");
 
     /* no WINDOW record: one window, the whole run */
     capb__init(&b, 0);

@@ -11,6 +11,7 @@
 #include "analyze/cmd/query.h"
 #include "analyze/query/modmap.h"
 #include "analyze/report/report.h"
+#include "analyze/util/parse_time.h"
 
 /* The page's parts, NUL-terminated (make runs from the repository root). */
 #define VH_EMBED(sym, file)                                                    \
@@ -28,10 +29,15 @@ static const char usage[] =
     "Writes one self-contained HTML page (no network: its script and styles\n"
     "are inline) to open in a browser:\n"
     "  - a flame graph of the call stacks by bytes at the peak, leaked, bytes\n"
-    "    allocated, temporary allocations or allocation calls; click a frame to\n"
-    "    zoom, search by function, filter by heap and by tag;\n"
+    "    allocated, temporary allocations or allocation calls, top-down or\n"
+    "    bottom-up (callees first); click a frame to zoom and to list its\n"
+    "    function's callers and callees; search by function, filter by heap\n"
+    "    and by tag;\n"
     "  - memory over time per heap, with RSS and marks; a click on a time shows\n"
-    "    the flame graph of what was live then (from precomputed snapshots);\n"
+    "    the flame graph of what was live then (from precomputed snapshots), a\n"
+    "    drag selects a time window: what was allocated, or live, in it;\n"
+    "  - allocation sizes (calls and bytes per power of two), of the run or of\n"
+    "    the zoomed frame's stacks;\n"
     "  - the top stacks in a table sortable by every measure, the heaps as a\n"
     "    tree, fragmentation at the end and at the peak.\n"
     "The call tree is pruned: call paths below a share (--prune) of every\n"
@@ -62,7 +68,8 @@ static const char usage[] =
     "  vheap-analyze report run.sqlite -o report.html --prune 0.5\n"
     "\n"
     "The page reads its state from the URL's fragment too, so a view can be\n"
-    "shared: report.html#cost=leaked&search=cache_line&heap=malloc&t=0.5\n";
+    "shared: report.html#cost=leaked&search=cache_line&heap=malloc&t=0.5\n"
+    "(also view=bottom, fn=NAME, from=T&to=T, rmode=live).\n";
 
 static int run(int argc, char **argv);
 
@@ -122,9 +129,30 @@ static int parse_num(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
+/* --from and --to: the window the page opens on (one alone: from the
+ * start, or to the end). Past the run is the data's fault: data.c says. */
+static int parse_range(struct vh_query *q, const char *from, const char *to, const char *diff,
+                       struct vh_report_opts *ro)
+{
+    if (!from && !to)
+        return 0;
+    if (diff)
+        return vh_query__usage(q, "--from and --to are for one run, not --diff");
+    ro->to = UINT64_MAX;
+    if (from && vh_parse_time(from, &ro->from))
+        return vh_query__usage(q, "--from: '%s' is not a time like 1.5s or 200ms", from);
+    if (to && vh_parse_time(to, &ro->to))
+        return vh_query__usage(q, "--to: '%s' is not a time like 1.5s or 200ms", to);
+    if (ro->to <= ro->from)
+        return vh_query__usage(q, "--to must be after --from");
+    ro->has_range = 1;
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     const char *out = NULL, *diff = NULL, *snaps = NULL, *prune = NULL, *map_spec = NULL;
+    const char *from = NULL, *to = NULL;
     const struct vh_opt own[] = {
         VH_OPT_VALUE("-o", &out),           VH_OPT_VALUE("--output", &out),
         VH_OPT_VALUE("--diff", &diff),      VH_OPT_VALUE("--snapshots", &snaps),
@@ -132,6 +160,7 @@ static int run(int argc, char **argv)
         VH_OPT_VALUE("--map-module", &map_spec),
         VH_OPT_REFUSE_VALUE("--heap"),      VH_OPT_REFUSE_VALUE("--depth"),
         VH_OPT_REFUSE_FLAG("--bytes"),
+        VH_OPT_VALUE("--from", &from),      VH_OPT_VALUE("--to", &to),
     };
     struct vh_report_opts ro = { .snapshots = 24, .points = 1000, .top = 100, .prune = 0.0005,
                                  .max_nodes = 40000 };
@@ -166,6 +195,8 @@ static int run(int argc, char **argv)
         }
         ro.prune = v / 100;
     }
+    if ((rc = parse_range(&q, from, to, diff, &ro)))
+        goto done;
     if (map_spec && !diff) {
         rc = vh_query__usage(&q, "--map-module is for --diff BASE");
         goto done;

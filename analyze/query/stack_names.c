@@ -15,6 +15,7 @@
 #include "analyze/util/path.h"
 #include "analyze/query/stack_names.h"
 #include "analyze/query/modmap.h"
+#include "analyze/query/frame_rule.h"
 
 struct vh_snames {
     struct vh_strtab *str;
@@ -65,6 +66,16 @@ static uint32_t where_of(struct vh_snames *s, const unsigned char *file, int64_t
     return intern(s, buf);
 }
 
+/* Whether a frame is machinery, by the rule every command names stacks by:
+ * read with the full file and module paths, which the names drop. */
+static uint32_t machinery_of(const unsigned char *fn, const unsigned char *file,
+                             const unsigned char *module)
+{
+    struct vh_lframe lf = { (const char *)fn, (const char *)file, (const char *)module, 0, 0,
+                            0, 0 };
+    return (uint32_t)vh_frame_machinery(&lf);
+}
+
 /* The frames' names: for each frame its inlined callers, outermost first,
  * then the function at the address itself. */
 static int load_frames(sqlite3 *db, struct vh_snames *s, const struct vh_modmap *map, char *err,
@@ -105,7 +116,8 @@ static int load_frames(sqlite3 *db, struct vh_snames *s, const struct vh_modmap 
                     goto out;
                 s->names[n++] = (struct vh_sname){
                     intern(s, fn ? (const char *)fn : "??"), 0,
-                    where_of(s, sqlite3_column_text(in, 2), sqlite3_column_int64(in, 3)) };
+                    where_of(s, sqlite3_column_text(in, 2), sqlite3_column_int64(in, 3)),
+                    machinery_of(fn, sqlite3_column_text(in, 2), sqlite3_column_text(fr, 6)) };
             }
             irc = sqlite3_step(in);
         }
@@ -123,7 +135,8 @@ static int load_frames(sqlite3 *db, struct vh_snames *s, const struct vh_modmap 
             goto out;
         s->names[n++] = (struct vh_sname){
             intern(s, fn ? (const char *)fn : buf), mod ? intern(s, mod) : 0,
-            where_of(s, sqlite3_column_text(fr, 2), sqlite3_column_int64(fr, 3)) };
+            where_of(s, sqlite3_column_text(fr, 2), sqlite3_column_int64(fr, 3)),
+            machinery_of(fn, sqlite3_column_text(fr, 2), path) };
         /* the module of the physical frame is the inlined callers' too */
         for (uint64_t k = s->frame_off[id]; k + 1 < n; k++)
             s->names[k].module = s->names[n - 1].module;
@@ -260,10 +273,10 @@ int vh_snames__stack(const struct vh_snames *s, int64_t id, int64_t depth, struc
     if (cut)                       /* the innermost `depth` frames are kept */
         nf = (uint32_t)depth;
     if (known && (s->truncated[id] || cut) &&
-        put(buf, cap, n++, (struct vh_sname){ s->s_truncated, 0, 0 }))
+        put(buf, cap, n++, (struct vh_sname){ s->s_truncated, 0, 0, 1 }))
         return -ENOMEM;
     if (!nf)
-        return put(buf, cap, n, (struct vh_sname){ s->s_nostack, 0, 0 }) ? -ENOMEM : (int)n + 1;
+        return put(buf, cap, n, (struct vh_sname){ s->s_nostack, 0, 0, 1 }) ? -ENOMEM : (int)n + 1;
     /* Names go outermost first: each frame's are written at its place,
      * counted back from the end of the stack's span, as the walk goes up. */
     size_t total = n;
@@ -283,4 +296,12 @@ int vh_snames__stack(const struct vh_snames *s, int64_t id, int64_t depth, struc
         memcpy(*buf + end, s->names + s->frame_off[f], s->frame_n[f] * sizeof **buf);
     }
     return (int)total;
+}
+
+size_t vh_snames__naming(const struct vh_sname *path, size_t n)
+{
+    for (size_t i = n; i-- > 0;)
+        if (!path[i].machinery)
+            return i;
+    return n - 1;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyze/report/calltree.h"
+#include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
 
 struct node {
@@ -25,6 +26,13 @@ struct vh_ctree {
     uint32_t *row_key;             /* per row: leaf, heap, tag               */
     uint64_t *vals;                /* per row: ncols values                  */
     size_t nrows, rcap, vcap;
+    struct vh_map *xmap;           /* (row, extra column) -> value           */
+    struct xent {                  /* its entries, in the order added         */
+        uint32_t col, row;
+        uint64_t v;
+    } *x;
+    size_t nx, xcap;
+    uint32_t nxcols;
     struct xlate {                 /* a source's string ids -> the tree's    */
         const struct vh_snames *src;
         uint32_t *id;              /* 0: not yet seen                        */
@@ -36,7 +44,7 @@ struct vh_ctree *vh_ctree__new(size_t ncols)
 {
     struct vh_ctree *t = calloc(1, sizeof *t);
     if (!t || !(t->str = vh_strtab__new()) || !(t->children = vh_map__new()) ||
-        !(t->rowmap = vh_map__new()) ||
+        !(t->rowmap = vh_map__new()) || !(t->xmap = vh_map__new()) ||
         vh_grow(&t->nodes, &t->ncap, 0, sizeof *t->nodes, 1024)) {
         vh_ctree__free(t);
         return NULL;
@@ -54,6 +62,8 @@ void vh_ctree__free(struct vh_ctree *t)
     vh_strtab__free(t->str);
     vh_map__free(t->children);
     vh_map__free(t->rowmap);
+    vh_map__free(t->xmap);
+    free(t->x);
     free(t->xl[0].id);
     free(t->xl[1].id);
     free(t->nodes);
@@ -211,6 +221,36 @@ int64_t vh_ctree__row(struct vh_ctree *t, const struct vh_sname *path, size_t n,
     return (int64_t)t->nrows++;
 }
 
+/* (row, col) -> its entry in `x`, added with zero when new; -ENOMEM. */
+static int64_t xent_of(struct vh_map *m, struct xent **x, size_t *n, size_t *cap, uint32_t row,
+                       uint32_t col)
+{
+    int existed;
+    struct vh_map_ent *e = vh_map__insert(m, row, col, &existed);
+    if (!e)
+        return -ENOMEM;
+    if (existed)
+        return (int64_t)e->v1;
+    if (vh_grow(x, cap, *n, sizeof **x, 1024)) {
+        vh_map__remove(m, e);
+        return -ENOMEM;
+    }
+    (*x)[*n] = (struct xent){ col, row, 0 };
+    e->v1 = *n;
+    return (int64_t)(*n)++;
+}
+
+int vh_ctree__xadd(struct vh_ctree *t, int64_t row, uint32_t xcol, uint64_t delta)
+{
+    int64_t i = xent_of(t->xmap, &t->x, &t->nx, &t->xcap, (uint32_t)row, xcol);
+    if (i < 0)
+        return (int)i;
+    t->x[i].v += delta;
+    if (xcol >= t->nxcols)
+        t->nxcols = xcol + 1;
+    return 0;
+}
+
 uint64_t *vh_ctree__vals(struct vh_ctree *t, int64_t row)
 {
     return t->vals + (size_t)row * t->ncols;
@@ -265,6 +305,45 @@ static void put_u32s(struct vh_xout *o, const char *key, const uint32_t *v, size
     vh_xout__puts(o, "]");
 }
 
+static int by_col_row(const void *a, const void *b)
+{
+    const struct xent *x = a, *y = b;
+    return vh_cmp2(x->col, y->col, x->row, y->row);
+}
+
+/* "xsparse": the extra columns of the out rows (rout: a row's out row),
+ * each a list of row, value pairs. 0 or -ENOMEM. */
+static int write_xsparse(const struct vh_ctree *t, struct vh_xout *o, const uint32_t *rout)
+{
+    struct vh_map *m = vh_map__new();
+    struct xent *x = NULL;
+    size_t n = 0, cap = 0;
+    int rc = -ENOMEM;
+    if (!m)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->nx; i++) {
+        int64_t j = xent_of(m, &x, &n, &cap, rout[t->x[i].row], t->x[i].col);
+        if (j < 0)
+            goto out;
+        x[j].v += t->x[i].v;
+    }
+    if (n)
+        qsort(x, n, sizeof *x, by_col_row);
+    vh_xout__puts(o, ",\"xsparse\":[");
+    for (uint32_t c = 0, i = 0; c < t->nxcols; c++) {
+        vh_xout__puts(o, c ? ",[" : "[");
+        for (int first = 1; i < n && x[i].col == c; i++, first = 0)
+            vh_xout__printf(o, "%s%" PRIu32 ",%" PRIu64, first ? "" : ",", x[i].row, x[i].v);
+        vh_xout__puts(o, "]");
+    }
+    vh_xout__puts(o, "]");
+    rc = 0;
+out:
+    vh_map__free(m);
+    free(x);
+    return rc;
+}
+
 int vh_ctree__write_json(struct vh_ctree *t, struct vh_xout *o, size_t dense, double frac,
                          size_t max_nodes, struct vh_ctree_stats *stats)
 {
@@ -272,6 +351,7 @@ int vh_ctree__write_json(struct vh_ctree *t, struct vh_xout *o, size_t dense, do
     uint8_t *keep = malloc(t->nnodes ? t->nnodes : 1);
     uint32_t *newid = malloc((t->nnodes ? t->nnodes : 1) * sizeof *newid);
     uint32_t *anc = malloc((t->nnodes ? t->nnodes : 1) * sizeof *anc);
+    uint32_t *rout = malloc((t->nrows ? t->nrows : 1) * sizeof *rout);
     struct node *out = NULL;       /* kept and "[N smaller stacks]" nodes    */
     uint32_t *pruned_n = NULL;     /* per out node: rows merged into it       */
     uint32_t *okey = NULL;         /* out rows: node, heap, tag              */
@@ -280,7 +360,7 @@ int vh_ctree__write_json(struct vh_ctree *t, struct vh_xout *o, size_t dense, do
     struct vh_map *pnode = vh_map__new(), *orow = vh_map__new();
     int rc = -ENOMEM, existed;
 
-    if (!sum || !keep || !newid || !anc || !pnode || !orow)
+    if (!sum || !keep || !newid || !anc || !rout || !pnode || !orow)
         goto out;
     /* 0 keeps every path: doubling it would never raise it (and never end) */
     while ((kept = mark(t, frac, sum, keep)) > max_nodes && frac > 0 && frac < 0.5)
@@ -341,6 +421,7 @@ int vh_ctree__write_json(struct vh_ctree *t, struct vh_xout *o, size_t dense, do
             okey[nok * 3 + 2] = t->row_key[r * 3 + 2];
             e->v1 = nok++;
         }
+        rout[r] = (uint32_t)e->v1;
         for (size_t c = 0; c < t->ncols; c++)
             ovals[e->v1 * t->ncols + c] += t->vals[r * t->ncols + c];
     }
@@ -379,7 +460,10 @@ int vh_ctree__write_json(struct vh_ctree *t, struct vh_xout *o, size_t dense, do
             }
         vh_xout__puts(o, "]");
     }
-    vh_xout__printf(o, "],\"stats\":{\"nodes\":%zu,\"kept\":%zu,\"shown\":%zu,\"rows\":%zu,"
+    vh_xout__puts(o, "]");
+    if (write_xsparse(t, o, rout))
+        goto out;
+    vh_xout__printf(o, ",\"stats\":{\"nodes\":%zu,\"kept\":%zu,\"shown\":%zu,\"rows\":%zu,"
                        "\"pruned_rows\":%zu,\"frac\":%g}}",
                     stats->nodes, stats->kept, nout, stats->rows, stats->pruned_rows, frac);
     rc = 0;
@@ -388,6 +472,7 @@ out:
     free(keep);
     free(newid);
     free(anc);
+    free(rout);
     free(out);
     free(pruned_n);
     free(okey);

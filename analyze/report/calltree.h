@@ -29,6 +29,10 @@ int64_t vh_ctree__row(struct vh_ctree *t, const struct vh_sname *path, size_t n,
 /* Its ncols values, for the caller to add to (valid until the next row). */
 uint64_t *vh_ctree__vals(struct vh_ctree *t, int64_t row);
 
+/* Extra columns kept sparse, as most rows have nothing in them (a time
+ * window, a size class): adds delta to (row, xcol). 0 or -ENOMEM. */
+int vh_ctree__xadd(struct vh_ctree *t, int64_t row, uint32_t xcol, uint64_t delta);
+
 /* Rows so far, and the leaf, heap and tag of one. */
 size_t vh_ctree__count(const struct vh_ctree *t);
 void vh_ctree__key(const struct vh_ctree *t, int64_t row, uint32_t *leaf, uint32_t *heap,
@@ -46,7 +50,8 @@ struct vh_ctree_stats {
  * "[N smaller stacks]" node per kept parent) and writes the tree as a JSON
  * object: {"strings", "parent", "name", "module", "where", "rows" (node,
  * heap, tag, then the first `dense` columns, per row), "sparse" (per later
- * column: row, value pairs of its non-zero values), "stats"}. */
+ * column: row, value pairs of its non-zero values), "xsparse" (the same,
+ * per extra column of vh_ctree__xadd), "stats"}. */
 int vh_ctree__write_json(struct vh_ctree *t, struct vh_xout *o, size_t dense, double frac,
                          size_t max_nodes, struct vh_ctree_stats *stats);
 

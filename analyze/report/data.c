@@ -13,6 +13,8 @@
 
 #include "analyze/store/events.h"
 #include "analyze/query/frag.h"
+#include "analyze/util/cmp.h"
+#include "analyze/util/fmt.h"
 #include "analyze/util/grow.h"
 #include "analyze/query/recording.h"
 #include "analyze/report/report.h"
@@ -331,6 +333,37 @@ static void live_add(struct replay *r, size_t ser, int64_t d)
     r->total += d;
 }
 
+/* A size's class in the histogram: 0 is up to 8 bytes, class c > 0 the
+ * sizes in (2^(c+2), 2^(c+3)], the last every size above. */
+static uint32_t size_class(uint64_t size)
+{
+    uint32_t c = 0;
+    while (c + 1 < VH_REPORT_SIZE_CLASSES && size > (uint64_t)8 << c)
+        c++;
+    return c;
+}
+
+/* An allocation (ALLOC or RESIZE) into the sparse columns: its window's
+ * bytes and calls (between the snapshots around it), its size class's
+ * calls and bytes. Estimates, in a sampled capture. */
+static int count_alloc(struct replay *r, int64_t row, uint64_t size, uint64_t bytes)
+{
+    uint64_t calls = size ? (bytes + size / 2) / size : 1;
+    uint32_t w = r->next_snap < r->nsnap ? r->next_snap : r->nsnap - 1;
+    uint32_t h = 2 * r->nsnap + 2 * size_class(size);
+    if (r->nsnap && (vh_ctree__xadd(r->t, row, 2 * w, bytes) ||
+                     vh_ctree__xadd(r->t, row, 2 * w + 1, calls)))
+        return -ENOMEM;
+    return vh_ctree__xadd(r->t, row, h, calls) || vh_ctree__xadd(r->t, row, h + 1, bytes)
+               ? -ENOMEM
+               : 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    return vh_cmp(*(const uint64_t *)a, *(const uint64_t *)b);
+}
+
 static int replay_event(struct replay *r, const struct vh_ev *ev)
 {
     int existed;
@@ -347,7 +380,7 @@ static int replay_event(struct replay *r, const struct vh_ev *ev)
         e->v1 = (uint64_t)row;
         e->v2 = vh_weigh_bytes(ev->size, r->rate);     /* the block's estimate */
         live_add(r, ser, (int64_t)e->v2);
-        return rowlive_add(r, row, (int64_t)e->v2);
+        return count_alloc(r, row, ev->size, e->v2) || rowlive_add(r, row, (int64_t)e->v2);
     case VH_EV_FREE:
         if ((e = vh_map__find(r->blocks, ev->heap_id, ev->addr))) {
             r->rowlive[e->v1] -= e->v2;
@@ -364,7 +397,7 @@ static int replay_event(struct replay *r, const struct vh_ev *ev)
         e->v1 = (uint64_t)row;
         e->v2 = vh_weigh_bytes(ev->size, r->rate);
         live_add(r, ser, (int64_t)e->v2);
-        return rowlive_add(r, row, (int64_t)e->v2);
+        return count_alloc(r, row, ev->size, e->v2) || rowlive_add(r, row, (int64_t)e->v2);
     case VH_EV_MOVE:
         if ((e = vh_map__find(r->blocks, ev->heap_id, ev->addr))) {
             uint64_t rw = e->v1, sz = e->v2;
@@ -513,6 +546,41 @@ static void timeline_json(const struct timeline *tl, struct vh_xout *o, unsigned
     vh_xout__puts(o, "]}");
 }
 
+/* Snapshots at the ends of evenly spread points, the last at the end; a
+ * range asked for (--from, --to) takes the last two, moved to its ends:
+ * the point before the one --from falls in, the one --to falls in. */
+static int place_snaps(struct timeline *tl, unsigned nsnap, const struct vh_report_opts *opt,
+                       char *err, size_t errlen)
+{
+    unsigned even = nsnap - (opt->has_range ? 2 : 0);
+    char a[32], b[32];
+    for (unsigned s = 0; s < even; s++) {
+        uint64_t p = ((uint64_t)(s + 1) * tl->points + even - 1) / even;
+        tl->snap_point[s] = p ? p - 1 : 0;
+    }
+    if (opt->has_range) {
+        vh_fmt_secs(opt->from, 3, a, sizeof a);
+        vh_fmt_secs(tl->runtime, 3, b, sizeof b);
+        if (tl->by_event) {
+            snprintf(err, errlen, "--from/--to: this run (%s) is too short for its coarse clock to"
+                     " place events in time (record with VHEAP_CLOCK=precise)", b);
+            return -ERANGE;
+        }
+        if (opt->from >= tl->runtime) {
+            snprintf(err, errlen, "--from %s is past the end of the run (%s)", a, b);
+            return -ERANGE;
+        }
+        uint64_t pf = opt->from / tl->width, pt = opt->to / tl->width;
+        tl->snap_point[even] = pf ? pf - 1 : 0;
+        tl->snap_point[even + 1] = pt < tl->points ? pt : tl->points - 1;
+        if (nsnap > 1)
+            qsort(tl->snap_point, nsnap, sizeof *tl->snap_point, cmp_u64);
+    }
+    for (unsigned s = 0; s < nsnap; s++)
+        tl->snap_time[s] = (tl->snap_point[s] + 1) * tl->width;
+    return 0;
+}
+
 /* Chooses the axis and the series, replays, writes "timeline". */
 static int timeline(sqlite3 *db, struct replay *r, const struct vh_report_opts *opt,
                     struct vh_xout *o, char *err, size_t errlen)
@@ -568,13 +636,8 @@ static int timeline(sqlite3 *db, struct replay *r, const struct vh_report_opts *
         !(tl->snap_time = calloc(r->nsnap + 1, sizeof *tl->snap_time)) ||
         !(r->hlive = calloc(tl->nser, sizeof *r->hlive)) || !(r->blocks = vh_map__new()))
         return -ENOMEM;
-    /* snapshots at the ends of evenly spread points, the last at the end */
-    for (unsigned s = 0; s < r->nsnap; s++) {
-        uint64_t p = ((uint64_t)(s + 1) * tl->points + r->nsnap - 1) / r->nsnap;
-        tl->snap_point[s] = p ? p - 1 : 0;
-        tl->snap_time[s] = tl->by_event ? (p * tl->width) : p * tl->width;
-    }
-    if ((rc = instants(db, "SELECT time, bytes, NULL FROM rss ORDER BY time", &tl->rs, &tl->nrs,
+    if ((rc = place_snaps(tl, r->nsnap, opt, err, errlen)) ||
+        (rc = instants(db, "SELECT time, bytes, NULL FROM rss ORDER BY time", &tl->rs, &tl->nrs,
                        err, errlen)) ||
         (rc = instants(db, "SELECT time, 0, label FROM marks ORDER BY time LIMIT 2000", &tl->mk,
                        &tl->nmk, err, errlen)) ||
@@ -589,6 +652,12 @@ static int timeline(sqlite3 *db, struct replay *r, const struct vh_report_opts *
                     tl->live[s * tl->points + p - 1];
     vh_xout__puts(o, ",\"timeline\":");
     timeline_json(tl, o, r->nsnap);
+    /* the tree's extra columns: windows between snapshots, size classes */
+    vh_xout__printf(o, ",\"xcols\":{\"windows\":%u,\"size_classes\":%d}", r->nsnap,
+                    VH_REPORT_SIZE_CLASSES);
+    if (opt->has_range)            /* the page opens on it */
+        vh_xout__printf(o, ",\"range\":[%" PRIu64 ",%" PRIu64 "]", opt->from,
+                        opt->to < tl->runtime ? opt->to : tl->runtime);
     return 0;
 }
 
@@ -733,7 +802,8 @@ static int top_json(sqlite3 *db, const struct vh_snames *sn, unsigned limit, str
             vh_xout__json_str(o, vh_snames__str(sn, path[i].module));
             vh_xout__puts(o, "]");
         }
-        vh_xout__puts(o, "]]");
+        /* the frame that names the row (innermost first), by frame_rule.h */
+        vh_xout__printf(o, "],%zu]", k > 0 ? (size_t)k - 1 - vh_snames__naming(path, (size_t)k) : 0);
         if (k < 0) {
             rc = -ENOMEM;
             break;
@@ -839,7 +909,7 @@ int vh_report_json(sqlite3 *db, sqlite3 *base, const char *db_name, const char *
     struct replay r = { 0 };
     struct stackrow sr = { 0 };
     struct vh_ctree_stats stats;
-    unsigned nsnap = base ? 0 : opt->snapshots;
+    unsigned nsnap = base ? 0 : opt->snapshots + (opt->has_range ? 2 : 0);
     size_t ncols = VH_RM_N + (base ? VH_RM_N : nsnap);
     int rc = -ENOMEM;
 
@@ -875,7 +945,9 @@ int vh_report_json(sqlite3 *db, sqlite3 *base, const char *db_name, const char *
     r = (struct replay){ .tl = &tl, .sr = &sr, .t = t, .col0 = VH_RM_N,
                          .rate = (uint64_t)vh_rec_sample_rate(db) };
     if ((rc = timeline(db, &r, &(struct vh_report_opts){ .points = opt->points,
-                                                         .snapshots = nsnap },
+                                                         .snapshots = nsnap,
+                                                         .has_range = opt->has_range,
+                                                         .from = opt->from, .to = opt->to },
                        o, err, errlen)))
         goto out;
     if ((rc = top_json(db, sn, opt->top, o, err, errlen)) || (rc = frag_json(db, o, err, errlen)) ||

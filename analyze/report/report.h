@@ -37,6 +37,9 @@ int vh_report_add_stats(struct vh_ctree *t, sqlite3 *db, const struct vh_snames 
 uint32_t vh_rkey_heap(const struct vh_rkeys *k, int64_t id, const char *name);
 uint32_t vh_rkey_tag(const struct vh_rkeys *k, int64_t id, const char *label);
 
+/* Classes of the allocation-size histogram (report/data.c: size_class). */
+#define VH_REPORT_SIZE_CLASSES 40
+
 struct vh_modmap;
 struct vh_report_opts {
     unsigned snapshots;            /* live sets precomputed for the timeline */
@@ -45,6 +48,8 @@ struct vh_report_opts {
     double prune;                  /* a node's least share of some column    */
     size_t max_nodes;
     const struct vh_modmap *modmap; /* the base's module names as this run's  */
+    int has_range;                 /* the page opens on [from, to] (ns)      */
+    uint64_t from, to;
 };
 
 /* Writes the JSON object the page reads for run `db` (with `base`, the

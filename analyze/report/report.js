@@ -19,11 +19,9 @@
   ];
   var N = T.parent.length, S = T.strings, RW = 3 + (B ? 2 * NM : NM);
   var nrows = T.rows.length / RW;
-  var children = [];
-  for (var i = 0; i < N; i++) children.push([]);
-  for (i = 1; i < N; i++) children[T.parent[i]].push(i);
 
-  var st = { cost: 'peak', heap: 'all', tag: 'all', search: '', zoom: 0, snap: -1, width: 'b' };
+  var st = { cost: 'peak', heap: 'all', tag: 'all', search: '', zoom: 0, snap: -1, width: 'b',
+             view: 'top', range: null, rmode: 'alloc', fn: null };
 
   /* ---- formatting --------------------------------------------------------- */
   function hb(b) {                              /* like the CLI tables: 123B, 2.20K */
@@ -78,36 +76,83 @@
   }
 
   /* ---- values of the tree -------------------------------------------------- */
-  /* Per node, the chosen value summed over the rows that pass the filters and
-     up the tree; side 0 is this run (or the snapshot), side 1 the baseline. */
-  function rowOk(r) {
-    var o = r * RW;
-    if (st.heap !== 'all' && String(T.rows[o + 1]) !== st.heap) return false;
-    if (st.tag !== 'all' && String(T.rows[o + 2]) !== st.tag) return false;
-    return true;
+  /* Per row, the chosen value (rows that pass the filters); side 0 is this
+     run (or the snapshot, or the time window), side 1 the baseline. The
+     tree's extra sparse columns (D.xcols): per window between snapshots its
+     bytes and calls allocated, then per size class its calls and bytes. */
+  var XS = T.xsparse || [], XC = D.xcols || { windows: 0, size_classes: 0 };
+  var rowHeap = new Array(nrows), rowTag = new Array(nrows), rowNode = new Int32Array(nrows);
+  for (var r0 = 0; r0 < nrows; r0++) {
+    rowNode[r0] = T.rows[r0 * RW]; rowHeap[r0] = String(T.rows[r0 * RW + 1]); rowTag[r0] = String(T.rows[r0 * RW + 2]);
   }
-  function values(side) {
-    var v = new Float64Array(N), c = costOf(st.cost), r;
-    if (st.snap >= 0 && side === 0) {
-      var sp = T.sparse[st.snap];
-      for (var k = 0; k < sp.length; k += 2) if (rowOk(sp[k])) v[T.rows[sp[k] * RW]] += sp[k + 1];
+  function rowOk(r) {
+    return (st.heap === 'all' || rowHeap[r] === st.heap) && (st.tag === 'all' || rowTag[r] === st.tag);
+  }
+  function eachSparse(sp, f) { if (sp) for (var k = 0; k < sp.length; k += 2) if (rowOk(sp[k])) f(sp[k], sp[k + 1]); }
+  function forRows(side, f) {
+    var c = costOf(st.cost), r;
+    if (st.range && side === 0) {
+      var calls = st.rmode === 'alloc' && !c.bytes;
+      for (var w = st.range[0]; w <= st.range[1]; w++) eachSparse(XS[2 * w + (calls ? 1 : 0)], f);
+      /* live in the window: live at its start, and allocated in it */
+      if (st.rmode === 'live' && st.range[0] > 0) eachSparse(T.sparse[st.range[0] - 1], f);
+    } else if (st.snap >= 0 && side === 0) {
+      eachSparse(T.sparse[st.snap], f);
     } else {
       var col = 3 + c.col + (B && side === 0 ? NM : 0);
-      for (r = 0; r < nrows; r++) if (rowOk(r)) v[T.rows[r * RW]] += T.rows[r * RW + col];
+      for (r = 0; r < nrows; r++) if (rowOk(r)) f(r, T.rows[r * RW + col]);
     }
-    for (var i = N - 1; i > 0; i--) v[T.parent[i]] += v[i];
+  }
+  function values(side) {
+    var v = new Float64Array(G.N);
+    if (G === TD) forRows(side, function (r, x) { v[rowNode[r]] += x; });
+    else forRows(side, function (r, x) { var l = BU.leaf[rowNode[r]]; for (var i = 0; i < l.length; i++) v[l[i]] += x; });
+    if (G === TD) for (var i = G.N - 1; i > 0; i--) v[G.parent[i]] += v[i];
+    else v[0] = 0, forRows(side, function (r, x) { v[0] += x; });
     return v;
   }
-  function isBytes() { return st.snap >= 0 || costOf(st.cost).bytes; }
+  function isBytes() { return st.snap >= 0 || (st.range && (st.rmode === 'live' || costOf(st.cost).bytes)) || costOf(st.cost).bytes; }
+
+  /* ---- the two trees: top-down (callers first), bottom-up (callees first) --- */
+  var children = [];
+  for (var i = 0; i < N; i++) children.push([]);
+  for (i = 1; i < N; i++) children[T.parent[i]].push(i);
+  var TD = { N: N, parent: T.parent, name: T.name, module: T.module, where: T.where, pruned: T.pruned,
+             children: children }, BU = null, G = TD;
+  /* The bottom-up tree, built once when first shown: a row's stack read
+     from its innermost frame out; BU.leaf[n] lists the bottom-up nodes of
+     the stack ending at top-down node n, innermost first. */
+  function bottomUp() {
+    if (BU) return BU;
+    var g = { N: 1, parent: [0], name: [0], module: [0], where: [0], pruned: [0], children: [[]], leaf: {} };
+    var kids = [new Map()];
+    for (var r = 0; r < nrows; r++) {
+      var n = rowNode[r];
+      if (g.leaf[n]) continue;
+      var list = [], at = 0;
+      for (var a = n; a; a = T.parent[a]) {
+        var key = T.name[a] * 1048576 + T.module[a] + (T.pruned[a] ? 0.5 : 0), k = kids[at].get(key);
+        if (k === undefined) {
+          k = g.N++; kids[at].set(key, k); kids.push(new Map());
+          g.parent.push(at); g.name.push(T.name[a]); g.module.push(T.module[a]); g.where.push(T.where[a]);
+          g.pruned.push(0); g.children.push([]); g.children[at].push(k);
+        }
+        g.pruned[k] += T.pruned[a];
+        list.push(k); at = k;
+      }
+      g.leaf[n] = list;
+    }
+    return (BU = g);
+  }
 
   /* ---- the flame graph ----------------------------------------------------------- */
-  var ROWH = 18, cur = null;
-  function nodeName(n) { return n ? S[T.name[n]] : 'all'; }
+  var ROWH = 18, cur = null, LC = null;
+  function nodeName(n) { return n ? S[G.name[n]] : 'all'; }
   function nodeLabel(n) {
-    if (T.pruned[n]) return '[' + T.pruned[n] + ' smaller stack' + (T.pruned[n] > 1 ? 's' : '') + ']';
+    if (G.pruned[n]) return '[' + G.pruned[n] + ' smaller stack' + (G.pruned[n] > 1 ? 's' : '') + ']';
     return nodeName(n);
   }
-  function path(n) { var p = []; for (; n; n = T.parent[n]) p.unshift(n); return p; }
+  function path(n) { var p = []; for (; n; n = G.parent[n]) p.unshift(n); return p; }
   function hue(s) { var h = 0; for (var i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) >>> 0; return h; }
   function color(n, va, vb) {
     if (B) {
@@ -116,85 +161,147 @@
       var g = Math.round(235 - 150 * f);
       return d > 0 ? 'rgb(245,' + g + ',' + g + ')' : 'rgb(' + g + ',' + g + ',245)';
     }
-    var mod = T.module[n] ? S[T.module[n]] : '';
-    if (T.pruned[n]) return '#ddd';
+    var mod = G.module[n] ? S[G.module[n]] : '';
+    if (G.pruned[n]) return '#ddd';
     if (/^\[/.test(nodeName(n))) return '#ccc';
     var h = hue(mod), sys = /^(libc|ld-linux|libstdc\+\+|libgcc|libvheap|libjemalloc|libtcmalloc)/.test(mod);
     return sys ? 'hsl(' + (30 + h % 20) + ',45%,' + (68 + h % 10) + '%)'
                : 'hsl(' + (h % 40) + ',' + (70 + h % 20) + '%,' + (58 + h % 12) + '%)';
   }
-  function matches(n, q) {
-    if (!q || !n) return false;
-    var s = nodeName(n).toLowerCase(), m = T.module[n] ? S[T.module[n]].toLowerCase() : '';
-    return s.indexOf(q) >= 0 || m.indexOf(q) >= 0;
+  /* What the search matches, per node of the tree shown: each string is
+     lowered and tested once, not once per node and ancestor (a keystroke
+     took 0.6 s on 100,000 stacks). */
+  function matchNodes(q) {
+    if (!q) return null;
+    if (!LC) LC = S.map(function (x) { return x ? x.toLowerCase() : ''; });
+    var ms = new Uint8Array(S.length), m = new Uint8Array(G.N);
+    for (var i = 1; i < S.length; i++) ms[i] = LC[i].indexOf(q) >= 0 ? 1 : 0;
+    for (var n = 1; n < G.N; n++) m[n] = ms[G.name[n]] | ms[G.module[n]];
+    return m;
   }
+  /* The frames are painted on a canvas: a cost switch on 100,000 stacks
+     spent most of a second laying out 2,000 divs. What was drawn stays in
+     cur.boxes for the mouse, and in #fg's data-frames (node, label, value,
+     ancestor?, x, depth, width) for scripts and tests. */
   function drawFlame() {
     var va = values(0), vb = B ? values(1) : null;
     var w = st.width === 'a' && B ? vb : va;
-    var fg = $('fg'), W = fg.clientWidth || 1200, c = costOf(st.cost), bytes = isBytes();
-    fg.textContent = '';
-    if (st.zoom >= N || (st.zoom && !w[st.zoom])) st.zoom = 0;
-    var z = st.zoom, total = w[0], q = st.search.toLowerCase(), drawn = 0, maxd = 0;
+    var fg = $('fg'), W = fg.clientWidth || 1200;
+    if (st.zoom >= G.N || (st.zoom && !w[st.zoom])) st.zoom = 0;
+    var z = st.zoom, maxd = 0, boxes = [];
     var anc = path(z);
     /* the zoomed node and its ancestors, full width (those dimmed: a click
        on one zooms out to it), then what the zoomed node called */
     var box = function (n, depth, x, width, ancestor) {
-      var d = el('div', { 'class': 'fg' + (ancestor ? ' anc' : ''), 'data-node': n,
-                          'data-name': nodeLabel(n), 'data-value': Math.round(w[n]) });
-      d.style.left = x + 'px'; d.style.top = depth * ROWH + 'px'; d.style.width = Math.max(width, 1) + 'px';
-      d.style.background = color(n, va, vb);
-      if (matches(n, q)) d.className += ' match';
-      d.textContent = width > 30 ? nodeLabel(n) : '';
-      fg.appendChild(d);
-      drawn++;
+      boxes.push({ n: n, d: depth, x: x, w: Math.max(width, 1), anc: ancestor, label: nodeLabel(n),
+                   c: B ? color(n, va, vb) : colorOf(n) });
       if (depth > maxd) maxd = depth;
     };
     box(0, 0, 0, W, z !== 0);
     anc.forEach(function (n, d) { box(n, d + 1, 0, W, n !== z); });
     var lay = function (n, depth, x, width) {
       if (n !== z) box(n, depth, x, width, false);
-      var kids = children[n].filter(function (k) { return w[k] > 0; });
-      kids.sort(function (a, b) { return w[b] - w[a] || (nodeName(a) < nodeName(b) ? -1 : 1); });
+      var kids = G.children[n].filter(function (k) { return w[k] > 0 && w[k] * width >= 0.5 * w[n]; });
+      kids.sort(function (a, b) { return w[b] - w[a] || a - b; });
       var cx = x;
       for (var i = 0; i < kids.length; i++) {
-        var kw = w[n] ? width * w[kids[i]] / w[n] : 0;
-        if (kw >= 0.5) lay(kids[i], depth + 1, cx, kw);
+        var kw = width * w[kids[i]] / w[n];
+        lay(kids[i], depth + 1, cx, kw);
         cx += kw;
       }
     };
     if (w[z] > 0) lay(z, anc.length, 0, W);
-    fg.style.height = (maxd + 1) * ROWH + 4 + 'px';
-    /* what the search matched, not counting a match inside another */
-    var matched = 0;
-    if (q) for (var n = 1; n < N; n++) if (matches(n, q)) {
-      var inner = false;
-      for (var p = T.parent[n]; p; p = T.parent[p]) if (matches(p, q)) { inner = true; break; }
-      if (!inner) matched += w[n];
+    cur = { va: va, vb: vb, w: w, total: w[0], drawn: boxes.length, boxes: boxes, W: W, H: (maxd + 1) * ROWH + 4 };
+    fg.setAttribute('data-frames', JSON.stringify(boxes.map(function (b) {
+      return [b.n, b.label, Math.round(w[b.n]), b.anc ? 1 : 0, Math.round(b.x), b.d, Math.round(b.w)];
+    })));
+    drawFlameInfo();
+    drawSearch();
+  }
+  /* A frame's colour by its module and name, once per tree (not per draw). */
+  var colors = { td: [], bu: [] };
+  function colorOf(n) {
+    var c = colors[G === BU ? 'bu' : 'td'];
+    return c[n] || (c[n] = color(n));
+  }
+  function paintFlame(m) {
+    var fg = $('fg'), cv = $('fg-canvas'), dpr = window.devicePixelRatio || 1;
+    if (!cv) { cv = el('canvas', { id: 'fg-canvas' }); fg.appendChild(cv); }
+    cv.width = cur.W * dpr; cv.height = cur.H * dpr;
+    cv.style.width = cur.W + 'px'; cv.style.height = cur.H + 'px';
+    fg.style.height = cur.H + 'px';
+    var ctx = cv.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, cur.W, cur.H);
+    ctx.font = '11px ui-monospace, monospace';
+    ctx.textBaseline = 'middle';
+    cur.boxes.forEach(function (b) {
+      var y = b.d * ROWH;
+      ctx.globalAlpha = b.anc ? 0.6 : 1;
+      ctx.fillStyle = m && m[b.n] ? '#d36bff' : b.c;
+      ctx.fillRect(b.x, y, Math.max(b.w - 1, 0.5), ROWH - 1);
+      if (b.w > 30) {                      /* as many characters as fit (6.6 px each) */
+        var fit = Math.floor((b.w - 6) / 6.6);
+        ctx.fillStyle = '#000';
+        ctx.fillText(b.label.length > fit ? b.label.slice(0, fit - 1) + '…' : b.label, b.x + 3, y + ROWH / 2);
+      }
+    });
+    ctx.globalAlpha = 1;
+  }
+  /* The frame under a point of the canvas, or -1. */
+  function frameAt(e) {
+    var cv = $('fg-canvas');
+    if (!cv || !cur) return -1;
+    var r = cv.getBoundingClientRect(), x = e.clientX - r.left, d = Math.floor((e.clientY - r.top) / ROWH);
+    for (var i = cur.boxes.length - 1; i >= 0; i--) {
+      var b = cur.boxes[i];
+      if (b.d === d && x >= b.x && x < b.x + b.w) return b.n;
     }
-    var what = st.snap >= 0 ? 'bytes live at ' + snapLabel(st.snap) : c.what;
-    var info = $('fg-info');
+    return -1;
+  }
+  /* The search alone marks the frames drawn and sums what it matched, not
+     counting a match inside another (parents come before their children). */
+  function drawSearch() {
+    var q = st.search.toLowerCase(), m = matchNodes(q), w = cur.w, matched = 0;
+    paintFlame(m);
+    if (m) {
+      var inner = new Uint8Array(G.N);
+      for (var n = 1; n < G.N; n++) {
+        inner[n] = inner[G.parent[n]] | m[G.parent[n]];
+        if (m[n] && !inner[n]) matched += w[n];
+      }
+    }
+    var old = $('fg-matched');
+    if (old) old.parentNode.removeChild(old);
+    if (q) $('fg-info').insertBefore(el('span', { id: 'fg-matched', 'data-value': Math.round(matched) },
+      '; search "' + st.search + '" matches ' + fmt(matched, isBytes()) + ' (' + pct(matched, cur.total) + ')'), $('fg-pruned'));
+  }
+  function what() {
+    var c = costOf(st.cost);
+    if (st.range) return (st.rmode === 'live' ? 'bytes live' : c.bytes ? 'bytes allocated' : 'calls') +
+                         ' in ' + rangeLabel();
+    return st.snap >= 0 ? 'bytes live at ' + snapLabel(st.snap) : c.what;
+  }
+  function drawFlameInfo() {
+    var bytes = isBytes(), total = cur.total, z = st.zoom, info = $('fg-info'), w = cur.w;
     info.textContent = '';
-    var tot = el('span', { id: 'fg-total', 'data-value': Math.round(total),
-                           'data-snap': st.snap >= 0 ? TL.snapshot_times[st.snap] : '' },
-                 'Total: ' + fmt(total, bytes) + ' ' + what);
-    info.appendChild(tot);
-    var more = ' — heap: ' + ($('heap').selectedOptions[0] || {}).textContent +
+    info.appendChild(el('span', { id: 'fg-total', 'data-value': Math.round(total),
+                                  'data-snap': st.snap >= 0 ? TL.snapshot_times[st.snap] : '' },
+                        'Total: ' + fmt(total, bytes) + ' ' + what()));
+    var more = ' — ' + (G === BU ? 'bottom-up (callees first)' : 'top-down') + ', heap: ' + ($('heap').selectedOptions[0] || {}).textContent +
                ', tag: ' + ($('tag').selectedOptions[0] || {}).textContent;
     if (z) more += '; zoomed into ' + nodeName(z) + ' (' + fmt(w[z], bytes) + ', ' + pct(w[z], total) + ')';
     if (B) more += '; widths: ' + (st.width === 'a' ? 'baseline' : 'this run') +
                    ', colour: change from the baseline (red grew, blue shrank); baseline total ' +
-                   fmt(vb[0], bytes) + ', change ' + fmt(va[0] - vb[0], bytes);
+                   fmt(cur.vb[0], bytes) + ', change ' + fmt(cur.va[0] - cur.vb[0], bytes);
     info.appendChild(document.createTextNode(more));
-    if (q) info.appendChild(el('span', { id: 'fg-matched', 'data-value': Math.round(matched) },
-                               '; search "' + st.search + '" matches ' + fmt(matched, bytes) + ' (' + pct(matched, total) + ')'));
     var ps = T.stats;
     info.appendChild(el('div', { id: 'fg-pruned' },
       'Call tree: ' + hn(ps.nodes) + ' nodes from ' + hn(ps.rows) + ' (heap, stack, tag) rows; ' +
       (ps.pruned_rows ? hn(ps.kept) + ' nodes kept (each holds at least ' + (ps.frac * 100).toPrecision(2) +
-        '% of some measure), ' + hn(ps.pruned_rows) + ' rows merged into [smaller stacks] frames; '
-        : 'nothing pruned; ') + drawn + ' frames drawn (wider than half a pixel).'));
-    cur = { va: va, vb: vb, w: w, total: total };
-    $('fg-title').textContent = 'Flame graph' + (B ? ' (differential)' : '') + ' — ' + what;
+        '% of some measure), ' + hn(ps.pruned_rows) + ' rows merged into [smaller stacks] frames (--prune 0 keeps them all; a click zooms into any frame); '
+        : 'nothing pruned; ') + cur.drawn + ' frames drawn (wider than half a pixel: click a frame to see what it holds).'));
+    $('fg-title').textContent = 'Flame graph' + (B ? ' (differential)' : '') + (G === BU ? ', bottom-up' : '') + ' — ' + what();
   }
   function pct(v, t) { return t ? (100 * v / t).toFixed(1) + '%' : '-'; }
   /* The box describes the frame under the mouse in the view drawn: any other
@@ -205,25 +312,29 @@
     if (!cur) return;
     var bytes = isBytes(), lines = [];
     var p = path(n);
-    lines.push(nodeLabel(n) + (T.module[n] ? '  in ' + S[T.module[n]] : '') + (T.where[n] ? '  (' + S[T.where[n]] + ')' : ''));
+    lines.push(nodeLabel(n) + (G.module[n] ? '  in ' + S[G.module[n]] : '') + (G.where[n] ? '  (' + S[G.where[n]] + ')' : ''));
     lines.push(fmt(cur.w[n], bytes) + ' (' + pct(cur.w[n], cur.total) + ')' +
                (B ? '   baseline ' + fmt(cur.vb[n], bytes) + ', this run ' + fmt(cur.va[n], bytes) +
                     ', change ' + fmt(cur.va[n] - cur.vb[n], bytes) : ''));
-    if (T.pruned[n]) lines.push('call paths too small to draw on their own, merged here');
-    lines.push('stack, innermost first:');
-    for (var i = p.length - 1; i >= 0; i--)
-      lines.push('  ' + nodeLabel(p[i]) + (T.where[p[i]] ? ' (' + S[T.where[p[i]]] + ')' : '') +
-                 (T.module[p[i]] ? ' in ' + S[T.module[p[i]]] : ''));
+    if (G.pruned[n]) lines.push('call paths too small to keep on their own (--prune), merged here: ' +
+                                'vheap-analyze report --prune 0 keeps every path, and this page stays quick with them');
+    lines.push(G === BU ? 'callers, innermost first:' : 'stack, innermost first:');
+    var order = G === BU ? p : p.slice().reverse();
+    for (var i = 0; i < order.length; i++)
+      lines.push('  ' + nodeLabel(order[i]) + (G.where[order[i]] ? ' (' + S[G.where[order[i]]] + ')' : '') +
+                 (G.module[order[i]] ? ' in ' + S[G.module[order[i]]] : ''));
     $('fg-detail').textContent = lines.join('\n');
   }
-  $('fg').addEventListener('mouseover', function (e) {
-    var n = e.target.getAttribute && e.target.getAttribute('data-node');
-    if (n !== null && n !== undefined) detail(+n);
+  $('fg').addEventListener('mousemove', function (e) {
+    var n = frameAt(e);
+    if (n >= 0 && n !== cur.hover) { cur.hover = n; detail(n); }
   });
   $('fg').addEventListener('click', function (e) {
-    var n = e.target.getAttribute && e.target.getAttribute('data-node');
-    if (n === null || n === undefined) return;
-    st.zoom = +n; update(); detail(+n);
+    var n = frameAt(e);
+    if (n < 0) return;
+    st.zoom = n;
+    if (n && !G.pruned[n]) st.fn = fnKey(n);
+    update('fch'); detail(n);
   });
 
   /* ---- controls and the URL's fragment --------------------------------------------- */
@@ -232,29 +343,47 @@
     sel.appendChild(el('option', { value: 'all' }, all));
     choices.forEach(function (c) { sel.appendChild(el('option', { value: String(c[0]) }, c[1])); });
   }
+  function costClick(c) {
+    var had = st.snap >= 0;
+    st.cost = c.key; st.snap = -1;
+    /* a cost redraws what depends on it, not the timeline or tables it leaves as they are */
+    update('fc' + (B || st.range ? 'p' : '') + (had ? 't' : ''));
+  }
   function buildControls() {
     var cs = $('costs');
     COSTS.forEach(function (c) {
       var b = el('button', { 'class': 'cost', 'data-cost': c.key, title: c.what }, c.label);
-      b.onclick = function () { st.cost = c.key; st.snap = -1; update(); };
+      b.onclick = function () { costClick(c); };
       cs.appendChild(b);
     });
     if (TL.snapshots.length && !B) {
       var b = el('button', { 'class': 'cost', 'data-cost': 'live', id: 'livebtn',
                              title: 'what was live at the time picked on the timeline' }, 'live at …');
-      b.onclick = function () { if (st.snap < 0) st.snap = TL.snapshots.length - 1; update(); };
+      b.onclick = function () { if (st.snap < 0) st.snap = TL.snapshots.length - 1; st.range = null; update(); };
       cs.appendChild(b);
     }
+    [['top', 'top-down', 'callers first: each frame holds what the functions it called allocated'],
+     ['bottom', 'bottom-up', 'callees first: the functions that allocated at the bottom, their callers above']].forEach(function (v) {
+      var b = el('button', { 'class': 'view', 'data-view': v[0], title: v[2] }, v[1]);
+      b.onclick = function () { st.view = v[0]; st.zoom = 0; update('fh'); };
+      $('views').appendChild(b);
+    });
     fillSelect($('heap'), heapChoices(), 'all heaps');
     fillSelect($('tag'), tagChoices(), 'all tags');
     $('heap').onchange = function () { st.heap = this.value; st.zoom = 0; update(); };
     $('tag').onchange = function () { st.tag = this.value; st.zoom = 0; update(); };
-    $('search').oninput = function () { st.search = this.value; update(); };
-    $('reset').onclick = function () { st.zoom = 0; update(); };
+    $('search').oninput = function () { st.search = this.value; update('s'); };
+    $('reset').onclick = function () { st.zoom = 0; update('fch'); };
     if (B) { $('widthby').hidden = false; $('diffwidth').onchange = function () { st.width = this.value; update(); }; }
   }
+  /* A node of the shown tree named v, the one with the most of the value. */
+  function nodeNamed(v) {
+    var best = 0, bv = -1, va = values(0);
+    for (var n = 1; n < G.N; n++) if (nodeName(n) === v && va[n] > bv) { bv = va[n]; best = n; }
+    return best;
+  }
   function readHash() {
-    var h = location.hash.replace(/^#/, '');
+    var h = location.hash.replace(/^#/, ''), from = null, to = null, zoom = null, fn = null;
     h.split('&').forEach(function (kv) {
       var i = kv.indexOf('='); if (i < 0) return;
       var k = decodeURIComponent(kv.slice(0, i)), v = decodeURIComponent(kv.slice(i + 1));
@@ -268,12 +397,19 @@
         if (th.length) st.tag = String(th[0][0]);
       } else if (k === 't') st.snap = snapAt(v === 'end' ? Infinity : parseFloat(v) * (TL.by_event ? 1 : 1e9));
       else if (k === 'snap') st.snap = Math.min(TL.snapshots.length - 1, Math.max(-1, parseInt(v, 10) || 0));
-      else if (k === 'zoom') {
-        var best = 0, bv = -1, va = values(0);
-        for (var n = 1; n < N; n++) if (nodeName(n) === v && va[n] > bv) { bv = va[n]; best = n; }
-        st.zoom = best;
-      } else if (k === 'width') st.width = v === 'a' ? 'a' : 'b';
+      else if (k === 'zoom') zoom = v;
+      else if (k === 'fn') fn = v;
+      else if (k === 'view') st.view = v === 'bottom' ? 'bottom' : 'top';
+      else if (k === 'from') from = parseFloat(v) * (TL.by_event ? 1 : 1e9);
+      else if (k === 'to') to = parseFloat(v) * (TL.by_event ? 1 : 1e9);
+      else if (k === 'rmode') st.rmode = v === 'live' ? 'live' : 'alloc';
+      else if (k === 'width') st.width = v === 'a' ? 'a' : 'b';
     });
+    if (from === null && to === null && D.range) { from = D.range[0]; to = D.range[1]; }
+    if (from !== null || to !== null) setRange(from === null ? 0 : from, to === null ? Infinity : to);
+    G = st.view === 'bottom' ? bottomUp() : TD;
+    if (fn !== null) { var f = nodeNamed(fn); st.fn = f ? fnKey(f) : null; }
+    if (zoom !== null) st.zoom = nodeNamed(zoom);
   }
   function writeHash() {
     var parts = ['cost=' + (st.snap >= 0 ? 'live' : st.cost)];
@@ -281,16 +417,68 @@
     if (st.tag !== 'all') parts.push('tag=' + encodeURIComponent(st.tag));
     if (st.search) parts.push('search=' + encodeURIComponent(st.search));
     if (st.snap >= 0) parts.push('t=' + (TL.by_event ? TL.snapshot_times[st.snap] : TL.snapshot_times[st.snap] / 1e9));
+    if (st.range) {
+      var u = TL.by_event ? 1 : 1e9;
+      parts.push('from=' + winStart(st.range[0]) / u, 'to=' + winEnd(st.range[1]) / u);
+      if (st.rmode === 'live') parts.push('rmode=live');
+    }
+    if (st.view === 'bottom') parts.push('view=bottom');
     if (st.zoom) parts.push('zoom=' + encodeURIComponent(nodeName(st.zoom)));
+    if (st.fn) parts.push('fn=' + encodeURIComponent(S[+st.fn.split(':')[0]]));
     history.replaceState(null, '', '#' + parts.join('&'));
   }
   function syncControls() {
+    G = st.view === 'bottom' ? bottomUp() : TD;
     Array.prototype.forEach.call(document.querySelectorAll('button.cost'), function (b) {
       var on = st.snap >= 0 ? b.getAttribute('data-cost') === 'live' : b.getAttribute('data-cost') === st.cost;
       b.className = 'cost' + (on ? ' on' : '');
     });
+    Array.prototype.forEach.call(document.querySelectorAll('button.view'), function (b) {
+      b.className = 'view' + (b.getAttribute('data-view') === st.view ? ' on' : '');
+    });
     if ($('livebtn')) $('livebtn').textContent = st.snap >= 0 ? 'live at ' + snapLabel(st.snap) : 'live at …';
     $('heap').value = st.heap; $('tag').value = st.tag; $('search').value = st.search;
+  }
+
+  /* ---- the time window ---------------------------------------------------------- */
+  /* A window is a run of the spans between snapshots (the ticks under the
+     timeline): span w runs from snapshot w-1 (or the start) to snapshot w.
+     What was allocated in it is counted per span; what was live in it is
+     what was live at its start and what was allocated in it. */
+  function winStart(w) { return w > 0 ? TL.snapshot_times[w - 1] : 0; }
+  function winEnd(w) { return TL.snapshot_times[w]; }
+  function rangeLabel() { return xLabel(winStart(st.range[0])) + ' – ' + xLabel(winEnd(st.range[1])); }
+  /* The spans covering [a, b] (ns, or events); an empty or outside window
+     leaves the selection alone and says why. */
+  function setRange(a, b) {
+    var K = XC.windows, span = TL.by_event ? TL.events : TL.runtime, u = TL.by_event ? 1 : 1e9;
+    st.rangeError = '';
+    if (B || !K) { st.rangeError = 'this page has no time windows (' + (B ? 'a differential report' : '--snapshots 0') + ')'; return; }
+    if (!(a < b) || !(a >= 0)) { st.rangeError = 'the window ' + a / u + ' – ' + b / u + ' is empty'; return; }
+    if (a >= span) { st.rangeError = 'the window starts at ' + xLabel(a) + ', after the run ended (' + xLabel(span) + ')'; return; }
+    var w0 = 0, w1 = K - 1, w;
+    for (w = 0; w < K; w++) if (winStart(w) <= a && winEnd(w) > winStart(w)) w0 = w;
+    for (w = K - 1; w >= 0; w--) if (winEnd(w) >= b) w1 = w;
+    st.range = [w0, Math.max(w0, w1)];
+    st.snap = -1;
+  }
+  function drawRangeBar() {
+    var bar = $('range-bar'); bar.textContent = '';
+    if (st.rangeError) bar.appendChild(el('span', { id: 'range-error', 'class': 'grew' }, 'Time window not shown: ' + st.rangeError + '. '));
+    if (!st.range) {
+      if (XC.windows && !B) bar.appendChild(document.createTextNode('Drag across the timeline to select a time window.'));
+      return;
+    }
+    bar.appendChild(el('span', { id: 'range-info', 'data-from': winStart(st.range[0]), 'data-to': winEnd(st.range[1]) },
+                       'Time window ' + rangeLabel() + ': the flame graph and the tables show what was '));
+    [['alloc', 'allocated in it'], ['live', 'live in it']].forEach(function (m) {
+      var b = el('button', { 'class': 'rmode' + (st.rmode === m[0] ? ' on' : ''), 'data-rmode': m[0] }, m[1]);
+      b.onclick = function () { st.rmode = m[0]; update('fpc'); };
+      bar.appendChild(b);
+    });
+    var c = el('button', { id: 'range-clear' }, 'whole run');
+    c.onclick = function () { st.range = null; update(); };
+    bar.appendChild(c);
   }
 
   /* ---- the timeline ------------------------------------------------------------- */
@@ -378,10 +566,39 @@
     for (i = 0; i < P; i++) if (s.max[i] > peak) { peak = s.max[i]; peakAt = i; }
     mk('text', { x: L + 4, y: 14, 'font-size': '12', 'font-weight': 'bold' },
        'live bytes, ' + sv[1] + (B ? ' (this run)' : '') + (rssMax > 0 ? (rssScaled ? '; RSS dashed' : '; RSS dashed, on its own scale (right, peak ' + hb(rssMax) + ')') : '; no RSS samples'));
-    svg.addEventListener('click', function (e) {
-      var r = svg.getBoundingClientRect(), x = (e.clientX - r.left) * W / r.width;
-      var p = Math.max(0, Math.min(P - 1, Math.floor((x - L) / (W - L - Rm) * P)));
-      st.snap = snapAt((p + 1) * TL.width);
+    if (st.range) {                               /* the time window chosen */
+      var rx0 = L + (W - L - Rm) * winStart(st.range[0]) / (P * TL.width), rx1 = L + (W - L - Rm) * winEnd(st.range[1]) / (P * TL.width);
+      mk('rect', { id: 'tl-range', x: rx0, y: Tp, width: Math.max(1, Math.min(W - Rm, rx1) - rx0), height: H - Bm - Tp,
+                   fill: '#3a7bd5', 'fill-opacity': '0.15', stroke: '#3a7bd5' });
+    }
+    /* A click picks a snapshot; a drag selects a time window. Only the
+       plot's span (the run) can be selected: a press outside it is ignored. */
+    var svgX = function (e) { var r = svg.getBoundingClientRect(); return (e.clientX - r.left) * W / r.width; };
+    var clampX = function (x) { return Math.max(L, Math.min(W - Rm, x)); };
+    var toX = function (x) { return (x - L) / (W - L - Rm) * P * TL.width; };
+    var drag = null;
+    svg.addEventListener('mousedown', function (e) {
+      var x = svgX(e);
+      if (x < L || x > W - Rm) return;
+      e.preventDefault();
+      drag = { x0: x, rect: mk('rect', { x: x, y: Tp, width: 1, height: H - Bm - Tp, fill: '#3a7bd5', 'fill-opacity': '0.25' }) };
+    });
+    svg.addEventListener('mousemove', function (e) {
+      if (!drag) return;
+      var x = clampX(svgX(e));
+      drag.rect.setAttribute('x', Math.min(x, drag.x0)); drag.rect.setAttribute('width', Math.max(1, Math.abs(x - drag.x0)));
+    });
+    svg.addEventListener('mouseup', function (e) {
+      if (!drag) return;
+      var x = clampX(svgX(e)), x0 = drag.x0;
+      drag = null;
+      if (Math.abs(x - x0) < 4) {
+        var p = Math.max(0, Math.min(P - 1, Math.floor((x - L) / (W - L - Rm) * P)));
+        st.range = null; st.rangeError = '';
+        st.snap = snapAt((p + 1) * TL.width);
+      } else {
+        setRange(toX(Math.min(x, x0)), toX(Math.max(x, x0)));
+      }
       update();
     });
     box.appendChild(svg);
@@ -399,27 +616,27 @@
   }
 
   /* ---- the top table --------------------------------------------------------------- */
-  /* rows: heap, stack, tag, calls, allocated, temporary, peak, leaked, max live, frees, frames */
+  /* rows: heap, stack, tag, calls, allocated, temporary, peak, leaked, max live, frees,
+     frames (innermost first), the index of the frame that names it */
   var TOPCOLS = [
     { t: 'heap', l: true, f: function (r) { return heapName(r[0]); } },
     { t: 'tag', l: true, f: function (r) { return tagName(r[2]); } },
     { t: 'calls', i: 3 }, { t: 'allocated', i: 4, b: true }, { t: 'temporary', i: 5 },
     { t: 'at peak', i: 6, b: true }, { t: 'leaked', i: 7, b: true }, { t: 'max live', i: 8, b: true },
-    { t: 'function', l: true, f: function (r) { return who(r[10]); } }
+    { t: 'function', l: true, f: function (r) { return who(r); } }
   ];
   var topSort = 6, topOpen = {};
   function heapName(id) { for (var i = 0; i < R.heaps.length; i++) if (R.heaps[i][0] === id) return R.heaps[i][1]; return '?'; }
   function tagName(id) { if (!id) return ''; for (var i = 0; i < R.tags.length; i++) if (R.tags[i][0] === id) return R.tags[i][1]; return '#' + id; }
-  function who(frames) {                        /* the innermost frame that is not the allocator's */
-    for (var i = 0; i < frames.length; i++) {
-      var m = frames[i][2] || '';
-      if (!/^(libc|ld-linux|libstdc\+\+|libgcc|libvheap|libjemalloc|libtcmalloc)/.test(m) && !/^\[/.test(frames[i][0]))
-        return frames[i][0] + (frames[i][1] ? ' (' + frames[i][1] + ')' : '');
-    }
-    return frames.length ? frames[0][0] : '';
+  /* The frame that names a row: the loader's rule (frame_rule.h), written
+     with the row, so a custom heap's row says who called its hook. */
+  function who(r) {
+    var f = r[10][r[11]] || r[10][0];
+    return f ? f[0] + (f[1] ? ' (' + f[1] + ')' : '') : '';
   }
   function drawTop() {
     if (B) { drawDiffTop(); return; }
+    if (st.range) { drawRangeTop(); return; }
     var rows = D.top.slice(), box = $('top');
     rows = rows.filter(function (r) {
       return (st.heap === 'all' || String(heapKey[r[0]]) === st.heap) && (st.tag === 'all' || String(r[2]) === st.tag);
@@ -469,12 +686,140 @@
       tr.appendChild(el('td', { 'data-value': x[1] }, fmt(x[1], c.bytes)));
       tr.appendChild(el('td', { 'data-value': x[2] }, fmt(x[2], c.bytes)));
       tr.appendChild(el('td', { 'data-value': x[3], 'class': x[3] > 0 ? 'grew' : 'shrank' }, (x[3] > 0 ? '+' : '') + fmt(x[3], c.bytes)));
-      tr.appendChild(el('td', { 'class': 'l mono' }, path(x[0]).reverse().slice(0, 6).map(nodeLabel).join(' <- ')));
+      tr.appendChild(el('td', { 'class': 'l mono' }, stackText(x[0])));
       t.appendChild(tr);
     });
     box.textContent = ''; box.appendChild(t);
     $('top-info').textContent = out.length + ' call stacks whose ' + c.what + ' changed, biggest change first (stacks matched by function names and modules).';
   }
+
+  /* A top-down node's stack, innermost first, six frames (whichever tree is shown). */
+  function stackText(n) {
+    var p = [];
+    for (; n && p.length < 6; n = T.parent[n]) p.push(T.pruned[n] ? '[' + T.pruned[n] + ' smaller stacks]' : S[T.name[n]]);
+    return p.join(' <- ');
+  }
+  /* In a time window: the tree's rows by what they allocated (or held live) in it. */
+  function drawRangeTop() {
+    var v = new Float64Array(nrows), out = [], box = $('top'), bytes = isBytes();
+    forRows(0, function (r, x) { v[r] += x; });
+    for (var r = 0; r < nrows; r++) if (v[r] > 0) out.push(r);
+    out.sort(function (a, b) { return v[b] - v[a] || a - b; });
+    out = out.slice(0, 200);
+    var t = el('table', { id: 'toptable' }), hr = el('tr');
+    ['heap', 'tag', what(), 'stack (innermost first)'].forEach(function (h, j) { hr.appendChild(el('th', { 'class': j === 2 ? '' : 'l' }, h)); });
+    t.appendChild(hr);
+    out.forEach(function (r) {
+      var tr = el('tr', { 'data-node': rowNode[r] });
+      tr.appendChild(el('td', { 'class': 'l' }, heapName(+rowHeap[r])));
+      tr.appendChild(el('td', { 'class': 'l' }, tagName(+rowTag[r])));
+      tr.appendChild(el('td', { 'data-value': v[r] }, fmt(v[r], bytes)));
+      tr.appendChild(el('td', { 'class': 'l mono' }, stackText(rowNode[r])));
+      t.appendChild(tr);
+    });
+    box.textContent = ''; box.appendChild(t);
+    $('top-info').textContent = out.length + ' call stacks by ' + what() + ', largest first.';
+  }
+
+  /* ---- callers and callees of a function ------------------------------------------ */
+  function fnKey(n) { return G.name[n] + ':' + G.module[n]; }
+  function keyName(k) {
+    if (k === 'root') return '(none: the outermost frame)';
+    var p = k.split(':');
+    return S[+p[0]] + (+p[1] ? ' in ' + S[+p[1]] : '');
+  }
+  /* Over the rows of the (top-down) tree and the value shown: the function's
+     total (once per stack however often it recurs in it), its self part (its
+     frame innermost), and per caller and callee what the stacks through that
+     call hold, each call counted once per stack. */
+  function callersOf(key) {
+    var f = key.split(':'), fname = +f[0], fmod = +f[1], res = { total: 0, self: 0, callers: {}, callees: {} };
+    forRows(0, function (r, x) {
+      if (!x) return;
+      var seen = {}, hit = false, below = -1;
+      for (var a = rowNode[r]; a; below = a, a = T.parent[a]) {
+        if (T.name[a] !== fname || T.module[a] !== fmod || T.pruned[a]) continue;
+        if (!hit) { hit = true; res.total += x; if (below < 0) res.self += x; }
+        var p = T.parent[a], kc = 'c' + (p ? T.name[p] + ':' + T.module[p] : 'root');
+        if (!seen[kc]) { seen[kc] = 1; res.callers[kc.slice(1)] = (res.callers[kc.slice(1)] || 0) + x; }
+        if (below >= 0) {
+          var ke = 'e' + (T.pruned[below] ? 'pruned' : T.name[below] + ':' + T.module[below]);
+          if (!seen[ke]) { seen[ke] = 1; res.callees[ke.slice(1)] = (res.callees[ke.slice(1)] || 0) + x; }
+        }
+      }
+    });
+    return res;
+  }
+  function drawCallers() {
+    var box = $('cc'), info = $('cc-info');
+    box.textContent = '';
+    if (!st.fn) { info.textContent = 'Click a frame of the flame graph: its function\'s callers and callees show here.'; return; }
+    var res = callersOf(st.fn), bytes = isBytes(), t = el('table', { id: 'cctable' }), hr = el('tr');
+    ['', 'function', what(), 'share'].forEach(function (h, j) { hr.appendChild(el('th', { 'class': j < 2 ? 'l' : '' }, h)); });
+    t.appendChild(hr);
+    var row = function (role, label, v) {
+      var tr = el('tr', { 'data-role': role, 'data-name': label });
+      tr.appendChild(el('td', { 'class': 'l' }, role));
+      tr.appendChild(el('td', { 'class': 'l mono' }, label));
+      tr.appendChild(el('td', { 'data-value': Math.round(v) }, fmt(v, bytes)));
+      tr.appendChild(el('td', {}, pct(v, res.total)));
+      t.appendChild(tr);
+    };
+    row('function', keyName(st.fn), res.total);
+    row('self', keyName(st.fn) + ' itself', res.self);
+    [['caller', res.callers], ['callee', res.callees]].forEach(function (g) {
+      Object.keys(g[1]).sort(function (a, b) { return g[1][b] - g[1][a]; }).slice(0, 50).forEach(function (k) {
+        row(g[0], k === 'pruned' ? '[smaller stacks]' : keyName(k), g[1][k]);
+      });
+    });
+    box.appendChild(t);
+    info.textContent = 'Callers and callees of ' + keyName(st.fn) + ' by ' + what() +
+      ': a row holds the stacks through that call (each counted once, recursion included); the callees and self add up to the total.';
+  }
+
+  /* ---- allocation sizes ---------------------------------------------------------- */
+  function classLabel(c) {
+    if (!c) return '0 – 8 B';
+    if (c === XC.size_classes - 1) return '> ' + hb(Math.pow(2, c + 2));
+    return hb(Math.pow(2, c + 2) + 1) + ' – ' + hb(Math.pow(2, c + 3));
+  }
+  /* The rows under the zoomed frame (null: every row). */
+  function zoomRows() {
+    var z = st.zoom, inz = new Uint8Array(nrows);
+    if (!z) return null;
+    if (G === BU) { for (var r = 0; r < nrows; r++) inz[r] = BU.leaf[rowNode[r]].indexOf(z) >= 0 ? 1 : 0; return inz; }
+    var sub = new Uint8Array(N); sub[z] = 1;
+    for (var n = z + 1; n < N; n++) sub[n] = sub[T.parent[n]];
+    for (r = 0; r < nrows; r++) inz[r] = sub[rowNode[r]];
+    return inz;
+  }
+  function drawHist() {
+    var K = XC.windows, C = XC.size_classes, cnt = new Float64Array(C), byt = new Float64Array(C), inz = zoomRows(), c;
+    for (c = 0; c < C; c++) {
+      eachSparse(XS[2 * K + 2 * c], function (r, x) { if (!inz || inz[r]) cnt[c] += x; });
+      eachSparse(XS[2 * K + 2 * c + 1], function (r, x) { if (!inz || inz[r]) byt[c] += x; });
+    }
+    var t = el('table', { id: 'histtable' }), hr = el('tr'), maxb = 1, maxc = 1;
+    for (c = 0; c < C; c++) { maxb = Math.max(maxb, byt[c]); maxc = Math.max(maxc, cnt[c]); }
+    ['size', 'calls', '', 'bytes', ''].forEach(function (h, j) { hr.appendChild(el('th', { 'class': j ? '' : 'l' }, h)); });
+    t.appendChild(hr);
+    for (c = 0; c < C; c++) {
+      if (!cnt[c]) continue;
+      var tr = el('tr', { 'data-class': c });
+      tr.appendChild(el('td', { 'class': 'l' }, classLabel(c)));
+      tr.appendChild(el('td', { 'data-value': cnt[c] }, hn(cnt[c])));
+      var b1 = el('td', { 'class': 'bar' }); b1.appendChild(el('div', { style: 'width:' + (100 * cnt[c] / maxc).toFixed(1) + '%' })); tr.appendChild(b1);
+      tr.appendChild(el('td', { 'data-value': byt[c] }, hb(byt[c])));
+      var b2 = el('td', { 'class': 'bar' }); b2.appendChild(el('div', { 'class': 'b', style: 'width:' + (100 * byt[c] / maxb).toFixed(1) + '%' })); tr.appendChild(b2);
+      t.appendChild(tr);
+    }
+    var box = $('hist'); box.textContent = ''; box.appendChild(t);
+    $('hist-info').textContent = '';
+    $('hist-info').appendChild(el('span', { id: 'hist-scope', 'data-node': st.zoom ? nodeName(st.zoom) : '' },
+      'Allocations by requested size (powers of two), ' + (st.zoom ? 'of the stacks under ' + nodeName(st.zoom) + ' (zoomed)' : 'over the whole run') +
+      ', heap and tag as chosen above' + (p0().sampled ? '; estimates (sampled capture)' : '') + '. Zoom into a frame for its stacks alone.'));
+  }
+  function p0() { var p = R.process[0] || []; return { sampled: !!p[13] }; }
 
   /* ---- heaps, fragmentation, the header ------------------------------------------ */
   function drawHeaps() {
@@ -622,12 +967,19 @@
     draw();
   }
 
-  function update() {
+  /* What to redraw: f flame graph, t timeline, p top table, c callers, h
+     sizes, s the search alone (a keystroke redraws no frame). */
+  function update(flags) {
+    flags = flags || 'ftpch';
     syncControls();
+    if (flags === 's') { if (cur) drawSearch(); writeHash(); return; }
     clearDetail();
-    drawFlame();
-    drawTimeline();
-    drawTop();
+    if (flags.indexOf('f') >= 0) drawFlame();
+    if (flags.indexOf('t') >= 0) drawTimeline();
+    if (flags.indexOf('p') >= 0) drawTop();
+    if (flags.indexOf('c') >= 0) drawCallers();
+    if (flags.indexOf('h') >= 0) drawHist();
+    drawRangeBar();
     writeHash();
   }
   drawHead();

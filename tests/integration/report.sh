@@ -79,15 +79,19 @@ page = open("demo.html", encoding="utf-8").read()
 probe = """<script>
 (function () {
   var root = document.documentElement, box = document.getElementById('fg-detail');
-  function frame(name) {
-    return [].slice.call(document.querySelectorAll('#fg div.fg[data-node]'))
-             .filter(function (d) { return d.getAttribute('data-name') === name; })[0];
+  /* the mouse over a frame: its place on the canvas, as #fg lists it */
+  function mouse(type, name) {
+    var f = JSON.parse(document.getElementById('fg').getAttribute('data-frames'))
+              .filter(function (f) { return f[1] === name && !f[3]; })[0];
+    var r = document.getElementById('fg-canvas').getBoundingClientRect();
+    document.getElementById('fg-canvas').dispatchEvent(new MouseEvent(type, { bubbles: true,
+      clientX: r.left + f[4] + Math.min(3, f[6] / 2), clientY: r.top + f[5] * 18 + 8 }));
   }
-  frame('cache_line').dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+  mouse('mousemove', 'cache_line');
   root.setAttribute('data-hover', box.textContent.split('\\n')[0]);
   document.querySelector('button.cost[data-cost=leaked]').click();
   root.setAttribute('data-after-cost', box.textContent);
-  frame('main').click();
+  mouse('click', 'main');
   root.setAttribute('data-after-zoom', box.textContent.split('\\n')[0]);
 })();
 </script>
@@ -164,6 +168,14 @@ db=loom.sqlite
 render loom.html "#cost=allocated&heap=loom" loom.dom
 ok_page loom.dom
 expect_eq "heap loom: bytes allocated" "$(q loom.dom id:fg-total)" "$(sql "SELECT bytes_allocated FROM heaps WHERE name = 'loom'")"
+# A custom heap's rows are named by who called its hook, as frame_rule.h
+# names stacks: loomsim's hook is vheap_alloc, inlined into note_alloc, which
+# its allocators lm_walloc and lm_celloc wrap (they read "vheap_alloc" before).
+q loom.dom topfns >loomfns.txt
+[ -s loomfns.txt ] || die "heap loom: the top table is empty"
+grep -qxE 'vheap_[a-z]*|note_alloc|lm_walloc' loomfns.txt &&
+    die "heap loom: rows named by the hook: $(sort loomfns.txt | uniq -c | sort -rn | head -5 | tr '\n' ' ')"
+grep -qx lm_celloc loomfns.txt || die "heap loom: no row named lm_celloc: $(sort -u loomfns.txt | head | tr '\n' ' ')"
 tag=$(sql "SELECT label FROM tags ORDER BY id LIMIT 1")
 [ -n "$tag" ] || die "loomsim has no tags"
 render loom.html "#cost=calls&tag=$tag" tag.dom

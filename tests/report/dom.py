@@ -9,12 +9,22 @@
 #   node:NAME          sum of data-value of the flame graph frames named NAME
 #                      (zoomed-out ancestors left out)
 #   nodes              how many frames are drawn
+#   frame:D:NAME       sum of the values of the frames named NAME at depth D
+#   cc:ROLE:NAME       the callers/callees table's value of the ROLE row
+#                      (function, self, caller, callee) whose name starts with NAME
+#   hist:C             the size histogram's class C: calls|bytes, or "missing"
+#   histclasses        the classes the histogram lists, ','-joined
+#   range              the time window shown: from|to (data-from, data-to)
+#   present:ID         1 if an element has that id, else 0
+#   topfn:N            the Nth row of the top table: its function cell
+#   topfns             every function cell of the top table, one name a line
 #   toprow:N           the Nth row of the top table: its cells, '|'-joined
 #   heaprow:ID         the heaps table's row of heap id ID, '|'-joined
 #   frag:KEY           the fragmentation table's data-value cells of KEY, ','-joined
 #   owner:PATH         the ownership table's walk bytes of owner PATH
 #   attr:NAME          the <html> element's attribute NAME (a test's probe script
 #                      leaves what it saw there), or "missing"
+import json
 import sys
 from html.parser import HTMLParser
 
@@ -56,7 +66,9 @@ d = Dom()
 d.feed(open(sys.argv[1], encoding="utf-8").read())
 root = next((e for e in d.els if e["tag"] == "html"), {"a": {}})
 byid = {e["a"]["id"]: e for e in d.els if "id" in e["a"]}
-frames = [e for e in d.els if e["tag"] == "div" and "fg" in e["a"].get("class", "").split()]
+# the flame graph's frames as drawn (report.js paints them on a canvas and
+# lists them in #fg's data-frames: node, label, value, ancestor?, x, depth, width)
+frames = json.loads(byid["fg"]["a"].get("data-frames") or "[]") if "fg" in byid else []
 for q in sys.argv[2:]:
     k, _, v = q.partition(":")
     if k == "ready":
@@ -75,11 +87,35 @@ for q in sys.argv[2:]:
         print(e["a"].get("data-axis", "missing") if e else "missing")
     elif k == "node":
         # frames drawn for the zoomed-in view: a name may occur at several depths
-        total = sum(int(f["a"]["data-value"]) for f in frames
-                    if f["a"].get("data-name") == v and "anc" not in f["a"].get("class", ""))
+        total = sum(f[2] for f in frames if f[1] == v and not f[3])
         print(total)
     elif k == "nodes":
         print(len(frames))
+    elif k == "frame":
+        depth, _, name = v.partition(":")
+        print(sum(f[2] for f in frames if f[1] == name and f[5] == int(depth) and not f[3]))
+    elif k == "cc":
+        role, _, name = v.partition(":")
+        r = next((r for r in d.rows.get("cctable", []) if r["a"].get("data-role") == role
+                  and r["a"].get("data-name", "").startswith(name)), None)
+        print(r["cells"][2]["a"].get("data-value", "missing") if r else "missing")
+    elif k == "hist":
+        r = next((r for r in d.rows.get("histtable", []) if r["a"].get("data-class") == v), None)
+        print("|".join(c["a"]["data-value"] for c in r["cells"] if "data-value" in c["a"]) if r else "missing")
+    elif k == "histclasses":
+        print(",".join(r["a"]["data-class"] for r in d.rows.get("histtable", []) if "data-class" in r["a"]))
+    elif k == "range":
+        e = byid.get("range-info")
+        print(e["a"]["data-from"] + "|" + e["a"]["data-to"] if e else "none")
+    elif k == "present":
+        print(1 if v in byid else 0)
+    elif k == "topfns":
+        print("\n".join(r["cells"][-1]["text"].strip().split(" (")[0]
+                        for r in d.rows.get("toptable", [])[1:]))
+    elif k == "topfn":
+        rows = d.rows.get("toptable", [])
+        r = rows[int(v)] if int(v) < len(rows) else None
+        print(r["cells"][-1]["text"].strip() if r else "missing")
     elif k == "toprow":
         rows = d.rows.get("toptable", [])
         r = rows[int(v)] if int(v) < len(rows) else None

@@ -80,8 +80,9 @@ static void test_names(void **state)
     done(db, &b);
 }
 
-/* The tree's JSON for these stacks, pruned at `frac` with at most max_nodes. */
-static char *tree_json(sqlite3 *db, double frac, size_t max_nodes)
+/* The tree's JSON for these stacks, pruned at `frac` with at most max_nodes;
+ * with `extra`, every row also has 1 in extra column 0 and 5 in column 2. */
+static char *tree_json_x(sqlite3 *db, double frac, size_t max_nodes, int extra)
 {
     struct vh_snames *s;
     struct vh_ctree *t = vh_ctree__new(VH_RM_N);
@@ -94,6 +95,11 @@ static char *tree_json(sqlite3 *db, double frac, size_t max_nodes)
     close(fd);
     assert_int_equal(vh_snames__load(db, &s, err, sizeof err), 0);
     assert_int_equal(vh_report_add_stats(t, db, s, 0, &k, NULL, NULL, err, sizeof err), 0);
+    for (size_t r = 0; extra && r < vh_ctree__count(t); r++) {
+        assert_int_equal(vh_ctree__xadd(t, (int64_t)r, 0, 1), 0);
+        assert_int_equal(vh_ctree__xadd(t, (int64_t)r, 2, 2), 0);
+        assert_int_equal(vh_ctree__xadd(t, (int64_t)r, 2, 3), 0);
+    }
     assert_int_equal(vh_xout__open(path, &o, err, sizeof err), 0);
     assert_int_equal(vh_ctree__write_json(t, o, VH_RM_N, frac, max_nodes, &stats), 0);
     assert_int_equal(vh_xout__commit(o, err, sizeof err), 0);
@@ -106,6 +112,41 @@ static char *tree_json(sqlite3 *db, double frac, size_t max_nodes)
     vh_ctree__free(t);
     vh_snames__free(s);
     return text;
+}
+
+static char *tree_json(sqlite3 *db, double frac, size_t max_nodes)
+{
+    return tree_json_x(db, frac, max_nodes, 0);
+}
+
+/* Extra sparse columns follow the rows into the pruned tree: the 100 rows
+ * merged into "[smaller stacks]" sum there (the report's time windows and
+ * size classes are such columns); a column nothing was added to is empty. */
+static void test_xsparse(void **state)
+{
+    struct capb b;
+    (void)state;
+    sqlite3 *db = build(&b);
+    char *j = tree_json_x(db, 0.01, 1000, 1);
+    char *x = strstr(j, "\"xsparse\":[[");
+    assert_non_null(x);
+    /* column 0: one pair per out row (3 stacks, the merged node), that one 100 */
+    char *c1 = strstr(x, "],[]");      /* column 1: empty */
+    assert_non_null(c1);
+    int pairs = 0, hundred = 0;
+    unsigned row, v;
+    for (char *p = x + 12; p < c1 && sscanf(p, "%u,%u", &row, &v) == 2; pairs++) {
+        hundred += v == 100;
+        p = strchr(p, ',') + 1;
+        p += strcspn(p, ",]");
+        p += *p == ',';
+    }
+    assert_int_equal(pairs, 4);
+    assert_int_equal(hundred, 1);
+    assert_non_null(strstr(c1, "],[]"));
+    assert_non_null(strstr(c1 + 3, ",500,"));   /* column 2: the merged row: 100 x 5 */
+    free(j);
+    done(db, &b);
 }
 
 static void test_prune(void **state)
@@ -177,6 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_prune),
+        cmocka_unit_test(test_xsparse),
         cmocka_unit_test(test_merged_where),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -826,6 +826,8 @@ void vh_api_fork_parent(void);
 void vh_api_fork_child(struct vh_tls *t);
 /* Recording started again: the heaps made or destroyed while paused. */
 void vh_api_resume(struct vh_tls *t);
+/* The exiting thread's tag stack: its deep levels unmapped. */
+void vh_api_thread_end(void);
 /* How many times recording has started (lifecycle.c): 1 from the start,
  * 0 under VHEAP_START=paused until `ctl start`; atomic. */
 extern uint32_t vh_record_starts;

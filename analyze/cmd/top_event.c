@@ -99,7 +99,11 @@ int vh_top_events(struct vh_query *q, const char *by, int in_time)
         snprintf(title, sizeof title, "%lld of %lld events in time order", shown, total);
     else
         snprintf(title, sizeof title, "top %lld of %lld events by %s", shown, total, m->what);
-    if ((rc = out__section(q->out, "events", OUT_LIST, title, cols, E_N)) ||
+    static struct out_col vis[E_N];   /* outlives q->out, which keeps it */
+    memcpy(vis, cols, sizeof vis);
+    if (in_time)                   /* event by event: the loom's headroom */
+        vis[E_HEADROOM].flags &= ~OUT_F_NO_TABLE;
+    if ((rc = out__section(q->out, "events", OUT_LIST, title, vis, E_N)) ||
         (rc = vh_step_all(q->cmd->name, q->db, st, row, q)))
         return rc;
     if (!total)

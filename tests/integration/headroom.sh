@@ -14,12 +14,16 @@ VHEAP_OUT=hr.vhcap VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" "$PROGS/headroom" 4 >ou
 "$ANALYZE" summary hr.vhcap --heap loom >summary.txt 2>&1 || die "summary (table) failed"
 grep -q '^least headroom: .* 4 deep), event .event 104 %eyre /e/http-server/4 %request.' \
     summary.txt || die "summary's headroom line: $(grep headroom summary.txt)"
+"$ANALYZE" series hr.vhcap --by-event >series.txt 2>err.txt && grep -q "least headroom" series.txt ||
+    die "series --by-event (table): $(cat err.txt)"
 "$ANALYZE" series hr.vhcap --by-event --format json >series.json 2>err.txt ||
     die "series --by-event: $(cat err.txt)"
 "$ANALYZE" top hr.vhcap --by-event --by growth --format json >top.json 2>err.txt ||
     die "top --by-event: $(cat err.txt)"
 "$ANALYZE" top hr.vhcap --by-event --by nonsense >/dev/null 2>err.txt
 [ $? = 2 ] && grep -q "not one of" err.txt || die "top --by-event --by nonsense: $(cat err.txt)"
+
+"$ANALYZE" report hr.vhcap -o hr.html 2>err.txt || die "report: $(cat err.txt)"
 
 python3 - <<'PY' || die "the numbers disagree with what headroom did (above)"
 import json, sqlite3, sys
@@ -52,6 +56,12 @@ same("least headroom over the events", min(e["least_headroom"] for e in ev), exp
 top = json.load(open("top.json"))["events"]
 same("top --by growth first", top[0]["home_growth"], max(exp["event%d_growth" % i]
                                                          for i in range(1, exp["events"] + 1)))
+import re
+page = open("hr.html").read()
+m = re.search(r'"headroom":(\[\[.*?\]\])', page)
+row = json.loads(m.group(1))[0] if m else None
+same("the report's headroom row", row and (row[1] - row[2], row[5].split()[:2]),
+     (exp["headroom"], ["event", str(exp["peak_event"])]))
 for b in bad:
     print("FAIL: " + b, file=sys.stderr)
 sys.exit(1 if bad else 0)

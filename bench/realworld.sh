@@ -12,6 +12,10 @@
 #           not suppress)
 #   events  vheap's capture health: dropped/nested events and guard resets
 #           (all three must be 0)
+#   reach   the reachability scan at exit: malloc blocks leaked without a
+#           class (must be 0 when the scan ran), the scan's CPU time, and
+#           that per GiB read (roots and blocks); '-' for a program that did
+#           not exit by itself (no scan)
 # Then every capture goes through load, summary, top, leaks and the
 # heaptrack export read back by heaptrack_print: a crash or a non-zero exit
 # there is a failure too. Exit status: 0 when every program exited alike
@@ -164,8 +168,20 @@ print(h.get("allocations", "-"), h.get("peak_bytes", "-"), h.get("leaked_bytes",
       size("peak heap memory consumption"), size("total memory leaked") + sup)
 EOF
 
-printf '%-8s %7s %21s %21s %21s %10s  %s\n' program exit "calls vheap/ht" "peak vheap/ht" \
-    "leaked vheap/ht" events analysis
+# The scan at exit: "UNCLASSIFIED CPU_MS MS_PER_GIB", or "- - -" (no scan).
+cat >reach.py <<'EOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+r = db.execute("SELECT status, cpu_ns, root_bytes + heap_bytes FROM reach WHERE scan = 0").fetchone()
+if not r or r[0] != "done":
+    print("- - -" if not r else "%s - -" % r[0])
+else:
+    n = db.execute("SELECT count(*) FROM leaks WHERE heap_id = 0 AND class IS NULL").fetchone()[0]
+    print(n, "%.1f" % (r[1] / 1e6), "%.0f" % (r[1] / 1e6 / max(r[2], 1) * (1 << 30)))
+EOF
+
+printf '%-8s %7s %21s %21s %21s %10s %17s  %s\n' program exit "calls vheap/ht" "peak vheap/ht" \
+    "leaked vheap/ht" events "reach n/ms/ms/GiB" analysis
 for p in $progs; do
     if ! have "$p"; then
         printf '%-8s skipped: not installed (scripts/install-deps.sh realworld)\n' "$p"
@@ -205,10 +221,13 @@ for p in $progs; do
     set -- $(python3 numbers.py summary.json ht.txt "$top/tests" 2>/dev/null || echo - - - - - - - -)
     rm -f summary.json
     va=$1 vp=$2 vl=$3 vd=$4 vn=$5 ha=$6 hp=$7 hl=$8
-    printf '%-8s %3s/%-3s %10s/%-10s %10s/%-10s %10s/%-10s %10s  %s\n' "$p" "$vrc" "$hrc" \
-        "$va" "${ha:--}" "$vp" "${hp:--}" "$vl" "$hl" "$vd/$vn/${vg:--}" "$steps"
-    [ "$vrc" = "$hrc" ] && [ "$steps" = ok ] && [ "$vd" = 0 ] && [ "$vn" = 0 ] && [ "$vg" = 0 ] ||
-        fail=1
+    # shellcheck disable=SC2046
+    set -- $(python3 reach.py "$db" 2>/dev/null || echo '? ? ?')
+    rn=$1
+    printf '%-8s %3s/%-3s %10s/%-10s %10s/%-10s %10s/%-10s %10s %17s  %s\n' "$p" "$vrc" "$hrc" \
+        "$va" "${ha:--}" "$vp" "${hp:--}" "$vl" "$hl" "$vd/$vn/${vg:--}" "$1/$2/$3" "$steps"
+    [ "$vrc" = "$hrc" ] && [ "$steps" = ok ] && [ "$vd" = 0 ] && [ "$vn" = 0 ] && [ "$vg" = 0 ] &&
+        { [ "$rn" = 0 ] || [ "$rn" = - ]; } || fail=1
 done
 echo "(heaptrack_print rounds peak and leaked to 3 significant digits; heaptrack"
 echo " counts one call of its own in each process and its 72 KB pool in the peak;"

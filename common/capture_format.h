@@ -52,7 +52,8 @@ enum vh_header_flags {
 enum vh_unwind_kind { VH_UNWIND_LIBUNWIND = 0, VH_UNWIND_FP = 1 };
 
 /* Requests of `vheap-analyze ctl` in the header's ctl word. */
-enum vh_ctl { VH_CTL_NONE = 0, VH_CTL_START = 1, VH_CTL_STOP = 2 };
+enum vh_ctl { VH_CTL_NONE = 0, VH_CTL_START = 1, VH_CTL_STOP = 2,
+              VH_CTL_REACH = 3 /* a reachability scan now (full mode) */ };
 
 struct vh_capture_header {
     char magic[8];                 /* VH_CAPTURE_MAGIC                       */
@@ -194,6 +195,15 @@ enum vh_reach_class {
 };
 #define VH_REACH_CLASS_MASK 3u
 
+/* Scans on request (`vheap-analyze ctl reach`), in vh_rec_hdr.flags: a
+ * REACH with BEGIN and no entries is written when the snapshot is taken
+ * (the live set it classifies is the one at that record); the REACH_END
+ * of such a scan has REQUEST. The scan at exit has neither. */
+enum vh_reach_flags {
+    VH_REACH_F_BEGIN = 1u << 0,
+    VH_REACH_F_REQUEST = 1u << 1,
+};
+
 /* How the scan ended (vh_rec_reach_end.status). */
 enum vh_reach_status {
     VH_REACH_DONE = 0,             /* every live block classified            */
@@ -237,6 +247,10 @@ enum vh_func {
     VH_FN_OPERATOR_DELETE_ARRAY_SIZED_ALIGNED, VH_FN_OPERATOR_DELETE_NOTHROW,
     VH_FN_OPERATOR_DELETE_ARRAY_NOTHROW, VH_FN_OPERATOR_DELETE_ALIGNED_NOTHROW,
     VH_FN_OPERATOR_DELETE_ARRAY_ALIGNED_NOTHROW,
+    /* The address space a program maps itself (preload/hooks_mmap.c), the
+     * built-in heap "mmap"; MMAP_BLOCK: a block the allocator mapped alone
+     * (VHEAP_MMAP=all). */
+    VH_FN_MMAP, VH_FN_MUNMAP, VH_FN_MREMAP, VH_FN_SBRK, VH_FN_BRK, VH_FN_MMAP_BLOCK,
     VH_FN_COUNT
 };
 
@@ -246,6 +260,12 @@ enum vh_rec_flags {
     VH_RF_REALLOC = 1u << 2,       /* FREE/ALLOC half of a moving realloc    */
     VH_RF_TRUNCATED = 1u << 3,     /* STACK: deeper than max_depth           */
     VH_RF_MAIN_EXE = 1u << 4,      /* MODULE: the main executable            */
+};
+
+/* vh_rec_heap.heap_flags: a heap the shim records into by itself. */
+enum vh_heap_flags {
+    VH_HEAPF_MMAP = 1u << 0,       /* "mmap": the address space the program
+                                      maps itself (preload/hooks_mmap.c)     */
 };
 
 /* Heap ids: 0 is the system allocator (malloc family); custom heaps made
@@ -650,6 +670,7 @@ static inline const char *vh_func_name(unsigned f)
         "operator_delete_array_sized_aligned", "operator_delete_nothrow",
         "operator_delete_array_nothrow", "operator_delete_aligned_nothrow",
         "operator_delete_array_aligned_nothrow",
+        "mmap", "munmap", "mremap", "sbrk", "brk", "mmap_block",
     };
     _Static_assert(sizeof names / sizeof *names == VH_FN_COUNT, "a name for every vh_func");
     return f < VH_FN_COUNT ? names[f] : "unknown";

@@ -37,6 +37,7 @@ struct heap_slot {
     uint16_t written;              /* atomic: its HEAP_CREATE is in the
                                       capture (not while paused; sampled:
                                       not before its first record)       */
+    uint32_t flags;                /* enum vh_heap_flags: a built-in heap */
     uint64_t base, size;
     char name[HEAP_NAME];
 };
@@ -79,7 +80,7 @@ static int tables_map(void)
     size_t total = heap_bytes + slot_bytes + off_bytes + label_bytes;
     int e = errno;
     /* NORESERVE: only the pages actually used count (a few KiB usually). */
-    char *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
+    char *p = vh_sys_mmap(NULL, total, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     errno = e;
     if (p == MAP_FAILED) {
@@ -133,7 +134,7 @@ static int put_heap_create(struct vh_tls *t, uint32_t id, const struct heap_slot
     r->h.b = id;
     r->time = time;
     r->parent = h->parent;
-    r->heap_flags = 0;
+    r->heap_flags = h->flags;
     r->base = h->base;
     r->size = h->size;
     vh_rec_commit(t, (size_t)r->h.a * 8);
@@ -283,6 +284,7 @@ static int heap_create_locked(struct vh_tls *t, const char *name, int parent, vo
         heaps[h->parent].first_child = (uint16_t)id;
     h->base = (uintptr_t)base;
     h->size = size;
+    h->flags = 0;
     vh_region_heap_gone((uint16_t)id);     /* none yet, whatever an old id had */
     size_t keep = len < HEAP_NAME - 1 ? len : HEAP_NAME - 1;
     memcpy(h->name, name ? name : "", keep);
@@ -1080,4 +1082,30 @@ static void api_tag_unwind(int depth)
 static unsigned api_starts(void)
 {
     return __atomic_load_n(&vh_record_starts, __ATOMIC_ACQUIRE);
+}
+
+/* ---- built-in heaps (appended to the table) ------------------------------------------ */
+/* The heap the shim itself records into (`flags`: enum vh_heap_flags; the
+ * mmap heap of hooks_mmap.c), made at its first need and never destroyed;
+ * 0 when the tables cannot be mapped or no id is left. Inside the gate
+ * (guard BUSY): the heap is written before the caller's first record. A
+ * fork child keeps the id (its tables are the parent's copy) and
+ * re-announces the heap like any other. */
+int vh_api_builtin_heap(struct vh_tls *t, int *slot, const char *name, uint32_t flags)
+{
+    int id = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (vh_unlikely(!id)) {
+        if (tables_map())
+            return 0;
+        vh_lock(&api_lock);
+        if (!(id = *slot) && (id = heap_create_locked(t, name, 0, NULL, 0, 0)) > 0) {
+            heaps[id].flags = flags;
+            __atomic_store_n(slot, id, __ATOMIC_RELEASE);
+        }
+        vh_unlock(&api_lock);
+        if (id <= 0)
+            return 0;
+    }
+    heap_needed(t, id);
+    return id;
 }

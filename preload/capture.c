@@ -229,7 +229,7 @@ static int grow(uint64_t need)
         }
         void *at = MAP_FAILED;
         if (rc == 0) {
-            at = mmap(vh_cap.base + vh_cap.mapped, step, PROT_READ | PROT_WRITE,
+            at = vh_sys_mmap(vh_cap.base + vh_cap.mapped, step, PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_FIXED, fd, (off_t)vh_cap.mapped);
             if (at == MAP_FAILED)
                 rc = -errno;
@@ -290,7 +290,7 @@ static int reserve_range(void)
     uint64_t floor = VH_HEADER_SIZE + 2ull * vh_opt.chunk_size;
     for (uint64_t size = cap; size >= floor; size /= 2) {
         size = (size + 4095) & ~4095ull;
-        void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+        void *p = vh_sys_mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                        -1, 0);
         if (p != MAP_FAILED) {
             vh_cap.base = p;
@@ -308,7 +308,7 @@ int vh_capture_give_back(void)
     vh_lock(&chunk_lock);
     uint64_t tail = vh_cap.reserved - vh_cap.mapped;
     if (tail) {
-        munmap(vh_cap.base + vh_cap.mapped, tail);
+        vh_sys_munmap(vh_cap.base + vh_cap.mapped, tail);
         vh_cap.reserved = vh_cap.mapped;
     }
     vh_unlock(&chunk_lock);
@@ -384,7 +384,7 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
                    vh_errname(-rc));
         goto out;
     }
-    if (mmap(vh_cap.base, first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+    if (vh_sys_mmap(vh_cap.base, first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
         MAP_FAILED) {
         rc = -errno;
         vh_log("cannot map %s: %s; recording nothing", disp, vh_errname(-rc));
@@ -697,7 +697,7 @@ void vh_capture_fork_child(void)
         parent.start_realtime_ns = vh_cap.hdr->start_realtime_ns;
     }
     if (vh_cap.base)
-        mmap(vh_cap.base, vh_cap.reserved, PROT_NONE,
+        vh_sys_mmap(vh_cap.base, vh_cap.reserved, PROT_NONE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     vh_cap.hdr = NULL;
     vh_cap.mapped = 0;

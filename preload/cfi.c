@@ -77,7 +77,7 @@ int vh_cfi_init(void)
 {
     if (cache)
         return 0;
-    void *p = mmap(NULL, CACHE_SLOTS * sizeof(struct entry), PROT_READ | PROT_WRITE,
+    void *p = vh_sys_mmap(NULL, CACHE_SLOTS * sizeof(struct entry), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return -1;

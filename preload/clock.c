@@ -79,7 +79,7 @@ static int perf_scale(uint32_t *mult, uint32_t *shift)
     if (fd < 0)
         return 0;
     long page = sysconf(_SC_PAGESIZE);
-    void *map = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, fd, 0);
+    void *map = vh_sys_mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, fd, 0);
     vh_sys_close(fd);                     /* the mapping keeps the event alive */
     if (map == MAP_FAILED)
         return 0;
@@ -99,7 +99,7 @@ static int perf_scale(uint32_t *mult, uint32_t *shift)
         *shift = s;
         break;
     }
-    munmap(map, (size_t)page);
+    vh_sys_munmap(map, (size_t)page);
     return ok;
 }
 

@@ -190,6 +190,32 @@ void *vh_sym_next(const char *name)
     return q.found;
 }
 
+struct same_query {
+    const char *name;
+    const void *addr;
+    int same;
+};
+
+static int same_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct same_query *q = arg;
+    int ifunc = 0;
+    (void)size;
+    if (!lookup_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, q->name, &ifunc))
+        return 0;
+    q->same = holds(info, (uintptr_t)q->addr);
+    return 1;
+}
+
+/* Whether `addr` lies in the first loaded object that defines `name`
+ * (whose malloc a resolved function is, without dladdr). */
+int vh_sym_same_object(const char *name, const void *addr)
+{
+    struct same_query q = { .name = name, .addr = addr };
+    dl_iterate_phdr(same_cb, &q);
+    return q.same;
+}
+
 /* A function of the vDSO (not in dlsym's scope at all), or NULL. */
 void *vh_sym_vdso(const char *name)
 {

@@ -19,9 +19,25 @@
 
 #include "preload/internal.h"
 
-/* ALLOC / RESIZE / FREE are encoded by internal.h (compact records). */
-#define put_alloc vh_put_alloc
-#define put_free vh_put_free
+/* ALLOC / RESIZE / FREE are encoded by internal.h (compact records), all
+ * of the system heap here; under VHEAP_MMAP=all a block glibc mapped alone
+ * is a mapping of the mmap heap too (hooks_mmap.c). */
+VH_ALWAYS_INLINE void put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap, unsigned func,
+                                unsigned flags, uint64_t addr, uint64_t size, uint64_t usable,
+                                uint32_t stack, uint16_t tag, uint64_t time)
+{
+    vh_put_alloc(t, type, heap, func, flags, addr, size, usable, stack, tag, time);
+    if (vh_unlikely(vh_mmap_blocks))
+        vh_mmap_block_alloc(t, type, addr, stack);
+}
+
+VH_ALWAYS_INLINE void put_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
+                               uint64_t addr, uint64_t time)
+{
+    vh_put_free(t, heap, func, flags, addr, time);
+    if (vh_unlikely(vh_mmap_blocks))
+        vh_mmap_block_free(t, addr);
+}
 
 /* ---- helpers ------------------------------------------------------------------ */
 /* An ALLOC record for a call that already returned p. Guard is BUSY. */

@@ -43,7 +43,7 @@ enum cxx_op {
     OP_DELETE_ALIGNED_NOTHROW, OP_DELETE_ARRAY_ALIGNED_NOTHROW,
     OP_COUNT
 };
-_Static_assert(VH_FN_OPERATOR_NEW + OP_COUNT == VH_FN_COUNT &&
+_Static_assert(VH_FN_OPERATOR_NEW + OP_COUNT == VH_FN_MMAP &&
                VH_FN_OPERATOR_NEW + OP_DELETE == VH_FN_OPERATOR_DELETE,
                "enum cxx_op follows enum vh_func");
 
@@ -270,6 +270,8 @@ VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_
     uint64_t now = vh_now();
     vh_record_alloc(t, VH_REC_ALLOC, VH_HEAP_SYSTEM, func, p ? 0 : VH_RF_FAILED,
                     (uintptr_t)p, size, usable, stack, t->tag, now);
+    if (vh_unlikely(vh_mmap_blocks))   /* VHEAP_MMAP=all (hooks_mmap.c) */
+        vh_mmap_block_alloc(t, VH_REC_ALLOC, (uintptr_t)p, stack);
     vh_rss_due(t, now);
     vh_hook_leave(t, h);
 }
@@ -340,6 +342,8 @@ VH_ALWAYS_INLINE void delete_hook(enum cxx_op op, void *p, size_t size, size_t a
         struct vh_hook h = vh_hook_enter(t);
         uint64_t now = vh_now();
         vh_record_free(t, VH_HEAP_SYSTEM, VH_FN_OPERATOR_NEW + op, 0, (uintptr_t)p, now);
+        if (vh_unlikely(vh_mmap_blocks))
+            vh_mmap_block_free(t, (uintptr_t)p);
         vh_rss_due(t, now);
         vh_hook_leave(t, h);
     }

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "common/capture_format.h"
+#include "preload/sys.h"
 
 #define VH_EXPORT __attribute__((visibility("default")))
 #define VH_NOINLINE __attribute__((noinline))
@@ -36,10 +37,12 @@ struct vh_options {
     uint32_t start;                /* VHEAP_START: enum vh_start_choice     */
     uint64_t reach_timeout_ns;     /* VHEAP_REACH_TIMEOUT (ms), 0 = no scan */
     uint32_t signal;               /* VHEAP_SIGNAL: toggles recording, 0 off */
+    uint32_t mmap;                 /* VHEAP_MMAP: enum vh_mmap_choice        */
 };
-#define VH_OPTION_COUNT 12         /* fields above: options.c's rows        */
+#define VH_OPTION_COUNT 13         /* fields above: options.c's rows        */
 enum vh_start_choice { VH_START_ON = 0, VH_START_PAUSED = 1 };
 enum vh_clock_choice { VH_CLOCK_AUTO = 0, VH_CLOCK_PRECISE = 1 };
+enum vh_mmap_choice { VH_MMAP_OFF = 0, VH_MMAP_PROGRAM = 1, VH_MMAP_ALL = 2 };
 extern struct vh_options vh_opt;
 /* Sets every option to its default, then reads every VHEAP_* variable
  * from `environ` (no allocation); a bad value gets one warning and keeps
@@ -93,6 +96,8 @@ void vh_resolve_real(void);
 /* elfsym.c: dlsym(RTLD_NEXT) and the vDSO's symbols without dlsym: no
  * allocation, no error state, no lock but the loader's recursive one. */
 void *vh_sym_next(const char *name);
+/* elfsym.c: whether addr is inside the first object that defines `name`. */
+int vh_sym_same_object(const char *name, const void *addr);
 void *vh_sym_vdso(const char *name);
 void *vh_boot_alloc(size_t size, size_t align);
 extern char vh_boot_buf[];
@@ -187,7 +192,7 @@ extern __thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
  * never touched are never backed. NULL when it cannot be mapped. */
 static inline void *vh_thread_map(size_t size)
 {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+    void *p = vh_sys_mmap(NULL, size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
@@ -198,7 +203,7 @@ static inline void vh_thread_unmap(void *p, size_t size)
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (p)
-        munmap(p, size);
+        vh_sys_munmap(p, size);
 }
 
 /* ---- process state (state.c) ---------------------------------------------- */
@@ -844,9 +849,34 @@ void vh_api_fork_child(struct vh_tls *t);
 void vh_api_resume(struct vh_tls *t);
 /* The exiting thread's tag stack: its deep levels unmapped. */
 void vh_api_thread_end(void);
+/* The built-in heap `name` whose id *slot caches (made at the first call,
+ * written to the capture before this returns); 0 when none can be made.
+ * At guard BUSY. */
+int vh_api_builtin_heap(struct vh_tls *t, int *slot, const char *name, uint32_t flags);
 /* How many times recording has started (lifecycle.c): 1 from the start,
  * 0 under VHEAP_START=paused until `ctl start`; atomic. */
 extern uint32_t vh_record_starts;
+
+/* mapped.c: the built-in heap "mmap"'s mappings as recorded (at guard
+ * BUSY): a new mapping [lo, hi) (what it covered ends first), a range that
+ * ends (each mapping it touches is freed, the pieces outside it allocated
+ * again with their stacks), the mapping holding `a` ends (1 if one did). */
+void vh_mapped_add(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, uint64_t hi,
+                   uint32_t stack);
+void vh_mapped_cut(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, uint64_t hi);
+int vh_mapped_free_at(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t a);
+void vh_mapped_fork_child(void);
+/* Mappings not recorded because the table was full. */
+uint64_t vh_mapped_untracked(void);
+
+/* VHEAP_MMAP=all with glibc's malloc (mapped.c decides at init, once the
+ * real functions and the options are known): the blocks it maps alone are
+ * mappings of the mmap heap too; the system heap's hooks (hooks.c,
+ * hooks_cxx.c) tell hooks_mmap.c of each ALLOC, RESIZE and FREE. */
+extern int vh_mmap_blocks;
+void vh_mmap_init(void);
+void vh_mmap_block_alloc(struct vh_tls *t, uint8_t type, uint64_t p, uint32_t stack);
+void vh_mmap_block_free(struct vh_tls *t, uint64_t p);
 
 /* regions.c: each custom heap's regions as last recorded, so that a
  * re-declaration that changes nothing writes nothing. Callers hold api.c's

@@ -117,6 +117,8 @@ static void ctl_poll(struct vh_tls *t)
         return;
     if (c == VH_CTL_STOP)
         switch_to(t, 0);
+    else if (c == VH_CTL_REACH)
+        vh_reach_now(t);
 }
 
 /* While paused, at an allocator call: 1 if recording starts again now. */
@@ -239,6 +241,7 @@ static void fork_child_work(void)
     int recorded = vh_cap.hdr != NULL;
     int paused = recorded && !__atomic_load_n(&vh_cap.hdr->recording, __ATOMIC_ACQUIRE);
     vh_modules_fork_child();
+    vh_mapped_fork_child();
     vh_reach_fork_child(t);
     if (recorded) {
         vh_stacks_reset();
@@ -359,6 +362,9 @@ static void finish(void)
     uint8_t g = vh_busy(t);
     if (mode == VH_MODE_ON)
         vh_reach_at_exit(t);       /* only a complete record knows every block */
+    if (vh_mapped_untracked())
+        vh_log("%llu mappings were not recorded: more than 65536 at once",
+               (unsigned long long)vh_mapped_untracked());
     vh_capture_end();
     vh_unbusy(t, g);
 }
@@ -368,11 +374,11 @@ static void finish(void)
  * only glibc's fork is told apart. Called with the mode at INIT. */
 static void mode_page(void)
 {
-    int *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int *p = vh_sys_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return;
     if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
-        munmap(p, 4096);
+        vh_sys_munmap(p, 4096);
         return;
     }
     *p = VH_MODE_INIT;
@@ -442,6 +448,7 @@ static void init(void)
         goto out;
     }
     vh_cxx_startup();
+    vh_mmap_init();
     thread_setup(t);
     t->clocked = 1;                /* the first thread: see vh_enter_slow */
     vh_clock_thread();

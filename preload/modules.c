@@ -413,7 +413,7 @@ static void emit(struct vh_tls *t, const struct modlist *l, const struct mod *m)
 
 static void *map_anon(size_t size)
 {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+    void *p = vh_sys_mmap(NULL, size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }

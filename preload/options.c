@@ -39,6 +39,7 @@ struct option {
 static const char *const unwind_names[] = { VH_UNWINDERS(UNWIND_NAME) NULL };
 static const char *const clock_names[] = { "auto", "precise", NULL };
 static const char *const start_names[] = { "on", "paused", NULL };
+static const char *const mmap_names[] = { "off", "program", "all", NULL };
 
 static const struct option table[] = {
     { "VHEAP_OUT", K_PATH, FIELD(out), 0, "vheap.%e.%p.vhcap", 1, sizeof vh_opt.out - 1, NULL,
@@ -63,6 +64,9 @@ static const struct option table[] = {
     { "VHEAP_SIGNAL", K_SIGNAL, FIELD(signal), 0, NULL, 0, 0, NULL,
       "off, or SIGUSR1, SIGUSR2, SIGHUP, SIGWINCH, SIGURG, SIGPWR, SIGRTMIN+N or a number "
       "that is none of SIGKILL, SIGSTOP and the fault signals" },
+    { "VHEAP_MMAP", K_CHOICE, FIELD(mmap), VH_MMAP_PROGRAM, NULL, 0, 0, mmap_names,
+      "off, program (the program's own mmap, mremap, munmap, brk, sbrk) or all (the "
+      "allocator's mappings too)" },
 };
 #define NOPT (sizeof table / sizeof table[0])
 _Static_assert(NOPT == VH_OPTION_COUNT, "one row in options.c a field of struct vh_options");

@@ -253,14 +253,14 @@ static int relay(struct vh_tls *t, int fd, uint64_t blocks, uint64_t deadline,
 }
 
 static void record_end(struct vh_tls *t, const struct wire_head *w, uint32_t threads,
-                       uint32_t unseen, uint32_t status, uint32_t misaligned)
+                       uint32_t unseen, uint32_t status, uint32_t misaligned, uint8_t flags)
 {
     uint64_t now = vh_now();
     struct vh_rec_reach_end *r = vh_rec_begin(t, sizeof *r, now);
     if (!r)
         return;
     *r = (struct vh_rec_reach_end){
-        .h = { .type = VH_REC_REACH_END, .a = sizeof *r / 8 },
+        .h = { .type = VH_REC_REACH_END, .flags = flags, .a = sizeof *r / 8 },
         .time = now,
         .blocks = w->st.blocks,
         .root_bytes = w->st.root_bytes,
@@ -291,10 +291,25 @@ static __attribute__((noinline)) pid_t snapshot(int wfd, struct vh_reach_ctx *cx
     return (pid_t)pid;
 }
 
-void vh_reach_at_exit(struct vh_tls *t)
+/* A scan on request: the REACH that says the snapshot is taken now. */
+static void record_begin(struct vh_tls *t, uint64_t now)
 {
-    if (!vh_opt.reach_timeout_ns || !vh_cap.hdr || vh_cap.hdr->sample_rate)
+    struct vh_rec_reach *r = vh_rec_begin(t, sizeof *r, now);
+    if (!r)
         return;
+    r->h = (struct vh_rec_hdr){ .type = VH_REC_REACH, .flags = VH_REACH_F_BEGIN,
+                                .a = (uint16_t)(sizeof *r / 8) };
+    r->time = now;
+    vh_rec_commit(t, sizeof *r);
+}
+
+static int scanning;               /* atomic: one scan at a time (the static
+                                      buffers above are the scan's)        */
+
+/* One scan, its records written by this thread (guard BUSY). `requested`:
+ * asked for by `ctl reach` while the program runs, else at exit. */
+static void scan(struct vh_tls *t, int requested)
+{
     int fds[2];
     struct wire_head w = { 0 };
     uint32_t threads, misaligned = 0, status = VH_REACH_FAILED;
@@ -304,10 +319,12 @@ void vh_reach_at_exit(struct vh_tls *t)
         vh_log("reachability: no pipe (%s); leaks are not classified", vh_errname(errno));
         goto out;
     }
-    /* Two descriptors for the scan's length only, at exit: the shim keeps
-     * none otherwise (capture.c), so the program's lowest numbers are its
-     * own whenever it runs code of its own. */
+    /* Two descriptors for the scan's length only: the shim keeps none
+     * otherwise (capture.c), so the program's lowest numbers are its own
+     * whenever it runs code of its own. */
     uint64_t deadline = mono_ns() + vh_opt.reach_timeout_ns;
+    if (requested)
+        record_begin(t, vh_now());
     pid_t pid = snapshot(fds[1], &cx);
     vh_sys_close(fds[1]);
     if (pid < 0) {
@@ -328,5 +345,32 @@ void vh_reach_at_exit(struct vh_tls *t)
         ;
     status = rc == 0 ? VH_REACH_DONE : rc == -ETIMEDOUT ? VH_REACH_TIMEOUT : VH_REACH_FAILED;
 out:
-    record_end(t, &w, threads, threads - (uint32_t)cx.nsps, status, misaligned);
+    record_end(t, &w, threads, threads - (uint32_t)cx.nsps, status, misaligned,
+               requested ? VH_REACH_F_REQUEST : 0);
+}
+
+static int scan_wanted(void)
+{
+    return vh_opt.reach_timeout_ns && vh_cap.hdr && !vh_cap.hdr->sample_rate &&
+           !__atomic_exchange_n(&scanning, 1, __ATOMIC_ACQUIRE);
+}
+
+void vh_reach_at_exit(struct vh_tls *t)
+{
+    if (!scan_wanted())
+        return;
+    scan(t, 0);
+    __atomic_store_n(&scanning, 0, __ATOMIC_RELEASE);
+}
+
+/* `ctl reach`: the same scan while the program runs. This thread waits for
+ * it (at most VHEAP_REACH_TIMEOUT); the others run on, and what they do
+ * meanwhile is after the snapshot. A request during another scan (the one
+ * at exit on another thread) is dropped. */
+void vh_reach_now(struct vh_tls *t)
+{
+    if (!scan_wanted())
+        return;
+    scan(t, 1);
+    __atomic_store_n(&scanning, 0, __ATOMIC_RELEASE);
 }

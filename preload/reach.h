@@ -50,5 +50,8 @@ int vh_reach_scan(const struct vh_reach_ctx *cx, struct vh_reach_stats *st,
  * snapshot child, its classes as REACH records, its totals as REACH_END.
  * Nothing if VHEAP_REACH_TIMEOUT is 0 or the capture is sampled. */
 void vh_reach_at_exit(struct vh_tls *t);
+/* The same scan now, asked for by `vheap-analyze ctl reach` (at the tick,
+ * guard BUSY): its records say so (VH_REACH_F_BEGIN, _REQUEST). */
+void vh_reach_now(struct vh_tls *t);
 
 #endif

@@ -23,7 +23,7 @@
 /* ---- memory of the child's own -------------------------------------------- */
 static void *grab(size_t bytes)
 {
-    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+    void *p = vh_sys_mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
@@ -86,7 +86,7 @@ static int read_maps(void)
         return -1;
     for (;;) {
         if (cap - len < 65536) {
-            char *more = mremap(buf, cap, cap * 2, MREMAP_MAYMOVE);
+            char *more = vh_sys_mremap(buf, cap, cap * 2, MREMAP_MAYMOVE);
             if (more == MAP_FAILED)
                 break;
             buf = more;
@@ -123,7 +123,7 @@ static int read_maps(void)
         p = eol + 1;
     }
     carve((uintptr_t)buf, (uintptr_t)buf + cap);
-    munmap(buf, cap);
+    vh_sys_munmap(buf, cap);
     return 0;
 }
 
@@ -172,7 +172,7 @@ static int table_grow(void)
         if (old[i].addr)
             table[slot_of(old[i].addr)] = old[i];
     if (old)
-        munmap(old, old_cap * sizeof *old);
+        vh_sys_munmap(old, old_cap * sizeof *old);
     return 0;
 }
 
@@ -286,7 +286,7 @@ static int sort_blocks(void)
     }
     if (from != blocks)
         memcpy(blocks, from, nblocks * sizeof *blocks);
-    munmap(tmp, nblocks * sizeof *tmp);
+    vh_sys_munmap(tmp, nblocks * sizeof *tmp);
     return 0;
 }
 
@@ -313,7 +313,7 @@ static int live_set(uint64_t upto)
         if (table[i].addr && table[i].live)
             blocks[nblocks++] = (struct vh_reach_block){ table[i].addr, table[i].size,
                                                          match_len(&table[i]), 0 };
-    munmap(table, table_cap * sizeof *table);
+    vh_sys_munmap(table, table_cap * sizeof *table);
     return sort_blocks();
 }
 
@@ -459,7 +459,7 @@ static void mark_block_maps(void)
             size_t pages = (m->hi - m->lo) / PAGE;
             m->resident = grab(pages);
             if (m->resident && mincore((void *)m->lo, m->hi - m->lo, m->resident) != 0) {
-                munmap(m->resident, pages);
+                vh_sys_munmap(m->resident, pages);
                 m->resident = NULL;
             }
         }

@@ -42,7 +42,7 @@ static int tab_map(void)
         return -1;
     int e = errno;
     /* NORESERVE: only the pages used count (one or two for a loom). */
-    void *p = mmap(NULL, sizeof *tab, PROT_READ | PROT_WRITE,
+    void *p = vh_sys_mmap(NULL, sizeof *tab, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     errno = e;
     if (p == MAP_FAILED) {

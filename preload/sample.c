@@ -46,7 +46,7 @@ uint8_t vh_sample_counts[VH_SAMPLE_COUNTS]; /* atomic; 255 sticks: always look
 
 int vh_sample_init(uint64_t rate)
 {
-    void *p = mmap(NULL, (size_t)NBUCKETS * sizeof *set, PROT_READ | PROT_WRITE,
+    void *p = vh_sys_mmap(NULL, (size_t)NBUCKETS * sizeof *set, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return -1;

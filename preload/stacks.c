@@ -88,7 +88,7 @@ static uint64_t hash_frames(const uint64_t *f, uint32_t n, int truncated, uint32
 static int new_gen(int g)
 {
     uint64_t slots = GEN0_SLOTS << (2 * g);
-    void *p = mmap(NULL, slots * sizeof(struct slot), PROT_READ | PROT_WRITE,
+    void *p = vh_sys_mmap(NULL, slots * sizeof(struct slot), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return -ENOMEM;
@@ -107,7 +107,7 @@ int vh_stacks_init(void)
 void vh_stacks_reset(void)
 {
     for (int g = 0; g < ngens; g++) {
-        munmap(gens[g].slots, (gens[g].mask + 1) * sizeof(struct slot));
+        vh_sys_munmap(gens[g].slots, (gens[g].mask + 1) * sizeof(struct slot));
         gens[g].slots = NULL;
     }
     ngens = 0;

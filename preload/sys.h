@@ -1,4 +1,4 @@
-/* sys.h — the shim's own file I/O, as plain system calls.
+/* sys.h — the shim's own file I/O and mappings, as plain system calls.
  *
  * glibc's open, close, read, pread, write, pwrite and fallocate are
  * cancellation points: called from inside a hook they would act on a
@@ -11,6 +11,7 @@
 #define VHEAP_PRELOAD_SYS_H
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -48,6 +49,24 @@ static inline ssize_t vh_sys_pwrite(int fd, const void *buf, size_t n, off_t off
 static inline int vh_sys_fallocate(int fd, int mode, off_t off, off_t len)
 {
     return (int)syscall(SYS_fallocate, fd, mode, off, len);
+}
+
+/* The shim's own mappings go to the kernel, never through its mmap hooks
+ * (hooks_mmap.c: the program's are its heap "mmap"), which would otherwise
+ * bind every such call in libvheap to themselves. */
+static inline void *vh_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+static inline int vh_sys_munmap(void *addr, size_t len)
+{
+    return (int)syscall(SYS_munmap, addr, len);
+}
+
+static inline void *vh_sys_mremap(void *old, size_t old_len, size_t len, int flags)
+{
+    return (void *)syscall(SYS_mremap, old, old_len, len, flags, NULL);
 }
 
 #endif

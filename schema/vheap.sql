@@ -249,8 +249,10 @@ CREATE TABLE leaks (
     PRIMARY KEY (heap_id, stack_id, address)
 ) WITHOUT ROWID;
 
--- The reachability scan at exit (preload/reach.c), one row if the capture
--- has one: how it ended and what it read and skipped.
+-- The reachability scans (preload/reach.c): the one at exit (scan 0, a row
+-- if the capture has it) and those asked for while the program ran
+-- (`vheap-analyze ctl reach`: scan 1, 2, ... in order, their blocks in
+-- reach_blocks): how each ended and what it read and skipped.
 CREATE TABLE reach (
     status            TEXT NOT NULL,    -- 'done', 'timeout', 'failed'
     blocks            INTEGER NOT NULL, -- live system-heap blocks it knew
@@ -262,7 +264,9 @@ CREATE TABLE reach (
     cpu_ns            INTEGER NOT NULL, -- the scan's CPU time
     threads           INTEGER NOT NULL, -- other threads at exit
     threads_unseen    INTEGER NOT NULL, -- of those, stack pointer unknown
-    misaligned        INTEGER NOT NULL  -- blocks left unclassified
+    misaligned        INTEGER NOT NULL, -- blocks left unclassified
+    scan              INTEGER NOT NULL DEFAULT 0, -- 0 at exit, 1.. on request
+    time              INTEGER           -- when its snapshot was taken
 );
 
 -- Names of leaks.class.
@@ -410,6 +414,23 @@ CREATE VIEW leaks_by_stack AS
 SELECT heap_id, stack_id, count(*) AS blocks, sum(size) AS bytes,
        sum(usable) AS usable
 FROM leaks GROUP BY heap_id, stack_id;
+
+-- The system heap's blocks live when a scan on request (reach.scan >= 1)
+-- took its snapshot, with their classes: the leaks table's columns at that
+-- moment (class NULL: not classified, or the scan did not finish).
+CREATE TABLE reach_blocks (
+    scan      INTEGER NOT NULL,
+    heap_id   INTEGER NOT NULL,
+    address   INTEGER NOT NULL,
+    size      INTEGER NOT NULL,
+    usable    INTEGER NOT NULL,
+    stack_id  INTEGER NOT NULL,
+    tag_id    INTEGER NOT NULL DEFAULT 0,
+    tid       INTEGER,
+    time      INTEGER NOT NULL,
+    class     INTEGER,
+    PRIMARY KEY (scan, heap_id, stack_id, address)
+) WITHOUT ROWID;
 
 -- One row per event: a mark labelled 'event N ...', 'replay N ...' or
 -- 'boot ...' (contrib/vere's patch marks each event as it commits), over

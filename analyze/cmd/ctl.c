@@ -23,7 +23,7 @@ VH_COMMAND(cmd_ctl, {
     .order = 22,
     .run = run,
     .usage =
-        "usage: vheap-analyze ctl start|stop|status CAPTURE|PID\n"
+        "usage: vheap-analyze ctl start|stop|status|reach CAPTURE|PID\n"
         "       vheap-analyze ctl mark LABEL CAPTURE|PID\n"
         "\n"
         "Controls a program running under vheap without restarting it, through\n"
@@ -35,6 +35,13 @@ VH_COMMAND(cmd_ctl, {
         "recording. A program started with VHEAP_START=paused records nothing\n"
         "until `ctl start`. The capture keeps WINDOW records of when recording\n"
         "was on; queries say which windows their numbers cover.\n"
+        "\n"
+        "`reach` asks for a reachability scan now (a full capture, recording):\n"
+        "the scan the program makes at exit (docs/usage.md), in a snapshot\n"
+        "copy of the process, whose classes `leaks --scan N` shows (scans are\n"
+        "numbered from 1, in order; the reach table lists them). The thread\n"
+        "that takes the request waits for the scan, at most\n"
+        "VHEAP_REACH_TIMEOUT; the program's other threads run on.\n"
         "\n"
         "With a PID, the capture is the file that process maps whose header\n"
         "names it (see /proc/PID/maps), whatever its name (run.vhcap.1 too);\n"
@@ -51,6 +58,8 @@ VH_COMMAND(cmd_ctl, {
         "  vheap-analyze ctl mark 'after warmup' vheap.server.4242.vhcap\n"
         "  vheap-analyze ctl stop vheap.server.4242.vhcap\n"
         "  vheap-analyze ctl status 4242\n"
+        "  vheap-analyze ctl reach 4242 && vheap-analyze leaks --scan 1 --class lost \\\n"
+        "      vheap.server.4242.vhcap   # after the program ended\n"
         "\n"
         "exit status: 0 done; 1 not the capture of a live vheap process, or not\n"
         "writable; 2 usage error.\n",
@@ -94,7 +103,8 @@ static int swapped(const char *label, const char *target)
 
 static const char *request_name(uint32_t c)
 {
-    return c == VH_CTL_START ? "start" : c == VH_CTL_STOP ? "stop" : "none";
+    return c == VH_CTL_START ? "start" : c == VH_CTL_STOP ? "stop"
+                                 : c == VH_CTL_REACH ? "reach" : "none";
 }
 
 static int run(int argc, char **argv)
@@ -129,22 +139,31 @@ static int run(int argc, char **argv)
             return VH_EXIT_USAGE;
         }
         want = VH_CTL_NONE;
-    } else if (!strcmp(verb, "start") || !strcmp(verb, "stop") || !strcmp(verb, "status")) {
+    } else if (!strcmp(verb, "start") || !strcmp(verb, "stop") || !strcmp(verb, "status") ||
+               !strcmp(verb, "reach")) {
         if (argc != 3) {
             vh_errorf(me, "usage: ctl %s CAPTURE|PID", verb);
             return VH_EXIT_USAGE;
         }
         target = argv[2];
-        want = !strcmp(verb, "start") ? VH_CTL_START
-               : !strcmp(verb, "stop") ? VH_CTL_STOP
-                                       : VH_CTL_NONE;
+        want = !strcmp(verb, "start")  ? VH_CTL_START
+               : !strcmp(verb, "stop")  ? VH_CTL_STOP
+               : !strcmp(verb, "reach") ? VH_CTL_REACH
+                                        : VH_CTL_NONE;
     } else {
-        vh_errorf(me, "unknown request '%s': start, stop, status or mark LABEL", verb);
+        vh_errorf(me, "unknown request '%s': start, stop, status, reach or mark LABEL", verb);
         return VH_EXIT_USAGE;
     }
 
     if (!(h = open_live(target, !strcmp(verb, "status"), path, sizeof path)))
         return VH_EXIT_DATA;
+    if (want == VH_CTL_REACH && (h->sample_rate || !__atomic_load_n(&h->recording, __ATOMIC_ACQUIRE))) {
+        vh_errorf(me, "pid %" PRIu32 ": a reachability scan needs every block recorded: %s",
+                  h->pid, h->sample_rate ? "the capture is sampled (VHEAP_SAMPLE)"
+                                         : "recording is paused (ctl start first)");
+        munmap(h, VH_HEADER_SIZE);
+        return VH_EXIT_DATA;
+    }
     if (!strcmp(verb, "status")) {
         printf("recording=%u sample_rate=%" PRIu64 " pid=%" PRIu32 " request=%s marks=%" PRIu32
                " capture=%s\n",

@@ -485,6 +485,8 @@ static void record_line(const struct vh_event *ev, struct totals *t)
         kv_u("size", r->size);
         text = vh_event_text(ev, &len);
         kv_t("name", text, len);
+        if (r->heap_flags)         /* a built-in heap (the mmap heap) */
+            kv_u("flags", r->heap_flags);
         break;
     }
     case VH_REC_HEAP_DESTROY:

@@ -49,6 +49,8 @@ static const char usage[] =
     "                   (0..1, default 0.8)\n"
     "  --class LIST     only these classes, comma-separated: lost, indirect,\n"
     "                   possible, reachable, none (not classified)\n"
+    "  --scan N         the blocks live at scan N instead, asked for while the\n"
+    "                   program ran (vheap-analyze ctl reach; 1 = the first)\n"
     "  --limit N        at most N stacks (default 10; 0 = all)\n"
     VH_HELP_HEAP
     VH_HELP_DEPTH
@@ -61,6 +63,7 @@ static const char usage[] =
     "  vheap-analyze leaks run.sqlite --format json --depth 8 | jq '.leaks[0]'\n"
     "  vheap-analyze leaks run.sqlite --format csv > leaks.csv\n"
     "  vheap-analyze leaks run.sqlite --class lost,indirect   # what memcheck calls leaked\n"
+    "  vheap-analyze leaks run.sqlite --scan 1 --class lost   # lost when ctl reach looked\n"
     "  vheap-analyze leaks --growth vheap.redis-server.4242.vhcap --limit 5\n"
     "  vheap-analyze leaks --growth --min-r2 0.9 --format json run.sqlite | jq '.growth[0]'\n";
 
@@ -103,13 +106,13 @@ static const struct out_col tcols[T_N] = {
 
 /* Groups of the leaks table, by stack and class (all NULL without the
  * scan); ?1 heap, ?5 the --class mask (bit 4: no class). %s: the sums
- * (below). */
+ * (below), then the blocks (leaks, or a scan's snapshot: ?6). */
 #define GROUPS                                                                  \
     "SELECT h.id AS heap_id, h.name AS heap, l.stack_id AS stack_id, %s,"      \
     "       min(l.time) AS first, max(l.time) AS last,"                         \
     "       CASE l.class WHEN 0 THEN 'reachable' WHEN 1 THEN 'possible'"        \
     "                    WHEN 2 THEN 'indirect' WHEN 3 THEN 'lost' END AS class" \
-    " FROM leaks l JOIN heaps h ON h.id = l.heap_id"                            \
+    " FROM %s l JOIN heaps h ON h.id = l.heap_id"                               \
     " WHERE " VH_HEAP_SEL("h.id", "?1")                                       \
     "   AND (?5 >> coalesce(l.class, 4)) & 1"                                   \
     " GROUP BY l.heap_id, l.stack_id, l.class"
@@ -136,24 +139,25 @@ static int leak_row(sqlite3_stmt *st, void *arg)
     return rc;
 }
 
-static int list(struct vh_query *q, int classes, int mask)
+static int list(struct vh_query *q, int classes, int mask, int64_t scan)
 {
     struct ctx c = { .q = q, .ncols = classes ? L_N : L_CLASS };
     sqlite3_stmt *rows, *tot;
     int64_t rate = vh_rec_sample_rate(q->db);
     const char *sums = rate ? SUMS_SAMPLED : SUMS_FULL;
+    const char *src = scan ? "(SELECT * FROM reach_blocks WHERE scan = ?6)" : "leaks";
     char sql[2][2048];
     int rc;
 
     snprintf(sql[0], sizeof sql[0],
              GROUPS " HAVING bytes >= ?2 ORDER BY bytes DESC, blocks DESC, heap_id, stack_id"
                     " LIMIT ?3",
-             sums);
+             sums, src);
     snprintf(sql[1], sizeof sql[1],
              "SELECT coalesce(sum(bytes), 0), coalesce(sum(blocks), 0),"
              "       count(*), coalesce(sum(bytes >= ?2), 0)"
              " FROM (" GROUPS ")",
-             sums);
+             sums, src);
     if ((rc = vh_query__prepare(q, sql[0], &rows)) || (rc = vh_query__prepare(q, sql[1], &tot)))
         return rc;
     vh_bind_heap(rows, 1, &q->o);
@@ -163,6 +167,10 @@ static int list(struct vh_query *q, int classes, int mask)
     sqlite3_bind_int64(tot, 2, q->o.min_bytes);
     sqlite3_bind_int(rows, 5, mask);
     sqlite3_bind_int(tot, 5, mask);
+    if (scan) {
+        sqlite3_bind_int64(rows, 6, scan);
+        sqlite3_bind_int64(tot, 6, scan);
+    }
     if (rate) {
         sqlite3_bind_int64(rows, 4, rate);
         sqlite3_bind_int64(tot, 4, rate);
@@ -260,13 +268,21 @@ static int growth(struct vh_query *q)
     return 0;
 }
 
-/* Whether the capture has the scan (1), with --class checked against it. */
-static int classes(struct vh_query *q, const char *list)
+/* Whether the capture has the scan (1), with --class checked against it;
+ * --scan's must exist. */
+static int classes(struct vh_query *q, const char *list, int64_t scan)
 {
     struct vh_reach_totals t;
-    int rc = vh_reach__totals(q->cmd->name, q->db, NULL, &t);
+    int rc = vh_reach__scan_totals(q->cmd->name, q->db, NULL, scan, &t);
     if (rc < 0)
         return rc;
+    if (scan && !rc) {
+        vh_errorf(q->cmd->name, "--scan %lld: %s has no such scan (scans asked for with "
+                                "`vheap-analyze ctl reach` while the program ran are "
+                                "numbered from 1; the reach table lists them)",
+                  (long long)scan, q->o.input);
+        return -EINVAL;
+    }
     if (list && (!rc || strcmp(t.status, "done"))) {
         vh_errorf(q->cmd->name, "--class: %s has no reachability scan (a sampled capture, "
                                 "VHEAP_REACH_TIMEOUT=0, a program that did not exit, or "
@@ -279,11 +295,13 @@ static int classes(struct vh_query *q, const char *list)
 static int run(int argc, char **argv)
 {
     struct vh_query q;
-    const char *r2 = NULL, *class_list = NULL;
+    const char *r2 = NULL, *class_list = NULL, *scan_arg = NULL;
     int by_growth = 0, rc, mask = (1 << VH_CLASS_N) - 1;
+    long long scan = 0;
     const struct vh_opt own[] = { VH_OPT_FLAG("--growth", &by_growth),
                                   VH_OPT_VALUE("--min-r2", &r2),
-                                  VH_OPT_VALUE("--class", &class_list) };
+                                  VH_OPT_VALUE("--class", &class_list),
+                                  VH_OPT_VALUE("--scan", &scan_arg) };
 
     rc = vh_query__parse(&q, &cmd_leaks, VH_QOPT_MIN_BYTES, VH_OPTS(own), argc, argv);
     if (!rc && r2) {
@@ -303,9 +321,18 @@ static int run(int argc, char **argv)
         else if (by_growth)
             rc = vh_query__usage(&q, "--class does not go with --growth");
     }
+    if (!rc && scan_arg) {
+        char *end;
+        scan = strtoll(scan_arg, &end, 10);
+        if (end == scan_arg || *end || scan < 1)
+            rc = vh_query__usage(&q, "--scan wants a scan's number (1, 2, ...), not '%s'",
+                                 scan_arg);
+        else if (by_growth)
+            rc = vh_query__usage(&q, "--scan does not go with --growth");
+    }
     if (!rc && !(rc = vh_query__open(&q, VH_QUERY_OUTPUT | VH_QUERY_STACKS))) {
-        int scanned = by_growth ? 0 : classes(&q, class_list);
-        rc = scanned < 0 ? scanned : by_growth ? growth(&q) : list(&q, scanned, mask);
+        int scanned = by_growth ? 0 : classes(&q, class_list, scan);
+        rc = scanned < 0 ? scanned : by_growth ? growth(&q) : list(&q, scanned, mask, scan);
     }
     return vh_query__finish(&q, rc);
 }

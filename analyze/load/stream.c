@@ -442,8 +442,32 @@ static void on_thread_exit(struct loader *L, const struct vh_event *ev)
         t->exited = 1;
 }
 
+/* A scan on request took its snapshot here: the system heap's live blocks
+ * now are what its classes are about. */
+static void reach_snapshot(struct loader *L, uint64_t time)
+{
+    struct heap *h = L->hp.byid[VH_HEAP_SYSTEM];
+    struct vh_live_block *b;
+    reach__begin(&L->reach, time);
+    for (size_t pos = 0; h && !h->destroyed && (b = livemap__next(h->live, &pos));) {
+        const struct agg *a = &L->lv.aggs[b->agg];
+        struct reach_row row = { .addr = b->addr, .size = b->size, .usable = b->size + b->slack,
+                                 .time = b->time, .stack = a->stack, .tid = b->tid,
+                                 .tag = a->tag };
+        if (reach__keep(&L->reach, &row) < 0) {
+            loader__fail(L, -ENOMEM, "out of memory");
+            return;
+        }
+    }
+}
+
 static void on_reach(struct loader *L, const struct vh_event *ev)
 {
+    if (ev->size >= sizeof(struct vh_rec_reach) &&
+        (((const struct vh_rec_hdr *)ev->rec)->flags & VH_REACH_F_BEGIN)) {
+        reach_snapshot(L, ev->time);
+        return;
+    }
     int rc = reach__add(&L->reach, (const struct vh_rec_reach *)ev->rec, ev->size);
     if (rc == -ENOMEM)
         loader__fail(L, rc, "out of memory");
@@ -453,9 +477,10 @@ static void on_reach(struct loader *L, const struct vh_event *ev)
 
 static void on_reach_end(struct loader *L, const struct vh_event *ev)
 {
-    if (ev->size >= sizeof(struct vh_rec_reach_end))
-        reach__end(&L->reach, (const struct vh_rec_reach_end *)ev->rec);
-    else
+    if (ev->size >= sizeof(struct vh_rec_reach_end)) {
+        if (reach__end(&L->reach, (const struct vh_rec_reach_end *)ev->rec) < 0)
+            loader__fail(L, -ENOMEM, "out of memory");
+    } else
         L->unknown_records++;
 }
 

@@ -15,16 +15,17 @@ const char *const vh_class_titles[VH_CLASS_N] = { "still reachable", "possibly l
                                                   "indirectly lost", "definitely lost",
                                                   "not classified" };
 
-static int scan_row(const char *cmd, sqlite3 *db, struct vh_reach_totals *t)
+static int scan_row(const char *cmd, sqlite3 *db, int64_t scan, struct vh_reach_totals *t)
 {
     sqlite3_stmt *st;
     int rc = vh_prepare(cmd, db,
                         "SELECT status, scan_ns, root_bytes, heap_bytes, unreadable_bytes,"
                         "       nonresident_bytes, threads, threads_unseen, cpu_ns"
-                        " FROM reach LIMIT 1",
+                        " FROM reach WHERE scan = ?1",
                         &st);
     if (rc)
         return rc;
+    sqlite3_bind_int64(st, 1, scan);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         const unsigned char *s = sqlite3_column_text(st, 0);
@@ -40,19 +41,31 @@ static int scan_row(const char *cmd, sqlite3 *db, struct vh_reach_totals *t)
 
 int vh_reach__totals(const char *cmd, sqlite3 *db, const char *heap, struct vh_reach_totals *t)
 {
+    return vh_reach__scan_totals(cmd, db, heap, 0, t);
+}
+
+int vh_reach__scan_totals(const char *cmd, sqlite3 *db, const char *heap, int64_t scan,
+                          struct vh_reach_totals *t)
+{
     sqlite3_stmt *st;
     memset(t, 0, sizeof *t);
-    int rc = scan_row(cmd, db, t);
+    int rc = scan_row(cmd, db, scan, t);
     if (rc <= 0)
         return rc;
     if ((rc = vh_prepare(cmd, db,
-                         "SELECT coalesce(l.class, 4), count(*), sum(l.size) FROM leaks l"
-                         " JOIN heaps h ON h.id = l.heap_id WHERE " VH_HEAP_SEL("h.id", "?1")
-                         " GROUP BY 1",
+                         scan ? "SELECT coalesce(l.class, 4), count(*), sum(l.size)"
+                                " FROM reach_blocks l JOIN heaps h ON h.id = l.heap_id"
+                                " WHERE " VH_HEAP_SEL("h.id", "?1") " AND l.scan = ?2"
+                                " GROUP BY 1"
+                              : "SELECT coalesce(l.class, 4), count(*), sum(l.size) FROM leaks l"
+                                " JOIN heaps h ON h.id = l.heap_id WHERE "
+                                VH_HEAP_SEL("h.id", "?1") " GROUP BY 1",
                          &st)))
         return rc;
     _Static_assert(VH_CLASS_NONE == 4, "the SQL's class of no class");
     vh_bind_heap_sel(st, 1, heap);
+    if (scan)
+        sqlite3_bind_int64(st, 2, scan);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int c = sqlite3_column_int(st, 0);
         if (c < 0 || c >= VH_CLASS_N)

@@ -28,6 +28,10 @@ struct vh_reach_totals {
  * 1 with *t filled, 0 when the DB has no scan, or -errno (the error said
  * for `cmd`). */
 int vh_reach__totals(const char *cmd, sqlite3 *db, const char *heap, struct vh_reach_totals *t);
+/* The same for scan `scan` (reach.scan: 0 at exit, 1.. asked for by `ctl
+ * reach`, whose classes are in reach_blocks). */
+int vh_reach__scan_totals(const char *cmd, sqlite3 *db, const char *heap, int64_t scan,
+                          struct vh_reach_totals *t);
 
 /* Parses a --class list ("lost,indirect"): a bit mask of classes (bit
  * VH_CLASS_NONE for "none"), or -1 naming the bad word in *bad. */

@@ -22,10 +22,11 @@ ORDER = [
     "log", "elfsym", "regions", "sample", "options", "state", "maps",
     "bootstrap", "threads", "clock", "signals",
     "capture",
+    "mapped",
     "modules", "cfi", "unwind", "stacks",
     "reach_scan", "reach",
     "lifecycle",
-    "api", "hooks_cxx", "hooks",
+    "api", "hooks_mmap", "hooks_cxx", "hooks",
 ]
 
 # (from, to): why this call goes up. Each is a callback from what a layer

@@ -68,6 +68,8 @@ FILENAME == ARGV[1] {
 }
 /^#/ || $1 == "header" || $1 == "argv" || $1 == "loss" { next }
 { kv(); k = $3 }
+k == "heap_create" && ("flags" in F) { BUILTIN[F["id"]] = 1; next }  # built in: mmap
+(k == "alloc" || k == "free" || k == "resize") && BUILTIN[F["heap"]] { next }
 k == "heap_create" {
     id = F["id"]; HN[id] = F["name"]; HP[id] = F["parent"]; ALIVE[id] = 1
     if (id in SEEN) { err("heap id " id " created twice") }

@@ -1361,6 +1361,60 @@ static void test_reach_classes(void **state)
     done(db, &b);
 }
 
+/* A scan on request (`ctl reach`): the live set at its BEGIN, classified
+ * at its REQUEST END, is scan 1's reach_blocks; a block freed after the
+ * BEGIN is in it, one allocated after is not; leaks.class is untouched
+ * (no scan at exit). Then a BEGIN whose END never came: no scan at all. */
+static void reach_request_capture(struct capb *b, int ended)
+{
+    struct {
+        struct vh_rec_reach r;
+        uint64_t e[2];
+    } rec = { .r.h = { .type = VH_REC_REACH, .a = 4, .b = 2 }, .r.time = 17,
+              .e = { 0x1000 | VH_REACH_LOST, 0x2000 | VH_REACH_REACHABLE } };
+    struct vh_rec_reach begin = { .h = { .type = VH_REC_REACH, .flags = VH_REACH_F_BEGIN,
+                                         .a = 2 }, .time = 14 };
+    struct vh_rec_reach_end end = { .h = { .type = VH_REC_REACH_END,
+                                           .flags = VH_REACH_F_REQUEST, .a = 11 },
+                                    .time = 18, .blocks = 2, .status = VH_REACH_DONE };
+    uint32_t ch = capb__start(b, 1, 77);
+    capb__alloc(b, ch, 10, 0x1000, 100, 112, 1);
+    capb__alloc(b, ch, 11, 0x2000, 200, 208, 1);
+    capb__raw(b, ch, &begin, sizeof begin);
+    capb__free(b, ch, 15, 0x2000);
+    capb__alloc(b, ch, 16, 0x4000, 400, 400, 1);
+    capb__raw(b, ch, &rec, sizeof rec);
+    if (ended)
+        capb__raw(b, ch, &end, sizeof end);
+    capb__end(b, ch, 20);
+}
+
+static void test_reach_on_request(void **state)
+{
+    struct capb b;
+    (void)state;
+    reach_request_capture(&b, 1);
+    sqlite3 *db = load(&b);
+    assert_non_null(db);
+    assert_int_equal(q(db, "SELECT count(*) FROM reach_blocks WHERE scan = 1"), 2);
+    assert_int_equal(q(db, "SELECT class FROM reach_blocks WHERE address=%d", 0x1000),
+                     VH_REACH_LOST);
+    assert_int_equal(q(db, "SELECT class FROM reach_blocks WHERE address=%d", 0x2000),
+                     VH_REACH_REACHABLE);
+    assert_int_equal(q(db, "SELECT count(*) FROM reach_blocks WHERE address=%d", 0x4000), 0);
+    assert_int_equal(q(db, "SELECT time FROM reach WHERE scan = 1 AND status = 'done'"), 14);
+    assert_int_equal(q(db, "SELECT count(*) FROM reach WHERE scan = 0"), 0);
+    assert_int_equal(q(db, "SELECT count(*) FROM leaks WHERE class IS NOT NULL"), 0);
+    done(db, &b);
+
+    reach_request_capture(&b, 0);
+    db = load(&b);
+    assert_non_null(db);
+    assert_int_equal(q(db, "SELECT count(*) FROM reach_blocks"), 0);
+    assert_int_equal(q(db, "SELECT count(*) FROM reach"), 0);
+    done(db, &b);
+}
+
 static void test_schema_embedded(void **state)
 {
     sqlite3 *db = NULL;
@@ -1386,6 +1440,7 @@ int main(void)
         cmocka_unit_test(test_rowq_null_and_real),
         cmocka_unit_test(test_counts_and_leaks),
         cmocka_unit_test(test_reach_classes),
+        cmocka_unit_test(test_reach_on_request),
         cmocka_unit_test(test_stack_tree),
         cmocka_unit_test(test_missing_stacks_bounded),
         cmocka_unit_test(test_peak_attribution),

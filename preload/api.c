@@ -664,8 +664,8 @@ static __thread struct tag_stack tag_stack __attribute__((tls_model("initial-exe
 static uint16_t *tag_deep(struct tag_stack *st)
 {
     if (!st->deep && !st->deep_failed) {
-        void *p = mmap(NULL, TAG_DEEP * sizeof(uint16_t), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *p = vh_sys_mmap(NULL, TAG_DEEP * sizeof(uint16_t), PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED)
             st->deep_failed = 1;
         else
@@ -682,7 +682,7 @@ void vh_api_thread_end(void)
     st->depth = 0;
     st->deep = NULL;
     if (deep)
-        munmap(deep, TAG_DEEP * sizeof(uint16_t));
+        vh_sys_munmap(deep, TAG_DEEP * sizeof(uint16_t));
 }
 
 /* The tag of level d (1-based depth d: the level d - 1 holds it) or of the

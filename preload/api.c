@@ -26,6 +26,9 @@
 #define LABEL_MAX 255u             /* longer names and labels are truncated   */
 #define TAG_OUTER ((uint32_t)VHEAP_TAG_OUTER) /* tag levels kept: the outer  */
 #define TAG_INNER ((uint32_t)VHEAP_TAG_INNER) /* and a ring of the innermost */
+#define TAG_DEEP (1u << 20)        /* levels past TAG_OUTER a thread's mapped
+                                      stack keeps (2 MiB reserved, touched
+                                      only as deep as it goes)            */
 
 struct heap_slot {
     uint32_t live;                 /* atomic: read without the lock          */
@@ -638,7 +641,12 @@ static uint32_t tag_intern(struct vh_tls *t, const char *s)
 }
 
 /* The per-thread stack (vheap.h: VHEAP_TAG_OUTER). Levels below TAG_OUTER
- * live in `outer`; level d >= TAG_OUTER in ring[d % TAG_INNER], and is
+ * live in `outer`; deeper ones in `deep`, mapped the first time the thread
+ * goes past TAG_OUTER (a boot of Vere nests jets past 256 levels, and each
+ * level popped back to must still name its jet), every level kept up to
+ * TAG_OUTER + TAG_DEEP; a level beyond that, popped back to, carries level
+ * TAG_OUTER's tag. Only when that mapping fails: level d >= TAG_OUTER in
+ * ring[d % TAG_INNER], and is
  * known while d >= known_lo: a push that overwrites the ring slot of a
  * level still below it raises known_lo past that level; a pop to a level
  * below known_lo finds it lost (known_lo = the depth: only levels pushed
@@ -650,8 +658,36 @@ struct tag_stack {
     uint32_t depth, known_lo;      /* known_lo: 0 means TAG_OUTER            */
     uint16_t outer[TAG_OUTER];
     uint16_t ring[TAG_INNER];
+    uint16_t *deep;                /* levels TAG_OUTER on; NULL: the ring    */
+    int deep_failed;               /* its mmap failed: the ring for good     */
 };
 static __thread struct tag_stack tag_stack __attribute__((tls_model("initial-exec")));
+
+/* Maps the thread's deep levels: one system call, once a thread (a signal
+ * handler that interrupts it and maps its own leaves one mapping unused). */
+static uint16_t *tag_deep(struct tag_stack *st)
+{
+    if (!st->deep && !st->deep_failed) {
+        void *p = vh_sys_mmap(NULL, TAG_DEEP * sizeof(uint16_t), PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            st->deep_failed = 1;
+        else
+            st->deep = p;
+    }
+    return st->deep;
+}
+
+void vh_api_thread_end(void)
+{
+    struct tag_stack *st = &tag_stack;
+    uint16_t *deep = st->deep;
+
+    st->depth = 0;
+    st->deep = NULL;
+    if (deep)
+        vh_sys_munmap(deep, TAG_DEEP * sizeof(uint16_t));
+}
 
 /* The tag of level d (1-based depth d: the level d - 1 holds it) or of the
  * outer attribution when that level lost its tag. */
@@ -662,6 +698,9 @@ static uint16_t tag_at(const struct tag_stack *st, uint32_t d)
         return 0;
     if (d - 1 < TAG_OUTER)
         return st->outer[d - 1];
+    if (st->deep)
+        return d - 1 - TAG_OUTER < TAG_DEEP ? st->deep[d - 1 - TAG_OUTER]
+                                            : st->outer[TAG_OUTER - 1];
     if (d - 1 >= lo)
         return st->ring[(d - 1) % TAG_INNER];
     return st->outer[TAG_OUTER - 1];
@@ -685,6 +724,9 @@ static void api_tag_push(const char *label)
     uint32_t d = st->depth;
     if (d < TAG_OUTER) {
         st->outer[d] = (uint16_t)id;
+    } else if (tag_deep(st)) {
+        if (d - TAG_OUTER < TAG_DEEP)
+            st->deep[d - TAG_OUTER] = (uint16_t)id;
     } else {
         uint32_t lo = st->known_lo ? st->known_lo : TAG_OUTER;
         if (d >= lo + TAG_INNER)   /* the ring slot of level d - TAG_INNER */
@@ -707,13 +749,14 @@ static void api_tag_pop(void)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (d <= TAG_OUTER) {
         st->known_lo = 0;          /* back among the outer levels: the ring anew */
-    } else if (d - 1 < (st->known_lo ? st->known_lo : TAG_OUTER)) {
+    } else if (st->deep ? d - 1 - TAG_OUTER >= TAG_DEEP
+                        : d - 1 < (st->known_lo ? st->known_lo : TAG_OUTER)) {
         static int said;
         st->known_lo = d;          /* level d - 1 lost its tag; d is next */
         vh_count(&tag_levels_lost);
-        say_once(&said, "tag stack deeper than VHEAP_TAG_OUTER + VHEAP_TAG_INNER (256) "
-                        "levels: a level whose tag was not kept carries the 32nd level's "
-                        "tag");
+        say_once(&said, "tag stack deeper than the levels kept (VHEAP_TAG_OUTER + "
+                        "VHEAP_TAG_INNER = 256 without memory for more, else 32 + 1048576): "
+                        "a level whose tag was not kept carries the 32nd level's tag");
     }
     vh_tls.tag = tag_at(st, d);
 }

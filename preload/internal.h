@@ -855,6 +855,8 @@ void vh_api_fork_parent(void);
 void vh_api_fork_child(struct vh_tls *t);
 /* Recording started again: the heaps made or destroyed while paused. */
 void vh_api_resume(struct vh_tls *t);
+/* The exiting thread's tag stack: its deep levels unmapped. */
+void vh_api_thread_end(void);
 /* The built-in heap `name` whose id *slot caches (made at the first call,
  * written to the capture before this returns); 0 when none can be made.
  * At guard BUSY. */

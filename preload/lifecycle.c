@@ -206,6 +206,7 @@ static void thread_exit(void *arg)
     vh_chunk_release(t);
     vh_cfi_thread_end(t);
     vh_stacks_thread_end(t);
+    vh_api_thread_end();
     vh_unbusy(t, g);
 }
 

@@ -210,14 +210,18 @@ VHEAP__INLINE void vheap_mark(const char *label)
     VHEAP__CALL(mark, label);
 }
 
-/* Which levels of a deep tag stack keep their tags: the outermost
- * VHEAP_TAG_OUTER, and above them the innermost VHEAP_TAG_INNER levels
- * pushed since the stack was last below them. Vere's jets re-enter nock,
- * which calls jets, hundreds of levels deep within a second of a boot: the
- * jet running is the innermost level, and it keeps its tag. A level in
- * between (popped back to after more than VHEAP_TAG_INNER levels above it)
- * has lost its tag: allocations there carry the outermost kept level's tag
- * (level VHEAP_TAG_OUTER), and the shim counts them and says so once. */
+/* Which levels of a deep tag stack keep their tags: all of them, to
+ * VHEAP_TAG_OUTER + 1048576 levels. Vere's jets re-enter nock, which calls
+ * jets, more than 256 levels deep in a boot, and each level popped back to
+ * names its jet again. The outermost VHEAP_TAG_OUTER levels live in the
+ * thread's own state; the deeper ones in memory the shim maps for the
+ * thread the first time it goes deeper (2 MiB reserved, a page for every
+ * 2048 levels it reaches, unmapped when the thread exits). Only if that
+ * mapping fails: the innermost VHEAP_TAG_INNER levels pushed since the
+ * stack was last below them keep their tags, and a level in between
+ * (popped back to after more than VHEAP_TAG_INNER levels above it) has
+ * lost its tag. A lost level's allocations carry the outermost kept
+ * level's tag (level VHEAP_TAG_OUTER); the shim says so once. */
 #define VHEAP_TAG_OUTER 32
 #define VHEAP_TAG_INNER 224
 

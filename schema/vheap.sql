@@ -1,4 +1,4 @@
--- vheap.sql — the schema of a loaded vheap capture (schema version 8).
+-- vheap.sql — the schema of a loaded vheap capture (schema version 9).
 --
 -- A public interface: `vheap-analyze` queries it and so may users, with the
 -- sqlite3 CLI. Documented column by column in docs/schema.md. Sizes are
@@ -158,8 +158,15 @@ CREATE TABLE heaps (
     live_blocks   INTEGER NOT NULL DEFAULT 0,
     leaked_bytes  INTEGER NOT NULL DEFAULT 0,  -- live at the end in a heap that
     leaked_blocks INTEGER NOT NULL DEFAULT 0,  -- still exists at the end
-    unknown_frees INTEGER NOT NULL DEFAULT 0   -- frees (and in-place reallocs)
+    unknown_frees INTEGER NOT NULL DEFAULT 0,  -- frees (and in-place reallocs)
                                     -- of addresses not live
+    -- An outermost custom heap (no parent) with the heaps nested in it
+    -- (Vere's loom and its roads): the most usable bytes live in all of
+    -- them at once, when, and the heap whose allocation reached it.
+    -- size - tree_peak_bytes is the least headroom. NULL for the others.
+    tree_peak_bytes   INTEGER,
+    tree_peak_time    INTEGER,
+    tree_peak_heap_id INTEGER
 );
 
 CREATE TABLE tags (
@@ -485,4 +492,28 @@ CREATE TABLE owner_totals (
     self_blocks     INTEGER NOT NULL,
     self_bytes      INTEGER NOT NULL,
     self_walk_bytes INTEGER NOT NULL
+);
+
+-- One row per event: a mark labelled 'event N ...', 'replay N ...' or
+-- 'boot ...' (contrib/vere's patch marks each event as it commits), over
+-- the span from the mark before it (of any kind) to its own. Every heap's
+-- allocations in the span count; frees count against the event that
+-- allocated the block, whenever they come (a heap's destroy frees too).
+CREATE TABLE event_spans (
+    id              INTEGER PRIMARY KEY,  -- 1, 2, ... in time order
+    label           TEXT NOT NULL,        -- the mark's
+    start_time      INTEGER NOT NULL,
+    end_time        INTEGER NOT NULL,     -- the mark's time
+    allocations     INTEGER NOT NULL,
+    bytes_allocated INTEGER NOT NULL,     -- requested
+    frees           INTEGER NOT NULL,     -- of the blocks it allocated
+    bytes_freed     INTEGER NOT NULL,     -- bytes_allocated - bytes_freed:
+                                          -- its bytes still live at the end
+    lifetime_ns     REAL NOT NULL,        -- of its freed blocks, summed
+    home_bytes      INTEGER NOT NULL,     -- outermost custom heaps' own usable
+                                          -- bytes at its mark (Vere: the home road)
+    home_growth     INTEGER NOT NULL,     -- their change over the span
+    in_use_bytes    INTEGER NOT NULL,     -- usable bytes of every tree of
+    in_use_peak     INTEGER NOT NULL      -- nested custom heaps at its mark,
+                                          -- and the most within the span
 );

@@ -8,6 +8,7 @@
 
 #include "analyze/cmd/query.h"
 #include "analyze/cmd/series.h"
+#include "analyze/cmd/top_event.h"
 #include "analyze/query/series.h"
 #include "analyze/report/chart.h"
 
@@ -25,6 +26,12 @@ static const char usage[] =
     "  --interval T     interval length: 100ms, 1s, 250us, 5000ns (a bare number\n"
     "                   is seconds), or 'event' for one row per event.\n"
     "                   Default: a 1-2-5 step giving a few hundred rows\n"
+    "  --by-event       one row per event the program marked as it committed\n"
+    "                   ('event N ...', 'replay N ...', 'boot ...': Vere's, see\n"
+    "                   docs/vere.md), in time order: calls, bytes, the home\n"
+    "                   road's growth, the most in use in the loom and its\n"
+    "                   roads while it ran and the headroom that left (JSON:\n"
+    "                   least_headroom); see top --by-event\n"
     "  --top N          split live bytes by the N top stacks (default 5; 0 = no\n"
     "                   split; at most 100)\n"
     "  --by MEASURE     how the top stacks are chosen: peak (bytes live at the\n"
@@ -51,7 +58,8 @@ static const char usage[] =
     "  vheap-analyze series run.sqlite --interval 10ms --top 3 --format csv\n"
     "  vheap-analyze series run.sqlite --interval event --from 1.2s --to 1.25s\n"
     "  vheap-analyze series run.sqlite --by allocations --svg mem.svg\n"
-    "  vheap-analyze series vheap.myprog.1234.vhcap --heap loom --format json\n";
+    "  vheap-analyze series vheap.myprog.1234.vhcap --heap loom --format json\n"
+    "  vheap-analyze series serf.sqlite --by-event --format csv\n";
 
 static int run(int argc, char **argv);
 
@@ -76,6 +84,7 @@ struct sopts {
     struct vh_query q;
     uint64_t interval;             /* ns; 0 = default                       */
     int per_event;
+    int by_event;                  /* --by-event: the marked events instead */
     int64_t top;
     uint64_t from, to;
     int has_to;
@@ -95,6 +104,7 @@ static int parse_opts(const struct vh_command *cmd, enum vh_series_mode mode, in
         /* series draws the charts on request, chart always */
         VH_OPT_VALUE(chart ? "-o" : "--svg", &o->svg),
         VH_OPT_VALUE(chart ? "--output" : NULL, &o->svg),
+        VH_OPT_FLAG(chart ? NULL : "--by-event", &o->by_event),
     };
 
     memset(o, 0, sizeof *o);
@@ -148,6 +158,11 @@ int vh_series_main(const struct vh_command *cmd, enum vh_series_mode mode, int a
 
     if ((rc = parse_opts(cmd, mode, argc, argv, &o)))
         goto out;
+    if (o.by_event) {
+        if (!(rc = vh_query__open(&o.q, VH_QUERY_OUTPUT)))
+            rc = vh_top_events(&o.q, NULL, 1);
+        goto out;
+    }
     if (!(by = vh_series_measure(o.q.o.by))) {
         rc = vh_query__usage(&o.q, "--by: '%s' is not one of peak, max-live, allocations, "
                                    "bytes, leaked", o.q.o.by);

@@ -105,7 +105,8 @@ static const struct out_col pcols[P_N] = {
 enum {
     H_ID, H_NAME, H_ALLOCS, H_ALLOCS_RATE, H_FAILED, H_FREES, H_TEMP, H_TEMP_RATE, H_BYTES,
     H_PEAK, H_PEAK_BLOCKS, H_PEAK_TIME, H_LIVE, H_LIVE_BLOCKS, H_LEAKED, H_LEAKED_BLOCKS,
-    H_SUPPRESSED, H_SUPPRESSED_BLOCKS, H_UNKNOWN_FREES, H_DESTROYED, H_RUNTIME, H_PEAK_RSS, H_DROPPED, H_N
+    H_SUPPRESSED, H_SUPPRESSED_BLOCKS, H_UNKNOWN_FREES, H_DESTROYED, H_RUNTIME, H_PEAK_RSS, H_DROPPED,
+    H_HEADROOM, H_IN_USE_PEAK, H_IN_USE_TIME, H_IN_USE_HEAP, H_IN_USE_DEPTH, H_IN_USE_EVENT, H_N
 };
 
 static const struct out_col hcols[H_N] = {
@@ -136,6 +137,15 @@ static const struct out_col hcols[H_N] = {
     [H_RUNTIME] = { "runtime_ns", "total runtime", OUT_NS, OUT_F_CSV_ONLY },
     [H_PEAK_RSS] = { "peak_rss", "peak RSS", OUT_BYTES, OUT_F_CSV_ONLY },
     [H_DROPPED] = { "dropped_events", "dropped events", OUT_INT, OUT_F_CSV_ONLY },
+    /* an outermost custom heap with its nested ones (Vere's loom, its
+     * roads): the most in use at once, and what that left of its size */
+    [H_HEADROOM] = { "least_headroom", "least headroom", OUT_BYTES, 0 },
+    [H_IN_USE_PEAK] = { "in_use_peak", "most in use with nested heaps", OUT_BYTES,
+                        OUT_F_NO_TABLE },
+    [H_IN_USE_TIME] = { "in_use_peak_time_ns", "at", OUT_NS, OUT_F_NO_TABLE },
+    [H_IN_USE_HEAP] = { "in_use_peak_heap_id", "in heap", OUT_INT, OUT_F_NO_TABLE },
+    [H_IN_USE_DEPTH] = { "in_use_peak_depth", "nested", OUT_INT, OUT_F_NO_TABLE },
+    [H_IN_USE_EVENT] = { "in_use_peak_event", "in event", OUT_TEXT, OUT_F_NO_TABLE },
 };
 
 struct ctx {
@@ -328,12 +338,36 @@ out:
     return rc;
 }
 
+/* "512.00K in use at once with its nested heaps (of 1.00M), at 1.2s, in
+ * heap 'road' (id 5, 3 deep), event 'event 27 %eyre /...'": the columns
+ * from `at` on are least_headroom, in_use_peak, its time, heap, depth,
+ * event, the heap's name and size. */
+static void headroom_note(sqlite3_stmt *st, int at, char *b, size_t n)
+{
+    char peak[32], size[32], t[32], ev[200] = "";
+
+    if (sqlite3_column_type(st, at) == SQLITE_NULL) {
+        *b = 0;
+        return;
+    }
+    out__human_bytes(sqlite3_column_int64(st, at + 1), peak, sizeof peak);
+    out__human_bytes(sqlite3_column_int64(st, at + 7), size, sizeof size);
+    if (sqlite3_column_type(st, at + 5) != SQLITE_NULL)
+        snprintf(ev, sizeof ev, ", event '%s'", (const char *)sqlite3_column_text(st, at + 5));
+    snprintf(b, n, "of %s: %s in use at once with its nested heaps, at %s, in heap '%s' "
+             "(id %lld, %lld deep)%s", size, peak,
+             fmt_ns(sqlite3_column_int64(st, at + 2), t, sizeof t),
+             (const char *)sqlite3_column_text(st, at + 6),
+             (long long)sqlite3_column_int64(st, at + 3),
+             (long long)sqlite3_column_int64(st, at + 4), ev);
+}
+
 static int heap_row(sqlite3_stmt *st, void *arg)
 {
     struct ctx *c = arg;
     struct out_val v[H_N];
     char arate[48], trate[48], peak_note[96], live_note[48], leak_note[48], t[32];
-    char sup_note[160];
+    char sup_note[160], hr_note[320];
     int64_t allocs = sqlite3_column_int64(st, 2), temp = sqlite3_column_int64(st, 5);
     double ar = per_s(allocs, c->runtime_ns), tr = per_s(temp, c->runtime_ns);
 
@@ -364,6 +398,10 @@ static int heap_row(sqlite3_stmt *st, void *arg)
     v[H_RUNTIME] = OV_I(c->runtime_ns);
     v[H_PEAK_RSS] = OV_I(c->peak_rss);
     v[H_DROPPED] = OV_I(c->dropped);
+    for (int i = 0; i < 6; i++)
+        v[H_HEADROOM + i] = vh_col_val(st, 18 + i);
+    headroom_note(st, 18, hr_note, sizeof hr_note);
+    v[H_HEADROOM].note = hr_note;
 
     if (!isnan(ar)) {
         snprintf(arate, sizeof arate, "%.0f/s", ar);
@@ -386,6 +424,21 @@ static int heap_row(sqlite3_stmt *st, void *arg)
     return out__row(c->out, v, NULL);
 }
 
+/* Columns 18 on of a heap row: least headroom (size - the most in use in
+ * it and its nested heaps, where it has a size), the most, when, the heap
+ * whose block made it, how deep that heap is nested, the event holding
+ * that time (event_spans), that heap's name, the size. */
+#define VH_SQL_HEADROOM                                                                      \
+    " CASE WHEN h.size > 0 THEN h.size - h.tree_peak_bytes END, h.tree_peak_bytes,"          \
+    " h.tree_peak_time, h.tree_peak_heap_id,"                                                \
+    " CASE WHEN h.tree_peak_heap_id IS NOT NULL THEN"                                     \
+    " (WITH RECURSIVE up(id, d) AS (SELECT h.tree_peak_heap_id, 0 UNION ALL"                 \
+    "    SELECT p.parent_id, up.d + 1 FROM up JOIN heaps p ON p.id = up.id"                  \
+    "    WHERE p.parent_id IS NOT NULL) SELECT max(d) FROM up) END,"                         \
+    " (SELECT e.label FROM event_spans e WHERE e.end_time >= h.tree_peak_time"               \
+    "    AND e.start_time <= h.tree_peak_time ORDER BY e.end_time LIMIT 1),"                 \
+    " (SELECT p.name FROM heaps p WHERE p.id = h.tree_peak_heap_id), h.size"
+
 static int heaps_section(struct ctx *c, const struct vh_qopts *o)
 {
     sqlite3_stmt *st = NULL;
@@ -397,7 +450,8 @@ static int heaps_section(struct ctx *c, const struct vh_qopts *o)
                         "       (SELECT coalesce(sum(bytes), 0) FROM temp.vh_suppressed v"
                         "        WHERE v.heap_id = h.id),"
                         "       (SELECT coalesce(sum(blocks), 0) FROM temp.vh_suppressed v"
-                        "        WHERE v.heap_id = h.id)"
+                        "        WHERE v.heap_id = h.id),"
+                        VH_SQL_HEADROOM
                         " FROM heaps h"
                         " WHERE " VH_HEAP_SEL("h.id", "?1")
                         " ORDER BY h.id LIMIT ?2",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyze/cmd/query.h"
+#include "analyze/cmd/top_event.h"
 #include "analyze/cmd/top_live.h"
 
 static const char usage[] =
@@ -30,10 +31,20 @@ static const char usage[] =
     "leaked bytes, summed over the heaps chosen (with several heaps, 'at peak'\n"
     "adds what the tag held at each heap's own peak). Every measure but\n"
     "max-live applies.\n"
+    "\n"    "With --by-event, one row per event the program marked as it committed\n"
+    "(marks 'event N ...', 'replay N ...', 'boot ...': what contrib/vere's\n"
+    "patch writes, e.g. 'event 27 %eyre /e/http-server/... %request'), over\n"
+    "the span from the mark before it: calls, bytes allocated, bytes still\n"
+    "live at the end, the mean lifetime of its freed blocks, the growth of the\n"
+    "home road (the outermost custom heaps' own blocks) and the most in use in\n"
+    "them and their nested heaps while it ran. Its measures (--by): bytes\n"
+    "(default), allocations, leaked, growth, lifetime (the slowest to free),\n"
+    "peak. Every heap counts; --heap does not apply.\n"
     "\n"
     "options:\n"
     "  --by MEASURE     see above\n"
     "  --by-tag         rank tags instead of stacks\n"
+    "  --by-event       rank marked events instead of stacks\n"
     "  --limit N        at most N stacks (default 10; 0 = all)\n"
     VH_HELP_HEAP
     VH_HELP_DEPTH
@@ -64,6 +75,8 @@ static const char usage[] =
     "  vheap-analyze top vheap.myprog.1234.vhcap --by bytes --format json\n"
     "  vheap-analyze top run.sqlite --by peak --heap malloc --depth 6\n"
     "  vheap-analyze top run.sqlite --by-tag --heap 'loom/*' --by bytes\n"
+    "  vheap-analyze top serf.sqlite --by-event --by growth --limit 5\n"
+    "  vheap-analyze top serf.sqlite --by-event --by lifetime\n"
     "  vheap-analyze top --live $(pidof server)\n"
     "  vheap-analyze top --live --by growth --iterations 10 vheap.server.4242.vhcap >log\n";
 
@@ -284,15 +297,23 @@ static int run(int argc, char **argv)
     struct vh_query q;
     const struct measure *m = NULL;
     struct out_col cols[VH_ROW_MAX];
-    int rc;
+    int by_event = 0, rc;
+    const struct vh_opt own[] = { VH_OPT_FLAG("--by-event", &by_event) };
 
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
         if (!strcmp(argv[i], "--live"))
             return vh_wants_help(&cmd_top, argc, argv) ? VH_EXIT_OK
                                                        : vh_top_live(&cmd_top, argc, argv);
-    if (!(rc = vh_query__parse(&q, &cmd_top, VH_QOPT_BY | VH_QOPT_BY_TAG | VH_QOPT_TEMPORARY,
-                               NULL, 0, argc, argv)) &&
-        !(rc = choose_measure(&q, &m)) &&
+    rc = vh_query__parse(&q, &cmd_top, VH_QOPT_BY | VH_QOPT_BY_TAG | VH_QOPT_TEMPORARY,
+                         VH_OPTS(own), argc, argv);
+    if (!rc && by_event) {
+        if (q.o.by_tag)
+            rc = vh_query__usage(&q, "--by-event and --by-tag: one or the other");
+        else if (!(rc = vh_query__open(&q, VH_QUERY_OUTPUT)))
+            rc = vh_top_events(&q, q.o.by, 0);
+        return vh_query__finish(&q, rc);
+    }
+    if (!rc && !(rc = choose_measure(&q, &m)) &&
         !(rc = vh_query__open(&q, VH_QUERY_OUTPUT | (q.o.by_tag ? 0 : VH_QUERY_STACKS))))
         rc = q.o.by_tag ? rank(&q, &by_tag, m, tag_col(m->col), cols)
                         : rank(&q, &by_stack, m, m->col, cols);

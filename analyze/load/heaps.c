@@ -55,6 +55,7 @@ struct heap *heaps__new(struct loader *L, uint32_t id, uint64_t time)
         return NULL;
     }
     h->id = dbid;
+    h->root = id == VH_HEAP_SYSTEM ? NULL : h;
     h->create_time = time;
     h->bucket = -1;
     h->addr_and = ~0ull;
@@ -232,6 +233,7 @@ void heaps__on_create(struct loader *L, const struct vh_event *ev)
         h->parent = p->id;
         h->has_parent = 1;
     }
+    spans__reroot(L, h, h->up);
 }
 
 /* Frees every block of the heap and of the heaps nested in it, at once:
@@ -254,6 +256,7 @@ void heaps__on_destroy(struct loader *L, const struct vh_event *ev)
         series_touch(L, h, ev->time);
         if (evstream__destroy(L, h, ev, 1))
             break;
+        spans__unroot(L, h);
         livemap__free(h->live);
         h->live = livemap__new();
         if (!h->live) {

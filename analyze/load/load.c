@@ -114,6 +114,7 @@ void load__parts_free(struct loader *L)
     evstream__free(L);
     heaps__free(L);
     stream__free(L);
+    spans__free(L);
     reach__free(&L->reach);
     owners__free(L);
 }

@@ -52,6 +52,17 @@ struct heap {
     int64_t bucket;                    /* series bucket in progress, or -1   */
     uint64_t bucket_start;             /* its first ns                       */
     struct bucket_acc acc;
+    /* The tree of nested heaps a custom heap belongs to, summed at its
+     * outermost heap (root): what an arena with nested regions (Vere's
+     * loom and its roads) has in use at once, and its most (spans.c). */
+    struct heap *root;                 /* outermost custom heap; NULL for the
+                                          system heap and destroyed heaps  */
+    uint64_t live_usable;              /* this heap's own blocks            */
+    uint64_t tree_live, tree_peak, tree_peak_time;  /* root only: usable bytes
+                                          of the whole tree now, at most,
+                                          when                              */
+    uint32_t tree_peak_heap;           /* whose block made that most       */
+    int has_tree_peak;
 };
 
 /* Counters of one (heap, stack, tag). peak_* hold the values at the heap's
@@ -209,6 +220,27 @@ struct ld_timeline {
     sqlite3_stmt *ins_rss, *ins_mark, *ins_tag;
 };
 
+/* What an event (a mark "event N ...", "replay N ..." or "boot ...")
+ * did: its span runs from the mark before it, of any kind, to its own. */
+struct span {
+    uint64_t start, end;               /* ns; end: the event's mark         */
+    char *label;
+    uint64_t allocations, bytes, frees, bytes_freed;
+    double lifetime_ns;                /* of its blocks gone, summed        */
+    uint64_t home_start, home_end;     /* outermost heaps' own usable bytes */
+    uint64_t in_use_peak, in_use_end;  /* all trees' usable bytes: most, and
+                                          at its mark                       */
+};
+
+/* spans.c: the events' spans; `open` collects until a mark closes it. */
+struct ld_spans {
+    struct span *spans;                /* closed, in time order             */
+    size_t n, cap;
+    struct span open;
+    uint64_t home_live, in_use;        /* now: outermost heaps' own usable
+                                          bytes, and every tree's          */
+};
+
 /* stream.c: where settle() looks ahead. */
 struct ld_feed {
     struct feeder *feed;               /* the reader: the                    */
@@ -230,6 +262,7 @@ struct loader {
     struct ld_stacks sk;
     struct ld_timeline tl;
     struct ld_feed fd;
+    struct ld_spans sp;
     struct reach reach;                /* the scan at exit (load/reach.h)   */
     struct ld_owners ow;               /* ownership snapshots (owners.h)    */
     int failed;                        /* -errno of the first failure        */
@@ -326,12 +359,67 @@ static inline struct vh_weight block_weight(const struct loader *L, uint64_t siz
     return vh_weigh(size, L->lv.rate, serial);
 }
 
+/* ---- spans.c: events and the trees of nested heaps ---------------------- */
+
+/* The closed span holding time t (its start < t <= end), or NULL. */
+struct span *spans__find(struct loader *L, uint64_t t);
+
+/* Usable bytes `u` (count n, `bytes` requested) join heap h at `time`: its
+ * tree's total, its peak, and the open event's. */
+static inline void tree_add(struct loader *L, struct heap *h, uint64_t u, uint64_t n,
+                            uint64_t bytes, uint64_t time)
+{
+    struct heap *r = h->root;
+
+    L->sp.open.allocations += n;
+    L->sp.open.bytes += bytes;
+    h->live_usable += u;
+    if (!r)
+        return;
+    if (r == h)
+        L->sp.home_live += u;
+    r->tree_live += u;
+    L->sp.in_use += u;
+    if (L->sp.in_use > L->sp.open.in_use_peak)
+        L->sp.open.in_use_peak = L->sp.in_use;
+    if (r->tree_live > r->tree_peak || !r->has_tree_peak) {
+        r->has_tree_peak = 1;
+        r->tree_peak = r->tree_live;
+        r->tree_peak_time = time;
+        r->tree_peak_heap = h->id;
+    }
+}
+
+/* Usable bytes `u` of block b (count n, `bytes` requested) leave heap h at
+ * `time`: the tree's total, and the event that allocated it. */
+static inline void tree_sub(struct loader *L, struct heap *h, const struct vh_live_block *b,
+                            uint64_t u, uint64_t n, uint64_t bytes, uint64_t time)
+{
+    struct heap *r = h->root;
+    struct span *s = b->time >= L->sp.open.start ? &L->sp.open
+                     : __builtin_expect(L->sp.n != 0, 0) ? spans__find(L, b->time) : NULL;
+
+    if (s) {
+        s->frees += n;
+        s->bytes_freed += bytes;
+        s->lifetime_ns += (double)(time - b->time) * (double)n;
+    }
+    h->live_usable -= u;
+    if (!r)
+        return;
+    if (r == h)
+        L->sp.home_live -= u;
+    r->tree_live -= u;
+    L->sp.in_use -= u;
+}
+
 /* A live block leaves heap h (free, realloc, implicit free, destroy). */
 static inline void block_gone(struct loader *L, struct heap *h, const struct vh_live_block *b,
                               uint64_t time)
 {
     struct agg *a = &L->lv.aggs[b->agg];
     struct vh_weight w = block_weight(L, b->size, b->serial);
+    tree_sub(L, h, b, w.bytes + b->slack * w.count, w.count, w.bytes, time);
     agg_sync(a, h);
     a->live_bytes -= w.bytes;
     a->live_blocks -= w.count;
@@ -374,6 +462,14 @@ void heaps__on_destroy(struct loader *L, const struct vh_event *ev);
 void heaps__on_region(struct loader *L, const struct vh_event *ev);
 void heaps__end_regions(struct loader *L);     /* rows of the regions left */
 void heaps__free(struct loader *L);
+
+/* spans.c: a mark that may close an event's span; the table; free. */
+void spans__on_mark(struct loader *L, uint64_t time, const char *label);
+void spans__write(struct loader *L);
+void spans__free(struct loader *L);
+/* A heap's tree: h nested in `parent` (NULL: outermost), or destroyed. */
+void spans__reroot(struct loader *L, struct heap *h, struct heap *parent);
+void spans__unroot(struct loader *L, struct heap *h);
 
 /* stacks.c: modules, frames, stacks, the call tree. */
 int stacks__init(struct loader *L);

@@ -163,6 +163,7 @@ static inline void block_new(struct loader *L, struct heap *h, struct thread *t,
     b->agg = ai;
     b->tid = t->tid;
     w = block_weight(L, r->size, b->serial);
+    tree_add(L, h, w.bytes + r->slack * w.count, w.count, w.bytes, time);
 
     agg_sync(a, h);
     if (__builtin_expect(!a->allocations, 0))

@@ -260,8 +260,9 @@ static void write_heaps(struct loader *L)
     sqlite3_stmt *st = loader__prep(L, "INSERT INTO heaps(id, name, parent_id, base, size, create_time, "
                                "destroy_time, allocations, failed, frees, temporary, "
                                "bytes_allocated, peak_bytes, peak_blocks, peak_time, live_bytes, "
-                               "live_blocks, leaked_bytes, leaked_blocks, unknown_frees) "
-                               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                               "live_blocks, leaked_bytes, leaked_blocks, unknown_frees, "
+                               "tree_peak_bytes, tree_peak_time, tree_peak_heap_id) "
+                               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!st)
         return;
     for (size_t id = 0; id < L->hp.nbyid && !L->failed; id++) {
@@ -297,6 +298,9 @@ static void write_heaps(struct loader *L)
         sqlite3_bind_int64(st, 18, h->destroyed ? 0 : (sqlite3_int64)h->live_bytes);
         sqlite3_bind_int64(st, 19, h->destroyed ? 0 : (sqlite3_int64)h->live_blocks);
         sqlite3_bind_int64(st, 20, (sqlite3_int64)h->unknown_frees);
+        loader__bind_int_if(st, 21, h->has_tree_peak, h->tree_peak);
+        loader__bind_int_if(st, 22, h->has_tree_peak, h->tree_peak_time);
+        loader__bind_int_if(st, 23, h->has_tree_peak, h->tree_peak_heap);
         loader__run(L, st);
     }
     sqlite3_finalize(st);
@@ -489,6 +493,7 @@ void tables__write(struct loader *L, const struct capture_stamp *cs, const char 
     heaps__end_regions(L);             /* still there at the end */
     write_heaps(L);
     owners__write(L);
+    spans__write(L);
     write_threads_modules(L);
     write_process(L);
     write_meta(L, cs, damage, damage_count);

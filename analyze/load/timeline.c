@@ -20,6 +20,7 @@ static void on_label(struct loader *L, const struct vh_event *ev, int is_tag)
     } else {
         sqlite3_bind_int64(st, 2, ev->tid);
         sqlite3_bind_text(st, 3, label, -1, SQLITE_TRANSIENT);
+        spans__on_mark(L, ev->time, label);
     }
     loader__run(L, st);
     free(label);

@@ -843,6 +843,19 @@ static int heaps_json(sqlite3 *db, const struct vh_rkeys *k, struct vh_xout *o, 
                         " GROUP BY 1 ORDER BY 1 DESC",
                         o, err, errlen)))
         return rc;
+    /* The least headroom of each outermost custom heap with a size (Vere's
+     * loom and its roads): [name, size, most in use, when, the heap that
+     * reached it, the event then] (heaps.tree_peak_*, event_spans). */
+    vh_xout__puts(o, ",\"headroom\":");
+    if ((rc = rows_json(db,
+                        "SELECT h.name, h.size, h.tree_peak_bytes, h.tree_peak_time,"
+                        " (SELECT p.name || ' ' || p.id FROM heaps p WHERE p.id = h.tree_peak_heap_id),"
+                        " (SELECT e.label FROM event_spans e WHERE e.end_time >= h.tree_peak_time"
+                        "  AND e.start_time <= h.tree_peak_time ORDER BY e.end_time LIMIT 1)"
+                        " FROM heaps h WHERE h.tree_peak_bytes IS NOT NULL AND h.size > 0"
+                        " ORDER BY h.id LIMIT 20",
+                        o, err, errlen)))
+        return rc;
     vh_xout__puts(o, ",\"heaps_total\":");
     vh_xout__printf(o, "%" PRId64, one_int(db, "SELECT count(*) FROM heaps", 0));
     vh_xout__puts(o, ",\"tags\":");

@@ -895,6 +895,16 @@
     });
     $('summary').appendChild(d);
   }
+  /* The least headroom of a loom-like heap: its size less the most its
+   * roads and it held at once (summary --heap NAME says the same). */
+  function drawHeadroom() {
+    (R.headroom || []).forEach(function (r) {
+      $('summary').appendChild(el('p', { 'class': 'headroom', 'data-note': 'headroom' },
+        'Least headroom of ' + r[0] + ': ' + hb(r[1] - r[2]) + ' of ' + hb(r[1]) + ' (' + hb(r[2]) +
+        ' in use at once with its nested heaps) at ' + hs(r[3]) + ', in ' + (r[4] || '?') +
+        (r[5] ? ', ' + r[5] : '') + '.'));
+    });
+  }
   function drawHead() {
     var p = R.process[0] || [], h = $('head'), exe = p[1] || '?';
     var argv = (p[2] || []).join(' ');
@@ -910,6 +920,7 @@
     });
     $('summary').appendChild(cards);
     drawReach();
+    drawHeadroom();
     if (p[12]) $('summary').appendChild(el('p', { 'class': 'grew' }, 'The capture is damaged: ' + p[12]));
     if (p[13]) $('summary').appendChild(el('p', { 'class': 'grew', 'data-note': 'sampled' },
       'Sampled every ' + hb(p[13]) + ' allocated, on average: every number is an estimate.'));

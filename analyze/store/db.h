@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sqlite3.h>
 
-#define VH_SCHEMA_VERSION 8
+#define VH_SCHEMA_VERSION 9
 #define VH_DB_SUFFIX ".sqlite"        /* default DB = capture path + this    */
 
 /* ---- schema.c: schema/vheap.sql, embedded ------------------------------ */

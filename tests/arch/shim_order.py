@@ -35,7 +35,8 @@ ORDER = [
 UP = {
     ("lifecycle", "api"):
         "fork handlers and a restart of recording carry the custom heaps "
-        "(vh_api_fork_*, vh_api_resume, vh_api_mark)",
+        "(vh_api_fork_*, vh_api_resume, vh_api_mark); a thread's exit "
+        "unmaps its deep tag levels (vh_api_thread_end)",
     ("lifecycle", "hooks_cxx"):
         "init counts the objects loaded at startup for the C++ hooks' pins "
         "(vh_cxx_startup)",

@@ -240,18 +240,15 @@ static struct { const char *label; uint64_t allocs; } labels[MAX_LABELS];
 static uint32_t nlabels;
 #define TAGSTK_MAX 512
 static const char *tagstk[TAGSTK_MAX];
-static int tag_known_lo = VHEAP_TAG_OUTER;  /* vheap.h: levels kept deep down */
 static int tagdepth;                        /* main thread only              */
 static uint64_t tag_pushes, overflow_allocs;
 
+/* vheap.h: every level keeps its tag this shallow (far below
+ * VHEAP_TAG_OUTER + the levels vheap maps for a deep thread) */
 static void tag_model_pop(void)
 {
     if (tagdepth > 0)
         tagdepth--;
-    if (tagdepth <= VHEAP_TAG_OUTER)
-        tag_known_lo = VHEAP_TAG_OUTER;
-    else if (tagdepth - 1 < tag_known_lo)
-        tag_known_lo = tagdepth;            /* that level lost its tag        */
 }
 
 static void tag_push(const char *label)
@@ -260,10 +257,6 @@ static void tag_push(const char *label)
     vheap_tag_push(label);
     if (tagdepth < TAGSTK_MAX)
         tagstk[tagdepth] = label;
-    /* the levels vheap.h says keep their tags: the ring of the innermost
-     * VHEAP_TAG_INNER overwrites the slot of the level that far below */
-    if (tagdepth >= tag_known_lo + VHEAP_TAG_INNER)
-        tag_known_lo = tagdepth - VHEAP_TAG_INNER + 1;
     tagdepth++;
     tag_pushes++;
     crit_end();
@@ -298,10 +291,10 @@ static void count_tagged_alloc(void)
     uint32_t i;
     if (!tagdepth)
         l = "(none)";
-    else if (tagdepth - 1 < VHEAP_TAG_OUTER || tagdepth - 1 >= tag_known_lo)
+    else if (tagdepth <= TAGSTK_MAX)
         l = tagstk[tagdepth - 1];
-    else {                                  /* a lost level: the outer tag   */
-        l = tagstk[VHEAP_TAG_OUTER - 1];
+    else {                                  /* deeper than this model keeps  */
+        l = "(deeper)";
         overflow_allocs++;
     }
     for (i = 0; i < nlabels; i++)
@@ -2305,8 +2298,8 @@ int main(int argc, char **argv)
     }
 
     /* nesting as deep as Vere's jets: 300 levels, the innermost keeps its
-     * tag; popped back to 50, that level's tag was not kept (vheap.h:
-     * VHEAP_TAG_OUTER) and the allocation carries the 32nd level's */
+     * tag; popped back to 50, so does that level (before vheap kept every
+     * level, it carried the 32nd level's tag, deep.31) */
     for (int i = 0; i < 300; i++) {
         snprintf(deep[i], sizeof deep[i], "deep.%d", i);
         tag_push(deep[i]);

@@ -282,9 +282,10 @@ restored=$(N=restore q "SELECT sum(s.allocations) FROM stack_stats s JOIN stack_
 exact restore
 # and none of the allocator's own chunks (directory, free-page entries,
 # chunk-page headers, listed by the driver once booted) is a live block of
-# vheap's at that point (the first mark)
+# vheap's at that point (the driver's first event mark: the patch's own
+# "loom resync" comes earlier, before u3m_boot's tail made the chunks listed)
 sed -n 's/^drive meta //p' "$WORK/restore.out" | sort -u >"$WORK/meta"
-awk '$3 == "mark" { for (a in L) print a; exit }
+awk '$3 == "mark" && $4 == "label=event" { for (a in L) print a; exit }
      ($3 == "alloc" || $3 == "free") && $4 == "heap=1" {
          for (i = 5; i <= NF; i++) if ($i ~ /^addr=/) a = substr($i, 6)
          if ($3 == "alloc") L[a] = 1; else delete L[a]

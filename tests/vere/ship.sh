@@ -13,7 +13,10 @@
 # owners sum to grab's total marked, exactly; frag's "compaction would
 # reclaim" at the pack mark (the loom's paged geometry) with the heap's
 # shrink by u3m_reclaim before it within 5 % of "pack: gained"; every command of
-# docs/vere.md runs. Exit 77 only when the shared folder is absent.
+# docs/vere.md runs; each event marked once with its vane up to the event
+# log's last, the least headroom equal to the roads' sum at its instant, the
+# boot's jet tags (ship-events.sh). Exit 77 only when the shared folder is
+# absent.
 #
 # Left out, for CI's time (2 cores): a whole boot recorded in full (tens of
 # GB, ~8 M loom allocations a second while the compiler compiles) and a
@@ -252,6 +255,9 @@ log "meld: gained $(vere_bytes meld-vheap 'meld: gained') B"
 
 # ---- docs/vere.md, section 3 and 4, on the restarted serf ---------------------
 . "$TOP/tests/vere/ship-docs.sh"
+
+# ---- events, headroom, jets (issue 26) -----------------------------------------
+. "$TOP/tests/vere/ship-events.sh"
 
 [ "$fails" = 0 ] || { log "$fails checks failed"; exit 1; }
 log "ok"

@@ -857,6 +857,28 @@ static void test_known_cut(void **state)
     assert_true(leaf_fold[3] == vh_hash_fold(leaf_frames[2], 5));
 }
 
+/* A walk cut at the count asked for, deep in a recursion, is known at
+ * every depth once known at one with the same frames (its words relative
+ * to its start), through frames whose CFA is rbp-based (the rbps it
+ * compares are relative too) and frames with a meaningless rbp: 40
+ * depths, each walked by check_walk, whose first walk at a new depth
+ * (a start never seen) is known once the layout repeats; every known walk
+ * has the reference's count and fold (check_walk). Only the two walks
+ * that repeat a start would be known by the start alone. */
+static void test_known_deep(void **state)
+{
+    (void)state;
+    known_start();
+    known_cut = 0;
+    /* 0x3: the VLA frames (sized by depth & 7, so the layout repeats
+     * every 8 depths at most) and the junk-rbp frames */
+    for (int d = 30; d < 70; d++)
+        recurse(d, 0x3u, 20);
+    walk_known = NULL;
+    assert_true(known_cut == known_hits);
+    assert_true(known_hits > 40 * 3 - 10);   /* by the start alone: 80 */
+}
+
 /* A known walk's word is handed over as 0 and taken back only while it is
  * of the caller's era; a walk whose checks the ring wrote over since, or
  * of another module generation, is walked again. */
@@ -919,6 +941,7 @@ int main(void)
         cmocka_unit_test(test_known_ways),
         cmocka_unit_test(test_known_cut),
         cmocka_unit_test(test_known_tag),
+        cmocka_unit_test(test_known_deep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

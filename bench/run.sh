@@ -355,6 +355,14 @@ done
 say "(malloc_mt counts its own malloc+calloc (+realloc) / free calls; libc adds a few."
 say " heaptrack writes every realloc as - and +; vheap a moving one as free + alloc and"
 say " an in-place one as one resize. \"dropped\" is vheap's count of events it lost.)"
+# Bytes of capture an event (every record, stacks and modules included,
+# over the allocation, free, resize and move records), last repetition.
+say "Capture bytes an event (target <= 6):"
+for w in $wls; do
+    awk -v w="$w" -v r="$reps" '$1 == w && $2 == r { n += $3 + $4 + $5 + $6; b += $11 }
+        END { if (n) printf "  %-12s %6.2f B/event %s (%d events, %.1f MB)\n", w, b / n,
+                            b / n <= 6 ? "ok" : "OVER", n, b / 1e6 }' vhstat
+done
 
 # ---- deep recursion (bench/recurse.c) --------------------------------------------
 # The shape of Vere's nock interpreter (descents hundreds of frames deep,

@@ -14,6 +14,8 @@
 #   SHIM=build/libvheap.so             the shim of the recorded run
 #   VHEAP_VERE_SHARED=../shared/vere   (netns.sh, brass.pill)
 #   SHIP_ENV="VHEAP_SAMPLE=512KiB"     more environment for the recorded run
+#   SHIP_UNTIL=compiled                or parsed: stop at "ride: compiling"
+#                                      (the parse phase only)
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +29,10 @@ for f in "$PLAIN" "$VH" "$SHIM" "$B/bench/capstat"; do
     [ -x "$f" ] || [ -f "$f" ] || { echo "ship_phases: $f missing (make bench builds capstat)" >&2; exit 77; }
 done
 reps=${SHIP_REPS:-1}
+case ${SHIP_UNTIL:-compiled} in
+compiled) until='ride: compiled' ;; parsed) until='ride: compiling' ;;
+*) echo "ship_phases: SHIP_UNTIL is compiled or parsed" >&2; exit 2 ;;
+esac
 W=$(mktemp -d "${TMPDIR:-/var/tmp}/ship-phases.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 
@@ -49,7 +55,7 @@ stamp_lines() {
     while IFS= read -r line; do
         printf '%s %s %s\n' "$(( ($(date +%s%N) - t0) / 1000000 ))" "$(cpu_ms "$2")" \
             "${line%$'\r'}" >>"$1"
-        case $line in *"ride: compiled"*) return 0 ;; esac
+        case $line in *"$until"*) return 0 ;; esac
     done
     return 1
 }

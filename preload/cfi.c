@@ -1075,6 +1075,7 @@ struct vh_known {
     struct known e[KNOWN_SETS][KNOWN_WAYS];
     uint64_t pos;                  /* checks ever reserved: the ring's head */
     uint64_t quarter;              /* the quarter (of all ever) it is in   */
+    uint64_t last_ip, last_sp;     /* the start of the last walk listed   */
     uint64_t rel_first;            /* the last walk found was a `rel` one:
                                       the next is looked for so first (a
                                       recursion's walks are, and by their
@@ -1252,9 +1253,16 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
     uint32_t have = M->e - M->s, c = 0;
     if (have > MEMO)
         return NULL;
-    /* A cut walk is listed relative to its start (rel_find). */
-    uint64_t base = cut ? of[0].sp : 0, top = of[0].sp;
-    uint64_t key = cut ? rel_key(of[0].ip) : start_key(of[0].ip, of[0].sp);
+    /* A cut walk from the ip the last walk listed started at, at another
+     * sp (a recursion, a level further in or out), is listed relative to
+     * its start (rel_find); any other by its start, as before: keyed by
+     * the ip alone, the walks of one call site reached along many paths
+     * (Vere's allocator, under every jet) would share four ways. */
+    int rel = cut && of[0].ip == K->last_ip && of[0].sp != K->last_sp;
+    K->last_ip = of[0].ip;
+    K->last_sp = of[0].sp;
+    uint64_t base = rel ? of[0].sp : 0, top = of[0].sp;
+    uint64_t key = rel ? rel_key(of[0].ip) : start_key(of[0].ip, of[0].sp);
     uint32_t s = set_of(key);
     struct kset *S = &K->set[s];
     unsigned w = 0;
@@ -1281,7 +1289,7 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
              * with (the start's, compared) and the memo's own copies. */
             if (at || src) {
                 uint64_t a = (uint64_t)(at ? at : src), v = of[k + 1].rbp;
-                if (!cut) {
+                if (!rel) {
                     chk[c++] = (struct check){ (const uint64_t *)a, v };
                 } else if (v - lo >= hi - lo) {
                     goto fail;     /* not a frame pointer: not relative */
@@ -1297,9 +1305,9 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
     }
     uint64_t x = of[have - 1].nsp, fold = of[0].fold;
     unsigned how = (unsigned)x & 7;
+    if (rel && of[0].live && of[0].rbp - lo >= hi - lo)
+        goto fail;
     if (cut) {
-        if (of[0].live && of[0].rbp - lo >= hi - lo)
-            goto fail;
         fold = VH_HASH_SEED;       /* a cut window's folds were not kept */
         for (uint32_t k = have; k > 0; k--)
             fold = vh_hash_step(fold, of[k - 1].ip);
@@ -1311,11 +1319,11 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
     memmove(&chk[c], relv, nv * sizeof relv[0]);
     c += nv;
     K->pos -= 2 * have - c;        /* the room not taken */
-    *E = (struct known){ .ip = of[0].ip, .sp = cut ? top - base : of[0].sp,
+    *E = (struct known){ .ip = of[0].ip, .sp = rel ? top - base : of[0].sp,
                          .rbp = of[0].rbp - base, .live = of[0].live,
                          .fold = fold, .at = first, .nchk = c,
                          .frames = (uint16_t)have, .gen = (uint16_t)gen, .cut = (uint8_t)cut,
-                         .rel = (uint8_t)cut, .nrelv = (uint8_t)nv };
+                         .rel = (uint8_t)rel, .nrelv = (uint8_t)nv };
     S->used[w] = ++S->tick;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     S->key[w] = key;

@@ -459,8 +459,12 @@ static struct memo saved_memo;
  * walk's frames are not written: its count and fold must be the
  * reference's. */
 #define CHECK_WALKS 4
+static int deep_check(uint32_t want);
+static int deep_mode;              /* check_walk is deep_check's */
 static __attribute__((noinline)) int check_walk(uint32_t want)
 {
+    if (deep_mode)
+        return deep_check(want);
     const int ref = CHECK_WALKS - 1;
     uint64_t buf[CHECK_WALKS][MEMO_WANT], fold[CHECK_WALKS];
     int n[CHECK_WALKS], known[CHECK_WALKS];
@@ -860,23 +864,57 @@ static void test_known_cut(void **state)
 /* A walk cut at the count asked for, deep in a recursion, is known at
  * every depth once known at one with the same frames (its words relative
  * to its start), through frames whose CFA is rbp-based (the rbps it
- * compares are relative too) and frames with a meaningless rbp: 40
- * depths, each walked by check_walk, whose first walk at a new depth
- * (a start never seen) is known once the layout repeats; every known walk
- * has the reference's count and fold (check_walk). Only the two walks
- * that repeat a start would be known by the start alone. */
+ * compares are relative too) and frames with a meaningless rbp. One walk a
+ * depth, 40 depths in a row as a recursion's allocations come: by the
+ * start alone none would be known (each depth is a new start); each known
+ * walk has the count and fold of the walk from nothing, taken after it
+ * with the known walks and the memo put back. */
+static struct vh_known saved_known;
+static unsigned deep_walks;
+static __attribute__((noinline)) int deep_check(uint32_t want)
+{
+    uint64_t buf[2][MEMO_WANT];
+    int n[2], known[2];
+    uint64_t fold[2];
+    for (volatile int k = 0; k < 2; k++) {
+        if (k == 1) {
+            saved_memo = TW->memo;
+            saved_known = TW->known;
+            memo_clear();
+            walk_known = NULL;
+        }
+        n[k] = walk_here(buf[k], want);
+        fold[k] = last_fold;
+        known[k] = last_known;
+    }
+    TW->memo = saved_memo;
+    TW->known = saved_known;
+    walk_known = &TW->known;
+    assert_int_equal(n[0], n[1]);
+    assert_int_equal(n[1], (int)want);
+    uint64_t frames_fold = vh_hash_fold(buf[1], (uint32_t)n[1]);
+    if (known[0])
+        assert_true(fold[0] == frames_fold);
+    else
+        assert_memory_equal(buf[0], buf[1], (size_t)n[1] * sizeof buf[0][0]);
+    deep_walks++;
+    return n[1];
+}
+
 static void test_known_deep(void **state)
 {
     (void)state;
     known_start();
-    known_cut = 0;
+    deep_mode = 1;
+    deep_walks = 0;
     /* 0x3: the VLA frames (sized by depth & 7, so the layout repeats
      * every 8 depths at most) and the junk-rbp frames */
     for (int d = 30; d < 70; d++)
         recurse(d, 0x3u, 20);
+    deep_mode = 0;
     walk_known = NULL;
-    assert_true(known_cut == known_hits);
-    assert_true(known_hits > 40 * 3 - 10);   /* by the start alone: 80 */
+    assert_int_equal(deep_walks, 40);
+    assert_true(known_hits > 40 - 10);
 }
 
 /* A known walk's word is handed over as 0 and taken back only while it is

@@ -82,7 +82,9 @@ boot() {
 phases() {
     awk -v k="$2" '/ride: parsing/ && !p { p = $k } /ride: compiling/ && !c { c = $k }
          /ride: compiled/ && !d { d = $k }
-         END { printf "%.1f %.1f %.1f\n", (c - p) / 1000, (d - c) / 1000, d / 1000 }' "$W/$1.t"
+         END { if (!d) { d = c; x = "-" }
+               printf "%.1f %s %.1f\n", (c - p) / 1000, x == "-" ? x : sprintf("%.1f", (d - c) / 1000),
+                      d / 1000 }' "$W/$1.t"
 }
 
 printf '%-4s %-6s %-5s %8s %9s %8s %12s %10s\n' rep run clock parse compile total records B/record
@@ -107,13 +109,13 @@ for r in $(seq 1 "$reps"); do
     rm -f "$W"/*.vhcap
 done
 for clk in wall cpu; do
-    awk -v clk="$clk" '$3 != clk { next }
+    awk -v clk="$clk" -v upto="$until" '$3 != clk { next }
      $2 == "plain" { p[$1] = $4; c[$1] = $5; t[$1] = $6 }
-     $2 == "vheap" && ($1 in p) && p[$1] > 0 && c[$1] > 0 && t[$1] > 0 {
-         rp[++n] = $4 / p[$1]; rc[n] = $5 / c[$1]; rt[n] = $6 / t[$1] }
+     $2 == "vheap" && ($1 in p) && p[$1] > 0 && t[$1] > 0 {
+         rp[++n] = $4 / p[$1]; rc[n] = c[$1] > 0 ? $5 / c[$1] : 0; rt[n] = $6 / t[$1] }
      function med(a, n,   i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
          return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
      END { if (!n) exit 1
-           printf "vheap / plain, %s (median of %d pairs): parse %.2fx (target <= 2.5), compile %.2fx, start to end of compile %.2fx (target <= 2)\n",
-                  clk, n, med(rp, n), med(rc, n), med(rt, n) }' "$W/rows"
+           printf "vheap / plain, %s (median of %d pairs): parse %.2fx (target <= 2.5), compile %.2fx, start to \"%s\" %.2fx (target <= 2)\n",
+                  clk, n, med(rp, n), med(rc, n), upto, med(rt, n) }' "$W/rows"
 done

@@ -1247,7 +1247,7 @@ static VH_NOINLINE uint64_t *rel_find(struct vh_known *K, uint64_t ip, uint64_t 
  * `cut` at the count it was asked for (deep recursion: most of Vere's
  * walks), where what comes after its last frame does not matter. */
 static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t gen, int cut,
-                            uint64_t lo, uint64_t hi)
+                            uint64_t lo, uint64_t hi, uint64_t *rec_fold)
 {
     const struct mframe *of = &M->f[M->s];
     uint32_t have = M->e - M->s, c = 0;
@@ -1308,9 +1308,17 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
     if (rel && of[0].live && of[0].rbp - lo >= hi - lo)
         goto fail;
     if (cut) {
-        fold = VH_HASH_SEED;       /* a cut window's folds were not kept */
-        for (uint32_t k = have; k > 0; k--)
+        /* A cut window's folds were not kept. The record keeps one frame
+         * fewer (the last one only says the walk was cut): that fold too,
+         * beside (two independent chains), so stacks.c need not fold the
+         * frames again. */
+        uint64_t less = VH_HASH_SEED;
+        fold = vh_hash_step(VH_HASH_SEED, of[have - 1].ip);
+        for (uint32_t k = have - 1; k > 0; k--) {
             fold = vh_hash_step(fold, of[k - 1].ip);
+            less = vh_hash_step(less, of[k - 1].ip);
+        }
+        *rec_fold = less;
     } else if (how == H_ZERO) {
         chk[c++] = (struct check){ (const uint64_t *)(x & ~(uint64_t)7) - 1, 0 };
     } else if (how != H_END && how != H_GARBAGE) {
@@ -1492,6 +1500,6 @@ done:
     /* A walk that ended by itself is the memo's window, all of it; a cut
      * one is when the window is as long. */
     if (*fold || (n == want && M->e - M->s == n))
-        *tag = known_make(K, M, gen, n == want, lo, hi);
+        *tag = known_make(K, M, gen, n == want, lo, hi, fold);
     return (int)n;
 }

@@ -445,7 +445,7 @@ static void memo_clear(void)
  * frames and the same fold as a walk from an empty memo, and that fold is
  * the one stacks.c computes from the frames alone (vh_hash_fold). */
 #define MEMO_WANT 100
-static int memo_walks, memo_folded;
+static int memo_walks, memo_folded, memo_cut_folded;
 static unsigned known_cut;         /* known walks cut at the count asked */
 
 /* The memo as the walks left it, while a reference walk runs. */
@@ -498,8 +498,11 @@ static __attribute__((noinline)) int check_walk(uint32_t want)
         assert_true(fold[ref] != 0);
         assert_true(fold[ref] == vh_hash_fold(buf[ref], (uint32_t)n[ref]));
         memo_folded++;
-    } else if ((uint32_t)n[ref] == want) {
-        assert_true(fold[ref] == 0);   /* truncated: stacks.c folds */
+    } else if ((uint32_t)n[ref] == want && fold[ref]) {
+        /* cut: the fold of the frames the record keeps (one fewer), or
+         * 0 where the walk was not listed (stacks.c folds them) */
+        assert_true(fold[ref] == vh_hash_fold(buf[ref], want - 1));
+        memo_cut_folded++;
     }
     memo_walks++;
     return n[ref];
@@ -569,7 +572,7 @@ static void reuse_patterns(void)
 {
     static const uint32_t wants[] = { MEMO_WANT, 65, 20 };
     assert_int_equal(vh_cfi_init(), 0);
-    memo_walks = memo_folded = 0;
+    memo_walks = memo_folded = memo_cut_folded = 0;
     for (unsigned w = 0; w < sizeof wants / sizeof wants[0]; w++) {
         memo_clear();
         for (int d = 0; d < 90; d += 1 + d / 30)
@@ -581,6 +584,7 @@ static void reuse_patterns(void)
     }
     assert_true(memo_walks > 100);
     assert_true(memo_folded > 50);
+    assert_true(memo_cut_folded > 10);
 }
 
 static void test_memo_reuse(void **state)

@@ -95,18 +95,18 @@ for r in $(seq 1 "$reps"); do
         printf '%-4s %-6s %-5s %8s %9s %8s\n' "$r" plain "$([ $k = 1 ] && echo wall || echo cpu)" \
             "$1" "$2" "$3" | tee -a "$W/rows"
     done
-    rm -f "$W"/*.vhcap
+    rm -f "$W"/*.vhcap*
     boot vheap env VHEAP_OUT="$W/boot.%p.vhcap" VHEAP_QUIET=1 ${SHIP_ENV:-} \
         LD_PRELOAD="$SHIM" "$VH"
     # the records of every process's capture and the bytes they take
-    st=$(for c in "$W"/boot.*.vhcap; do "$B/bench/capstat" "$c"; done |
+    st=$(for c in "$W"/boot.*.vhcap "$W"/boot.*.vhcap.[0-9]*; do [ -f "$c" ] && "$B/bench/capstat" "$c"; done |
          awk '{ n += $1 + $2 + $3 + $4; b += $9 } END { printf "%d %.2f", n, n ? b / n : 0 }')
     for k in 1 2; do
         set -- $(phases vheap $k)
         printf '%-4s %-6s %-5s %8s %9s %8s %12s %10s\n' "$r" vheap \
             "$([ $k = 1 ] && echo wall || echo cpu)" "$1" "$2" "$3" $st | tee -a "$W/rows"
     done
-    rm -f "$W"/*.vhcap
+    rm -f "$W"/*.vhcap*
 done
 for clk in wall cpu; do
     awk -v clk="$clk" -v upto="$until" '$3 != clk { next }

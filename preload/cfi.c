@@ -1253,12 +1253,17 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
     uint32_t have = M->e - M->s, c = 0;
     if (have > MEMO)
         return NULL;
-    /* A cut walk from the ip the last walk listed started at, at another
-     * sp (a recursion, a level further in or out), is listed relative to
-     * its start (rel_find); any other by its start, as before: keyed by
-     * the ip alone, the walks of one call site reached along many paths
-     * (Vere's allocator, under every jet) would share four ways. */
-    int rel = cut && of[0].ip == K->last_ip && of[0].sp != K->last_sp;
+    /* A cut walk from the ip the last walk listed started at, further in
+     * and through that walk's start frame (a recursion: the frame that
+     * made the last allocation is this one's caller's caller...), is
+     * listed relative to its start (rel_find); any other by its start, as
+     * before. Keyed by the ip alone, the walks of one call site reached
+     * along many paths (Vere's allocator under every jet) shared four
+     * ways: the ship's parse phase took a fifth more CPU. */
+    int rel = 0;
+    if (cut && of[0].ip == K->last_ip && of[0].sp < K->last_sp)
+        for (uint32_t k = 1; k < have && !rel; k++)
+            rel = of[k].sp == K->last_sp;
     K->last_ip = of[0].ip;
     K->last_sp = of[0].sp;
     uint64_t base = rel ? of[0].sp : 0, top = of[0].sp;
@@ -1371,11 +1376,15 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         return -1;                 /* another stack (vh_cfi_walk_on's), or no
                                       walk state: libunwind's */
     struct vh_known *K = &W->known;
+    /* Relative walks are looked for only where one can be: first after
+     * one was found, else at the ip of the walk listed last, further in. */
     uint64_t rel_first = K->rel_first;
     if ((rel_first && (*tag = rel_find(K, ip, sp, rbp, hi, gen, want, era))) ||
         (*tag = known_find(K, ip, sp, rbp, gen, want, era)) ||
-        (!rel_first && (*tag = rel_find(K, ip, sp, rbp, hi, gen, want, era))))
+        (!rel_first && ip == K->last_ip && sp < K->last_sp &&
+         (*tag = rel_find(K, ip, sp, rbp, hi, gen, want, era))))
         return VH_WALK_KNOWN;
+    K->rel_first = 0;
     struct mframe *fresh = W->fresh;
     struct memo *M = &W->memo;
     struct mframe *of = &M->f[M->s];

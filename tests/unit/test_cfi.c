@@ -459,12 +459,8 @@ static struct memo saved_memo;
  * walk's frames are not written: its count and fold must be the
  * reference's. */
 #define CHECK_WALKS 4
-static int deep_check(uint32_t want);
-static int deep_mode;              /* check_walk is deep_check's */
 static __attribute__((noinline)) int check_walk(uint32_t want)
 {
-    if (deep_mode)
-        return deep_check(want);
     const int ref = CHECK_WALKS - 1;
     uint64_t buf[CHECK_WALKS][MEMO_WANT], fold[CHECK_WALKS];
     int n[CHECK_WALKS], known[CHECK_WALKS];
@@ -868,14 +864,17 @@ static void test_known_cut(void **state)
 /* A walk cut at the count asked for, deep in a recursion, is known at
  * every depth once known at one with the same frames (its words relative
  * to its start), through frames whose CFA is rbp-based (the rbps it
- * compares are relative too) and frames with a meaningless rbp. One walk a
- * depth, 40 depths in a row as a recursion's allocations come: by the
- * start alone none would be known (each depth is a new start); each known
- * walk has the count and fold of the walk from nothing, taken after it
- * with the known walks and the memo put back. */
+ * compares are relative too). One walk a level, 40 levels of one descent
+ * in a row, as a recursion's allocations come: by the start alone none
+ * would be known (each level is a new start); each known walk has the
+ * count and fold of the walk from nothing, taken after it with the known
+ * walks and the memo put back. */
 static struct vh_known saved_known;
 static unsigned deep_walks;
-static __attribute__((noinline)) int deep_check(uint32_t want)
+/* Inlined into descend(), so that each walk starts in the level's own frame,
+ * which stays live further in (as the frame of a recursive function that
+ * allocated does). */
+static inline __attribute__((always_inline)) int deep_check(uint32_t want)
 {
     uint64_t buf[2][MEMO_WANT];
     int n[2], known[2];
@@ -905,17 +904,31 @@ static __attribute__((noinline)) int deep_check(uint32_t want)
     return n[1];
 }
 
+/* A descent: a walk at every level from 25 on, on the way down, as a
+ * recursion's allocations come; every third level's frame has its CFA
+ * rbp-based (a VLA). */
+static __attribute__((noinline)) int descend(int level, int max)
+{
+    int r = level >= 25 ? deep_check(20) : 0;
+    if (level == max) {
+        r += 1;
+    } else if (level % 3 == 0) {
+        volatile char vla[8 + (max & 16)];   /* rbp-based CFA */
+        vla[0] = (char)level;
+        r += descend(level + 1, max) + vla[0];
+    } else {
+        r += descend(level + 1, max) + 2;
+    }
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
 static void test_known_deep(void **state)
 {
     (void)state;
     known_start();
-    deep_mode = 1;
     deep_walks = 0;
-    /* 0x3: the VLA frames (sized by depth & 7, so the layout repeats
-     * every 8 depths at most) and the junk-rbp frames */
-    for (int d = 30; d < 70; d++)
-        recurse(d, 0x3u, 20);
-    deep_mode = 0;
+    descend(0, 64);
     walk_known = NULL;
     assert_int_equal(deep_walks, 40);
     assert_true(known_hits > 40 - 10);

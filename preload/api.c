@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "preload/internal.h"
+#include "preload/lock.h"
 #include "preload/vheap.h"
 
 #define HEAP_MAX 65535u            /* heap ids are u16 in the records         */

@@ -18,9 +18,8 @@
 #include <unistd.h>
 
 #include "preload/internal.h"
+#include "preload/lock.h"
 #include "preload/sys.h"
-
-struct vh_capture vh_cap;
 
 #define CHUNK_HDR ((uint64_t)sizeof(struct vh_chunk_header))
 #define MAX_EXTENT (64ull << 20)
@@ -39,38 +38,7 @@ static uint32_t nfree;
 static char display_path[4096];    /* the name as the user will look for it */
 static char start_cwd[4096];       /* relative patterns resolve against it  */
 static char exe_path[VH_EXE_MAX];
-
-/* ---- small locks for the slow paths --------------------------------------- */
-void vh_lock(vh_lock_t *l)
-{
-    /* The thread that ran the fork prepare handler holds every lock until
-     * the parent/child handler: it must not wait for itself. */
-    if (vh_tls.in_fork)
-        return;
-    uintptr_t me = (uintptr_t)&vh_tls;
-    for (unsigned spins = 0;; spins++) {
-        uintptr_t cur = 0;
-        if (__atomic_compare_exchange_n(l, &cur, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-            return;
-        if (cur == me) {           /* left held by a longjmp: see internal.h */
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            if (vh_cap.hdr)
-                vh_count(&vh_cap.hdr->guard_resets);
-            return;
-        }
-        if (spins < 100)
-            __builtin_ia32_pause();
-        else
-            sched_yield();
-    }
-}
-
-void vh_unlock(vh_lock_t *l)
-{
-    if (vh_tls.in_fork)
-        return;
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
+static long page_size = 4096;     /* the RSS's unit: statm counts pages  */
 
 /* ---- the name -------------------------------------------------------------- */
 static size_t append(char *dst, size_t len, size_t cap, const char *s)
@@ -144,7 +112,7 @@ static int check_dir(const char *path)
  * of RLIMIT_NOFILE's). The capture is mapped, so its file is opened again
  * by name only for the rare moment that needs a descriptor (an extent of
  * growth, the truncation at exit) and closed at once; statm likewise for
- * each RSS sample (lifecycle.c). */
+ * each RSS sample (below). */
 
 /* Opens the capture exclusively, adding ".1", ".2", ... while the name is
  * taken. Returns the fd and the suffix number in *gen. */
@@ -441,7 +409,8 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     h->ppid = (uint32_t)(forked && parent ? parent->pid : (uint32_t)getppid());
     h->start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
     h->start_monotonic_ns = vh_cap.start_mono;
-    h->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+    page_size = sysconf(_SC_PAGESIZE);
+    h->page_size = (uint32_t)page_size;
     h->phys_pages = (uint64_t)sysconf(_SC_PHYS_PAGES);
     h->max_depth = vh_opt.depth;
     h->unwind = vh_opt.unwind;
@@ -773,20 +742,81 @@ void vh_capture_exec_failed(void)
         __atomic_fetch_and(&vh_cap.hdr->flags, ~(uint32_t)VH_HDR_EXEC, __ATOMIC_RELEASE);
 }
 
-/* ---- libunwind's pipe ---------------------------------------------------------
- * libunwind keeps a pipe (it checks that an address is readable by writing
- * a byte from it), opened at its initialization, which the shim triggers:
- * kept, it would take two of the program's descriptors for good (and its
- * lowest numbers, which a daemon that closes everything reuses). pipe2 is
- * interposed for that one caller: a pipe asked for while the thread is
- * inside the shim is refused, and libunwind checks addresses with mincore
- * alone. The program's own pipes pass straight to the kernel. */
-VH_EXPORT int pipe2(int fds[2], int flags)
+/* ---- records ------------------------------------------------------------------ */
+/* ALLOC / RESIZE / FREE are encoded by internal.h (compact records). */
+#define put_alloc vh_put_alloc
+#define put_free vh_put_free
+
+void vh_record_alloc(struct vh_tls *t, uint32_t type, uint16_t heap, unsigned func,
+                     unsigned flags, uint64_t addr, uint64_t size, uint64_t usable,
+                     uint32_t stack, uint16_t tag, uint64_t time)
 {
-    struct vh_tls *t = &vh_tls;
-    if (t->own || t->guard == VH_G_BUSY) {
-        errno = EMFILE;
+    put_alloc(t, (uint8_t)type, heap, func, flags, addr, size, usable, stack, tag, time);
+}
+
+void vh_record_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
+                    uint64_t addr, uint64_t time)
+{
+    put_free(t, heap, func, flags, addr, time);
+}
+
+void vh_record_time(struct vh_tls *t, uint8_t type, uint16_t a, uint32_t b, uint64_t time)
+{
+    struct vh_rec_time *r = vh_rec_begin(t, sizeof *r, time);
+    if (!r)
+        return;
+    r->h = (struct vh_rec_hdr){ .type = type, .a = a, .b = b };
+    r->time = time;
+    vh_rec_commit(t, sizeof *r);
+}
+
+void vh_record_value(struct vh_tls *t, uint8_t type, uint64_t value, uint64_t time)
+{
+    struct vh_rec_value *r = vh_rec_begin(t, sizeof *r, time);
+    if (!r)
+        return;
+    r->h = (struct vh_rec_hdr){ .type = type };
+    r->time = time;
+    r->value = value;
+    vh_rec_commit(t, sizeof *r);
+}
+
+/* ---- RSS --------------------------------------------------------------------- */
+/* /proc/self/statm is opened for each sample and closed at once: a
+ * descriptor kept would be one the program cannot open (above). */
+static int read_rss(uint64_t *bytes)
+{
+    int fd = vh_sys_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
         return -1;
-    }
-    return (int)syscall(SYS_pipe2, fds, flags);
+    char buf[128];
+    ssize_t n = vh_sys_pread(fd, buf, sizeof buf - 1, 0);
+    vh_sys_close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = buf;
+    while (*p && *p != ' ')        /* field 1: size; field 2: resident */
+        p++;
+    while (*p == ' ')
+        p++;
+    uint64_t pages = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        pages = pages * 10 + (uint64_t)(*p - '0');
+    *bytes = pages * (uint64_t)page_size;
+    /* The program's RSS, not ours: leave out the capture pages mapped now. */
+    uint64_t ours = vh_capture_resident();
+    *bytes = *bytes > ours ? *bytes - ours : 0;
+    return 0;
+}
+
+void vh_rss_sample(struct vh_tls *t)
+{
+    uint64_t bytes;
+    if (read_rss(&bytes) < 0)
+        return;
+    uint64_t now = vh_now();
+    vh_record_value(t, VH_REC_RSS, bytes, now);
+    if (vh_cap.hdr)
+        __atomic_store_n(&vh_cap.hdr->last_time, now, __ATOMIC_RELAXED);
 }

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "preload/internal.h"
+#include "preload/lock.h"
 #include "preload/sys.h"
 
 struct vh_clock vh_clk;

@@ -1,4 +1,4 @@
-/* hooks.c — the interposed allocator entry points and the records they write.
+/* hooks.c — the interposed allocator entry points (and dlclose, pipe2).
  *
  * Rules for every hook: the fast path is the one vh_fast_ok() test; anything
  * unusual (first call, nested call, the shim's own call, fork, disabled) goes
@@ -19,44 +19,9 @@
 
 #include "preload/internal.h"
 
-/* ---- records ------------------------------------------------------------------ */
 /* ALLOC / RESIZE / FREE are encoded by internal.h (compact records). */
 #define put_alloc vh_put_alloc
 #define put_free vh_put_free
-
-void vh_record_alloc(struct vh_tls *t, uint32_t type, uint16_t heap, unsigned func,
-                     unsigned flags, uint64_t addr, uint64_t size, uint64_t usable,
-                     uint32_t stack, uint16_t tag, uint64_t time)
-{
-    put_alloc(t, (uint8_t)type, heap, func, flags, addr, size, usable, stack, tag, time);
-}
-
-void vh_record_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
-                    uint64_t addr, uint64_t time)
-{
-    put_free(t, heap, func, flags, addr, time);
-}
-
-void vh_record_time(struct vh_tls *t, uint8_t type, uint16_t a, uint32_t b, uint64_t time)
-{
-    struct vh_rec_time *r = vh_rec_begin(t, sizeof *r, time);
-    if (!r)
-        return;
-    r->h = (struct vh_rec_hdr){ .type = type, .a = a, .b = b };
-    r->time = time;
-    vh_rec_commit(t, sizeof *r);
-}
-
-void vh_record_value(struct vh_tls *t, uint8_t type, uint64_t value, uint64_t time)
-{
-    struct vh_rec_value *r = vh_rec_begin(t, sizeof *r, time);
-    if (!r)
-        return;
-    r->h = (struct vh_rec_hdr){ .type = type };
-    r->time = time;
-    r->value = value;
-    vh_rec_commit(t, sizeof *r);
-}
 
 /* ---- helpers ------------------------------------------------------------------ */
 /* An ALLOC record for a call that already returned p. Guard is BUSY. */
@@ -668,4 +633,54 @@ VH_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 VH_EXPORT int execv(const char *path, char *const argv[])
 {
     return execve(path, argv, environ);
+}
+
+/* ---- dlclose -------------------------------------------------------------------
+ * modules.c keeps the list; the unload must reach it before any stack is
+ * looked up again. */
+/* The count goes up before the real dlclose: from the moment the library
+ * can be gone, every stack lookup settles the module list first (another
+ * thread may map a new library at its address and call into it before
+ * this one reaches its diff). It goes down after the diff, by when the
+ * generation is bumped. */
+VH_EXPORT int dlclose(void *handle)
+{
+    struct vh_tls *t = &vh_tls;
+    if (!vh_real.dlclose)
+        vh_resolve_real();
+    if (!vh_real.dlclose)
+        return -1;
+    vh_cxx_pin();
+    int track = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON && !t->own &&
+                t->guard != VH_G_BUSY;
+    if (track)
+        __atomic_fetch_add(&vh_modules_closing, 1, __ATOMIC_SEQ_CST);
+    int rc = vh_real.dlclose(handle);
+    if (track) {
+        int e = errno;
+        uint8_t g = vh_busy(t);
+        vh_modules_poll(t);
+        vh_unbusy(t, g);
+        vh_modules_closing_done();
+        errno = e;
+    }
+    return rc;
+}
+
+/* ---- libunwind's pipe ---------------------------------------------------------
+ * libunwind keeps a pipe (it checks that an address is readable by writing
+ * a byte from it), opened at its initialization, which the shim triggers:
+ * kept, it would take two of the program's descriptors for good (and its
+ * lowest numbers, which a daemon that closes everything reuses). pipe2 is
+ * interposed for that one caller: a pipe asked for while the thread is
+ * inside the shim is refused, and libunwind checks addresses with mincore
+ * alone. The program's own pipes pass straight to the kernel. */
+VH_EXPORT int pipe2(int fds[2], int flags)
+{
+    struct vh_tls *t = &vh_tls;
+    if (t->own || t->guard == VH_G_BUSY) {
+        errno = EMFILE;
+        return -1;
+    }
+    return (int)syscall(SYS_pipe2, fds, flags);
 }

@@ -146,7 +146,7 @@ static VH_NOINLINE void cxx_resolve(void)
     vh_own_end(t, &saved);
 }
 
-/* Before the program's dlclose (modules.c): the operators' modules pinned,
+/* Before the program's dlclose (hooks.c): the operators' modules pinned,
  * once they are known. There the loader's error state is that call's. */
 void vh_cxx_pin(void)
 {

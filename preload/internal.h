@@ -132,7 +132,7 @@ size_t vh_boot_usable(const void *p);
  * rt_sigaction system call), or a fault's, is not held back: its calls
  * at BUSY are counted as nested, and if it leaves by longjmp the next
  * event from the abandoned frame's depth or above finds the guard stale
- * and repairs the thread (lifecycle.c's guard_stale; vh_lock). */
+ * and repairs the thread (lifecycle.c's guard_stale; lock.h). */
 enum { VH_G_OUT = 0, VH_G_REAL = 1, VH_G_BUSY = 2 };
 /* Layout: vh_fast_ok() tests own, in_fork and bounds_known together, which
  * the compiler does with one 4-byte load; `guard`, stored a byte at a time
@@ -201,7 +201,7 @@ static inline void vh_thread_unmap(void *p, size_t size)
         munmap(p, size);
 }
 
-/* ---- process state (lifecycle.c, capture.c) ----------------------------- */
+/* ---- process state (state.c) ---------------------------------------------- */
 enum vh_mode {
     VH_MODE_UNINIT = 0,            /* nothing done yet                       */
     VH_MODE_INIT,                  /* one thread is initializing             */
@@ -217,6 +217,7 @@ enum vh_mode {
  * which sees the new pid (lifecycle.c). vh_mode_word points at a static
  * word until init maps that page. */
 extern int *vh_mode_word;
+extern int vh_boot_mode;           /* the static word, until init's page   */
 #define vh_mode (*vh_mode_word)
 
 struct vh_capture {
@@ -256,15 +257,8 @@ void vh_capture_exec_failed(void);
 void vh_capture_fork_prepare(void);
 void vh_capture_fork_parent(void);
 void vh_capture_fork_child(void);
-/* The shim's spinlocks for its slow paths, taken at guard BUSY only
- * (so a handler the trampoline holds back never waits on one). A lock
- * word holds its owner's thread state address: a thread that finds a
- * lock held by itself had its holder left by a longjmp from a handler the
- * shim could not hold back (nested calls never get this far: the guard
- * turns them away), and takes the lock over. */
+/* A spinlock word: its owner's thread state address (lock.h). */
 typedef uintptr_t vh_lock_t;
-void vh_lock(vh_lock_t *l);
-void vh_unlock(vh_lock_t *l);
 const char *vh_capture_display_path(void);
 /* Bytes of capture pages mapped in this process now (they count in its
  * RSS; the RSS records leave them out). */
@@ -291,8 +285,20 @@ void vh_stacks_thread(struct vh_tls *t);
 void vh_stacks_thread_end(struct vh_tls *t);
 void vh_stacks_fork_parent(void);
 
-/* unwind.c */
+/* unwind.c: the unwinders, one row each (VHEAP_UNWIND's choices, in the
+ * order of capture_format.h's enum vh_unwind_kind): its word, what init
+ * sets up for it (or none), whether cfi.c's cached rules walk first (and
+ * each thread keeps their walk state), its own walk, its doc line. The
+ * option (options.c) and the walks (unwind.c) both read this. */
+#define VH_UNWINDERS(X)                                                              \
+    X(VH_UNWIND_LIBUNWIND, "libunwind", unw_init, 1, unw_walk,                       \
+      "DWARF: cached CFI rules, libunwind for the rest; works everywhere")            \
+    X(VH_UNWIND_FP, "fp", fp_init, 0, fp_walk,                                       \
+      "frame pointers: faster, only for code built with -fno-omit-frame-pointer")
 int vh_unwind_init(void);
+/* The chosen unwinder walks by cfi.c's rules first (lifecycle.c sets up
+ * each thread's walk state then). */
+int vh_unwind_cfi(void);
 extern uintptr_t vh_self_lo, vh_self_hi;   /* libvheap.so's code */
 /* threads.c: the thread's stack bounds at its first event, without a call
  * into glibc (stack_hi stays 0 where they cannot be had so). */
@@ -387,9 +393,6 @@ int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uin
 
 /* modules.c */
 int vh_modules_init(void);
-/* The program's file by absolute path (the file mapped at its first
- * segment, also when started as `ld.so ./prog`); "" when unknown. */
-const char *vh_main_exe(void);
 /* Emits MODULE records for the whole list (capture start, fork child). */
 void vh_modules_emit_all(struct vh_tls *t);
 /* Cheap check whether ld.so's module list changed; diff and record if so. */
@@ -397,6 +400,14 @@ void vh_modules_poll(struct vh_tls *t);
 void vh_modules_fork_prepare(void);
 void vh_modules_fork_parent(void);
 void vh_modules_fork_child(void);
+/* A dlclose (hooks.c) is over: vh_modules_closing one less. */
+void vh_modules_closing_done(void);
+
+/* maps.c: the program's file by absolute path (the file mapped at its
+ * first segment, also when started as `ld.so ./prog`); "" when unknown.
+ * And the file mapped at addr into out: 0 when none is. */
+const char *vh_main_exe(void);
+int vh_mapped_file(uint64_t addr, char *out, size_t cap);
 
 /* lifecycle.c */
 /* Called when the fast-path test failed: initializes if needed and decides.
@@ -404,7 +415,8 @@ void vh_modules_fork_child(void);
  * caller passes it straight through (already counted where it must be). */
 VH_NOINLINE int vh_enter_slow(struct vh_tls *t);
 /* RSS sampling: tick is the hot path's "now >= vh_next_rss" branch (one
- * thread wins the sample); sample writes one RSS record now. */
+ * thread wins the sample); vh_rss_sample (capture.c) writes one RSS record
+ * now. */
 void vh_rss_tick(struct vh_tls *t, uint64_t now);
 void vh_rss_sample(struct vh_tls *t);
 /* Recording on (want 1), off (0) or the other way (-1), before it returns:
@@ -412,7 +424,11 @@ void vh_rss_sample(struct vh_tls *t);
  * bookkeeping (guard OUT or REAL); does nothing while the capture is not
  * recording or paused. Returns 1 if recording is on afterwards. */
 int vh_recording_set(struct vh_tls *t, int want);
+
+/* state.c */
 void vh_thread_register(struct vh_tls *t);
+extern pthread_key_t vh_thread_key;  /* made by init, for thread_exit */
+extern int vh_thread_key_ok;
 pid_t vh_gettid(void);
 /* A window in which the shim calls into libc for itself (allocations pass
  * through as its own): raises `own` with every signal blocked; end restores
@@ -800,8 +816,8 @@ VH_ALWAYS_INLINE void vh_put_free(struct vh_tls *t, uint16_t heap, unsigned func
     vh_rec_publish(t, (char *)p, &c);
 }
 
-/* Internal entries the hooks use and the public custom-allocator API
- * (preload/vheap.h, later) will call. heap 0 = system allocator. */
+/* capture.c: the records the hooks, the custom-allocator API (vheap.h)
+ * and the lifecycle write. heap 0 = system allocator. */
 void vh_record_alloc(struct vh_tls *t, uint32_t type, uint16_t heap, unsigned func,
                      unsigned flags, uint64_t addr, uint64_t size, uint64_t usable,
                      uint32_t stack, uint16_t tag, uint64_t time);

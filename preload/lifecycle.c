@@ -1,10 +1,10 @@
-/* lifecycle.c — when the shim starts, stops, forks and samples RSS.
+/* lifecycle.c — when the shim starts, stops, forks and ticks.
  *
  * Initialization is lazy (the first hook call, or our constructor if that
  * comes first) because allocations happen before constructors run. Also
  * here: the per-thread exit destructor, the fork handlers, vfork, the END
- * record at exit, the periodic RSS sample taken on the hot path's one timer
- * branch, and the windows in which the shim calls libc for itself. */
+ * record at exit, and the periodic tick (RSS sample, ctl requests) taken on
+ * the hot path's one timer branch. The state they drive is state.c's. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,82 +24,7 @@
 
 extern char **environ;
 
-__thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
-static int boot_mode = VH_MODE_UNINIT;
-int *vh_mode_word = &boot_mode;
-uint64_t vh_next_rss = UINT64_MAX;
-
-static pthread_key_t thread_key;
-static int thread_key_ok;
 static uint64_t preinit_dropped;   /* events while another thread initialized */
-static long page_size = 4096;
-
-pid_t vh_gettid(void)
-{
-    return (pid_t)syscall(SYS_gettid);
-}
-
-/* ---- the shim's own calls ------------------------------------------------------ */
-/* Allocations inside the window are the library's that we called (dlsym,
- * pthread_getattr_np, atexit, ...) and pass through uncounted. A signal
- * handler that allocated there could not be told from them, so none runs
- * there: signals are held (microseconds at a thread's start and in a fork
- * child, the setup's duration at startup) and delivered when the window
- * closes, after `own` is down. glibc's pthread_sigmask leaves its own
- * internal signals alone. */
-void vh_own_begin(struct vh_tls *t, sigset_t *saved)
-{
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, saved);
-    t->own++;
-}
-
-void vh_own_end(struct vh_tls *t, const sigset_t *saved)
-{
-    t->own--;
-    pthread_sigmask(SIG_SETMASK, saved, NULL);
-}
-
-/* ---- RSS --------------------------------------------------------------------- */
-/* /proc/self/statm is opened for each sample and closed at once: a
- * descriptor kept would be one the program cannot open (capture.c). */
-static int read_rss(uint64_t *bytes)
-{
-    int fd = vh_sys_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    char buf[128];
-    ssize_t n = vh_sys_pread(fd, buf, sizeof buf - 1, 0);
-    vh_sys_close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    const char *p = buf;
-    while (*p && *p != ' ')        /* field 1: size; field 2: resident */
-        p++;
-    while (*p == ' ')
-        p++;
-    uint64_t pages = 0;
-    for (; *p >= '0' && *p <= '9'; p++)
-        pages = pages * 10 + (uint64_t)(*p - '0');
-    *bytes = pages * (uint64_t)page_size;
-    /* The program's RSS, not ours: leave out the capture pages mapped now. */
-    uint64_t ours = vh_capture_resident();
-    *bytes = *bytes > ours ? *bytes - ours : 0;
-    return 0;
-}
-
-void vh_rss_sample(struct vh_tls *t)
-{
-    uint64_t bytes;
-    if (read_rss(&bytes) < 0)
-        return;
-    uint64_t now = vh_now();
-    vh_record_value(t, VH_REC_RSS, bytes, now);
-    if (vh_cap.hdr)
-        __atomic_store_n(&vh_cap.hdr->last_time, now, __ATOMIC_RELAXED);
-}
 
 /* ---- recording on demand -------------------------------------------------------
  * `vheap-analyze ctl` writes requests into the capture's header (ctl, and
@@ -249,7 +174,7 @@ static void thread_setup(struct vh_tls *t)
 {
     t->bounds_known = 1;
     vh_thread_bounds(t);
-    if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi)
+    if (vh_unwind_cfi() && t->stack_hi)
         vh_cfi_thread(t);
     vh_stacks_thread(t);
     vh_reach_thread_add(t);
@@ -271,12 +196,6 @@ static void thread_exit(void *arg)
     vh_cfi_thread_end(t);
     vh_stacks_thread_end(t);
     vh_unbusy(t, g);
-}
-
-void vh_thread_register(struct vh_tls *t)
-{
-    if (thread_key_ok && pthread_setspecific(thread_key, (void *)1) == 0)
-        t->registered = 1;
 }
 
 /* ---- fork ------------------------------------------------------------------- */
@@ -499,12 +418,11 @@ static void init(void)
     sigset_t saved;
     vh_own_begin(t, &saved);
     int mode = VH_MODE_OFF;
-    if (vh_mode_word == &boot_mode)
+    if (vh_mode_word == &vh_boot_mode)
         mode_page();
     vh_log_init();
     vh_resolve_real();
     vh_options_load();
-    page_size = sysconf(_SC_PAGESIZE);
     if (!vh_real.malloc || !vh_real.free) {
         vh_log("cannot find the real malloc; recording nothing");
         goto out;
@@ -526,7 +444,7 @@ static void init(void)
     thread_setup(t);
     t->clocked = 1;                /* the first thread: see vh_enter_slow */
     vh_clock_thread();
-    thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
+    vh_thread_key_ok = pthread_key_create(&vh_thread_key, thread_exit) == 0;
     __atomic_store_n(&handlers_wanted, 1, __ATOMIC_RELEASE);   /* our constructor registers them */
     if (vh_opt.sample && vh_sample_init(vh_opt.sample) < 0)
         vh_log("cannot map the set of sampled blocks; recording every call");

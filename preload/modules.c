@@ -6,8 +6,8 @@
  * fork child can re-emit it without asking ld.so. Changes are noticed by
  * ld.so's add/remove counters, checked before every new stack is written
  * (the first place a new library's addresses can show up), on RSS ticks,
- * and right after dlclose (interposed: an unload must bump the stack-hash
- * generation before any stack is looked up again). dlopen is deliberately
+ * and right after dlclose (interposed in hooks.c: an unload must bump the
+ * stack-hash generation before any stack is looked up again). dlopen is deliberately
  * not interposed: glibc resolves RUNPATH and $ORIGIN from dlopen's caller,
  * which would become libvheap.so. A library loaded with RTLD_DEEPBIND
  * gets its malloc-family GOT slots bound to the hooks (below).
@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "preload/internal.h"
+#include "preload/lock.h"
 #include "preload/sys.h"
 
 #define MOD_MAX 8192u
@@ -61,112 +62,7 @@ static int mods_ready;
  * grow, so an equal sum means neither moved. */
 static unsigned long long seen_sum;
 uint32_t vh_modules_closing;
-static char main_exe[VH_EXE_MAX];
 static uintptr_t vdso_base;
-
-/* ---- the file mapped at an address --------------------------------------------
- * ld.so names an object the way it was asked for: dlopen("./libfoo.so")
- * stays "./libfoo.so", which means nothing to an analyzer in another
- * directory (nor to this process after a chdir), and the program itself
- * has no name at all, while /proc/self/exe is ld.so when the program was
- * started as `ld.so ./prog`. The kernel knows which file it mapped: its
- * line in /proc/self/maps names it by absolute path, at the moment we
- * look, whatever the working directory was at the dlopen. Raw system
- * calls into a static buffer: callers hold the module lock, or are the
- * thread that initializes the shim. */
-static char maps_buf[8192];
-
-static const char *hex_field(const char *p, const char *end, uint64_t *v)
-{
-    *v = 0;
-    for (; p < end; p++) {
-        int c = *p, d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            break;
-        *v = *v << 4 | (uint64_t)d;
-    }
-    return p;
-}
-
-/* One line "lo-hi perms offset dev inode   /path": copies the path into
- * out when addr lies in lo..hi and the mapping is of a file. */
-static int maps_line(const char *p, const char *end, uint64_t addr, char *out, size_t cap)
-{
-    uint64_t lo, hi;
-    p = hex_field(p, end, &lo);
-    if (p >= end || *p != '-')
-        return 0;
-    hex_field(p + 1, end, &hi);
-    if (addr < lo || addr >= hi)
-        return 0;
-    for (int field = 0; field < 5 && p < end; field++) {
-        while (p < end && *p != ' ')
-            p++;
-        while (p < end && *p == ' ')
-            p++;
-    }
-    size_t n = (size_t)(end - p);
-    if (n == 0 || *p != '/' || n >= cap)
-        return 0;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    return 1;
-}
-
-/* The absolute path of the file mapped at addr into out; 0 when none is
- * (or /proc is not there: the caller keeps ld.so's name). */
-static int mapped_file(uint64_t addr, char *out, size_t cap)
-{
-    int fd = vh_sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return 0;
-    size_t have = 0;
-    int found = 0;
-    for (;;) {
-        ssize_t r = vh_sys_read(fd, maps_buf + have, sizeof maps_buf - have);
-        if (r <= 0)
-            break;
-        have += (size_t)r;
-        char *line = maps_buf, *nl;
-        while (!found && (nl = memchr(line, '\n', have - (size_t)(line - maps_buf))))
-            found = maps_line(line, nl, addr, out, cap), line = nl + 1;
-        if (found)
-            break;
-        if (line == maps_buf) {
-            have = 0;              /* a line longer than the buffer: skipped */
-            continue;
-        }
-        have -= (size_t)(line - maps_buf);
-        memmove(maps_buf, line, have);
-    }
-    vh_sys_close(fd);
-    return found;
-}
-
-/* The main program's first mapped address: the first object ld.so lists. */
-static int first_lo_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    uint64_t *lo = arg;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_LOAD) {
-            *lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
-            break;
-        }
-    return 1;
-}
-
-const char *vh_main_exe(void)
-{
-    if (main_exe[0])
-        return main_exe;
-    uint64_t lo = 0;
-    dl_iterate_phdr(first_lo_cb, &lo);
-    if (!lo || !mapped_file(lo, main_exe, sizeof main_exe)) {
-        ssize_t n = readlink("/proc/self/exe", main_exe, sizeof main_exe - 1);
-        main_exe[n > 0 ? n : 0] = '\0';
-    }
-    return main_exe;
-}
 
 /* ---- reading ld.so's list ------------------------------------------------------ */
 static void read_build_id(const struct dl_phdr_info *info, struct mod *m)
@@ -229,7 +125,7 @@ static const char *resolve_relative(const struct modlist *l, struct mod *m, cons
             return resolved;
         }
     }
-    return mapped_file(m->lo, resolved, sizeof resolved) ? resolved : name;
+    return vh_mapped_file(m->lo, resolved, sizeof resolved) ? resolved : name;
 }
 
 static int gather_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -666,39 +562,10 @@ void vh_modules_fork_child(void)
 
 /* Never below zero: a fork child reset the count under a dlclose of its
  * own thread (a destructor that forks). */
-static void closing_done(void)
+void vh_modules_closing_done(void)
 {
     uint32_t n = __atomic_load_n(&vh_modules_closing, __ATOMIC_RELAXED);
     while (n && !__atomic_compare_exchange_n(&vh_modules_closing, &n, n - 1, 1,
                                              __ATOMIC_RELEASE, __ATOMIC_RELAXED))
         ;
-}
-
-/* The count goes up before the real dlclose: from the moment the library
- * can be gone, every stack lookup settles the module list first (another
- * thread may map a new library at its address and call into it before
- * this one reaches its diff). It goes down after the diff, by when the
- * generation is bumped. */
-VH_EXPORT int dlclose(void *handle)
-{
-    struct vh_tls *t = &vh_tls;
-    if (!vh_real.dlclose)
-        vh_resolve_real();
-    if (!vh_real.dlclose)
-        return -1;
-    vh_cxx_pin();
-    int track = __atomic_load_n(&vh_mode, __ATOMIC_ACQUIRE) == VH_MODE_ON && !t->own &&
-                t->guard != VH_G_BUSY;
-    if (track)
-        __atomic_fetch_add(&vh_modules_closing, 1, __ATOMIC_SEQ_CST);
-    int rc = vh_real.dlclose(handle);
-    if (track) {
-        int e = errno;
-        uint8_t g = vh_busy(t);
-        poll_modules(t);
-        vh_unbusy(t, g);
-        closing_done();
-        errno = e;
-    }
-    return rc;
 }

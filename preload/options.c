@@ -33,7 +33,10 @@ struct option {
 
 #define FIELD(f) offsetof(struct vh_options, f), sizeof(((struct vh_options *)0)->f)
 
-static const char *const unwind_names[] = { "libunwind", "fp", NULL };  /* DWARF | frame pointers */
+/* The unwinders' rows (internal.h): their words, and each with its doc. */
+#define UNWIND_NAME(kind, name, init, cfi, walk, doc) [kind] = name,
+#define UNWIND_WANT(kind, name, init, cfi, walk, doc) " " name " (" doc ")"
+static const char *const unwind_names[] = { VH_UNWINDERS(UNWIND_NAME) NULL };
 static const char *const clock_names[] = { "auto", "precise", NULL };
 static const char *const start_names[] = { "on", "paused", NULL };
 
@@ -42,7 +45,7 @@ static const struct option table[] = {
       "a path pattern with %p, %e, %%" },
     { "VHEAP_DEPTH", K_UINT, FIELD(depth), 64, NULL, 1, VH_MAX_DEPTH, NULL, "1..256" },
     { "VHEAP_UNWIND", K_CHOICE, FIELD(unwind), VH_UNWIND_LIBUNWIND, NULL, 0, 0, unwind_names,
-      "libunwind or fp" },
+      "one of" VH_UNWINDERS(UNWIND_WANT) },
     { "VHEAP_QUIET", K_BOOL, FIELD(quiet), 0, NULL, 0, 1, NULL, "0 or 1" },
     { "VHEAP_CHUNK_SIZE", K_SIZE, FIELD(chunk_size), VH_DEFAULT_CHUNK_SIZE, NULL, 64u << 10,
       64u << 20, NULL, "a power of two from 64KiB to 64MiB" },

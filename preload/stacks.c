@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 
 #include "preload/internal.h"
+#include "preload/lock.h"
 
 struct slot {
     uint64_t hash;                 /* atomic; 0 = empty */
@@ -39,8 +40,6 @@ static struct gen gens[GENS];
 static int ngens;                  /* atomic */
 static uint32_t next_id = 1;       /* atomic */
 static vh_lock_t grow_lock;
-
-uint32_t vh_module_gen;
 
 /* A per-thread, direct-mapped cache of recent {hash, id} in front of the
  * shared table: most events repeat a stack the thread had a moment ago, and

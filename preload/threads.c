@@ -42,7 +42,7 @@ struct start {
 
 /* A thread's own bounds, asked of glibc; only where nothing of the
  * program's can hold this thread's lock. Allocations inside are the
- * shim's own (signals held meanwhile, lifecycle.c's window). */
+ * shim's own (signals held meanwhile, state.c's window). */
 static void ask_glibc(struct vh_tls *t)
 {
     pthread_attr_t attr;

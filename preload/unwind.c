@@ -1,9 +1,10 @@
 /* unwind.c — the call stack of the current allocation, as return addresses.
  *
- * VHEAP_UNWIND=libunwind (default): DWARF unwinding, normally through the
- * cached per-address rules of cfi.c, with libunwind's unw_backtrace for any
- * stack those cannot do (DWARF expressions, stacks we do not know).
- * VHEAP_UNWIND=fp: a frame-pointer walk, for programs built with
+ * The unwinders are the rows of a table (internal.h's VH_UNWINDERS, read
+ * by VHEAP_UNWIND too). libunwind (default): DWARF unwinding, normally
+ * through the cached per-address rules of cfi.c, with libunwind's
+ * unw_backtrace for any stack those cannot do (DWARF expressions, stacks
+ * we do not know). fp: a frame-pointer walk, for programs built with
  * -fno-omit-frame-pointer. Both step through signal frames (sigframe.h) and
  * only read inside the stack they are on: the thread's own, or its signal
  * stack. Frames inside libvheap (or libunwind) are dropped, so the first
@@ -86,22 +87,26 @@ static int code_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-int vh_unwind_init(void)
+static int fp_init(void)
 {
-    module_range((const void *)&vh_unwind_init, &self_lo, &self_hi);
-    module_range((const void *)&unw_backtrace, &unw_lo, &unw_hi);
     /* Any libc function nobody interposes. */
     uintptr_t in_libc = (uintptr_t)&gnu_get_libc_version;
     dl_iterate_phdr(code_cb, &in_libc);
+    return 0;
+}
+
+static int unw_init(void)
+{
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    return self_hi && vh_cfi_init() == 0 ? 0 : -1;
+    return vh_cfi_init();
 }
 
 /* The frame-pointer walk from fp (vh_stack_here's frame). Reads are 16
  * aligned bytes at a frame pointer, inside the stack being walked and above
  * the frame the walk entered it at, moving towards its base only: a
  * garbage rbp ends the walk. */
-static VH_NOINLINE uint32_t fp_walk(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t want)
+static VH_NOINLINE uint32_t fp_walk_from(struct vh_tls *t, uint64_t fp, uint64_t *buf,
+                                         uint32_t want)
 {
     uint64_t lo = t->stack_lo, hi = t->stack_hi;
     uint32_t n = 0;
@@ -139,6 +144,64 @@ static VH_NOINLINE uint32_t fp_walk(struct vh_tls *t, uint64_t fp, uint64_t *buf
         fp = next;
     }
     return n;
+}
+
+/* The fp row's walk: only on a thread whose stack bounds are known. */
+static uint32_t fp_walk(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t want)
+{
+    return t->stack_hi ? fp_walk_from(t, fp, buf, want) : 0;
+}
+
+/* The libunwind row's walk: unw_backtrace, for what the CFI rules cannot
+ * do. unwinding is set whenever own is raised here (the fences keep the
+ * order for a signal handler): a handler's call then always counts as
+ * nested, never passes as the shim's own. */
+static VH_NOINLINE uint32_t unw_walk(struct vh_tls *t, uint64_t fp, uint64_t *buf,
+                                     uint32_t want)
+{
+    (void)fp;
+    t->unwinding = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->own++;
+    int r = unw_backtrace((void **)buf, (int)want);
+    t->own--;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->unwinding = 0;
+    return r > 0 ? (uint32_t)r : 0;
+}
+
+/* ---- the table ------------------------------------------------------------- */
+struct unwinder {
+    const char *name;
+    int (*init)(void);             /* after the ranges; 0 or -1             */
+    int cfi;                       /* cfi.c's cached rules walk first       */
+    /* Raw return addresses from fp, the shim's own frames included. */
+    uint32_t (*walk)(struct vh_tls *t, uint64_t fp, uint64_t *buf, uint32_t want);
+    const char *doc;
+};
+
+#define UNWINDER_ROW(kind, n, i, c, w, d) [kind] = { n, i, c, w, d },
+static const struct unwinder unwinders[] = { VH_UNWINDERS(UNWINDER_ROW) };
+#define NUNWINDERS (sizeof unwinders / sizeof unwinders[0])
+
+/* vh_opt.unwind is one of the option's choices, which are these rows. */
+_Static_assert(NUNWINDERS == VH_UNWIND_FP + 1, "a row an enum vh_unwind_kind");
+static inline const struct unwinder *chosen(void)
+{
+    return &unwinders[vh_opt.unwind];
+}
+
+int vh_unwind_init(void)
+{
+    module_range((const void *)&vh_unwind_init, &self_lo, &self_hi);
+    module_range((const void *)&unw_backtrace, &unw_lo, &unw_hi);
+    const struct unwinder *u = chosen();
+    return self_hi && (!u->init || u->init() == 0) ? 0 : -1;
+}
+
+int vh_unwind_cfi(void)
+{
+    return chosen()->cfi;
 }
 
 static inline int is_own(uint64_t ip)
@@ -288,7 +351,8 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, struct vh_walk *w)
     w->tag = NULL;
     /* Bounds are asked for at the thread's first event (vh_enter_slow);
      * never here, where this may be a signal handler inside malloc. */
-    if (vh_opt.unwind == VH_UNWIND_LIBUNWIND && t->stack_hi) {
+    const struct unwinder *u = chosen();
+    if (u->cfi && t->stack_hi) {
         int r = cfi_unwind(t, fp, buf, max + 1, &fold, &tag, w->era);
         w->fold = fold;
         w->tag = tag;
@@ -306,22 +370,7 @@ uint32_t vh_unwind(struct vh_tls *t, uint64_t fp, struct vh_walk *w)
             return (uint32_t)r > max ? max : (uint32_t)r;
         }
     }
-    if (vh_opt.unwind == VH_UNWIND_FP) {
-        if (t->stack_hi)
-            n = fp_walk(t, fp, buf, want);
-    } else {
-        /* unwinding is set whenever own is raised here (the fences keep the
-         * order for a signal handler): a handler's call then always counts
-         * as nested, never passes as the shim's own. */
-        t->unwinding = 1;
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        t->own++;
-        int r = unw_backtrace((void **)buf, (int)want);
-        t->own--;
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        t->unwinding = 0;
-        n = r > 0 ? (uint32_t)r : 0;
-    }
+    n = u->walk(t, fp, buf, want);
     uint32_t k = 0;
     while (k < n && is_own(buf[k]))
         k++;

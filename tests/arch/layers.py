@@ -32,6 +32,20 @@ ALLOWED = {
 INCLUDE = re.compile(r'^\s*#\s*include\s+"analyze/([a-z_]+)/[^"]+"')
 
 
+def includes(folder, pattern):
+    """(path, line number, line, match) of each line of the folder's .c and
+    .h files that the pattern matches."""
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith((".c", ".h")):
+            continue
+        path = os.path.join(folder, name)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for no, line in enumerate(f, 1):
+                m = pattern.match(line)
+                if m:
+                    yield path, no, line, m
+
+
 def check_includes(src):
     bad = []
     for layer in sorted(os.listdir(src)):
@@ -43,16 +57,10 @@ def check_includes(src):
                 bad.append(f"{d}: a folder that is not a layer (add it to ALLOWED "
                            "and to docs/hacking.md)")
             continue
-        for name in sorted(os.listdir(d)):
-            if not name.endswith((".c", ".h")):
-                continue
-            path = os.path.join(d, name)
-            with open(path, encoding="utf-8", errors="replace") as f:
-                for no, line in enumerate(f, 1):
-                    m = INCLUDE.match(line)
-                    if m and m.group(1) != layer and m.group(1) not in ALLOWED[layer]:
-                        bad.append(f"{path}:{no}: {layer}/ may not include "
-                                   f"{m.group(1)}/ ({line.strip()})")
+        for path, no, line, m in includes(d, INCLUDE):
+            if m.group(1) != layer and m.group(1) not in ALLOWED[layer]:
+                bad.append(f"{path}:{no}: {layer}/ may not include "
+                           f"{m.group(1)}/ ({line.strip()})")
     for name in sorted(os.listdir(src)):
         if name.endswith((".c", ".h")):
             bad.append(f"{os.path.join(src, name)}: outside every layer folder")

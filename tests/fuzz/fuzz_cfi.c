@@ -19,7 +19,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-uint32_t vh_module_gen;            /* stacks.c's, not linked here */
+uint32_t vh_module_gen;            /* state.c's, not linked here */
 
 #define HDR_LEN 32u
 #define MAX_IPS 24u

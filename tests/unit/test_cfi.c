@@ -26,7 +26,7 @@
 
 #include "preload/cfi.c"
 
-uint32_t vh_module_gen;            /* stacks.c's, which is not linked here */
+uint32_t vh_module_gen;            /* state.c's, which is not linked here */
 
 /* ---- the trampoline and the ucontext, on bytes we lay out ---------------- */
 

@@ -20,22 +20,13 @@ __thread struct vh_tls vh_tls __attribute__((tls_model("initial-exec")));
 struct vh_capture vh_cap;
 struct vh_clock vh_clk;
 uint32_t vh_modules_closing;
+uint32_t vh_module_gen;
 uintptr_t vh_self_lo, vh_self_hi;     /* no shim code: no frame is dropped */
 
 static uint64_t clock_ns;
 uint64_t vh_now_slow(void)
 {
     return ++clock_ns;
-}
-
-void vh_lock(vh_lock_t *l)
-{
-    *l = 1;
-}
-
-void vh_unlock(vh_lock_t *l)
-{
-    *l = 0;
 }
 
 /* What the unwinder "finds": set by each test. */

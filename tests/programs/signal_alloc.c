@@ -71,9 +71,14 @@ USER static void loop(unsigned long want)
 int main(void)
 {
     tp_range();
-    /* Warm up the per-thread caches of both sizes before any signal. */
+    /* Warm up the per-thread caches of both sizes before any signal: the
+     * thread's first malloc sets its cache up under the arena's lock, and a
+     * handler's malloc landing there waits for that lock for ever (glibc
+     * alone, no shim needed). volatile: a malloc/free pair whose block is
+     * never used is removed by the compiler, and the first malloc then
+     * happened with the timer running. */
     for (int i = 0; i < 4; i++) {
-        void *a = malloc(MAIN_SIZE), *b = malloc(HANDLER_SIZE);
+        void *volatile a = malloc(MAIN_SIZE), *volatile b = malloc(HANDLER_SIZE);
         free(a);
         free(b);
     }

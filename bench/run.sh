@@ -355,6 +355,72 @@ done
 say "(malloc_mt counts its own malloc+calloc (+realloc) / free calls; libc adds a few."
 say " heaptrack writes every realloc as - and +; vheap a moving one as free + alloc and"
 say " an in-place one as one resize. \"dropped\" is vheap's count of events it lost.)"
+# Bytes of capture an event (every record, stacks and modules included,
+# over the allocation, free, resize and move records), last repetition.
+say "Capture bytes an event (target <= 6):"
+for w in $wls; do
+    awk -v w="$w" -v r="$reps" '$1 == w && $2 == r { n += $3 + $4 + $5 + $6; b += $11 }
+        END { if (n) printf "  %-12s %6.2f B/event %s (%d events, %.1f MB)\n", w, b / n,
+                            b / n <= 6 ? "ok" : "OVER", n, b / 1e6 }' vhstat
+done
+
+# ---- deep recursion (bench/recurse.c) --------------------------------------------
+# The shape of Vere's nock interpreter (descents hundreds of frames deep,
+# an allocation at every level, the same frames repeating) beside a flat
+# loop making as many calls: the shim's cost an event, (vheap - bare) CPU
+# seconds over the events, each pair of runs back to back. Target: deep
+# within 1.5x of flat. BENCH_RECURSE_EVENTS=4000000 (0 skips this).
+rec_n=${BENCH_RECURSE_EVENTS:-4000000}
+case $rec_n in ''|*[!0-9]*) warn "BENCH_RECURSE_EVENTS must be a number"; rec_n=0 ;; esac
+if [ "$rec_n" -gt 0 ] && [ $have_vheap = 1 ]; then
+    "$cc" -O2 -g -Wall -Wextra -Werror -o "$bdir/recurse" "$top/bench/recurse.c"
+    : >rresults
+    r=1
+    while [ $r -le "$reps" ]; do
+        for shape in flat deep; do
+            for m in bare vheap; do
+                rm -f res "$tmp"/rec.*.vhcap
+                if [ $m = bare ]; then
+                    "$stamp" res "$bdir/recurse" $shape "$rec_n" >/dev/null 2>&1 || true
+                else
+                    env LD_PRELOAD="$lib" VHEAP_OUT="$tmp/rec.%p.vhcap" VHEAP_QUIET=1 \
+                        "$stamp" res "$bdir/recurse" $shape "$rec_n" >/dev/null 2>&1 || true
+                fi
+                [ -s res ] || continue
+                st=-
+                for f in "$tmp"/rec.*.vhcap; do
+                    [ -f "$f" ] && st=$("$capstat" "$f" | awk '{ print $1 + $2 + $3 + $4, $9 }')
+                done
+                echo "$shape $m $r $(awk '{ print $2 + $3, $5 }' res) $st" >>rresults
+            done
+        done
+        r=$((r + 1))
+    done
+    rm -f "$tmp"/rec.*.vhcap
+    say ""
+    say "Deep recursion (bench/recurse.c, $rec_n events): the shim's CPU ns an event, median of $reps"
+    printf '%-6s %9s %9s %12s %10s\n' shape bare vheap "ns/event" "B/event"
+    for shape in flat deep; do
+        awk -v s=$shape -v n="$rec_n" '$1 == s && $5 == 0 { v[$3 "," $2] = $4; rep[$3] = 1
+                if ($2 == "vheap" && NF >= 7 && $6 > 0) print "B", $7 / $6 }
+            END { for (r in rep) if (v[r ",bare"] != "" && v[r ",vheap"] != "")
+                      print "ns", (v[r ",vheap"] - v[r ",bare"]) / n * 1e9, v[r ",bare"], v[r ",vheap"] }' \
+            rresults >rrows.$shape
+        printf '%-6s %9s %9s %12s %10s\n' $shape \
+            "$(awk '$1 == "ns" { print $3 }' rrows.$shape | median)" \
+            "$(awk '$1 == "ns" { print $4 }' rrows.$shape | median)" \
+            "$(awk '$1 == "ns" { printf "%.1f\n", $2 }' rrows.$shape | median)" \
+            "$(awk '$1 == "B" { printf "%.2f\n", $2 }' rrows.$shape | median)"
+    done
+    # the ratio within each repetition (its four runs back to back), then the median
+    awk -v n="$rec_n" '$5 == 0 { v[$3 "," $1 "," $2] = $4; rep[$3] = 1 }
+        END { for (r in rep) { f = v[r ",flat,vheap"] - v[r ",flat,bare"]
+                               d = v[r ",deep,vheap"] - v[r ",deep,bare"]
+                               if (f > 0 && v[r ",deep,vheap"] != "") print d / f } }' rresults |
+        median | awk '{ if ($1 == "-") print "  deep / flat: -"
+                        else printf "  deep / flat, paired: %.2fx %s (target <= 1.5)\n", $1,
+                                    $1 <= 1.5 ? "ok" : "OVER" }'
+fi
 
 # ---- analysis table ------------------------------------------------------------
 say ""

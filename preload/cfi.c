@@ -1039,8 +1039,10 @@ struct check {
 };
 
 struct known {
-    uint64_t ip, sp;               /* the start                            */
-    uint64_t rbp, live;            /* rbp there, compared where live (~0)  */
+    uint64_t ip, sp;               /* the start; a `rel` walk's sp is how
+                                      far above the start its checks read */
+    uint64_t rbp, live;            /* rbp there, compared where live (~0)
+                                      (`rel`: as an offset from the start) */
     uint64_t tag;                  /* the caller's word for this walk, 0 none */
     uint64_t fold;                 /* vh_hash_fold of its frames (what
                                       VH_CFI_VERIFY builds and tests check) */
@@ -1050,6 +1052,9 @@ struct known {
     uint8_t cut;                   /* the walk stopped at `frames`, the
                                       count it was asked for: it is the
                                       same walk only when asked as much   */
+    uint8_t rel;                   /* known from any sp (rel_find)       */
+    uint8_t nrelv;                 /* `rel`: its last checks' values are
+                                      offsets from the start too         */
 };
 
 /* The walks known from starts that hash alike: mostly one start's, a call
@@ -1070,6 +1075,11 @@ struct vh_known {
     struct known e[KNOWN_SETS][KNOWN_WAYS];
     uint64_t pos;                  /* checks ever reserved: the ring's head */
     uint64_t quarter;              /* the quarter (of all ever) it is in   */
+    uint64_t last_ip, last_sp;     /* the start of the last walk listed   */
+    uint64_t rel_first;            /* the last walk found was a `rel` one:
+                                      the next is looked for so first (a
+                                      recursion's walks are, and by their
+                                      start each would miss a cold set)  */
     struct check pool[POOL_CHECKS];
 };
 
@@ -1153,7 +1163,7 @@ VH_ALWAYS_INLINE uint64_t *known_find(struct vh_known *K, uint64_t ip, uint64_t 
         if (S->key[w] != key)
             continue;
         struct known *E = &K->e[s][w];
-        if (E->ip != ip || E->sp != sp || E->gen != gen || ((E->rbp ^ rbp) & E->live) ||
+        if (E->ip != ip || E->sp != sp || E->rel || E->gen != gen || ((E->rbp ^ rbp) & E->live) ||
             E->tag >> 32 != era || (E->cut ? E->frames != want : E->frames >= want))
             continue;
         const struct check *c = &K->pool[E->at], *end = c + E->nchk;
@@ -1161,6 +1171,69 @@ VH_ALWAYS_INLINE uint64_t *known_find(struct vh_known *K, uint64_t ip, uint64_t 
             c++;
         if (c == end) {
             S->used[w] = ++S->tick;
+            if (vh_unlikely(K->rel_first))
+                K->rel_first = 0;
+            return &E->tag;
+        }
+    }
+    return NULL;
+}
+
+/* ---- cut walks known from any depth ------------------------------------
+ * A walk cut at the count asked for, deep in a recursion (Vere's nock
+ * interpreter: most of its walks), starts at another sp at every level, so
+ * by its start it is never known (a descent of 400 levels lists 400 walks
+ * of 65 frames, far more than the ring holds) although the frames it finds
+ * are one of a few. Such a walk is listed relative to its start: each word
+ * as its offset from the start's sp, and a saved rbp that matters (a frame
+ * pointer, so an address on the stack) as an offset too; the start's rbp
+ * likewise. The rules are the same at every depth (they depend on the ip
+ * alone), and every CFA is sp- or rbp-based, so from sp + d with rbp + d
+ * the walk reads the same words d higher and, where each still holds
+ * (return addresses as they were, saved rbps d higher), finds the same
+ * frames. Keyed by the ip alone; `sp` keeps how far up the checks read, so
+ * a start too near the stack's base to hold them is not tried. A check's
+ * `at` is its offset; the return addresses come first, the `nrelv` saved
+ * rbps (values relative too) last. Such a walk lists 65 words or more,
+ * where a shallow one lists a few: they are compared four at a time with
+ * one branch, not one by one (a third of the time such an event cost). */
+VH_ALWAYS_INLINE uint64_t rel_key(uint64_t ip)
+{
+    return start_key(ip, 0x52454cull);
+}
+
+/* Whether the n words (the last nv relative values) still hold from sp. */
+VH_ALWAYS_INLINE int rel_holds(const struct check *c, uint32_t n, uint32_t nv, uint64_t sp)
+{
+    uint32_t i = 0;
+    uint64_t diff = 0;
+#define REL_WORD(k) (*(const uint64_t *)(sp + (uint64_t)c[k].at) ^ c[k].value)
+    for (; i + 4 <= n && !diff; i += 4)
+        diff = REL_WORD(i) | REL_WORD(i + 1) | REL_WORD(i + 2) | REL_WORD(i + 3);
+    for (; i < n && !diff; i++)
+        diff = REL_WORD(i);
+#undef REL_WORD
+    for (uint32_t k = n; k < n + nv && !diff; k++)
+        diff = *(const uint64_t *)(sp + (uint64_t)c[k].at) ^ (c[k].value + sp);
+    return !diff;
+}
+
+static VH_NOINLINE uint64_t *rel_find(struct vh_known *K, uint64_t ip, uint64_t sp, uint64_t rbp,
+                                      uint64_t hi, uint64_t gen, uint32_t want, uint32_t era)
+{
+    uint64_t key = rel_key(ip);
+    uint32_t s = set_of(key);
+    struct kset *S = &K->set[s];
+    for (unsigned w = 0; w < KNOWN_WAYS; w++) {
+        if (S->key[w] != key)
+            continue;
+        struct known *E = &K->e[s][w];
+        if (E->ip != ip || !E->rel || E->gen != gen || E->frames != want ||
+            E->tag >> 32 != era || hi - sp < E->sp || ((E->rbp + sp) ^ rbp) & E->live)
+            continue;
+        if (rel_holds(&K->pool[E->at], E->nchk - E->nrelv, E->nrelv, sp)) {
+            S->used[w] = ++S->tick;
+            K->rel_first = 1;
             return &E->tag;
         }
     }
@@ -1173,13 +1246,28 @@ VH_ALWAYS_INLINE uint64_t *known_find(struct vh_known *K, uint64_t ip, uint64_t 
  * when the walk cannot be checked so. The walk ended by itself, or was
  * `cut` at the count it was asked for (deep recursion: most of Vere's
  * walks), where what comes after its last frame does not matter. */
-static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t gen, int cut)
+static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t gen, int cut,
+                            uint64_t lo, uint64_t hi, uint64_t *rec_fold)
 {
     const struct mframe *of = &M->f[M->s];
     uint32_t have = M->e - M->s, c = 0;
     if (have > MEMO)
         return NULL;
-    uint64_t key = start_key(of[0].ip, of[0].sp);
+    /* A cut walk from the ip the last walk listed started at, further in
+     * and through that walk's start frame (a recursion: the frame that
+     * made the last allocation is this one's caller's caller...), is
+     * listed relative to its start (rel_find); any other by its start, as
+     * before. Keyed by the ip alone, the walks of one call site reached
+     * along many paths (Vere's allocator under every jet) shared four
+     * ways: the ship's parse phase took a fifth more CPU. */
+    int rel = 0;
+    if (cut && of[0].ip == K->last_ip && of[0].sp < K->last_sp)
+        for (uint32_t k = 1; k < have && !rel; k++)
+            rel = of[k].sp == K->last_sp;
+    K->last_ip = of[0].ip;
+    K->last_sp = of[0].sp;
+    uint64_t base = rel ? of[0].sp : 0, top = of[0].sp;
+    uint64_t key = rel ? rel_key(of[0].ip) : start_key(of[0].ip, of[0].sp);
     uint32_t s = set_of(key);
     struct kset *S = &K->set[s];
     unsigned w = 0;
@@ -1192,17 +1280,29 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
     uint32_t first = known_reserve(K, 2 * have);
     struct check *chk = &K->pool[first];
     const uint64_t *src = NULL;
+    struct check *relv = chk + have;   /* a cut walk's saved rbps, listed last */
+    uint32_t nv = 0;
     for (uint32_t k = 0; k + 1 < have; k++) {
         uint64_t x = of[k].nsp;
         if ((x & 7) != H_NEXT)
             goto fail;             /* a frame walked anew every time */
-        chk[c++] = (struct check){ (const uint64_t *)(x - H_NEXT) - 1, of[k + 1].ip };
+        chk[c++] = (struct check){ (const uint64_t *)(x - H_NEXT - 8 - base), of[k + 1].ip };
+        top = x - H_NEXT > top ? x - H_NEXT : top;
         const uint64_t *at = (const uint64_t *)of[k].at;
         if (of[k + 1].live) {
             /* Without a slot, follow compares the rbp the walk came in
              * with (the start's, compared) and the memo's own copies. */
-            if (at || src)
-                chk[c++] = (struct check){ at ? at : src, of[k + 1].rbp };
+            if (at || src) {
+                uint64_t a = (uint64_t)(at ? at : src), v = of[k + 1].rbp;
+                if (!rel) {
+                    chk[c++] = (struct check){ (const uint64_t *)a, v };
+                } else if (v - lo >= hi - lo) {
+                    goto fail;     /* not a frame pointer: not relative */
+                } else {
+                    relv[nv++] = (struct check){ (const uint64_t *)(a - base), v - base };
+                    top = a + 8 > top ? a + 8 : top;
+                }
+            }
             src = NULL;
         } else if (at) {
             src = at;
@@ -1210,19 +1310,33 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
     }
     uint64_t x = of[have - 1].nsp, fold = of[0].fold;
     unsigned how = (unsigned)x & 7;
+    if (rel && of[0].live && of[0].rbp - lo >= hi - lo)
+        goto fail;
     if (cut) {
-        fold = VH_HASH_SEED;       /* a cut window's folds were not kept */
-        for (uint32_t k = have; k > 0; k--)
+        /* A cut window's folds were not kept. The record keeps one frame
+         * fewer (the last one only says the walk was cut): that fold too,
+         * beside (two independent chains), so stacks.c need not fold the
+         * frames again. */
+        uint64_t less = VH_HASH_SEED;
+        fold = vh_hash_step(VH_HASH_SEED, of[have - 1].ip);
+        for (uint32_t k = have - 1; k > 0; k--) {
             fold = vh_hash_step(fold, of[k - 1].ip);
+            less = vh_hash_step(less, of[k - 1].ip);
+        }
+        *rec_fold = less;
     } else if (how == H_ZERO) {
         chk[c++] = (struct check){ (const uint64_t *)(x & ~(uint64_t)7) - 1, 0 };
     } else if (how != H_END && how != H_GARBAGE) {
         goto fail;
     }
+    memmove(&chk[c], relv, nv * sizeof relv[0]);
+    c += nv;
     K->pos -= 2 * have - c;        /* the room not taken */
-    *E = (struct known){ .ip = of[0].ip, .sp = of[0].sp, .rbp = of[0].rbp, .live = of[0].live,
+    *E = (struct known){ .ip = of[0].ip, .sp = rel ? top - base : of[0].sp,
+                         .rbp = of[0].rbp - base, .live = of[0].live,
                          .fold = fold, .at = first, .nchk = c,
-                         .frames = (uint16_t)have, .gen = (uint16_t)gen, .cut = (uint8_t)cut };
+                         .frames = (uint16_t)have, .gen = (uint16_t)gen, .cut = (uint8_t)cut,
+                         .rel = (uint8_t)rel, .nrelv = (uint8_t)nv };
     S->used[w] = ++S->tick;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     S->key[w] = key;
@@ -1262,8 +1376,15 @@ int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64
         return -1;                 /* another stack (vh_cfi_walk_on's), or no
                                       walk state: libunwind's */
     struct vh_known *K = &W->known;
-    if ((*tag = known_find(K, ip, sp, rbp, gen, want, era)))
+    /* Relative walks are looked for only where one can be: first after
+     * one was found, else at the ip of the walk listed last, further in. */
+    uint64_t rel_first = K->rel_first;
+    if ((rel_first && (*tag = rel_find(K, ip, sp, rbp, hi, gen, want, era))) ||
+        (*tag = known_find(K, ip, sp, rbp, gen, want, era)) ||
+        (!rel_first && ip == K->last_ip && sp < K->last_sp &&
+         (*tag = rel_find(K, ip, sp, rbp, hi, gen, want, era))))
         return VH_WALK_KNOWN;
+    K->rel_first = 0;
     struct mframe *fresh = W->fresh;
     struct memo *M = &W->memo;
     struct mframe *of = &M->f[M->s];
@@ -1388,6 +1509,6 @@ done:
     /* A walk that ended by itself is the memo's window, all of it; a cut
      * one is when the window is as long. */
     if (*fold || (n == want && M->e - M->s == n))
-        *tag = known_make(K, M, gen, n == want);
+        *tag = known_make(K, M, gen, n == want, lo, hi, fold);
     return (int)n;
 }

@@ -307,6 +307,12 @@ VH_NOINLINE uint32_t vh_stack_here(struct vh_tls *t)
     uint64_t h = hash_frames(f, n, w.truncated,
                              __atomic_load_n(&vh_module_gen, __ATOMIC_ACQUIRE), w.fold);
     struct idc *c = t->ids ? &t->ids->c[(h >> 32) & (IDC_SLOTS - 1)] : NULL;
+    /* A program with more stacks than the cache holds (a ship: 300K and
+     * more, cut walks of the nock interpreter) misses both the cache and
+     * the table's slot; the slot's load starts now, beside the cache's. */
+    int ng = __atomic_load_n(&ngens, __ATOMIC_ACQUIRE);
+    if (ng)
+        __builtin_prefetch(&gens[ng - 1].slots[h & gens[ng - 1].mask]);
     uint32_t id;
     if (vh_likely(c && c->hash == h && c->epoch == ep)) {
         id = c->id;

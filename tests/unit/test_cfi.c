@@ -445,7 +445,7 @@ static void memo_clear(void)
  * frames and the same fold as a walk from an empty memo, and that fold is
  * the one stacks.c computes from the frames alone (vh_hash_fold). */
 #define MEMO_WANT 100
-static int memo_walks, memo_folded;
+static int memo_walks, memo_folded, memo_cut_folded;
 static unsigned known_cut;         /* known walks cut at the count asked */
 
 /* The memo as the walks left it, while a reference walk runs. */
@@ -494,8 +494,11 @@ static __attribute__((noinline)) int check_walk(uint32_t want)
         assert_true(fold[ref] != 0);
         assert_true(fold[ref] == vh_hash_fold(buf[ref], (uint32_t)n[ref]));
         memo_folded++;
-    } else if ((uint32_t)n[ref] == want) {
-        assert_true(fold[ref] == 0);   /* truncated: stacks.c folds */
+    } else if ((uint32_t)n[ref] == want && fold[ref]) {
+        /* cut: the fold of the frames the record keeps (one fewer), or
+         * 0 where the walk was not listed (stacks.c folds them) */
+        assert_true(fold[ref] == vh_hash_fold(buf[ref], want - 1));
+        memo_cut_folded++;
     }
     memo_walks++;
     return n[ref];
@@ -565,7 +568,7 @@ static void reuse_patterns(void)
 {
     static const uint32_t wants[] = { MEMO_WANT, 65, 20 };
     assert_int_equal(vh_cfi_init(), 0);
-    memo_walks = memo_folded = 0;
+    memo_walks = memo_folded = memo_cut_folded = 0;
     for (unsigned w = 0; w < sizeof wants / sizeof wants[0]; w++) {
         memo_clear();
         for (int d = 0; d < 90; d += 1 + d / 30)
@@ -577,6 +580,7 @@ static void reuse_patterns(void)
     }
     assert_true(memo_walks > 100);
     assert_true(memo_folded > 50);
+    assert_true(memo_cut_folded > 10);
 }
 
 static void test_memo_reuse(void **state)
@@ -857,6 +861,79 @@ static void test_known_cut(void **state)
     assert_true(leaf_fold[3] == vh_hash_fold(leaf_frames[2], 5));
 }
 
+/* A walk cut at the count asked for, deep in a recursion, is known at
+ * every depth once known at one with the same frames (its words relative
+ * to its start), through frames whose CFA is rbp-based (the rbps it
+ * compares are relative too). One walk a level, 40 levels of one descent
+ * in a row, as a recursion's allocations come: by the start alone none
+ * would be known (each level is a new start); each known walk has the
+ * count and fold of the walk from nothing, taken after it with the known
+ * walks and the memo put back. */
+static struct vh_known saved_known;
+static unsigned deep_walks;
+/* Inlined into descend(), so that each walk starts in the level's own frame,
+ * which stays live further in (as the frame of a recursive function that
+ * allocated does). */
+static inline __attribute__((always_inline)) int deep_check(uint32_t want)
+{
+    uint64_t buf[2][MEMO_WANT];
+    int n[2], known[2];
+    uint64_t fold[2];
+    for (volatile int k = 0; k < 2; k++) {
+        if (k == 1) {
+            saved_memo = TW->memo;
+            saved_known = TW->known;
+            memo_clear();
+            walk_known = NULL;
+        }
+        n[k] = walk_here(buf[k], want);
+        fold[k] = last_fold;
+        known[k] = last_known;
+    }
+    TW->memo = saved_memo;
+    TW->known = saved_known;
+    walk_known = &TW->known;
+    assert_int_equal(n[0], n[1]);
+    assert_int_equal(n[1], (int)want);
+    uint64_t frames_fold = vh_hash_fold(buf[1], (uint32_t)n[1]);
+    if (known[0])
+        assert_true(fold[0] == frames_fold);
+    else
+        assert_memory_equal(buf[0], buf[1], (size_t)n[1] * sizeof buf[0][0]);
+    deep_walks++;
+    return n[1];
+}
+
+/* A descent: a walk at every level from 25 on, on the way down, as a
+ * recursion's allocations come; every third level's frame has its CFA
+ * rbp-based (a VLA). */
+static __attribute__((noinline)) int descend(int level, int max)
+{
+    int r = level >= 25 ? deep_check(20) : 0;
+    if (level == max) {
+        r += 1;
+    } else if (level % 3 == 0) {
+        volatile char vla[8 + (max & 16)];   /* rbp-based CFA */
+        vla[0] = (char)level;
+        r += descend(level + 1, max) + vla[0];
+    } else {
+        r += descend(level + 1, max) + 2;
+    }
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+static void test_known_deep(void **state)
+{
+    (void)state;
+    known_start();
+    deep_walks = 0;
+    descend(0, 64);
+    walk_known = NULL;
+    assert_int_equal(deep_walks, 40);
+    assert_true(known_hits > 40 - 10);
+}
+
 /* A known walk's word is handed over as 0 and taken back only while it is
  * of the caller's era; a walk whose checks the ring wrote over since, or
  * of another module generation, is walked again. */
@@ -919,6 +996,7 @@ int main(void)
         cmocka_unit_test(test_known_ways),
         cmocka_unit_test(test_known_cut),
         cmocka_unit_test(test_known_tag),
+        cmocka_unit_test(test_known_deep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

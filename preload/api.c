@@ -348,6 +348,8 @@ static int api_heap_create(const char *name, int parent, void *base, size_t size
         vh_lock(&api_lock);
         id = heap_create_locked(t, name, parent, base, size, record);
         vh_unlock(&api_lock);
+        if (id > 0 && !parent && base && size)
+            vh_mapped_claim(t, (uintptr_t)base, (uintptr_t)base + size, record);
     }
     api_leave(t, g, 0);
     return id;
@@ -395,6 +397,8 @@ static void api_heap_destroy(int heap)
     if (tables_map() == 0) {
         vh_lock(&api_lock);
         if (heap_live(heap)) {
+            if (!heaps[heap].parent && heaps[heap].base && heaps[heap].size)
+                vh_mapped_unclaim(heaps[heap].base, heaps[heap].base + heaps[heap].size);
             /* One record: the reader frees the nested heaps' blocks too.
              * None for a heap never written (nor were those nested in it).
              * Paused, a written heap stays so: vh_api_resume says it was

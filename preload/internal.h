@@ -881,6 +881,10 @@ void vh_mapped_add(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, 
 void vh_mapped_cut(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, uint64_t hi);
 int vh_mapped_free_at(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t a);
 void vh_mapped_fork_child(void);
+/* A top-level custom heap's bounds [lo, hi): the mappings there are its
+ * (ended in the mmap heap if `record`, not recorded after), until unclaim. */
+void vh_mapped_claim(struct vh_tls *t, uint64_t lo, uint64_t hi, int record);
+void vh_mapped_unclaim(uint64_t lo, uint64_t hi);
 /* Mappings not recorded because the table was full. */
 uint64_t vh_mapped_untracked(void);
 

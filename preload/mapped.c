@@ -32,6 +32,7 @@ static uint32_t n;
 static int tab_failed;
 static vh_lock_t lock;
 static uint64_t untracked;
+static uint16_t tab_heap;          /* the mmap heap the entries belong to     */
 
 static int tab_map(void)
 {
@@ -116,18 +117,72 @@ void vh_mapped_cut(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, 
     vh_unlock(&lock);
 }
 
+/* Ranges that top-level custom heaps declared as their bounds: the
+ * program hands that memory to its own allocator, whose heap explains it
+ * (Vere's loom: a 2 GiB mapping the loom heap covers). A mapping there is
+ * left to that heap, not counted again as a block of the mmap heap. Read
+ * without the lock (a mapping call racing a heap's creation may be
+ * recorded once more, then ended by the claim's cut). */
+#define CLAIMS 16
+static struct { uint64_t lo, hi; } claims[CLAIMS];
+static uint64_t claims_lost;
+
+static int claimed(uint64_t lo, uint64_t hi)
+{
+    for (unsigned i = 0; i < CLAIMS; i++)
+        if (__atomic_load_n(&claims[i].hi, __ATOMIC_ACQUIRE) && claims[i].lo <= lo &&
+            hi <= claims[i].hi)
+            return 1;
+    return 0;
+}
+
+/* A top-level heap declared [lo, hi) (api.c, at guard BUSY): mappings
+ * recorded there end now (`record`: the capture is recording), later ones
+ * there are not recorded. */
+void vh_mapped_claim(struct vh_tls *t, uint64_t lo, uint64_t hi, int record)
+{
+    if (lo >= hi)
+        return;
+    vh_lock(&lock);
+    unsigned i = 0;
+    while (i < CLAIMS && claims[i].hi)
+        i++;
+    if (i < CLAIMS) {
+        claims[i].lo = lo;
+        __atomic_store_n(&claims[i].hi, hi, __ATOMIC_RELEASE);
+    } else {
+        claims_lost++;
+    }
+    if (record && tab && n)
+        cut_locked(t, tab_heap, VH_FN_CUSTOM, lo, hi, vh_now());
+    vh_unlock(&lock);
+}
+
+/* The heap that declared [lo, hi) is gone: mappings there count again. */
+void vh_mapped_unclaim(uint64_t lo, uint64_t hi)
+{
+    vh_lock(&lock);
+    for (unsigned i = 0; i < CLAIMS; i++)
+        if (claims[i].hi == hi && claims[i].lo == lo) {
+            __atomic_store_n(&claims[i].hi, 0, __ATOMIC_RELEASE);
+            break;
+        }
+    vh_unlock(&lock);
+}
+
 /* [lo, hi) is mapped now (by `func`, from `stack`): whatever the table
  * still held there was unmapped behind its back (a raw system call, a
- * pause) and ends first. */
+ * pause) and ends first. Inside a declared heap: that heap's. */
 void vh_mapped_add(struct vh_tls *t, uint16_t heap, unsigned func, uint64_t lo, uint64_t hi,
                    uint32_t stack)
 {
-    if (lo >= hi)
+    if (lo >= hi || claimed(lo, hi))
         return;
     vh_lock(&lock);
     uint64_t now = vh_now();
     if (tab_map() == 0) {
         cut_locked(t, heap, func, lo, hi, now);
+        tab_heap = heap;
         if (n < ENTRIES) {
             struct mapping m = { .lo = lo, .hi = hi, .stack = stack, .tag = t->tag,
                                  .func = (uint8_t)func };

@@ -45,6 +45,18 @@ expect_eq "the child's mmap heap: leaked blocks, unknown frees" \
                          FROM heaps h JOIN leaks l ON l.heap_id = h.id WHERE h.name = 'mmap'")" \
     "$2:4096|0"
 
+# a mapping a top-level custom heap declares as its bounds is that heap's
+# (Vere's loom): it leaves the mmap heap, mappings there are not recorded
+# while the heap lives, and are again once it is destroyed
+profile declared.vhcap "$PROGS/mmap_arena" declared >declared.out ||
+    die "mmap_arena declared exited $?"
+"$ANALYZE" load -q declared.vhcap declared.db || die "load of declared.vhcap failed"
+expect_eq "the mmap heap's blocks with a heap declared over the arena" \
+    "$(sqlite3 declared.db "SELECT group_concat(address || ':' || size, ' ') FROM
+        (SELECT l.address, l.size FROM leaks l JOIN heaps h ON h.id = l.heap_id
+         WHERE h.name = 'mmap' ORDER BY l.address)")" \
+    "$(awk '/^live / { print $2 ":" $3 }' declared.out | sort -n | tr '\n' ' ' | sed 's/ $//')"
+
 mmap_row() { sqlite3 "$1" "SELECT count(*) || '|' || coalesce(sum(l.size), 0) FROM heaps h
                           LEFT JOIN leaks l ON l.heap_id = h.id WHERE h.name = 'mmap'"; }
 total=$(awk '/^live / { s += $3 } END { printf "%.0f\n", s }' arena.out)

@@ -9,7 +9,9 @@
  * and forks a child that unmaps one of the parent's mappings (the child's
  * capture has no record of it) and maps a page of its own ("child PID
  * ADDR"). `mmap_arena big` instead mallocs one block
- * above glibc's mmap threshold and frees another, and maps nothing. */
+ * above glibc's mmap threshold and frees another, and maps nothing.
+ * `mmap_arena declared` hands an arena to a heap of its own (vheap.h, as
+ * Vere's patch declares its loom): see declared(). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +21,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "preload/vheap.h"
 
 #define PAGE 4096ul
 
@@ -144,8 +148,26 @@ static int big(void)
     return 0;
 }
 
+/* The arena is the declared heap's from its declaration: its mapping
+ * leaves the mmap heap, a page mapped over it meanwhile is the heap's; once
+ * the heap is destroyed, a page mapped there is the mmap heap's again. */
+static int declared(void)
+{
+    char *a = make_arena();
+    int h = vheap_heap_create("arena", 0, a, 16 * PAGE);
+    map_over(a + 2 * PAGE);
+    char *b = make_arena();
+    vheap_heap_destroy(h);
+    char *o = map_over(a + 4 * PAGE);
+    live(b, 16 * PAGE, "make_arena");
+    live(o, 2 * PAGE, "map_over");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "declared"))
+        return declared();
     if (argc > 1 && !strcmp(argv[1], "big"))
         return big();
     /* the arena: 16 pages; its pages 4..7 unmapped, 10..11 mapped over */

@@ -491,7 +491,8 @@ while [ $r -le "$areps" ]; do
 done
 printf '%-12s %12s %8s %9s %14s %7s %7s %10s %9s %9s %12s\n' workload "ht interpret" \
     "ht_print" "vh load+" "vh/print" "ht cpu" "vh cpu" "vh rss" "vh DB" "ht file" "DB/ht file"
-printf '%-12s %12s %8s %9s %14s\n' "" "" "" "summary" "(<= 0.5)"
+printf '%-12s %12s %8s %9s %14s %7s %7s %10s %9s %9s %12s\n' "" "" "" "summary" "(<= 1.0)" \
+    "" "" "(<= 1GiB)" "" "" "(<= 2.5)"
 for w in $wls; do
     it=$(awk -v w="$w" '$1 == w && $2 == "interpret" { print $4 }' aresults)
     hp=$(awk -v w="$w" '$1 == w && $2 == "print" { print $4 }' aresults | median)
@@ -505,8 +506,8 @@ for w in $wls; do
     awk -v w="$w" -v i="${it:--}" -v p="$hp" -v l="$vl" -v hc="$hc" -v vc="$vc" \
         -v vr="$(bytes "$vr")" -v rb="$vr" -v vd="$(bytes "$vd")" -v db="$vd" \
         -v hs="$(bytes "$hs")" -v hb="$hs" 'BEGIN {
-        r = (p != "-" && l != "-" && p > 0) ? sprintf("%.2f %s", l / p, l <= 0.5 * p ? "ok" : "OVER") : "-"
-        d = (db != "-" && hb != "-" && hb > 0) ? sprintf("%.2f %s", db / hb, db <= hb ? "ok" : "OVER") : "-"
+        r = (p != "-" && l != "-" && p > 0) ? sprintf("%.2f %s", l / p, l <= p ? "ok" : "OVER") : "-"
+        d = (db != "-" && hb != "-" && hb > 0) ? sprintf("%.2f %s", db / hb, db <= 2.5 * hb ? "ok" : "OVER") : "-"
         m = (rb != "-" && rb > 1073741824) ? " OVER" : ""
         printf "%-12s %12s %8s %9s %14s %7s %7s %10s %9s %9s %12s\n", w, i, p, l, r,
             hc == "-" ? "-" : sprintf("%.2f", hc), vc == "-" ? "-" : sprintf("%.2f", vc), vr m,

@@ -197,6 +197,22 @@ static inline void *vh_thread_map(size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* A process-wide table mapped at its first use, under its owner's lock:
+ * *slot set and 0, or -1 for good once a mapping failed (*failed); errno
+ * is the caller's either way. */
+static inline int vh_lazy_map(void **slot, int *failed, size_t size)
+{
+    if (*slot)
+        return 0;
+    if (*failed)
+        return -1;
+    int e = errno;
+    *slot = vh_thread_map(size);
+    errno = e;
+    *failed = !*slot;
+    return *slot ? 0 : -1;
+}
+
 /* Unmaps it at the thread's exit. The caller cleared its pointer first, so
  * that a signal handler's event after that point sees none. */
 static inline void vh_thread_unmap(void *p, size_t size)

@@ -36,16 +36,7 @@ static uint16_t tab_heap;          /* the mmap heap the entries belong to     */
 
 static int tab_map(void)
 {
-    if (tab)
-        return 0;
-    if (tab_failed)
-        return -1;
-    int e = errno;
-    /* NORESERVE: only the pages used count. vh_thread_map is the same call. */
-    tab = vh_thread_map(ENTRIES * sizeof *tab);
-    errno = e;
-    tab_failed = !tab;
-    return tab ? 0 : -1;
+    return vh_lazy_map((void **)&tab, &tab_failed, ENTRIES * sizeof *tab);
 }
 
 /* The first entry that ends after `a`. */

@@ -38,18 +38,9 @@ static int tab_map(void)
 {
     if (tab)
         return 0;
-    if (tab_failed)
-        return -1;
-    int e = errno;
     /* NORESERVE: only the pages used count (one or two for a loom). */
-    void *p = vh_sys_mmap(NULL, sizeof *tab, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    errno = e;
-    if (p == MAP_FAILED) {
-        tab_failed = 1;
+    if (vh_lazy_map((void **)&tab, &tab_failed, sizeof *tab))
         return -1;
-    }
-    tab = p;
     tab->next_unused = 1;
     return 0;
 }

@@ -107,32 +107,12 @@ static size_t text_len(const char *s)
     return n;
 }
 
-/* A variable-size record: `fixed` bytes of struct, then text, NUL, padding
- * to 8. Returns the record (header's `a` set) or NULL when not writable. */
-static void *put_text_rec(struct vh_tls *t, uint8_t type, size_t fixed, const char *text,
-                          size_t len, uint64_t time)
-{
-    size_t size = (fixed + len + 1 + 7) & ~(size_t)7;
-    char *r = vh_rec_begin(t, size, time);
-    if (!r) {
-        vh_dropped();
-        return NULL;
-    }
-    memset(r, 0, size);
-    memcpy(r + fixed, text, len);
-    ((struct vh_rec_hdr *)(void *)r)->type = type;
-    ((struct vh_rec_hdr *)(void *)r)->a = (uint16_t)(size / 8);
-    return r;
-}
-
 static int put_heap_create(struct vh_tls *t, uint32_t id, const struct heap_slot *h,
                            const char *name, size_t len, uint64_t time)
 {
-    struct vh_rec_heap *r = put_text_rec(t, VH_REC_HEAP_CREATE, sizeof *r, name, len, time);
+    struct vh_rec_heap *r = vh_rec_text(t, VH_REC_HEAP_CREATE, id, sizeof *r, name, len, time);
     if (!r)
         return -1;
-    r->h.b = id;
-    r->time = time;
     r->parent = h->parent;
     r->heap_flags = h->flags;
     r->base = h->base;
@@ -144,11 +124,9 @@ static int put_heap_create(struct vh_tls *t, uint32_t id, const struct heap_slot
 static void put_label(struct vh_tls *t, uint8_t type, uint32_t b, const char *text,
                       size_t len, uint64_t time)
 {
-    struct vh_rec_label *r = put_text_rec(t, type, sizeof *r, text, len, time);
+    struct vh_rec_label *r = vh_rec_text(t, type, b, sizeof *r, text, len, time);
     if (!r)
         return;
-    r->h.b = b;
-    r->time = time;
     vh_rec_commit(t, (size_t)r->h.a * 8);
 }
 

@@ -827,3 +827,25 @@ void vh_rss_sample(struct vh_tls *t)
     if (vh_cap.hdr)
         __atomic_store_n(&vh_cap.hdr->last_time, now, __ATOMIC_RELAXED);
 }
+
+/* A variable-size struct record: `fixed` bytes of struct (header with
+ * type, length in words and `b`; `time` at offset 8), then `len` bytes of
+ * body (text gets its NUL from the zeroing), padded to 8. The caller fills
+ * the rest and commits; NULL (counted as dropped) when not writable. */
+void *vh_rec_text(struct vh_tls *t, uint8_t type, uint32_t b, size_t fixed, const void *body,
+                  size_t len, uint64_t time)
+{
+    size_t size = (fixed + len + 1 + 7) & ~(size_t)7;
+    char *r = vh_rec_begin(t, size, time);
+    if (!r) {
+        vh_dropped();
+        return NULL;
+    }
+    memset(r, 0, size);
+    if (len)                       /* body NULL: a label never given */
+        memcpy(r + fixed, body, len);
+    *(struct vh_rec_hdr *)(void *)r =
+        (struct vh_rec_hdr){ .type = type, .a = (uint16_t)(size / 8), .b = b };
+    ((struct vh_rec_time *)(void *)r)->time = time;
+    return r;
+}

@@ -783,6 +783,9 @@ VH_ALWAYS_INLINE void *vh_rec_begin(struct vh_tls *t, size_t size, uint64_t time
     return p;
 }
 
+void *vh_rec_text(struct vh_tls *t, uint8_t type, uint32_t b, size_t fixed, const void *body,
+                  size_t len, uint64_t time);
+
 /* Publishes the struct record vh_rec_begin returned; its time becomes the
  * chunk's time base, as the reader's cursor will have it. */
 VH_ALWAYS_INLINE void vh_rec_commit(struct vh_tls *t, size_t size)

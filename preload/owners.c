@@ -58,26 +58,6 @@ static uint32_t own_node(void)
     return d ? own.stack[d - 1] : 0;
 }
 
-/* A variable record of `fixed` bytes of struct then `len` bytes of body
- * (text gets its NUL from the zeroing), padded to 8. NULL: not writable. */
-static void *own_rec(struct vh_tls *t, uint8_t type, uint32_t b, size_t fixed, const void *body,
-                     size_t len, uint64_t now)
-{
-    size_t size = (fixed + len + 1 + 7) & ~(size_t)7;
-    char *r = vh_rec_begin(t, size, now);
-    if (!r) {
-        vh_dropped();
-        return NULL;
-    }
-    memset(r, 0, size);
-    if (len)                       /* body NULL: a label never given */
-        memcpy(r + fixed, body, len);
-    *(struct vh_rec_hdr *)(void *)r =
-        (struct vh_rec_hdr){ .type = type, .a = (uint16_t)(size / 8), .b = b };
-    ((struct vh_rec_time *)(void *)r)->time = now;
-    return r;
-}
-
 static void own_commit(struct vh_tls *t, const void *r)
 {
     vh_rec_commit(t, (size_t)((const struct vh_rec_hdr *)r)->a * 8);
@@ -89,7 +69,7 @@ static void own_flush(struct vh_tls *t)
     struct vh_rec_owned *r;
     if (!own.batch_count)
         return;
-    r = own_rec(t, VH_REC_OWNED, own.batch_node, sizeof *r, own.batch, own.batch_used, vh_now());
+    r = vh_rec_text(t, VH_REC_OWNED, own.batch_node, sizeof *r, own.batch, own.batch_used, vh_now());
     if (r) {
         r->snapshot = own.snapshot;
         r->count = own.batch_count;
@@ -154,7 +134,7 @@ void vh_owner_begin(int heap, const char *label)
     own.batch_used = 0;
     own.batch_prev = 0;
     size_t len = own_label(label, &flags);
-    if ((r = own_rec(t, VH_REC_OWN_BEGIN, own.heap, sizeof *r, label, len, vh_now()))) {
+    if ((r = vh_rec_text(t, VH_REC_OWN_BEGIN, own.heap, sizeof *r, label, len, vh_now()))) {
         r->h.flags = flags;
         r->snapshot = own.snapshot;
         own_commit(t, r);
@@ -178,7 +158,7 @@ void vh_owner_push(const char *label)
         size_t len = own_label(label, &flags);
         uint32_t parent = own_node(), id = ++own.nodes;
         own_flush(t);
-        if ((r = own_rec(t, VH_REC_OWNER, id, sizeof *r, label, len, vh_now()))) {
+        if ((r = vh_rec_text(t, VH_REC_OWNER, id, sizeof *r, label, len, vh_now()))) {
             r->h.flags = flags;
             r->snapshot = own.snapshot;
             r->parent = parent;

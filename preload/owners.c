@@ -8,7 +8,15 @@
  * filled) lives in static memory, no malloc, no lock. Another thread's
  * calls meanwhile are counted and said once. vheap_owned is the walk's
  * per-block call: two varints appended to the batch, a record only when
- * the batch is full or the owner changes. */
+ * the batch is full or the owner changes.
+ *
+ * Under sampling the analyzer knows only the sampled blocks, so an entry
+ * for any other is noise (a |mass of a 47 MB loom names 2.5 M blocks, about
+ * 10 MB of entries, for the few hundred a sample holds). A block whose
+ * slot in the sampled set's count array is zero was sampled in no heap
+ * (one byte read, never a false "no"): its entry is left out and its walk
+ * bytes are added to the batch's one entry for address 0 (bytes the walk
+ * counted that are no block), so each owner's walk total stays exact. */
 #include <string.h>
 
 #include "preload/internal.h"
@@ -27,8 +35,9 @@ static struct {
     /* the batch: entries under `batch_node` since the last OWNED record */
     uint32_t batch_node, batch_count;
     uint64_t batch_prev;           /* previous entry's address               */
+    uint64_t batch_unsampled;      /* walk bytes of the entries left out     */
     size_t batch_used;
-    uint8_t batch[OWN_BATCH + 2 * VH_ULEB_MAX];
+    uint8_t batch[OWN_BATCH + 4 * VH_ULEB_MAX]; /* + the address-0 entry      */
 } own;
 
 static uint64_t own_strays;        /* calls outside a snapshot or its thread */
@@ -63,10 +72,27 @@ static void own_commit(struct vh_tls *t, const void *r)
     vh_rec_commit(t, (size_t)((const struct vh_rec_hdr *)r)->a * 8);
 }
 
-/* The batch as one OWNED record, if it holds anything. */
+/* One (address, walk bytes) entry appended to the batch. */
+static void own_put(uint64_t a, uint64_t bytes)
+{
+    uint8_t *q = own.batch + own.batch_used;
+    q = vh_uleb_put(q, vh_zigzag(a - own.batch_prev));
+    q = vh_uleb_put(q, bytes);
+    own.batch_used = (size_t)(q - own.batch);
+    own.batch_prev = a;
+    own.batch_count++;
+    own.entries++;                 /* written: OWN_END says how many */
+}
+
+/* The batch as one OWNED record, if it holds anything: the entries left
+ * out under sampling as one for address 0 at its end. */
 static void own_flush(struct vh_tls *t)
 {
     struct vh_rec_owned *r;
+    if (own.batch_unsampled) {
+        own_put(0, own.batch_unsampled);
+        own.batch_unsampled = 0;
+    }
     if (!own.batch_count)
         return;
     r = vh_rec_text(t, VH_REC_OWNED, own.batch_node, sizeof *r, own.batch, own.batch_used, vh_now());
@@ -132,7 +158,7 @@ void vh_owner_begin(int heap, const char *label)
     own.entries = own.depth_lost = 0;
     own.batch_node = own.batch_count = 0;
     own.batch_used = 0;
-    own.batch_prev = 0;
+    own.batch_prev = own.batch_unsampled = 0;
     size_t len = own_label(label, &flags);
     if ((r = vh_rec_text(t, VH_REC_OWN_BEGIN, own.heap, sizeof *r, label, len, vh_now()))) {
         r->h.flags = flags;
@@ -199,13 +225,10 @@ void vh_owned(const void *p, size_t bytes)
         own_flush(t);
         own.batch_node = node;
     }
-    uint8_t *q = own.batch + own.batch_used;
-    q = vh_uleb_put(q, vh_zigzag(a - own.batch_prev));
-    q = vh_uleb_put(q, bytes);
-    own.batch_used = (size_t)(q - own.batch);
-    own.batch_prev = a;
-    own.batch_count++;
-    own.entries++;
+    if (vh_sample_rate && a && !vh_sampled_maybe(a))
+        own.batch_unsampled += bytes;   /* sampled in no heap (above) */
+    else
+        own_put(a, bytes);
     vh_unbusy(t, g);
 }
 

@@ -171,7 +171,9 @@ static uint64_t *self_tot(struct loader *L, uint32_t snap, uint32_t owner)
     return o->tot[e->v2];
 }
 
-/* One entry: the block joined with what the capture knows of it. */
+/* One entry: the block joined with what the capture knows of it. Under
+ * sampling the shim names only blocks that may be sampled and counts the
+ * rest's walk bytes under address 0 (preload/owners.c). */
 static void owned_one(struct loader *L, struct own_snap *s, uint32_t owner, uint64_t addr,
                       uint64_t walk)
 {
@@ -197,11 +199,13 @@ static void owned_one(struct loader *L, struct own_snap *s, uint32_t owner, uint
     }
     if (!(t = self_tot(L, (uint32_t)o->nsnaps, owner)))
         return;
-    t[0] += b != NULL;
-    t[1] += b ? b->size : 0;
+    /* a sampled block stands for 1/p blocks and bytes, as in every total */
+    struct vh_weight wt = b ? block_weight(L, b->size, b->serial) : (struct vh_weight){ 0, 0 };
+    t[0] += wt.count;
+    t[1] += wt.bytes;
     t[2] += walk;
-    s->blocks += b != NULL;
-    s->bytes += b ? b->size : 0;
+    s->blocks += wt.count;
+    s->bytes += wt.bytes;
     s->walk_bytes += walk;
     rows__set(w, 0, (int64_t)o->nsnaps);
     rows__set(w, 1, owner ? (int64_t)owner : VH_ROWV_NULL);

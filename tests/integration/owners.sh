@@ -125,4 +125,48 @@ expect_eq "cut snapshot complete" "$(json_get die.json 'd["snapshot"]["complete"
 check 1 die.books die.json
 b=$(json_get die.json 'sum(o["blocks"] for o in d["owners"] if o["owner"] == "a/b")')
 [ "$b" -le 150 ] || die "a/b has $b blocks, the program named 150"
-echo "owners: books equal, growth, by stack, bad input counted, cut snapshot loaded"
+# ---- sampled: entries only for blocks the sample may hold ------------------
+# 75,000 blocks named; in full every one is an entry, sampled at 8 KiB only
+# those whose slot in the shim's sampled set is taken (a few thousand) plus
+# one address-0 entry a batch with the rest's walk bytes: each owner's walk
+# total stays the program's exactly, its live bytes an estimate (about 500
+# samples an owner: 30 % is over five standard deviations)
+VHEAP_OUT=many.vhcap LD_PRELOAD="$VHEAP_LIB" "$PROGS/owners" many >many.books 2>many.err ||
+    die "owners many exited $?: $(tail -n 3 many.err)"
+VHEAP_SAMPLE=8KiB VHEAP_OUT=many-s.vhcap LD_PRELOAD="$VHEAP_LIB" "$PROGS/owners" many \
+    >many-s.books 2>many-s.err || die "owners many (sampled) exited $?: $(tail -n 3 many-s.err)"
+for m in many many-s; do
+    "$ANALYZE" owners $m.vhcap --limit 0 --format json >$m.json 2>$m.q.err ||
+        die "owners $m: $(cat $m.q.err)"
+    grep -q warning $m.q.err && die "owners $m warned: $(cat $m.q.err)"
+done
+check 1 many.books many.json
+python3 - many-s.books many.vhcap.sqlite many-s.vhcap.sqlite many-s.json <<'EOF' ||
+import json, re, sqlite3, sys
+books = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"own snapshot=1 path=(\S+) blocks=(\d+) bytes=(\d+) walk=(\d+)$", line)
+    if m:
+        books[m.group(1)] = tuple(int(x) for x in m.groups()[1:])
+rows = lambda db: sqlite3.connect(db).execute(
+    "SELECT count(*) FROM owned_blocks WHERE address != 0").fetchone()[0]
+full, sampled = rows(sys.argv[2]), rows(sys.argv[3])
+d = json.load(open(sys.argv[4]))
+got = {o["owner"]: o for o in d["owners"]}
+bad = []
+if full < 75000 or sampled > full // 5:
+    bad.append("entries with an address: full %d, sampled %d (want under a fifth)" % (full, sampled))
+if not d["snapshot"]["complete"]:
+    bad.append("the sampled snapshot is not complete")
+for path, (blocks, size, walk) in books.items():
+    o = got.get(path, {})
+    if o.get("self_walk_bytes") != walk:
+        bad.append("%s: walk bytes %s, the program's %d" % (path, o.get("self_walk_bytes"), walk))
+    if size and abs(o.get("self_bytes", 0) - size) > 0.3 * size:
+        bad.append("%s: estimated bytes %s, the program's %d" % (path, o.get("self_bytes"), size))
+print("sampled snapshot: %d entries with an address (full: %d); %s"
+      % (sampled, full, "; ".join(bad) or "walk bytes exact, bytes within 30 %"))
+sys.exit(1 if bad else 0)
+EOF
+    die "the sampled snapshot (above)"
+echo "owners: books equal, growth, by stack, bad input counted, cut snapshot loaded, sampled entries cut"

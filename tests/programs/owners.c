@@ -11,6 +11,8 @@
  *                handed out, calls outside any snapshot, pops at the top
  *   owners die   a snapshot the program dies in (SIGKILL) after owner "a"
  *                is complete and while "b" is half done
+ *   owners many  one snapshot of 75,000 blocks (18 MB): run sampled, the
+ *                walk names far more blocks than the sample holds
  *
  * Output (stdout), the program's own books, one line a node it reported:
  *   own snapshot=N path=PATH blocks=B bytes=S walk=W
@@ -28,8 +30,8 @@
 
 #include "preload/vheap.h"
 
-#define ARENA (8u << 20)
-#define MAXOBJ 4096
+#define ARENA (64u << 20)
+#define MAXOBJ 32768
 
 static char *arena;
 static size_t arena_used;
@@ -170,7 +172,7 @@ static void bad(void)
 
 static void die(void)
 {
-    struct owner a = { "a", { "a" } }, b = { "a/b", { "a", "b" } };
+    static struct owner a = { "a", { "a" } }, b = { "a/b", { "a", "b" } };
     give(&a, 500, 24);
     give(&b, 300, 40);
     memset(marked, 0, ARENA / 16);
@@ -197,6 +199,14 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "die")) {
         die();
         return 1;
+    }
+    if (!strcmp(mode, "many")) {
+        give(&ames, 25000, 64);
+        give(&behn, 20000, 200);
+        give(&hoon, 10000, 300);
+        give(&cold, 20000, 100);
+        snapshot(1, "many");
+        return 0;
     }
     give(&ames, 40, 64);
     give(&behn, 10, 32);

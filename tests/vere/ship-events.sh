@@ -10,10 +10,14 @@
 #  - jets, on the sampled boot: one 'boot 1-N' mark; the tags that allocate
 #    most are jets named as the jet dashboard nests them (two/turn,
 #    ut/mint); no tag level lost however deep the jets nest (the shim says
-#    "tag stack deeper" on stderr when one is). The headroom of the boot is
-#    logged: a sampled capture's numbers are estimates and frag refuses
-#    one, so the exact check is the restart's, recorded in full (a boot
-#    recorded in full writes tens of GB).
+#    "tag stack deeper" on stderr when one is);
+#  - headroom on the sampled boot: the least headroom is the loom's size
+#    less its in-use at that instant, in the boot's event, its road alive
+#    then, the events' most in use the same, and series' replay of the
+#    stored events there short of it by no more than the blocks' slack. The
+#    road-by-road equality is the restart's: frag refuses a sampled capture
+#    (and a sampled one records no regions), and a boot recorded in full
+#    writes tens of GB.
 
 log "events, headroom, jets"
 [ -f "$W/serf.sqlite" ] || { SERF=$(serf_capture work restart) &&
@@ -99,6 +103,46 @@ odd = [t for t in tags if not re.fullmatch(r"[a-z0-9-]+(/[a-z0-9.-]+)+", t)]
 known = {"two/turn", "ut/mint", "ut/mull", "ut/nest", "ut/crop", "ut/fish", "by/put", "in/put"}
 sys.exit(1 if odd or len(known & set(tags)) < 2 or len(tags) < 10 else 0)
 PY
+    # headroom on the boot: the least headroom is the loom's size less the
+    # loom's and its live roads' in-use at one instant, in the boot's event,
+    # its road alive then; the query layer's own replay of the stored event
+    # stream (series, one row an event) has the tree's live requested bytes
+    # there at most that in-use and short of it only by the blocks' slack.
+    # Exact equality road by road is the restart's check above: a sampled
+    # capture records no regions and frag refuses one.
+    "$ANALYZE" summary "$W/boot.sqlite" --heap loom --format json >"$W/boot-headroom.json" 2>"$W/err" ||
+        bad "summary --heap loom on the boot: $(cat "$W/err")"
+    t=$(json '[h for h in d["heaps"] if h["in_use_peak"] is not None][0]["in_use_peak_time_ns"]' \
+        <"$W/boot-headroom.json" 2>/dev/null)
+    if [ -z "$t" ]; then
+        bad "no least headroom for the boot's loom: $(head -c 300 "$W/boot-headroom.json")"
+    else
+        "$ANALYZE" series "$W/boot.sqlite" --heap 'loom/*' --interval event --from "$((t - 1))ns" \
+            --to "$((t + 1))ns" --top 0 --bytes --format json >"$W/boot-at.json" 2>"$W/err" ||
+            bad "series at the boot's least headroom: $(cat "$W/err")"
+        python3 - "$W/boot-headroom.json" "$W/boot-at.json" "$W/boot.sqlite" <<'PY' ||
+import json, sqlite3, sys
+h = [h for h in json.load(open(sys.argv[1]))["heaps"] if h["in_use_peak"] is not None][0]
+rows = [r for r in json.load(open(sys.argv[2]))["series"] if r["time_ns"] == h["in_use_peak_time_ns"]]
+db = sqlite3.connect(sys.argv[3])
+t, road = h["in_use_peak_time_ns"], h["in_use_peak_heap_id"]
+size, alive = db.execute("SELECT (SELECT size FROM heaps WHERE name = 'loom' AND create_time <= ?1"
+                         " ORDER BY create_time DESC LIMIT 1), count(*) FROM heaps"
+                         " WHERE id = ?2 AND create_time <= ?1"
+                         " AND (destroy_time IS NULL OR destroy_time > ?1)", (t, road)).fetchone()
+spans = db.execute("SELECT max(in_use_peak) FROM event_spans").fetchone()[0]
+live = rows[0]["live_bytes"] if rows else None
+print("boot headroom: least %d of %d at %.3fs (event %r, road %d, %d deep): %d in use;"
+      " the events' most %s; the replay's live requested bytes there %s"
+      % (h["least_headroom"], size, t / 1e9, h["in_use_peak_event"], road,
+         h["in_use_peak_depth"], h["in_use_peak"], spans, live))
+ok = (h["least_headroom"] == size - h["in_use_peak"] and alive == 1 and spans == h["in_use_peak"]
+      and (h["in_use_peak_event"] or "").startswith("boot 1-") and live is not None
+      and 0.9 * h["in_use_peak"] <= live <= h["in_use_peak"])
+sys.exit(0 if ok else 1)
+PY
+            bad "the boot's least headroom (above)"
+    fi
     "$ANALYZE" summary "$W/boot.sqlite" --heap loom >"$W/boot-summary.txt" 2>&1 ||
         bad "summary of the boot failed"
     log "boot (sampled, estimates): $(grep -m1 'least headroom' "$W/boot-summary.txt")"

@@ -63,7 +63,7 @@ EOF
             echo "echo $n >>'$W/steps.done'"
             [ "$n" = boot ] && echo "cp -a zod '$W/zod'; cp '$W/step-boot.log' '$W/boot-vheap.log'; echo 0 >'$W/boot-vheap.rc'"
         fi
-        [ "$n" = boot ] && doc_plain
+        if [ "$n" = boot ]; then doc_plain; fi
     done
 }
 

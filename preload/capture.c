@@ -849,3 +849,12 @@ void *vh_rec_text(struct vh_tls *t, uint8_t type, uint32_t b, size_t fixed, cons
     ((struct vh_rec_time *)(void *)r)->time = time;
     return r;
 }
+
+/* A MARK or TAG record: its label, whole. */
+void vh_record_label(struct vh_tls *t, uint8_t type, uint32_t b, const char *text, size_t len,
+                     uint64_t time)
+{
+    struct vh_rec_label *r = vh_rec_text(t, type, b, sizeof *r, text, len, time);
+    if (r)
+        vh_rec_commit(t, (size_t)r->h.a * 8);
+}

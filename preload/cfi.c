@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/partition.h"
 #include "preload/internal.h"
 #include "preload/sigframe.h"
 
@@ -350,6 +351,17 @@ static inline int64_t factored(uint64_t v, const struct cie *c)
     return (int64_t)(v * (uint64_t)c->data_align);
 }
 
+/* Register reg is found by a rule the walk does not follow (in another
+ * register, as an expression, as a value): a walk that needs it, through
+ * rbp or the return address, is unsupported; rbx is lost. */
+static void beyond(struct state *s, const struct cie *c, uint64_t reg)
+{
+    if (reg == DW_RBP || reg == c->ra_reg)
+        s->unsupported = 1;
+    else if (reg == DW_RBX)
+        s->rbx_how = S_LOST;
+}
+
 /* The extended forms of the register rules (DW_CFA_offset's and
  * DW_CFA_restore's, whose short forms run() decodes): how a register other
  * than the CFA is found. 0 if op is none of them. */
@@ -393,10 +405,7 @@ static int reg_op(struct rd *r, const struct cie *c, struct state *s, const stru
     case DW_CFA_register:
         reg = uleb(r);
         uleb(r);
-        if (reg == DW_RBP || reg == c->ra_reg)
-            s->unsupported = 1;
-        else if (reg == DW_RBX)
-            s->rbx_how = S_LOST;
+        beyond(s, c, reg);
         break;
     case DW_CFA_val_offset:
     case DW_CFA_val_offset_sf:
@@ -405,10 +414,7 @@ static int reg_op(struct rd *r, const struct cie *c, struct state *s, const stru
             uleb(r);
         else
             sleb(r);
-        if (reg == DW_RBP || reg == c->ra_reg)
-            s->unsupported = 1;
-        else if (reg == DW_RBX)
-            s->rbx_how = S_LOST;
+        beyond(s, c, reg);
         break;
     case DW_CFA_GNU_negative_offset_extended:
         reg = uleb(r);
@@ -451,13 +457,11 @@ static int cfa_op(struct rd *r, const struct cie *c, struct state *s, uint8_t op
         reg = uleb(r);
         uint64_t len = uleb(r);
         /* One running past the FDE is unsupported, as one for rbp. */
-        if (reg == DW_RBP || reg == c->ra_reg || !has(r, len)) {
+        if (!has(r, len))
             s->unsupported = 1;
-        } else {
+        else
             take(r, len);
-            if (reg == DW_RBX)
-                s->rbx_how = S_LOST;
-        }
+        beyond(s, c, reg);
         break;
     }
     default:
@@ -622,20 +626,13 @@ static const uint8_t *fde_of(const uint8_t *hdr, const uint8_t *end, uint64_t ip
     /* Entries of two int32s; the encodings before them may leave the
      * table unaligned. */
     const uint8_t *table = r.p;
-    /* Last entry whose start is <= ip. */
-    uint64_t lo = 0, hi = count;
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (base + table_at(table, 2 * mid) <= ip)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    if (base + table_at(table, 2 * lo) > ip) {
+    /* The last entry whose start is <= ip. */
+    size_t k = VH_PARTITION_POINT(i, count, base + table_at(table, 2 * i) <= ip);
+    if (!k) {
         *rule = FP_RULE;         /* before any FDE: no info */
         return NULL;
     }
-    return (const uint8_t *)(base + table_at(table, 2 * lo + 1));
+    return (const uint8_t *)(base + table_at(table, 2 * (k - 1) + 1));
 }
 
 /* The rule a state the CFA program left means, or R_UNSUPPORTED's. */

@@ -9,6 +9,21 @@ die() { echo "FAIL: $*" >&2; exit 1; }
 # expect_eq WHAT GOT WANT
 expect_eq() { [ "$2" = "$3" ] || die "$1: got '$2', want '$3'"; }
 
+# poll PID CMD...: runs CMD every 0.05 s until it succeeds (0), PID (of
+# the program that is to make it true; 0: none) has ended (1), or 600 s
+# have passed (2). A test waits for what a program did: the bound only
+# ends a hang, and is far above any starved run (check-stress's runs load
+# the machine 10-15 deep on 2 cores).
+poll() {
+    _pid=$1; shift
+    _end=$(( $(date +%s) + 600 ))
+    until "$@"; do
+        [ "$_pid" = 0 ] || kill -0 "$_pid" 2>/dev/null || { "$@" && return 0; return 1; }
+        [ "$(date +%s)" -lt $_end ] || return 2
+        sleep 0.05
+    done
+}
+
 # profile OUT PROGRAM ARGS...: runs PROGRAM under the shim, capture in OUT.
 profile() {
     _out=$1; shift

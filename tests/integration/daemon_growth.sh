@@ -64,15 +64,12 @@ sys.exit(1 if bad else 0)
 PY
 
 for mode in full sampled; do
-    rm -f run.vhcap*
+    rm -f run.vhcap* run.out       # (the last run's "held" is not this run's)
     if [ $mode = sampled ]; then s=4KiB; else s=0; fi
     VHEAP_SAMPLE=$s VHEAP_OUT=run.vhcap VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" \
         "$PROGS/growd" 1000 1 hold >run.out &
     pid=$!
-    until grep -q '^held' run.out; do
-        kill -0 $pid 2>/dev/null || die "growd ($mode) exited: $(cat run.out)"
-        sleep 0.1
-    done
+    poll $pid grep -qs '^held' run.out || die "growd ($mode) did not hold: $(cat run.out)"
     kill -KILL $pid
     wait $pid 2>/dev/null
     "$ANALYZE" leaks --growth --limit 3 --format json run.vhcap >g.json 2>g.err ||

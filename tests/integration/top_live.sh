@@ -18,28 +18,21 @@ need_cmd tmux
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/live_view"
 
 start_prog() {  # OUT-CAPTURE [ENV...]: starts live_view, sets $pid
-    rm -f go; mkfifo go
+    rm -f go prog.out; mkfifo go   # (an old prog.out's "ready" is not this run's)
     env "$@" VHEAP_OUT="$PWD/$cap" VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" "$PROGS/live_view" go >prog.out &
     pid=$!
-    n=0
-    while ! grep -q '^ready' prog.out 2>/dev/null && [ $n -lt 500 ]; do sleep 0.02; n=$((n + 1)); done
-    grep -q '^ready' prog.out || die "live_view did not start"
+    poll $pid said '^ready' || die "live_view did not start"
 }
+said() { grep -qs "$1" prog.out; }    # said PATTERN: live_view printed it
 sock="$PWD/tmux.sock"
 tm_target=view                     # the session screen_has reads
 tm() { tmux -S "$sock" "$@"; }
 cleanup() { tm kill-server 2>/dev/null; kill -KILL $pid 2>/dev/null; }
 trap cleanup EXIT
-# screen: the pane's text, polled until it has PATTERN (up to 30 s)
-screen_has() {
-    n=0
-    while [ $n -lt 300 ]; do
-        tm capture-pane -p -t "$tm_target" >pane.txt 2>/dev/null
-        grep -q "$1" pane.txt && return 0
-        sleep 0.1; n=$((n + 1))
-    done
-    die "the view never showed '$1'; it shows: $(cat pane.txt)"
-}
+# pane_has PATTERN: the pane's text (in pane.txt) has it
+pane_has() { tm capture-pane -p -t "$tm_target" >pane.txt 2>/dev/null; grep -q "$1" pane.txt; }
+# screen_has PATTERN: the pane, polled until it has PATTERN
+screen_has() { poll 0 pane_has "$1" || die "the view never showed '$1'; it shows: $(cat pane.txt)"; }
 # first_row: the first stack row under the column titles
 first_row() { sed -n '/rate\/s *stack/{n;p;q}' pane.txt; }
 
@@ -54,10 +47,12 @@ expect_eq "cache_fill's live bytes" "$(echo "$row" | awk '{print $1}')" "1.00M"
 expect_eq "cache_fill's blocks" "$(echo "$row" | awk '{print $2}')" 10
 
 echo go >go
-n=0; while ! grep -q '^grown' prog.out && [ $n -lt 500 ]; do sleep 0.02; n=$((n + 1)); done
-sleep 2.5                          # a look after the growth
+poll $pid said '^grown' || die "live_view did not grow"
 tm send-keys -t view g
-screen_has 'ranked by growth'
+# a look after the whole growth: grow_step's 200 K first (a look taken
+# while it grew shows less, and a look before it none)
+grown_first() { pane_has 'ranked by growth' && first_row | grep -q '200.00K.*grow_step'; }
+poll 0 grown_first
 row=$(first_row)
 case $row in *grow_step*) ;; *) die "first row by growth is not grow_step: $row" ;; esac
 expect_eq "grow_step's growth" "$(echo "$row" | awk '{print $3}')" "200.00K"
@@ -68,15 +63,10 @@ screen_has 'ranked by live'
 for step in "3 7 700.00K" "4 3 300.00K"; do
     set -- $step
     echo "free $1" >go
-    n=0; while ! grep -q "^freed $2\$" prog.out && [ $n -lt 500 ]; do sleep 0.02; n=$((n + 1)); done
-    grep -q "^freed $2\$" prog.out || die "live_view did not free down to $2 blocks"
-    n=0
-    while [ $n -lt 300 ]; do
-        tm capture-pane -p -t view >pane.txt 2>/dev/null
-        row=$(grep 'cache_fill' pane.txt | head -1)
-        [ "$(echo "$row" | awk '{print $1, $2}')" = "$3 $2" ] && break
-        sleep 0.1; n=$((n + 1))
-    done
+    poll $pid said "^freed $2\$" || die "live_view did not free down to $2 blocks"
+    cache_row() { pane_has . ; row=$(grep 'cache_fill' pane.txt | head -1)
+                  [ "$(echo "$row" | awk '{print $1, $2}')" = "$3 $2" ]; }
+    poll 0 cache_row "$@"
     expect_eq "cache_fill after free $1" "$(echo "$row" | awk '{print $1, $2}')" "$3 $2"
 done
 tm send-keys -t view q
@@ -91,10 +81,11 @@ grep -q '\[' plain.txt && grep -q "$(printf '\033')" plain.txt && die "escape se
 
 # watched as it exits: the view's last look says so, and it stops
 "$ANALYZE" top --live --interval 0.2 $pid >watch.txt 2>watch.err & view=$!
-n=0; while ! grep -q '^--- look 2' watch.txt && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+poll $view grep -qs '^--- look 2' watch.txt || die "the view did not look twice: $(cat watch.err)"
 echo exit >go
 wait $pid || die "live_view exited $?"
-n=0; while kill -0 $view 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+view_gone() { ! kill -0 $view 2>/dev/null; }
+poll 0 view_gone
 kill -0 $view 2>/dev/null && { kill $view; die "the view went on after the program exited"; }
 wait $view || die "the view of a program that exited: exit $? ($(cat watch.err))"
 last=$(awk '/^--- look/ { l = "" } { l = l $0 "\n" } END { printf "%s", l }' watch.txt)
@@ -125,7 +116,7 @@ tm new-session -d -s view2 -x 200 -y 40 \
 tm_target=view2
 screen_has 'ranked by live'        # watching before the program goes on
 echo go >go                        # its two waits: after ready, after grown
-n=0; while ! grep -q '^grown' prog.out && [ $n -lt 500 ]; do sleep 0.02; n=$((n + 1)); done
+poll $pid said '^grown' || die "live_view (sampled) did not grow"
 echo exit >go                      # (not before: one read could take both lines)
 wait $pid
 screen_has 'the program has exited'

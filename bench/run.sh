@@ -600,8 +600,9 @@ if [ "$ev_n" -gt 0 ] && [ -d "$b/analyze" ]; then
     say ""
     say "Event stream: synthetic capture of $ev_n events (bench/evbench.c)"
     # the analyzer's objects without its main(), as the unit tests link
+    # (one folder a layer: build/analyze/*/*.o)
     set --
-    for o in "$b"/analyze/*.o; do [ "${o##*/}" = main.o ] || set -- "$@" "$o"; done
+    for o in $(find "$b/analyze" -name '*.o' ! -name main.o | sort); do set -- "$@" "$o"; done
     if "$cc" -O2 -g -I"$top" -D_GNU_SOURCE -std=gnu11 -Wall -Wextra -Werror \
         -o "$bdir/evbench" "$top/bench/evbench.c" "$@" \
         -lsqlite3 -ldw -lelf -lzstd -lz -lm -pthread; then

@@ -1,7 +1,12 @@
-/* idxmap.h — the loader's small (u64, u64) -> u32 map: threads by tid,
- * counters by (heap, stack, tag), frames by (address, module), stack ids
- * seen. Insert-only open addressing; the lookup is inline because the
- * counters' is on every allocation's path (and its prefetch). */
+/* idxmap.h — the loader's counters by (heap, stack, tag): a (u64, u64) ->
+ * u32 map of its own, not util/map, because this lookup is on the path of
+ * every event of a custom heap or a tag (all of a Vere ship's) and
+ * stream.c prefetches its slot events ahead: a 24-byte slot holding its
+ * own "empty" mark is one cache miss where util/map's entry and used byte
+ * are two, and its find inlines. Threads, frames and stacks seen, looked
+ * up off that path, are util/map's (on compileall, the stack-heaviest
+ * bench capture, frames through util/map cost 1.7 % of the load's samples
+ * against 1.2 % here). Insert-only open addressing. */
 #ifndef VHEAP_LOAD_IDXMAP_H
 #define VHEAP_LOAD_IDXMAP_H
 

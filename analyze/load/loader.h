@@ -21,6 +21,7 @@
 #include "analyze/load/reach.h"
 #include "analyze/load/load.h"
 #include "analyze/store/events.h"
+#include "analyze/util/map.h"
 #include "analyze/util/trend.h"
 #include "analyze/util/weight.h"
 
@@ -146,7 +147,7 @@ struct ld_live {
     uint32_t nagg_sys;
     struct thread *threads;
     size_t nthreads, capthreads;
-    struct idxmap thread_map;
+    struct vh_map *thread_map;         /* tid -> index in threads (v1)       */
     struct thread *last_thread;
     uint64_t serial;
     uint64_t implicit_frees, unknown_moves;
@@ -179,14 +180,14 @@ struct ld_stacks {
     size_t nmods, capmods;
     uint32_t *active;                  /* loaded modules, sorted by lo       */
     size_t nactive;
-    struct idxmap frame_map;           /* (address, module id) -> frame id   */
+    struct vh_map *frame_map;          /* (address, module id) -> frame id   */
     uint64_t nframes;
     uint64_t *seen_bits;               /* stack ids below seen_n with a row
                                           written, a bit each (ids are dense:
                                           the capture's largest id bounds
                                           them); larger ids in stack_seen  */
     uint32_t seen_n;
-    struct idxmap stack_seen;          /* stack ids with a row written: a set,
+    struct vh_map *stack_seen;         /* stack ids with a row written: a set,
                                           since ids in a damaged capture may
                                           be anything                        */
     uint64_t nstacks, missing_stacks;
@@ -329,7 +330,7 @@ static inline int stack_seen(const struct loader *L, uint32_t id)
 {
     if (id < L->sk.seen_n)
         return (int)(L->sk.seen_bits[id / 64] >> (id % 64) & 1);
-    return idxmap__get(&L->sk.stack_seen, id, 0) != UINT32_MAX;
+    return vh_map__find(L->sk.stack_seen, id, 0) != NULL;
 }
 
 /* Before an aggregate's live numbers change: if the heap reached a new peak

@@ -190,17 +190,19 @@ static uint32_t module_of(const struct loader *L, uint64_t addr)
 static uint64_t frame_id(struct loader *L, uint64_t addr)
 {
     uint32_t mod = module_of(L, addr);
-    uint32_t id = idxmap__get(&L->sk.frame_map, addr, mod);
+    int existed;
+    struct vh_map_ent *e = vh_map__insert(L->sk.frame_map, addr, mod, &existed);
     sqlite3_stmt *st = L->sk.ins_frame;
     uint64_t off = mod ? addr - L->sk.mods[mod - 1].bias : 0;   /* in the module's ELF */
+    uint64_t id;
 
-    if (id != UINT32_MAX)
-        return id;
-    id = (uint32_t)++L->sk.nframes;
-    if (idxmap__put(&L->sk.frame_map, addr, mod, id)) {
+    if (!e) {
         loader__fail(L, -ENOMEM, "out of memory");
         return 0;
     }
+    if (existed)
+        return e->v1;
+    id = e->v1 = ++L->sk.nframes;
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)addr);
     if (mod) {
@@ -226,7 +228,7 @@ int stacks__mark(struct loader *L, uint32_t id)
         L->sk.seen_bits[id / 64] |= 1ull << (id % 64);
         return 0;
     }
-    if (idxmap__put(&L->sk.stack_seen, id, 0, 0)) {
+    if (!vh_map__insert(L->sk.stack_seen, id, 0, &(int){ 0 })) {
         loader__fail(L, -ENOMEM, "out of memory");
         return 1;
     }
@@ -398,7 +400,8 @@ int stacks__init(struct loader *L)
     struct ld_stacks *sk = &L->sk;
 
     if (!(sk->node_rows = calloc(1, sizeof *sk->node_rows)) ||
-        !(sk->stack_rows = calloc(1, sizeof *sk->stack_rows))) {
+        !(sk->stack_rows = calloc(1, sizeof *sk->stack_rows)) ||
+        !(sk->frame_map = vh_map__new()) || !(sk->stack_seen = vh_map__new())) {
         loader__fail(L, -ENOMEM, "out of memory");
         return -1;
     }
@@ -492,8 +495,9 @@ void stacks__free(struct loader *L)
     sk->mods = NULL;
     sk->active = NULL;
     sk->nmods = sk->nactive = 0;
-    idxmap__clear(&sk->frame_map);
-    idxmap__clear(&sk->stack_seen);
+    vh_map__free(sk->frame_map);
+    vh_map__free(sk->stack_seen);
+    sk->frame_map = sk->stack_seen = NULL;
     free(sk->seen_bits);
     sk->seen_bits = NULL;
     sk->seen_n = 0;

@@ -28,9 +28,14 @@
 static __attribute__((noinline)) struct thread *thread_find(struct loader *L, uint32_t tid,
                                                             uint64_t time)
 {
-    uint32_t i = idxmap__get(&L->lv.thread_map, tid, 0);
+    int existed;
+    struct vh_map_ent *e = vh_map__insert(L->lv.thread_map, tid, 0, &existed);
 
-    if (i == UINT32_MAX) {
+    if (!e) {
+        loader__fail(L, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (!existed) {
         if (L->lv.nthreads == L->lv.capthreads) {
             size_t n = L->lv.capthreads ? L->lv.capthreads * 2 : 64;
             struct thread *p = realloc(L->lv.threads, n * sizeof *p);
@@ -41,14 +46,10 @@ static __attribute__((noinline)) struct thread *thread_find(struct loader *L, ui
             L->lv.threads = p;
             L->lv.capthreads = n;
         }
-        i = (uint32_t)L->lv.nthreads;
-        if (idxmap__put(&L->lv.thread_map, tid, 0, i)) {
-            loader__fail(L, -ENOMEM, "out of memory");
-            return NULL;
-        }
+        e->v1 = L->lv.nthreads;
         L->lv.threads[L->lv.nthreads++] = (struct thread){ .tid = tid, .first_time = time };
     }
-    return L->lv.last_thread = &L->lv.threads[i];
+    return L->lv.last_thread = &L->lv.threads[e->v1];
 }
 
 /* Records come in runs of one thread's: the last one is the likely one. */
@@ -826,6 +827,10 @@ int stream__run(struct loader *L)
 int stream__init(struct loader *L)
 {
     L->lv.rate = capture__header(L->cap)->sample_rate;
+    if (!(L->lv.thread_map = vh_map__new())) {
+        loader__fail(L, -ENOMEM, "out of memory");
+        return -1;
+    }
     /* The capture's ids are dense (the recorder counts them up): an array
      * by id up to its largest, unless that is absurd (a damaged capture's
      * ids may be anything; then, and for ids beyond, the hash). */
@@ -848,7 +853,8 @@ void stream__free(struct loader *L)
     free(lv->threads);
     free(lv->range_buf);
     idxmap__clear(&lv->agg_map);
-    idxmap__clear(&lv->thread_map);
+    vh_map__free(lv->thread_map);
+    lv->thread_map = NULL;
     lv->aggs = NULL;
     lv->agg_sys = NULL;
     lv->threads = NULL;

@@ -364,10 +364,9 @@ static int cmp_u64(const void *a, const void *b)
     return vh_cmp(*(const uint64_t *)a, *(const uint64_t *)b);
 }
 
-static int replay_event(struct replay *r, const struct vh_ev *ev)
+static int replay_event(struct replay *r, const struct vh_ev *ev, size_t ser)
 {
     int existed;
-    size_t ser = ser_of(r->tl, r->hs, ev->heap_id);
     struct vh_map_ent *e;
     int64_t row;
     switch (ev->kind) {
@@ -445,12 +444,13 @@ static int replay(sqlite3 *db, struct replay *r, char *err, size_t errlen)
             open_point(r, p);
             p_last = (int)p;
         }
+        size_t ser = ser_of(r->tl, r->hs, ev.heap_id);
         place(r->tl, ev.time, p);
-        if ((rc = replay_event(r, &ev))) {
+        if ((rc = replay_event(r, &ev, ser))) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
-        touch(r, p, ser_of(r->tl, r->hs, ev.heap_id));
+        touch(r, p, ser);
     }
     if (rc < 0) {
         snprintf(err, errlen, "%s", evstream__error(es));

@@ -530,16 +530,18 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
  * Every field after the type is an unsigned LEB128 varint: 7 bits a byte,
  * least significant group first, high bit set on every byte but the last;
  * at most 10 bytes, and a 10th byte holds only bit 63 (0 or 1).
- * A chunk keeps a cursor (time T, address A, the kinds KA and KF of its
- * last ALLOC/RESIZE and FREE, the addresses R of its last 8 ALLOC/RESIZE
- * records), all 0 where the chunk starts. Each record moves it; the
- * reader replays the same moves:
+ * A chunk keeps a cursor (time T, address A, the kinds KA[0..1] and KF of
+ * its last ALLOCs and FREE, the flag RF, the addresses R of its last 8
+ * ALLOC/RESIZE records), all 0 where the chunk starts. Each record moves
+ * it; the reader replays the same moves:
  *   THREAD:                 T = its time, the rest 0 (a new owner: a new base)
  *   any other struct record: T = its time
  *   compact record:         T += dt; A += unzigzag(da) (mod 2^64);
  *                           the record's time is T, its address A;
- *                           ALLOC/RESIZE: KA = its kind, A pushed on R;
- *                           FREE: KF = its kind
+ *                           ALLOC: KA[RF] = its kind; ALLOC/RESIZE: A
+ *                           pushed on R, RF = 0; FREE: KF = its kind,
+ *                           RF = its realloc flag (a moving realloc's
+ *                           ALLOC half follows its FREE half: KA[1])
  *   PAD:                    nothing
  * zigzag maps a signed delta to unsigned (0, -1, 1, -2 -> 0, 1, 2, 3), so
  * a block just below the previous one costs as little as one above it. A
@@ -561,7 +563,7 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
  *   FREE_NEXT 0x0f:    type u8, dt, da
  *   FREE_TICK 0x12:    type u8, da                         (dt = 1)
  *   FREE_RECENT 0x10:  type u8, dt << 3 | k                (A = R[k])
- * An ALLOC short form is an ALLOC of kind KA whose slack is
+ * An ALLOC short form is an ALLOC of kind KA[RF] whose slack is
  * vh_usual_slack(size); a FREE short form has kind KF. R[k] is the k-th
  * last address pushed (k = 0 the last; k must be below the count pushed).
  * They move the cursor as the long forms do, and decode to the same
@@ -614,8 +616,11 @@ _Static_assert(offsetof(struct vh_rec_time, time) == 8 && offsetof(struct vh_rec
 struct vh_cursor {
     uint64_t time;                 /* T: time of the chunk's last record    */
     uint64_t addr;                 /* A: address of its last compact record */
-    uint64_t akind, fkind;         /* KA, KF: kinds of its last ALLOC/RESIZE
-                                      and of its last FREE                  */
+    uint64_t akind[2];             /* KA: kinds of its last ALLOC [1] right
+                                      after a realloc's FREE half, [0] else */
+    uint64_t fkind;                /* KF: kind of its last FREE             */
+    uint64_t rf;                   /* 1: its last compact record is a FREE
+                                      with the realloc flag                 */
     uint64_t nrecent;              /* addresses pushed on R so far          */
     uint64_t recent[VH_RECENT];    /* R: recent[n % 8] is the n-th pushed   */
 };
@@ -657,18 +662,21 @@ static inline uint64_t vh_kind(uint32_t meta, uint16_t heap, uint16_t tag)
     return meta | (uint64_t)heap << VH_META_BITS | (uint64_t)tag << (VH_META_BITS + 16);
 }
 
-/* The cursor after a compact record at `time` (dt from the cursor's,
- * already clamped) and `addr`. */
-static inline void vh_cursor_move(struct vh_cursor *cur, int alloc, uint64_t dt, uint64_t addr,
+/* The cursor after a compact record of `type` (ALLOC, RESIZE or FREE) at
+ * dt from the cursor's time (already clamped) and `addr`. */
+static inline void vh_cursor_move(struct vh_cursor *cur, uint8_t type, uint64_t dt, uint64_t addr,
                                   uint64_t kind)
 {
     cur->time += dt;
     cur->addr = addr;
-    if (alloc) {
-        cur->akind = kind;
+    if (type != VH_REC_FREE) {
+        if (type == VH_REC_ALLOC)
+            cur->akind[cur->rf] = kind;
         cur->recent[cur->nrecent++ % VH_RECENT] = addr;
+        cur->rf = 0;
     } else {
         cur->fkind = kind;
+        cur->rf = (kind & VH_META_REALLOC) != 0;
     }
 }
 
@@ -690,7 +698,7 @@ static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t t
     uint32_t meta = vh_meta(func, flags, heap, tag);
     uint64_t kind = vh_kind(meta, heap, tag);
 
-    if (type == VH_REC_ALLOC && kind == cur->akind && slack == vh_usual_slack(size)) {
+    if (type == VH_REC_ALLOC && kind == cur->akind[cur->rf] && slack == vh_usual_slack(size)) {
         *p++ = dt == 1 ? VH_REC_ALLOC_TICK : VH_REC_ALLOC_NEXT;
         if (dt != 1)
             p = vh_uleb_put(p, dt);
@@ -710,7 +718,7 @@ static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t t
         if (tag)
             p = vh_uleb_put(p, tag);
     }
-    vh_cursor_move(cur, 1, dt, addr, kind);
+    vh_cursor_move(cur, type, dt, addr, kind);
     return p;
 }
 
@@ -753,7 +761,7 @@ static inline uint8_t *vh_enc_free(uint8_t *p, struct vh_cursor *cur, uint8_t fl
         p = vh_uleb_put(p, dt);
         p = vh_uleb_put(p, da);
     }
-    vh_cursor_move(cur, 0, dt, addr, kind);
+    vh_cursor_move(cur, VH_REC_FREE, dt, addr, kind);
     return p;
 }
 
@@ -829,7 +837,7 @@ static inline int vh_dec_short(const uint8_t **q, const uint8_t *end, int near, 
     if ((rc = vh_dec_field(q, end, near, &f->size)) || (rc = vh_dec_field(q, end, near, &f->stack)))
         return rc;
     f->slack = vh_usual_slack(f->size);
-    f->kind = cur->akind;
+    f->kind = cur->akind[cur->rf];
     return 0;
 }
 
@@ -844,8 +852,11 @@ static inline long vh_dec_compact(const uint8_t *p, const uint8_t *end, struct v
     /* The whole record lies before end, however long: read without bound
      * checks. */
     int near = end - p >= (long)VH_ENC_ALLOC_MAX, rc;
-    int alloc = p[0] == VH_REC_ALLOC || p[0] == VH_REC_RESIZE || p[0] == VH_REC_ALLOC_NEXT ||
-                p[0] == VH_REC_ALLOC_TICK;
+    uint8_t type = p[0] == VH_REC_ALLOC || p[0] == VH_REC_ALLOC_NEXT || p[0] == VH_REC_ALLOC_TICK
+                       ? VH_REC_ALLOC
+                   : p[0] == VH_REC_RESIZE ? VH_REC_RESIZE
+                                           : VH_REC_FREE;
+    int alloc = type != VH_REC_FREE;
 
     rc = p[0] <= VH_REC_RESIZE ? vh_dec_long(&q, end, near, alloc, cur, &f)
                                : vh_dec_short(&q, end, near, p[0], cur, &f);
@@ -855,10 +866,10 @@ static inline long vh_dec_compact(const uint8_t *p, const uint8_t *end, struct v
         return VH_DEC_RANGE;
     uint32_t meta = (uint32_t)(f.kind & ((1u << VH_META_BITS) - 1));
     uint16_t heap = (uint16_t)(f.kind >> VH_META_BITS), tag = (uint16_t)(f.kind >> (VH_META_BITS + 16));
-    vh_cursor_move(cur, alloc, f.dt, f.addr, f.kind);
+    vh_cursor_move(cur, type, f.dt, f.addr, f.kind);
     if (alloc) {
         out->alloc = (struct vh_rec_alloc){
-            .h = { .type = p[0] == VH_REC_RESIZE ? VH_REC_RESIZE : VH_REC_ALLOC,
+            .h = { .type = type,
                    .flags = vh_meta_flags(meta), .a = heap, .b = (uint32_t)f.stack },
             .time = cur->time,
             .addr = cur->addr,

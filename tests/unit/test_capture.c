@@ -417,8 +417,8 @@ static void test_compact_worked_example(void **state)
         0x0e, 0x32, 0xbf, 0x01, 0x18, 0x03,                         /* malloc below */
         0x02, 0x0a, 0xc0, 0x01, 0x05,                               /* free */
         0x10, 0x08,                                                 /* free below */
-        0x02, 0x00, 0xc0, 0x01, 0x43,                               /* realloc's free */
-        0x11, 0x00, 0x64, 0x03,                                     /* malloc again */
+        0x11, 0xc0, 0x01, 0x64, 0x03,                               /* malloc again */
+        0x02, 0x00, 0x00, 0x43,                                     /* realloc's free */
         0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f,                         /* PAD */
         0x84, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,             /* MARK, 3 words */
         0x24, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,             /* time 1316 */
@@ -434,8 +434,8 @@ static void test_compact_worked_example(void **state)
     capb__alloc(&b, 0, 1300, 0x55d0c040, 24, 24, 3);
     capb__free(&b, 0, 1310, 0x55d0c0a0);
     capb__free(&b, 0, 1311, 0x55d0c040);
-    capb__free_ex(&b, 0, 1305, 0, VH_FN_REALLOC, 0x55d0c0a0, VH_RF_REALLOC); /* clamped */
     capb__alloc(&b, 0, 1312, 0x55d0c0a0, 100, 104, 3);
+    capb__free_ex(&b, 0, 1305, 0, VH_FN_REALLOC, 0x55d0c0a0, VH_RF_REALLOC); /* clamped */
     capb__mark(&b, 0, 1316, "hi");
     assert_int_equal(capb__chunk_header(&b, 0)->used, sizeof(struct vh_chunk_header) + sizeof want);
     assert_memory_equal(capb__at(&b, at), want, sizeof want);
@@ -446,11 +446,11 @@ static void test_compact_worked_example(void **state)
     static const size_t sizes[] = { 12, 6, 5, 2, 5, 4 };
     for (int i = 0; i < 6; i++)
         assert_int_equal(events[1 + i].size, sizes[i]);
-    assert_int_equal(events[5].time, 1311);   /* went back: clamped to the base */
-    assert_int_equal(((const struct vh_rec_free *)(const void *)events[5].rec)->addr,
+    assert_int_equal(events[6].time, 1312);   /* went back: clamped to the base */
+    assert_int_equal(((const struct vh_rec_free *)(const void *)events[6].rec)->addr,
                      0x55d0c0a0);
     /* the short forms decode to what the long ones say */
-    const struct vh_rec_alloc *below = (const void *)events[2].rec, *again = (const void *)events[6].rec;
+    const struct vh_rec_alloc *below = (const void *)events[2].rec, *again = (const void *)events[5].rec;
     assert_true(below->h.type == VH_REC_ALLOC && below->addr == 0x55d0c040 && below->size == 24 &&
                 below->slack == 0 && below->func == VH_FN_MALLOC && below->h.b == 3);
     assert_true(events[4].rec->type == VH_REC_FREE && events[4].time == 1311 &&
@@ -460,6 +460,13 @@ static void test_compact_worked_example(void **state)
                 again->func == VH_FN_MALLOC);
     assert_int_equal(events[7].offset % 8, 0);
     assert_int_equal(events[7].offset, events[6].offset + 4 + 6);
+    /* after a realloc's FREE half (the MARK between changes nothing) an
+     * ALLOC is predicted from KA[1], 0 here: a malloc takes the long
+     * form, and the next malloc a short one again */
+    uint64_t half = capb__alloc(&b, 0, 1400, 0x55d0c0a0, 100, 104, 3);
+    uint64_t next = capb__alloc(&b, 0, 1401, 0x55d0c0a0, 100, 104, 3);
+    assert_int_equal(*(uint8_t *)capb__at(&b, half), VH_REC_ALLOC);
+    assert_int_equal(*(uint8_t *)capb__at(&b, next), VH_REC_ALLOC_TICK);
     capture__close(c);
     capb__destroy(&b);
 }

@@ -28,7 +28,7 @@ static int scan_chunk(const uint8_t *chunk, uint64_t chunk_size, uint32_t header
 {
     const struct vh_chunk_header *ch = (const void *)chunk;
     uint64_t used = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
-    struct vh_cursor cur = { 0, 0 };
+    struct vh_cursor cur = { 0 };
     union vh_rec_compact dec;
     if (used == 0)
         return v1 ? 0 : -1;        /* v1: claimed, never written; v2: lost */
@@ -38,6 +38,7 @@ static int scan_chunk(const uint8_t *chunk, uint64_t chunk_size, uint32_t header
     for (uint64_t off = header_size; off < used;) {
         const struct vh_rec_hdr *h = (const void *)(chunk + off);
         size_t size;
+        uint8_t type = h->type;
         if (!v1 && h->type == VH_REC_PAD) {
             off++;
             continue;
@@ -47,19 +48,25 @@ static int scan_chunk(const uint8_t *chunk, uint64_t chunk_size, uint32_t header
             if (len <= 0)
                 return -1;
             size = (size_t)len;
+            type = dec.h.type;
         } else {
             if (used - off < sizeof *h)
                 return -1;
             size = vh_record_size(h);
-            if (size < sizeof *h || size > used - off)
+            if (size < 16 || size > used - off)
                 return -1;
+            /* moves the compact records' bases as the writer did */
+            vh_cursor_struct(&cur, h->type, ((const struct vh_rec_time *)(const void *)h)->time);
         }
-        switch (h->type) {
+        /* a compact record counts as what it decodes to (version 3's
+         * short forms are ALLOC or FREE) */
+        switch (type) {
         case VH_REC_ALLOC: n->allocs++; break;
         case VH_REC_FREE: n->frees++; break;
         case VH_REC_RESIZE: n->resizes++; break;
         case VH_REC_MOVE: n->moves++; break;
-        case VH_REC_STACK: n->stacks++; break;
+        case VH_REC_STACK:
+        case VH_REC_STACK_PACKED: n->stacks++; break;
         default: break;
         }
         off += size;
@@ -88,9 +95,10 @@ static int stat_one(const char *path)
     }
     const struct vh_capture_header *hd = map;
     if (memcmp(hd->magic, VH_CAPTURE_MAGIC, 8) ||
-        (hd->version != VH_CAPTURE_VERSION && hd->version != VH_CAPTURE_VERSION_V1) ||
+        (hd->version != VH_CAPTURE_VERSION && hd->version != VH_CAPTURE_VERSION_V2 &&
+         hd->version != VH_CAPTURE_VERSION_V1) ||
         hd->chunk_size < hd->chunk_header_size || hd->chunk_header_size < sizeof(struct vh_chunk_header)) {
-        fprintf(stderr, "capstat: %s: not a vheap capture of version %u or %u\n", path,
+        fprintf(stderr, "capstat: %s: not a vheap capture of version %u to %u\n", path,
                 VH_CAPTURE_VERSION_V1, VH_CAPTURE_VERSION);
         goto out;
     }

@@ -14,7 +14,8 @@
 #include "common/leb128.h"          /* the records' varints */
 
 #define VH_CAPTURE_MAGIC "VHEAPCAP"       /* 8 bytes, no NUL stored */
-#define VH_CAPTURE_VERSION 2u             /* what the shim writes          */
+#define VH_CAPTURE_VERSION 3u             /* what the shim writes          */
+#define VH_CAPTURE_VERSION_V2 2u          /* still read: no short forms    */
 #define VH_CAPTURE_VERSION_V1 1u          /* still read: all records fixed */
 #define VH_HEADER_SIZE 4096u              /* the header page */
 #define VH_DEFAULT_CHUNK_SIZE (1u << 20)  /* bytes per chunk, header included */
@@ -173,6 +174,12 @@ enum vh_rec_type {
     VH_REC_WINDOW = 0x0b,          /* struct vh_rec_time, a = 1: recording
                                       from here on, 0: paused from here on
                                       (VHEAP_START=paused, vheap-analyze ctl) */
+    /* v3: the short forms of the compact records ("Compact records"). */
+    VH_REC_ALLOC_NEXT = 0x0e,      /* ALLOC of the chunk's last ALLOC's kind */
+    VH_REC_FREE_NEXT = 0x0f,       /* FREE of the chunk's last FREE's kind   */
+    VH_REC_FREE_RECENT = 0x10,     /* ... of a block allocated recently      */
+    VH_REC_ALLOC_TICK = 0x11,      /* ALLOC_NEXT 1 ns after the last record  */
+    VH_REC_FREE_TICK = 0x12,       /* FREE_NEXT 1 ns after the last record   */
     VH_REC_PAD = 0x7f,             /* v2: one byte of padding before a struct
                                       record; never at an 8-aligned offset  */
 
@@ -515,7 +522,7 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
     }
 }
 
-/* ---- Compact records (version 2) -----------------------------------------
+/* ---- Compact records (versions 2 and 3) -------------------------------
  * ALLOC (0x01), RESIZE (0x03) and FREE (0x02) are byte-packed, in this
  * order, with no alignment:
  *   ALLOC/RESIZE: type u8, dt, da, size, slack, stack, meta [, heap] [, tag]
@@ -523,12 +530,18 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
  * Every field after the type is an unsigned LEB128 varint: 7 bits a byte,
  * least significant group first, high bit set on every byte but the last;
  * at most 10 bytes, and a 10th byte holds only bit 63 (0 or 1).
- * A chunk keeps a cursor (time T, address A), (0, 0) where the chunk
- * starts. Each record moves it; the reader replays the same moves:
- *   THREAD:                 T = its time, A = 0   (a new owner: a new base)
+ * A chunk keeps a cursor (time T, address A, the kinds KA[0..1] and KF of
+ * its last ALLOCs and FREE, the flag RF, the addresses R of its last 8
+ * ALLOC/RESIZE records), all 0 where the chunk starts. Each record moves
+ * it; the reader replays the same moves:
+ *   THREAD:                 T = its time, the rest 0 (a new owner: a new base)
  *   any other struct record: T = its time
  *   compact record:         T += dt; A += unzigzag(da) (mod 2^64);
- *                           the record's time is T, its address A
+ *                           the record's time is T, its address A;
+ *                           ALLOC: KA[RF] = its kind; ALLOC/RESIZE: A
+ *                           pushed on R, RF = 0; FREE: KF = its kind,
+ *                           RF = its realloc flag (a moving realloc's
+ *                           ALLOC half follows its FREE half: KA[1])
  *   PAD:                    nothing
  * zigzag maps a signed delta to unsigned (0, -1, 1, -2 -> 0, 1, 2, 3), so
  * a block just below the previous one costs as little as one above it. A
@@ -539,7 +552,22 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
  * vh_rec_flags, `realloc` 0 there); higher bits are 0. So a system-heap
  * record's meta is one byte, a moving realloc's halves included. Ranges:
  * slack and stack fit 32 bits, heap and tag 16 bits; anything else is
- * damage. */
+ * damage. A record's kind is meta | heap << 17 | tag << 33.
+ *
+ * Version 3 adds short forms that leave out what the cursor predicts
+ * (most events: a thread's allocations are mostly of one function, a
+ * glibc block's slack is its chunk's rounding, one thread's coarse clock
+ * moves 1 ns a record, a block is often freed soon):
+ *   ALLOC_NEXT 0x0e:   type u8, dt, da, size, stack
+ *   ALLOC_TICK 0x11:   type u8, da, size, stack            (dt = 1)
+ *   FREE_NEXT 0x0f:    type u8, dt, da
+ *   FREE_TICK 0x12:    type u8, da                         (dt = 1)
+ *   FREE_RECENT 0x10:  type u8, dt << 3 | k                (A = R[k])
+ * An ALLOC short form is an ALLOC of kind KA[RF] whose slack is
+ * vh_usual_slack(size); a FREE short form has kind KF. R[k] is the k-th
+ * last address pushed (k = 0 the last; k must be below the count pushed).
+ * They move the cursor as the long forms do, and decode to the same
+ * records. */
 #define VH_META_FUNC 0x3fu
 #define VH_META_REALLOC (1u << 6)
 #define VH_META_HEAP (1u << 7)
@@ -582,10 +610,19 @@ _Static_assert(offsetof(struct vh_rec_time, time) == 8 && offsetof(struct vh_rec
                offsetof(struct vh_rec_own_end, time) == 8,
                "every struct record has its time at offset 8 (the cursor reads it there)");
 
-/* The per-chunk state both sides keep (see above). */
+/* The per-chunk state both sides keep (see above); zeroed where a chunk,
+ * or a THREAD record, starts. */
+#define VH_RECENT 8u
 struct vh_cursor {
     uint64_t time;                 /* T: time of the chunk's last record    */
     uint64_t addr;                 /* A: address of its last compact record */
+    uint64_t akind[2];             /* KA: kinds of its last ALLOC [1] right
+                                      after a realloc's FREE half, [0] else */
+    uint64_t fkind;                /* KF: kind of its last FREE             */
+    uint64_t rf;                   /* 1: its last compact record is a FREE
+                                      with the realloc flag                 */
+    uint64_t nrecent;              /* addresses pushed on R so far          */
+    uint64_t recent[VH_RECENT];    /* R: recent[n % 8] is the n-th pushed   */
 };
 
 /* A compact record decoded: what a version 1 capture stores. */
@@ -597,54 +634,211 @@ union vh_rec_compact {
 
 static inline int vh_rec_is_compact(uint8_t type)
 {
-    return type == VH_REC_ALLOC || type == VH_REC_FREE || type == VH_REC_RESIZE;
+    return type == VH_REC_ALLOC || type == VH_REC_FREE || type == VH_REC_RESIZE ||
+           (type >= VH_REC_ALLOC_NEXT && type <= VH_REC_FREE_TICK);
 }
 
-/* What every compact record starts with: its type, then its time and
- * address as deltas from the cursor, which moves to them (a time before
- * the cursor's is written as the cursor's). Returns where the rest goes. */
-static inline uint8_t *vh_enc_head(uint8_t *p, struct vh_cursor *cur, uint8_t type,
-                                   uint64_t time, uint64_t addr)
+/* A struct record of `type` at `time` moves the cursor (see above). */
+static inline void vh_cursor_struct(struct vh_cursor *cur, uint8_t type, uint64_t time)
 {
-    uint64_t dt = time > cur->time ? time - cur->time : 0;
+    if (type == VH_REC_THREAD)
+        *cur = (struct vh_cursor){ .time = time };
+    else
+        cur->time = time;
+}
 
-    *p++ = type;
-    p = vh_uleb_put(p, dt);
-    p = vh_uleb_put(p, vh_zigzag(addr - cur->addr));
+/* The slack glibc's malloc gives a block of `size` bytes from an arena:
+ * its chunk (size + 8 rounded up to 16, at least 32) less the 8-byte
+ * header; the slack ALLOC_NEXT implies. A block mapped alone, or another
+ * allocator's, differs and takes the long form. */
+static inline uint64_t vh_usual_slack(uint64_t size)
+{
+    uint64_t chunk = size + 8 + 15 < 32 ? 32 : (size + 8 + 15) & ~(uint64_t)15;
+    return size >> 60 ? UINT64_MAX : chunk - 8 - size;
+}
+
+static inline uint64_t vh_kind(uint32_t meta, uint16_t heap, uint16_t tag)
+{
+    return meta | (uint64_t)heap << VH_META_BITS | (uint64_t)tag << (VH_META_BITS + 16);
+}
+
+/* The cursor after a compact record of `type` (ALLOC, RESIZE or FREE) at
+ * dt from the cursor's time (already clamped) and `addr`. */
+static inline void vh_cursor_move(struct vh_cursor *cur, uint8_t type, uint64_t dt, uint64_t addr,
+                                  uint64_t kind)
+{
     cur->time += dt;
     cur->addr = addr;
-    return p;
+    if (type != VH_REC_FREE) {
+        if (type == VH_REC_ALLOC)
+            cur->akind[cur->rf] = kind;
+        cur->recent[cur->nrecent++ % VH_RECENT] = addr;
+        cur->rf = 0;
+    } else {
+        cur->fkind = kind;
+        cur->rf = (kind & VH_META_REALLOC) != 0;
+    }
+}
+
+/* R[k]'s slot: k-th last address pushed. */
+static inline uint64_t vh_recent(const struct vh_cursor *cur, unsigned k)
+{
+    return cur->recent[(cur->nrecent - 1 - k) % VH_RECENT];
 }
 
 /* Encodes an ALLOC or RESIZE at p (room for VH_ENC_ALLOC_MAX bytes) and
- * moves the cursor; returns the end of the record. */
+ * moves the cursor; returns the end of the record. The short forms where
+ * the cursor predicts the rest (version 3). */
 static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t type,
                                     uint8_t flags, uint16_t heap, unsigned func, uint64_t time,
                                     uint64_t addr, uint64_t size, uint32_t slack, uint32_t stack,
                                     uint16_t tag)
 {
-    p = vh_enc_head(p, cur, type, time, addr);
-    p = vh_uleb_put(p, size);
-    p = vh_uleb_put(p, slack);
-    p = vh_uleb_put(p, stack);
-    p = vh_uleb_put(p, vh_meta(func, flags, heap, tag));
-    if (heap)
-        p = vh_uleb_put(p, heap);
-    if (tag)
-        p = vh_uleb_put(p, tag);
+    uint64_t dt = time > cur->time ? time - cur->time : 0;
+    uint32_t meta = vh_meta(func, flags, heap, tag);
+    uint64_t kind = vh_kind(meta, heap, tag);
+
+    if (type == VH_REC_ALLOC && kind == cur->akind[cur->rf] && slack == vh_usual_slack(size)) {
+        *p++ = dt == 1 ? VH_REC_ALLOC_TICK : VH_REC_ALLOC_NEXT;
+        if (dt != 1)
+            p = vh_uleb_put(p, dt);
+        p = vh_uleb_put(p, vh_zigzag(addr - cur->addr));
+        p = vh_uleb_put(p, size);
+        p = vh_uleb_put(p, stack);
+    } else {
+        *p++ = type;
+        p = vh_uleb_put(p, dt);
+        p = vh_uleb_put(p, vh_zigzag(addr - cur->addr));
+        p = vh_uleb_put(p, size);
+        p = vh_uleb_put(p, slack);
+        p = vh_uleb_put(p, stack);
+        p = vh_uleb_put(p, meta);
+        if (heap)
+            p = vh_uleb_put(p, heap);
+        if (tag)
+            p = vh_uleb_put(p, tag);
+    }
+    vh_cursor_move(cur, type, dt, addr, kind);
     return p;
 }
 
+/* Which of R holds addr (the most recent first), or VH_RECENT. */
+static inline unsigned vh_recent_find(const struct vh_cursor *cur, uint64_t addr)
+{
+    for (unsigned k = 0; k < VH_RECENT; k++)
+        if (vh_recent(cur, k) == addr && k < cur->nrecent)
+            return k;
+    return VH_RECENT;
+}
+
 /* Encodes a FREE at p (room for VH_ENC_FREE_MAX bytes) and moves the
- * cursor; returns the end of the record. */
+ * cursor; returns the end of the record. FREE_RECENT where it is shorter
+ * than FREE_NEXT or FREE_TICK (or as short). */
 static inline uint8_t *vh_enc_free(uint8_t *p, struct vh_cursor *cur, uint8_t flags,
                                    uint16_t heap, unsigned func, uint64_t time, uint64_t addr)
 {
-    p = vh_enc_head(p, cur, VH_REC_FREE, time, addr);
-    p = vh_uleb_put(p, vh_meta(func, flags, heap, 0));
-    if (heap)
-        p = vh_uleb_put(p, heap);
+    uint64_t dt = time > cur->time ? time - cur->time : 0;
+    uint32_t meta = vh_meta(func, flags, heap, 0);
+    uint64_t kind = vh_kind(meta, heap, 0), da = vh_zigzag(addr - cur->addr);
+    unsigned k;
+
+    if (kind != cur->fkind) {
+        *p++ = VH_REC_FREE;
+        p = vh_uleb_put(p, dt);
+        p = vh_uleb_put(p, da);
+        p = vh_uleb_put(p, meta);
+        if (heap)
+            p = vh_uleb_put(p, heap);
+    } else if ((da >= 0x80 || (dt < 16 && dt != 1)) && dt < (1ull << 56) &&
+               (k = vh_recent_find(cur, addr)) < VH_RECENT) {
+        *p++ = VH_REC_FREE_RECENT;
+        p = vh_uleb_put(p, dt << 3 | k);
+    } else if (dt == 1) {
+        *p++ = VH_REC_FREE_TICK;
+        p = vh_uleb_put(p, da);
+    } else {
+        *p++ = VH_REC_FREE_NEXT;
+        p = vh_uleb_put(p, dt);
+        p = vh_uleb_put(p, da);
+    }
+    vh_cursor_move(cur, VH_REC_FREE, dt, addr, kind);
     return p;
+}
+
+/* One varint of a compact record: without bound checks when the longest
+ * record fits before the end (`near`, the common case). */
+static inline int vh_dec_field(const uint8_t **q, const uint8_t *end, int near, uint64_t *v)
+{
+    return near ? vh_uleb_get_near(q, v) : vh_uleb_get(q, end, v);
+}
+
+/* The fields of a compact record as its form gives them or the cursor
+ * predicts them: dt, the address (absolute), and for an ALLOC its size,
+ * slack, stack; the kind. */
+struct vh_dec_fields {
+    uint64_t dt, addr, size, slack, stack, kind;
+};
+
+/* The long forms (every version-2 record): 0 or an enum vh_dec_error. */
+static inline int vh_dec_long(const uint8_t **q, const uint8_t *end, int near, int alloc,
+                              const struct vh_cursor *cur, struct vh_dec_fields *f)
+{
+    uint64_t da, meta, heap = 0, tag = 0;
+    int rc;
+
+    if ((rc = vh_dec_field(q, end, near, &f->dt)) || (rc = vh_dec_field(q, end, near, &da)))
+        return rc;
+    if (alloc && ((rc = vh_dec_field(q, end, near, &f->size)) ||
+                  (rc = vh_dec_field(q, end, near, &f->slack)) ||
+                  (rc = vh_dec_field(q, end, near, &f->stack))))
+        return rc;
+    if ((rc = vh_dec_field(q, end, near, &meta)))
+        return rc;
+    if ((meta & VH_META_HEAP) && (rc = vh_dec_field(q, end, near, &heap)))
+        return rc;
+    if ((meta & VH_META_TAG) && (!alloc || (rc = vh_dec_field(q, end, near, &tag))))
+        return alloc ? rc : VH_DEC_RANGE;
+    if ((meta >> VH_META_BITS) | ((meta >> VH_META_FLAGS_SHIFT) & VH_RF_REALLOC) | (heap >> 16) |
+        (tag >> 16))
+        return VH_DEC_RANGE;
+    f->addr = cur->addr + vh_unzigzag(da);
+    f->kind = vh_kind((uint32_t)meta, (uint16_t)heap, (uint16_t)tag);
+    return 0;
+}
+
+/* The short forms (version 3): 0 or an enum vh_dec_error. */
+static inline int vh_dec_short(const uint8_t **q, const uint8_t *end, int near, uint8_t type,
+                               const struct vh_cursor *cur, struct vh_dec_fields *f)
+{
+    uint64_t v, da;
+    int rc;
+
+    if (type == VH_REC_FREE_RECENT) {
+        if ((rc = vh_dec_field(q, end, near, &v)))
+            return rc;
+        if ((v & (VH_RECENT - 1)) >= cur->nrecent)
+            return VH_DEC_RANGE;
+        f->dt = v >> 3;
+        f->addr = vh_recent(cur, (unsigned)(v & (VH_RECENT - 1)));
+        f->kind = cur->fkind;
+        return 0;
+    }
+    f->dt = 1;
+    if ((type == VH_REC_ALLOC_NEXT || type == VH_REC_FREE_NEXT) &&
+        (rc = vh_dec_field(q, end, near, &f->dt)))
+        return rc;
+    if ((rc = vh_dec_field(q, end, near, &da)))
+        return rc;
+    f->addr = cur->addr + vh_unzigzag(da);
+    if (type == VH_REC_FREE_NEXT || type == VH_REC_FREE_TICK) {
+        f->kind = cur->fkind;
+        return 0;
+    }
+    if ((rc = vh_dec_field(q, end, near, &f->size)) || (rc = vh_dec_field(q, end, near, &f->stack)))
+        return rc;
+    f->slack = vh_usual_slack(f->size);
+    f->kind = cur->akind[cur->rf];
+    return 0;
 }
 
 /* Decodes the compact record at [p, end) (p[0] is its type, one of
@@ -654,56 +848,39 @@ static inline long vh_dec_compact(const uint8_t *p, const uint8_t *end, struct v
                                   union vh_rec_compact *out)
 {
     const uint8_t *q = p + 1;
-    uint64_t dt, da, meta, heap = 0, tag = 0, size = 0, slack = 0, stack = 0;
-    int alloc = p[0] != VH_REC_FREE, rc;
+    struct vh_dec_fields f = { 0 };
+    /* The whole record lies before end, however long: read without bound
+     * checks. */
+    int near = end - p >= (long)VH_ENC_ALLOC_MAX, rc;
+    uint8_t type = p[0] == VH_REC_ALLOC || p[0] == VH_REC_ALLOC_NEXT || p[0] == VH_REC_ALLOC_TICK
+                       ? VH_REC_ALLOC
+                   : p[0] == VH_REC_RESIZE ? VH_REC_RESIZE
+                                           : VH_REC_FREE;
+    int alloc = type != VH_REC_FREE;
 
-    if (end - p >= (long)VH_ENC_ALLOC_MAX) {
-        /* The whole record lies before end, however long: the common case,
-         * read without bound checks. */
-        if ((rc = vh_uleb_get_near(&q, &dt)) || (rc = vh_uleb_get_near(&q, &da)))
-            return rc;
-        if (alloc && ((rc = vh_uleb_get_near(&q, &size)) ||
-                      (rc = vh_uleb_get_near(&q, &slack)) || (rc = vh_uleb_get_near(&q, &stack))))
-            return rc;
-        if ((rc = vh_uleb_get_near(&q, &meta)))
-            return rc;
-        if ((meta & VH_META_HEAP) && (rc = vh_uleb_get_near(&q, &heap)))
-            return rc;
-        if ((meta & VH_META_TAG) && (!alloc || (rc = vh_uleb_get_near(&q, &tag))))
-            return alloc ? rc : VH_DEC_RANGE;
-    } else {
-        if ((rc = vh_uleb_get(&q, end, &dt)) || (rc = vh_uleb_get(&q, end, &da)))
-            return rc;
-        if (alloc && ((rc = vh_uleb_get(&q, end, &size)) || (rc = vh_uleb_get(&q, end, &slack)) ||
-                      (rc = vh_uleb_get(&q, end, &stack))))
-            return rc;
-        if ((rc = vh_uleb_get(&q, end, &meta)))
-            return rc;
-        if ((meta & VH_META_HEAP) && (rc = vh_uleb_get(&q, end, &heap)))
-            return rc;
-        if ((meta & VH_META_TAG) && (!alloc || (rc = vh_uleb_get(&q, end, &tag))))
-            return alloc ? rc : VH_DEC_RANGE;
-    }
-    if ((meta >> VH_META_BITS) | ((meta >> VH_META_FLAGS_SHIFT) & VH_RF_REALLOC) | (slack >> 32) |
-        (stack >> 32) | (heap >> 16) | (tag >> 16))
+    rc = p[0] <= VH_REC_RESIZE ? vh_dec_long(&q, end, near, alloc, cur, &f)
+                               : vh_dec_short(&q, end, near, p[0], cur, &f);
+    if (rc)
+        return rc < 0 ? rc : VH_DEC_RANGE;   /* (rc is negative: says so to the compiler) */
+    if ((f.slack >> 32) | (f.stack >> 32))
         return VH_DEC_RANGE;
-    cur->time += dt;
-    cur->addr += vh_unzigzag(da);
+    uint32_t meta = (uint32_t)(f.kind & ((1u << VH_META_BITS) - 1));
+    uint16_t heap = (uint16_t)(f.kind >> VH_META_BITS), tag = (uint16_t)(f.kind >> (VH_META_BITS + 16));
+    vh_cursor_move(cur, type, f.dt, f.addr, f.kind);
     if (alloc) {
         out->alloc = (struct vh_rec_alloc){
-            .h = { .type = p[0], .flags = vh_meta_flags(meta),
-                   .a = (uint16_t)heap, .b = (uint32_t)stack },
+            .h = { .type = type,
+                   .flags = vh_meta_flags(meta), .a = heap, .b = (uint32_t)f.stack },
             .time = cur->time,
             .addr = cur->addr,
-            .size = size,
-            .slack = (uint32_t)slack,
+            .size = f.size,
+            .slack = (uint32_t)f.slack,
             .func = (uint16_t)(meta & VH_META_FUNC),
-            .tag = (uint16_t)tag,
+            .tag = tag,
         };
     } else {
         out->free = (struct vh_rec_free){
-            .h = { .type = VH_REC_FREE, .flags = vh_meta_flags(meta),
-                   .a = (uint16_t)heap },
+            .h = { .type = VH_REC_FREE, .flags = vh_meta_flags(meta), .a = heap },
             .time = cur->time,
             .addr = cur->addr,
             .func = meta & VH_META_FUNC,
@@ -718,11 +895,13 @@ static inline int vh_dec_compact_time(const uint8_t *p, const uint8_t *end,
                                       const struct vh_cursor *cur, uint64_t *time)
 {
     const uint8_t *q = p + 1;
-    uint64_t dt;
-    int rc = vh_uleb_get(&q, end, &dt);
+    uint64_t dt = 1;
+    int rc = 0;
 
+    if (p[0] != VH_REC_ALLOC_TICK && p[0] != VH_REC_FREE_TICK)
+        rc = vh_uleb_get(&q, end, &dt);
     if (!rc)
-        *time = cur->time + dt;
+        *time = cur->time + (p[0] == VH_REC_FREE_RECENT ? dt >> 3 : dt);
     return rc;
 }
 

@@ -202,6 +202,20 @@ static int take_space(int fd, uint64_t off, uint64_t len)
     return 0;
 }
 
+/* Maps [off, off + len) of the capture at `at`. Without read-around: the
+ * kernel's fault on a file page not cached reads (zeroes, for space just
+ * taken) the pages around it too, up to megabytes with large folios,
+ * which were most of a short run's cost under the shim (a third of
+ * /bin/ls's CPU time, in the header's first fault); the writer faults
+ * its pages in itself, in steps (populate), so nothing is lost. */
+static void *map_file(void *at, size_t len, int fd, off_t off)
+{
+    void *p = vh_sys_mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off);
+    if (p != MAP_FAILED)
+        madvise(p, len, MADV_RANDOM);      /* best effort */
+    return p;
+}
+
 /* Extends the file and the mapping to at least `need` bytes. Chunk lock.
  * Under an address-space limit the file grows two chunks at a time, so
  * that what is mapped stays close to what is written. */
@@ -229,8 +243,7 @@ static int grow(uint64_t need)
         }
         void *at = MAP_FAILED;
         if (rc == 0) {
-            at = vh_sys_mmap(vh_cap.base + vh_cap.mapped, step, PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_FIXED, fd, (off_t)vh_cap.mapped);
+            at = map_file(vh_cap.base + vh_cap.mapped, step, fd, (off_t)vh_cap.mapped);
             if (at == MAP_FAILED)
                 rc = -errno;
         }
@@ -362,8 +375,7 @@ static int map_first(int fd, const char *disp)
                    vh_errname(-rc));
         return rc;
     }
-    if (vh_sys_mmap(vh_cap.base, first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
-        MAP_FAILED) {
+    if (map_file(vh_cap.base, first, fd, 0) == MAP_FAILED) {
         rc = -errno;
         vh_log("cannot map %s: %s; recording nothing", disp, vh_errname(-rc));
         return rc;

@@ -761,14 +761,13 @@ VH_ALWAYS_INLINE char *vh_rec_reserve(struct vh_tls *t, size_t size, uint64_t ti
     return vh_rec_begin_slow(t, size, time);
 }
 
-/* Publishes the bytes up to `end`, which are complete, with the cursor
- * that follows them: a reader trusts only bytes below `used`. (A writer
- * stopped between these stores by a handler that longjmps leaves the
- * chunk: lifecycle.c's guard_stale.) */
-VH_ALWAYS_INLINE void vh_rec_publish(struct vh_tls *t, char *end, const struct vh_cursor *cur)
+/* Publishes the bytes up to `end`, which are complete; t->cur has moved
+ * past them already: a reader trusts only bytes below `used`. (A writer
+ * stopped between the encoding and this store by a handler that longjmps
+ * leaves the chunk: lifecycle.c's guard_stale.) */
+VH_ALWAYS_INLINE void vh_rec_publish(struct vh_tls *t, char *end)
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    t->cur = *cur;
     t->pos = end;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&t->chunk->used, (uint64_t)(t->pos - (char *)t->chunk),
@@ -802,9 +801,9 @@ void vh_record_label(struct vh_tls *t, uint8_t type, uint32_t b, const char *tex
 VH_ALWAYS_INLINE void vh_rec_commit(struct vh_tls *t, size_t size)
 {
     char *r = (char *)(((uintptr_t)t->pos + 7) & ~(uintptr_t)7);
-    struct vh_cursor c = { .time = ((const struct vh_rec_time *)(const void *)r)->time,
-                           .addr = t->cur.addr };
-    vh_rec_publish(t, r + size, &c);
+    const struct vh_rec_time *h = (const void *)r;
+    vh_cursor_struct(&t->cur, h->h.type, h->time);
+    vh_rec_publish(t, r + size);
 }
 
 VH_ALWAYS_INLINE void vh_dropped(void)
@@ -825,7 +824,8 @@ VH_ALWAYS_INLINE int vh_sample_keep(uint64_t key)
 }
 
 /* The hot records, compact (capture_format.h): reserve the longest
- * encoding, encode against the chunk's cursor, publish what was used. */
+ * encoding, encode against the chunk's cursor (moving it in place: a copy
+ * is 104 bytes an event), publish what was used. */
 VH_ALWAYS_INLINE void vh_put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap, unsigned func,
                                    unsigned flags, uint64_t addr, uint64_t size,
                                    uint64_t usable, uint32_t stack, uint16_t tag, uint64_t time)
@@ -840,10 +840,9 @@ VH_ALWAYS_INLINE void vh_put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap
         slack = UINT32_MAX;
         flags |= VH_RF_SLACK_CLAMPED;
     }
-    struct vh_cursor c = t->cur;
-    p = vh_enc_alloc(p, &c, type, (uint8_t)flags, heap, func, time, addr, size,
+    p = vh_enc_alloc(p, &t->cur, type, (uint8_t)flags, heap, func, time, addr, size,
                      (uint32_t)slack, stack, tag);
-    vh_rec_publish(t, (char *)p, &c);
+    vh_rec_publish(t, (char *)p);
 }
 
 VH_ALWAYS_INLINE void vh_put_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned flags,
@@ -854,9 +853,8 @@ VH_ALWAYS_INLINE void vh_put_free(struct vh_tls *t, uint16_t heap, unsigned func
         vh_dropped();
         return;
     }
-    struct vh_cursor c = t->cur;
-    p = vh_enc_free(p, &c, (uint8_t)flags, heap, func, time, addr);
-    vh_rec_publish(t, (char *)p, &c);
+    p = vh_enc_free(p, &t->cur, (uint8_t)flags, heap, func, time, addr);
+    vh_rec_publish(t, (char *)p);
 }
 
 /* capture.c: the records the hooks, the custom-allocator API (vheap.h)

@@ -196,7 +196,7 @@ static int chunk_events(const struct vh_chunk_header *c, uint64_t chunk_size, ui
     if (c->magic != VH_CHUNK_MAGIC || used > chunk_size || used < sizeof *c)
         return 0;
     const uint8_t *base = (const uint8_t *)c, *p = base + sizeof *c, *end = base + used;
-    struct vh_cursor cur = { 0, 0 };
+    struct vh_cursor cur = { 0 };
     while (p < end) {
         if (*p == VH_REC_PAD) {
             p++;
@@ -223,10 +223,7 @@ static int chunk_events(const struct vh_chunk_header *c, uint64_t chunk_size, ui
         size_t size = ((uintptr_t)(p - base) & 7) ? 0 : vh_record_size(h);
         if (!size || size > (size_t)(end - p))
             return 0;
-        uint64_t time = ((const struct vh_rec_time *)(const void *)p)->time;
-        cur.time = time;
-        if (h->type == VH_REC_THREAD)
-            cur.addr = 0;
+        vh_cursor_struct(&cur, h->type, ((const struct vh_rec_time *)(const void *)p)->time);
         p += size;
     }
     return 0;
@@ -567,7 +564,8 @@ static void hide_shim_state(const struct vh_reach_ctx *cx)
         struct vh_tls *t = cx->threads[i];
         if (!t)
             continue;
-        t->cur.addr = 0;
+        t->cur.addr = 0;           /* its last block, and its recent ones */
+        memset(t->cur.recent, 0, sizeof t->cur.recent);
         struct map *m = t->walker ? map_of((uintptr_t)t->walker) : NULL;
         if (m)
             m->shim = 1;

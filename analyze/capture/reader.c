@@ -7,7 +7,7 @@
  * reused by a later thread may start that thread's records with a time a
  * little before the previous owner's last one (the time was taken before
  * the chunk was claimed): the chunk splits there, at the THREAD record.
- * Version 2's compact records are decoded twice, in pass one to validate
+ * Compact records (versions 2 and 3) are decoded twice, in pass one to validate
  * and index (the chunks split between threads on a big capture), in pass
  * two into the event; each segment carries the cursor (time and address
  * bases) its next record decodes against. */
@@ -223,9 +223,7 @@ static inline int rec_decode(const struct capture *c, uint64_t pos, uint64_t lim
     r->h = h;
     r->size = size;
     r->time = rd64(p + 8);
-    cur->time = r->time;
-    if (h->type == VH_REC_THREAD)
-        cur->addr = 0;
+    vh_cursor_struct(cur, h->type, r->time);
     return 1;
 }
 
@@ -340,7 +338,7 @@ static int chunk_scan(struct capture *c, uint32_t i)
 static int chunk_records(struct capture *c, uint32_t i, uint64_t base, uint64_t limit)
 {
     struct chunk_at *at = &c->at[i];
-    struct vh_cursor cur = at->pos ? at->cur : (struct vh_cursor){ 0, 0 };
+    struct vh_cursor cur = at->pos ? at->cur : (struct vh_cursor){ 0 };
     union vh_rec_compact dec;
     uint64_t pos = at->pos ? at->pos : base + CHDR, last = at->last;
     uint32_t tid = at->tid;
@@ -378,7 +376,7 @@ static int chunk_records(struct capture *c, uint32_t i, uint64_t base, uint64_t 
          * become a segment of their own (rare: only then is one needed). */
         if (r.h->type == VH_REC_THREAD && r.time < last) {
             c->segs[c->nsegs - 1].end = pos;
-            if (seg_push(c, i, pos, (struct vh_cursor){ 0, 0 }, 0))
+            if (seg_push(c, i, pos, (struct vh_cursor){ 0 }, 0))
                 return -ENOMEM;
             last = 0;
         }
@@ -770,8 +768,9 @@ static int header_check(const struct vh_capture_header *h, char *err, size_t err
         snprintf(err, errlen, "not a vheap capture (bad magic)");
         return -EINVAL;
     }
-    if (h->version != VH_CAPTURE_VERSION && h->version != VH_CAPTURE_VERSION_V1) {
-        snprintf(err, errlen, "capture format version %u, this vheap reads %u and %u",
+    if (h->version != VH_CAPTURE_VERSION && h->version != VH_CAPTURE_VERSION_V2 &&
+        h->version != VH_CAPTURE_VERSION_V1) {
+        snprintf(err, errlen, "capture format version %u, this vheap reads %u to %u",
                  h->version, VH_CAPTURE_VERSION_V1, VH_CAPTURE_VERSION);
         return -EINVAL;
     }

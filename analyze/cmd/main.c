@@ -50,7 +50,7 @@ int main(int argc, char **argv)
         return VH_EXIT_OK;
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
-        printf("vheap-analyze %s (reads capture format %u and %u, writes database schema %d)\n",
+        printf("vheap-analyze %s (reads capture format %u to %u, writes database schema %d)\n",
                VHEAP_VERSION, VH_CAPTURE_VERSION_V1, VH_CAPTURE_VERSION, VH_SCHEMA_VERSION);
         return VH_EXIT_OK;
     }

@@ -176,7 +176,7 @@ static inline uint32_t capb__chunk(struct capb *b)
             capb__fail("out of memory");
         b->cur = n;
     }
-    b->cur[b->nchunks] = (struct vh_cursor){ 0, 0 };
+    b->cur[b->nchunks] = (struct vh_cursor){ 0 };
     b->nchunks++;
     capb__header(b)->chunks_claimed = b->nchunks;
     c = capb__chunk_header(b, b->nchunks - 1);
@@ -222,7 +222,7 @@ static inline uint64_t capb__bytes(struct capb *b, uint32_t chunk, const void *d
 
 /* Moves the chunk's cursor past the struct record at `off`, as a reader
  * does: its time becomes the base; a THREAD record also resets the
- * address base. */
+ * address base (and what else the cursor keeps). */
 static inline void capb__track(struct capb *b, uint32_t chunk, uint64_t off, size_t size)
 {
     const uint8_t *p = b->buf + off;
@@ -231,9 +231,7 @@ static inline void capb__track(struct capb *b, uint32_t chunk, uint64_t off, siz
     if (size < 16 || vh_rec_is_compact(p[0]) || p[0] == VH_REC_PAD)
         return;
     memcpy(&time, p + 8, sizeof time);
-    b->cur[chunk].time = time;
-    if (p[0] == VH_REC_THREAD)
-        b->cur[chunk].addr = 0;
+    vh_cursor_struct(&b->cur[chunk], p[0], time);
 }
 
 /* Appends a struct record (or `size` zero bytes when rec is NULL) at the

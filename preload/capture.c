@@ -591,6 +591,7 @@ void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time)
         r->h = (struct vh_rec_hdr){ .type = VH_REC_THREAD, .b = t->tid };
         r->time = time;
         t->cur = (struct vh_cursor){ .time = time, .addr = 0 };
+        t->runs++;
         t->pos += thread_rec;
         __atomic_store_n(&c->used, (uint64_t)(t->pos - (char *)c), __ATOMIC_RELEASE);
         return t->pos;

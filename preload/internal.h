@@ -177,6 +177,9 @@ struct vh_tls {
     struct vh_walker *walker;      /* cfi.c: the walk state, or NULL (not
                                       mapped: walks are libunwind's)       */
     struct vh_ids *ids;            /* stacks.c: recent stack ids, or NULL  */
+    uint32_t runs;                 /* THREAD records this thread wrote: each
+                                      starts a run that decodes on its own
+                                      (stacks.c's diff base is one run's)   */
 };
 
 /* How far below a C++ operator hook's frame the real operator's own malloc

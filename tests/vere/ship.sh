@@ -15,8 +15,9 @@
 # shrink by u3m_reclaim before it within 5 % of "pack: gained"; every command of
 # docs/vere.md runs; each event marked once with its vane up to the event
 # log's last, the least headroom equal to the roads' sum at its instant, the
-# boot's jet tags (ship-events.sh). Exit 77 only when the shared folder is
-# absent.
+# boot's jet tags (ship-events.sh); the sampled boot's serf capture at most
+# 5 MB, and a busy serf's (HTTP requests, sampled) growing at most 0.5 MB a
+# minute (ship-busy.sh). Exit 77 only when the shared folder is absent.
 #
 # Left out, for CI's time (2 cores): a whole boot recorded in full (tens of
 # GB, ~8 M loom allocations a second while the compiler compiles) and a
@@ -138,6 +139,23 @@ else
 fi
 same boot-plain boot-vheap 'pier \([0-9]+\): live|bootstrap complete'
 
+# ---- the sampled boot's serf capture: at most 5 MB (issue 25) ---------------
+CAPSTAT=$W/capstat
+cc -O2 -I"$TOP" -D_GNU_SOURCE -std=gnu11 -o "$CAPSTAT" "$TOP/bench/capstat.c" ||
+    bad "bench/capstat.c does not build"
+if BOOTCAP=$(serf_capture boot boot); then
+    size=$(stat -c %s "$BOOTCAP")
+    log "sampled boot: the serf's capture $(basename "$BOOTCAP"): $size B (used: $("$CAPSTAT" "$BOOTCAP" | cut -d' ' -f9) B); by record type (records, bytes):"
+    "$CAPSTAT" --types "$BOOTCAP" | sed -n 's/^type=//p' | while read -r l; do log "  $l"; done
+    if [ -n "${VHEAP_VERE_BOOTED:-}" ]; then
+        log "(recorded by the shim of $VHEAP_VERE_BOOTED: its size is not checked)"
+    elif [ "$size" -gt 5000000 ]; then
+        bad "the sampled boot's serf capture is $size B, more than 5 MB"
+    fi
+else
+    bad "no serf capture of the sampled boot in $W/cap"
+fi
+
 # ---- restart: plain, then under vheap in full, by `record` -------------------
 run restart-plain "$SHARED/netns.sh" "$PLAIN" -t -x -L "$W/plain"
 run restart-vheap "$SHARED/netns.sh" "$ANALYZE" record --out "$W/cap/restart.%p.vhcap" \
@@ -255,6 +273,9 @@ log "meld: gained $(vere_bytes meld-vheap 'meld: gained') B"
 
 # ---- docs/vere.md, section 3 and 4, on the restarted serf ---------------------
 . "$TOP/tests/vere/ship-docs.sh"
+
+# ---- a busy serf's capture growth (issue 25) ----------------------------------
+. "$TOP/tests/vere/ship-busy.sh"
 
 # ---- events, headroom, jets (issue 26) -----------------------------------------
 . "$TOP/tests/vere/ship-events.sh"

@@ -39,6 +39,7 @@
 
 /* The encoder's work space (a thread's, not on the stack of the hook). */
 struct vh_diff_work {
+    uint64_t win[2 * VH_MAX_DEPTH];     /* the base's frames, the stack's   */
     uint16_t head[VH_DIFF_HASH];        /* window position + 1, or 0        */
     uint16_t chain[2 * VH_MAX_DEPTH];   /* the previous position + 1 alike  */
 };
@@ -55,10 +56,9 @@ static inline uint64_t vh_diff_win(const uint64_t *base, uint32_t bn, const uint
     return j < bn ? base[j] : f[j - bn];
 }
 
-static inline void vh_diff_note(struct vh_diff_work *w, const uint64_t *base, uint32_t bn,
-                                const uint64_t *f, uint32_t j)
+static inline void vh_diff_note(struct vh_diff_work *w, uint32_t j)
 {
-    unsigned h = vh_diff_hash(vh_diff_win(base, bn, f, j));
+    unsigned h = vh_diff_hash(w->win[j]);
     w->chain[j] = w->head[h];
     w->head[h] = (uint16_t)(j + 1);
 }
@@ -77,18 +77,22 @@ static inline uint8_t *vh_diff_literals(uint8_t *p, const uint64_t *f, uint32_t 
     return p;
 }
 
-/* The longest match for f[i..n) among the last VH_DIFF_TRIES window
- * positions holding f[i]: its length, its start in *from. */
-static inline uint32_t vh_diff_match(const struct vh_diff_work *w, const uint64_t *base,
-                                     uint32_t bn, const uint64_t *f, uint32_t n, uint32_t i,
+/* The longest match for the window's frames [p, end) among the last
+ * VH_DIFF_TRIES positions before p holding the same frame: its length, its
+ * start in *from. */
+static inline uint32_t vh_diff_match(const struct vh_diff_work *w, uint32_t p, uint32_t end,
                                      uint32_t *from)
 {
+    const uint64_t *v = w->win;
     uint32_t best = 0;
     unsigned tries = 0;
-    for (uint32_t j = w->head[vh_diff_hash(f[i])]; j && tries < VH_DIFF_TRIES;
+    for (uint32_t j = w->head[vh_diff_hash(v[p])]; j && tries < VH_DIFF_TRIES && p + best < end;
          j = w->chain[j - 1], tries++) {
         uint32_t s = j - 1, len = 0;
-        while (i + len < n && vh_diff_win(base, bn, f, s + len) == f[i + len])
+        /* a candidate that cannot be longer fails here, at once */
+        if (best && v[s + best] != v[p + best])
+            continue;
+        while (p + len < end && v[s + len] == v[p + len])
             len++;
         if (len > best) {
             best = len;
@@ -111,20 +115,22 @@ static inline uint8_t *vh_diff_encode(struct vh_diff_work *w, uint8_t *out, uint
     uint32_t lit = 0, i = 0;
 
     p = vh_uleb_put(p, n);
+    memcpy(w->win, base, (size_t)bn * sizeof *base);
+    memcpy(w->win + bn, f, (size_t)n * sizeof *f);
     memset(w->head, 0, sizeof w->head);
     for (uint32_t j = 0; j < bn; j++)
-        vh_diff_note(w, base, bn, f, j);
+        vh_diff_note(w, j);
     while (i < n) {
-        uint32_t from = 0, len = vh_diff_match(w, base, bn, f, n, i, &from);
+        uint32_t from = 0, len = vh_diff_match(w, bn + i, bn + n, &from);
         if (len < VH_DIFF_MIN_COPY) {
-            vh_diff_note(w, base, bn, f, bn + i++);
+            vh_diff_note(w, bn + i++);
             continue;
         }
         p = vh_diff_literals(p, f, lit, i, &prev);
         p = vh_uleb_put(p, (uint64_t)(len - VH_DIFF_MIN_COPY) << 1 | 1);
         p = vh_uleb_put(p, bn + i - from - 1);
         for (uint32_t k = 0; k < len; k++)
-            vh_diff_note(w, base, bn, f, bn + i + k);
+            vh_diff_note(w, bn + i + k);
         i += len;
         lit = i;
         prev = f[i - 1];

@@ -970,6 +970,42 @@ static void test_stack_diff_cut_everywhere(void **state)
     capb__destroy(&b);
 }
 
+/* A capture followed while it grows (capture__follow, top --live): a diff
+ * written after the snapshot that read its base decodes against it, and
+ * the stacks read before keep their frames. */
+static void test_stack_diff_followed(void **state)
+{
+    uint64_t r1[64], r2[64], r3[64];
+    char path[256], err[256];
+    struct capture *c;
+    struct capb b;
+    (void)state;
+
+    recursion(r1, 0x555001000, 0);
+    recursion(r2, 0x555002000, 3);
+    recursion(r3, 0x555003000, 4);
+    capb__init(&b, 0);
+    uint32_t c0 = capb__chunk(&b);
+    capb__stack_packed(&b, c0, 1, 1, r1, 64, 0, 0);
+    capb__stack_diff(&b, c0, 2, 2, r2, 64, 1, r1, 64, NULL, 0);
+    assert_int_equal(capb__write_tmp(&b, path, sizeof path), 0);
+    assert_int_equal(capture__open(path, &c, err, sizeof err), 0);
+    check_stack(c, 2, r2, 64, 0);
+    for (int step = 0; step < 2; step++) {
+        if (!step)
+            capb__stack_diff(&b, c0, 3, 3, r3, 64, 2, r2, 64, NULL, 0);
+        assert_int_equal(capb__write(&b, path), 0);
+        assert_int_equal(capture__follow(c, err, sizeof err), 0);
+        check_stack(c, 1, r1, 64, 0);
+        check_stack(c, 2, r2, 64, 0);
+        check_stack(c, 3, r3, 64, 0);
+        expect_damage(c, 0, 0);
+    }
+    capture__close(c);
+    unlink(path);
+    capb__destroy(&b);
+}
+
 static void test_stack_lookup(void **state)
 {
     static const uint64_t f1[] = { 0x401136, 0x401200, 0x7f0000001000 };
@@ -1797,6 +1833,7 @@ int main(void)
         cmocka_unit_test(test_stack_packed),
         cmocka_unit_test(test_stack_diff),
         cmocka_unit_test(test_stack_diff_cut_everywhere),
+        cmocka_unit_test(test_stack_diff_followed),
         cmocka_unit_test(test_scan_in_parts),
         cmocka_unit_test(test_bad_magic),
         cmocka_unit_test(test_wrong_version),

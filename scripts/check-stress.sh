@@ -4,6 +4,9 @@
 # loaded CI machine is: a test that assumes how fast anything runs fails
 # there at random), then every test that failed in any run and how often.
 # Exit 1 when any did. Each run's log: build/check-stress/run-K.log.
+# STRESS_HOGS=N runs N hogs instead of one a core (0 when the machine is
+# busy already, say with other builds: the load average of each run is
+# printed, so the log says how loaded it was).
 set -u
 runs=${1:-5}
 case $runs in '' | *[!0-9]*) echo "check-stress: '$runs' is not a count of runs" >&2; exit 2 ;; esac
@@ -19,7 +22,8 @@ hogs=""
 stop() { for p in $hogs; do kill "$p" 2>/dev/null; done; }
 trap stop EXIT
 trap 'exit 130' INT TERM
-cores=$(nproc 2>/dev/null || echo 2)
+cores=${STRESS_HOGS:-$(nproc 2>/dev/null || echo 2)}
+case $cores in '' | *[!0-9]*) echo "check-stress: STRESS_HOGS='$cores' is not a count" >&2; exit 2 ;; esac
 i=0
 while [ $i -lt "$cores" ]; do
     sh -c 'while :; do :; done' &
@@ -47,7 +51,8 @@ while [ $k -lt "$runs" ]; do
         echo "make-check-exit-$rc" >"$logs/run-$k.failed"
     fi
     cat "$logs/run-$k.failed" >>"$logs/failed"
-    echo "run $k: exit $rc in $(( $(date +%s) - start ))s; failed: $(tr '\n' ' ' <"$logs/run-$k.failed")"
+    echo "run $k: exit $rc in $(( $(date +%s) - start ))s, load average at its end $(cut -d' ' -f1-3 /proc/loadavg);" \
+        "failed: $(tr '\n' ' ' <"$logs/run-$k.failed")"
 done
 
 if [ -s "$logs/failed" ]; then

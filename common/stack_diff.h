@@ -115,8 +115,10 @@ static inline uint8_t *vh_diff_encode(struct vh_diff_work *w, uint8_t *out, uint
     uint32_t lit = 0, i = 0;
 
     p = vh_uleb_put(p, n);
-    memcpy(w->win, base, (size_t)bn * sizeof *base);
-    memcpy(w->win + bn, f, (size_t)n * sizeof *f);
+    if (bn)                        /* (a stack of no frames may be NULL) */
+        memcpy(w->win, base, (size_t)bn * sizeof *base);
+    if (n)
+        memcpy(w->win + bn, f, (size_t)n * sizeof *f);
     memset(w->head, 0, sizeof w->head);
     for (uint32_t j = 0; j < bn; j++)
         vh_diff_note(w, j);

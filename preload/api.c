@@ -17,6 +17,7 @@
 
 #include "preload/internal.h"
 #include "preload/lock.h"
+#include "preload/upcall.h"
 #include "preload/vheap.h"
 
 #define HEAP_MAX 65535u            /* heap ids are u16 in the records         */
@@ -121,15 +122,6 @@ static int put_heap_create(struct vh_tls *t, uint32_t id, const struct heap_slot
     return 0;
 }
 
-static void put_label(struct vh_tls *t, uint8_t type, uint32_t b, const char *text,
-                      size_t len, uint64_t time)
-{
-    struct vh_rec_label *r = vh_rec_text(t, type, b, sizeof *r, text, len, time);
-    if (!r)
-        return;
-    vh_rec_commit(t, (size_t)r->h.a * 8);
-}
-
 static void put_move(struct vh_tls *t, uint16_t heap, uint64_t from, uint64_t to,
                      uint64_t time)
 {
@@ -158,7 +150,7 @@ VH_ALWAYS_INLINE int api_enter(struct vh_tls *t, uint8_t *g)
 
 /* Paused (VHEAP_START=paused, ctl stop), outside the shim: heaps are still
  * made and destroyed in the table, unrecorded, and announced when recording
- * starts (vh_api_resume): a program that makes its arena once, at start,
+ * starts (api_resume): a program that makes its arena once, at start,
  * has it once switched on. 1 with the guard BUSY. */
 static int api_enter_paused(struct vh_tls *t, uint8_t *g)
 {
@@ -269,7 +261,7 @@ static int heap_create_locked(struct vh_tls *t, const char *name, int parent, vo
     h->name[keep] = '\0';
     __atomic_store_n(&h->written, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&h->live, 1, __ATOMIC_RELEASE);
-    /* Paused: vh_api_resume writes it; sampled: its first record (above). */
+    /* Paused: api_resume writes it; sampled: its first record (above). */
     if (record && !vh_sample_rate && !put_heap_create(t, id, h, name ? name : "", len, vh_now()))
         __atomic_store_n(&h->written, 1, __ATOMIC_RELEASE);
     return (int)id;
@@ -335,7 +327,7 @@ static int api_heap_create(const char *name, int parent, void *base, size_t size
 
 /* Frees `id` and every heap nested in it: depth first, detaching each child
  * as it is entered, so no recursion and no extra memory. `recorded`: the
- * capture has their end (else vh_api_resume writes it). Under api_lock. */
+ * capture has their end (else api_resume writes it). Under api_lock. */
 static void heap_release_tree(uint32_t id, int recorded)
 {
     uint32_t p = heaps[id].parent;
@@ -379,7 +371,7 @@ static void api_heap_destroy(int heap)
                 vh_mapped_unclaim(heaps[heap].base, heaps[heap].base + heaps[heap].size);
             /* One record: the reader frees the nested heaps' blocks too.
              * None for a heap never written (nor were those nested in it).
-             * Paused, a written heap stays so: vh_api_resume says it was
+             * Paused, a written heap stays so: api_resume says it was
              * destroyed. */
             now = vh_now();
             if (record && __atomic_load_n(&heaps[heap].written, __ATOMIC_RELAXED))
@@ -540,11 +532,6 @@ static void api_move(int heap, const void *from, const void *to)
 }
 
 /* ---- marks and tags ------------------------------------------------------------- */
-void vh_api_mark(struct vh_tls *t, const char *label)
-{
-    put_label(t, VH_REC_MARK, 0, label, text_len(label), vh_now());
-}
-
 /* A mark lands while paused too, as a `ctl mark` does: marks are how a
  * user finds the phases, also the ones left unrecorded, and cost one
  * record. */
@@ -556,7 +543,7 @@ static void api_mark(const char *label)
     if (!on && !api_enter_paused(t, &g))
         return;
     uint64_t now = vh_now();
-    put_label(t, VH_REC_MARK, 0, label ? label : "", text_len(label), now);
+    vh_record_label(t, VH_REC_MARK, 0, label ? label : "", text_len(label), now);
     api_leave(t, g, on ? now : 0); /* paused: no RSS tick */
 }
 
@@ -612,7 +599,7 @@ static uint32_t tag_intern(struct vh_tls *t, const char *s)
             labels[off + len] = '\0';
             labels_used += (uint32_t)len + 1;
             tag_off[id] = off;
-            put_label(t, VH_REC_TAG, id, s, len, vh_now());
+            vh_record_label(t, VH_REC_TAG, id, s, len, vh_now());
             tag_slots[slot].hash = h;
             tag_slots[slot].off = off;
             __atomic_store_n(&tag_slots[slot].id, id, __ATOMIC_RELEASE);
@@ -660,7 +647,8 @@ static uint16_t *tag_deep(struct tag_stack *st)
     return st->deep;
 }
 
-void vh_api_thread_end(void)
+/* The exiting thread's tag stack: its deep levels unmapped. */
+static void api_thread_end(void)
 {
     struct tag_stack *st = &tag_stack;
     uint16_t *deep = st->deep;
@@ -828,12 +816,14 @@ VH_EXPORT void heaptrack_realloc(void *ptr_in, size_t size, void *ptr_out)
 }
 
 /* ---- fork --------------------------------------------------------------------------- */
-void vh_api_fork_prepare(void)
+/* Around fork the tables stay whole; the child re-describes live heaps
+ * and tags in its new capture (api_fork_child). */
+static void api_fork_prepare(void)
 {
     vh_lock(&api_lock);
 }
 
-void vh_api_fork_parent(void)
+static void api_fork_parent(void)
 {
     vh_unlock(&api_lock);
 }
@@ -890,7 +880,7 @@ static void announce_live(struct vh_tls *t, uint64_t now, int child)
 
 /* The child's capture starts empty: describe every live heap and every tag
  * again (same ids), so its records need nothing from the parent's file. */
-void vh_api_fork_child(struct vh_tls *t)
+static void api_fork_child(struct vh_tls *t)
 {
     api_lock = 0;
     if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0 || !vh_cap.hdr)
@@ -900,7 +890,7 @@ void vh_api_fork_child(struct vh_tls *t)
     announce_live(t, now, 1);
     for (uint32_t id = 1; id <= ntags; id++) {
         const char *l = labels + tag_off[id];
-        put_label(t, VH_REC_TAG, id, l, strlen(l), now);
+        vh_record_label(t, VH_REC_TAG, id, l, strlen(l), now);
     }
     vh_unbusy(t, g);
 }
@@ -909,7 +899,7 @@ void vh_api_fork_child(struct vh_tls *t)
  * paused): the heaps destroyed while paused end (one record for a tree,
  * as api_heap_destroy), those made meanwhile begin. Their blocks are the
  * program's to report again (vheap.h: starts). At guard BUSY. */
-void vh_api_resume(struct vh_tls *t)
+static void api_resume(struct vh_tls *t)
 {
     if (__atomic_load_n(&tables_state, __ATOMIC_ACQUIRE) <= 0)
         return;
@@ -1100,3 +1090,12 @@ int vh_api_builtin_heap(struct vh_tls *t, int *slot, const char *name, uint32_t 
     heap_needed(t, id);
     return id;
 }
+
+/* lifecycle.c's moments that concern the heaps and the tags (upcall.h). */
+VH_UPCALL(api_upcall) = {
+    .fork_prepare = api_fork_prepare,
+    .fork_parent = api_fork_parent,
+    .fork_child = api_fork_child,
+    .resume = api_resume,
+    .thread_end = api_thread_end,
+};

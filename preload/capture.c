@@ -315,25 +315,17 @@ int vh_capture_give_back(void)
     return tail != 0;
 }
 
-int vh_capture_create(int forked, const struct vh_capture_header *parent)
+/* The capture's name: VHEAP_OUT expanded into disp (as said to people)
+ * and abs (from the start directory); a fork child whose pattern has no
+ * %p gets ".<pid>" so it never shares the parent's file. 0 or -errno,
+ * said. */
+static int capture_name(int forked, pid_t pid, char disp[4096], char abs[4096])
 {
-    pid_t pid = getpid();
-    int rc;
-    if (!forked) {
-        const char *exe = vh_main_exe();  /* not /proc/self/exe: ld.so ./prog */
-        memcpy(exe_path, exe, strlen(exe) + 1);
-        if (!getcwd(start_cwd, sizeof start_cwd))
-            start_cwd[0] = '\0';
-    }
-
-    /* The name: pattern expanded; a fork child whose pattern has no %p gets
-     * ".<pid>" so it never shares the parent's file. */
-    char disp[4096], abs[4096];
     int has_pid;
-    rc = expand(disp, sizeof disp, vh_opt.out, pid, &has_pid);
+    int rc = expand(disp, 4096, vh_opt.out, pid, &has_pid);
     if (rc == 0 && forked && !has_pid) {
         size_t l = strlen(disp);
-        if (vh_format(disp + l, sizeof disp - l, ".%d", (int)pid) + l + 1 >= sizeof disp)
+        if (vh_format(disp + l, 4096 - l, ".%d", (int)pid) + l + 1 >= 4096)
             rc = -ENAMETOOLONG;
     }
     if (rc < 0) {
@@ -341,39 +333,23 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
         return rc;
     }
     if (disp[0] != '/' && start_cwd[0])
-        vh_format(abs, sizeof abs, "%s/%s", start_cwd, disp);
+        vh_format(abs, 4096, "%s/%s", start_cwd, disp);
     else
-        vh_format(abs, sizeof abs, "%s", disp);
-
+        vh_format(abs, 4096, "%s", disp);
     rc = check_dir(abs);
-    if (rc < 0) {
-        if (rc != -EPERM)
-            vh_log("cannot use the directory of %s: %s; recording nothing", disp,
-                   vh_errname(-rc));
-        return rc;
-    }
-    if (!forked)
-        vh_handover_clear(abs);    /* the empty capture of the image we replaced */
-    int gen = 0;
-    int fd = open_exclusive(abs, disp, &gen);
-    if (fd < 0) {
-        vh_log("cannot create %s: %s; recording nothing", disp, vh_errname(-fd));
-        return fd;
-    }
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        rc = -errno;
-        vh_sys_close(fd);
-        return rc;
-    }
-    vh_cap.dev = st.st_dev;
-    vh_cap.ino = st.st_ino;
-    vh_cap.chunk_size = vh_opt.chunk_size;
-    vh_cap.pid = pid;
+    if (rc < 0 && rc != -EPERM)
+        vh_log("cannot use the directory of %s: %s; recording nothing", disp, vh_errname(-rc));
+    return rc;
+}
 
+/* The header page and the first two chunks of the file fd, mapped at the
+ * start of the capture's range (reserved first). 0 or -errno, said. */
+static int map_first(int fd, const char *disp)
+{
+    int rc;
     if (!vh_cap.base && (rc = reserve_range()) < 0) {
         vh_log("cannot reserve address space for the capture; recording nothing");
-        goto out;
+        return rc;
     }
     vh_cap.mapped = VH_HEADER_SIZE;
     uint64_t first = VH_HEADER_SIZE + 2ull * vh_cap.chunk_size;
@@ -384,18 +360,23 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
         else
             vh_log("cannot allocate space for %s: %s; recording nothing", disp,
                    vh_errname(-rc));
-        goto out;
+        return rc;
     }
     if (vh_sys_mmap(vh_cap.base, first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
         MAP_FAILED) {
         rc = -errno;
         vh_log("cannot map %s: %s; recording nothing", disp, vh_errname(-rc));
-        goto out;
+        return rc;
     }
     vh_cap.mapped = first;
     vh_cap.hdr = (struct vh_capture_header *)vh_cap.base;
+    return 0;
+}
 
-    struct vh_capture_header *h = vh_cap.hdr;
+/* Everything of the header but its magic. */
+static void fill_header(struct vh_capture_header *h, int forked,
+                        const struct vh_capture_header *parent, pid_t pid, int gen)
+{
     struct timespec rt;
     if (!forked)
         vh_clock_init();           /* before the two start times: it takes a while */
@@ -427,17 +408,52 @@ int vh_capture_create(int forked, const struct vh_capture_header *parent)
     }
     memcpy(h->exe, exe_path, strlen(exe_path) + 1);
     read_cmdline(h);
+}
+
+int vh_capture_create(int forked, const struct vh_capture_header *parent)
+{
+    pid_t pid = getpid();
+    int rc;
+    if (!forked) {
+        const char *exe = vh_main_exe();  /* not /proc/self/exe: ld.so ./prog */
+        memcpy(exe_path, exe, strlen(exe) + 1);
+        if (!getcwd(start_cwd, sizeof start_cwd))
+            start_cwd[0] = '\0';
+    }
+    char disp[4096], abs[4096];
+    if ((rc = capture_name(forked, pid, disp, abs)) < 0)
+        return rc;
+    if (!forked)
+        vh_handover_clear(abs);    /* the empty capture of the image we replaced */
+    int gen = 0;
+    int fd = open_exclusive(abs, disp, &gen);
+    if (fd < 0) {
+        vh_log("cannot create %s: %s; recording nothing", disp, vh_errname(-fd));
+        return fd;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        rc = -errno;
+        vh_sys_close(fd);
+        return rc;
+    }
+    vh_cap.dev = st.st_dev;
+    vh_cap.ino = st.st_ino;
+    vh_cap.chunk_size = vh_opt.chunk_size;
+    vh_cap.pid = pid;
+    if ((rc = map_first(fd, disp)) < 0) {
+        vh_sys_close(fd);
+        vh_cap.hdr = NULL;
+        unlink(vh_cap.path);
+        return rc;
+    }
+    fill_header(vh_cap.hdr, forked, parent, pid, gen);
     /* The magic last: a reader that sees it sees a complete header. */
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    memcpy(h->magic, VH_CAPTURE_MAGIC, 8);
+    memcpy(vh_cap.hdr->magic, VH_CAPTURE_MAGIC, 8);
     nfree = 0;
     vh_sys_close(fd);              /* mapped: the shim holds no descriptor */
     return 0;
-out:
-    vh_sys_close(fd);
-    vh_cap.hdr = NULL;
-    unlink(vh_cap.path);
-    return rc;
 }
 
 const char *vh_capture_display_path(void)
@@ -870,4 +886,13 @@ void *vh_rec_text(struct vh_tls *t, uint8_t type, uint32_t b, size_t fixed, cons
         (struct vh_rec_hdr){ .type = type, .a = (uint16_t)(size / 8), .b = b };
     ((struct vh_rec_time *)(void *)r)->time = time;
     return r;
+}
+
+/* A MARK or TAG record: its label, whole. */
+void vh_record_label(struct vh_tls *t, uint8_t type, uint32_t b, const char *text, size_t len,
+                     uint64_t time)
+{
+    struct vh_rec_label *r = vh_rec_text(t, type, b, sizeof *r, text, len, time);
+    if (r)
+        vh_rec_commit(t, (size_t)r->h.a * 8);
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/partition.h"
 #include "preload/internal.h"
 #include "preload/sigframe.h"
 
@@ -350,6 +351,125 @@ static inline int64_t factored(uint64_t v, const struct cie *c)
     return (int64_t)(v * (uint64_t)c->data_align);
 }
 
+/* Register reg is found by a rule the walk does not follow (in another
+ * register, as an expression, as a value): a walk that needs it, through
+ * rbp or the return address, is unsupported; rbx is lost. */
+static void beyond(struct state *s, const struct cie *c, uint64_t reg)
+{
+    if (reg == DW_RBP || reg == c->ra_reg)
+        s->unsupported = 1;
+    else if (reg == DW_RBX)
+        s->rbx_how = S_LOST;
+}
+
+/* The extended forms of the register rules (DW_CFA_offset's and
+ * DW_CFA_restore's, whose short forms run() decodes): how a register other
+ * than the CFA is found. 0 if op is none of them. */
+static int reg_op(struct rd *r, const struct cie *c, struct state *s, const struct state *init,
+                  uint8_t op)
+{
+    uint64_t reg;
+    int64_t off;
+    switch (op) {
+    case DW_CFA_offset_extended:
+        reg = uleb(r);
+        off = factored(uleb(r), c);
+        set_reg(s, reg, S_AT, off, c->ra_reg);
+        break;
+    case DW_CFA_offset_extended_sf:
+        reg = uleb(r);
+        off = factored((uint64_t)sleb(r), c);
+        set_reg(s, reg, S_AT, off, c->ra_reg);
+        break;
+    case DW_CFA_restore_extended:
+        restore_reg(s, init, uleb(r), c->ra_reg);
+        break;
+    case DW_CFA_undefined:
+        reg = uleb(r);
+        if (reg == c->ra_reg)
+            s->ra_undef = 1;
+        else if (reg == DW_RBP)
+            s->rbp_how = S_SAME;     /* value lost; keep walking */
+        else if (reg == DW_RBX)
+            s->rbx_how = S_LOST;
+        break;
+    case DW_CFA_same_value:
+        reg = uleb(r);
+        if (reg == DW_RBP)
+            s->rbp_how = S_SAME;
+        else if (reg == DW_RBX)
+            s->rbx_how = S_SAME;
+        else if (reg == c->ra_reg)
+            s->unsupported = 1;
+        break;
+    case DW_CFA_register:
+        reg = uleb(r);
+        uleb(r);
+        beyond(s, c, reg);
+        break;
+    case DW_CFA_val_offset:
+    case DW_CFA_val_offset_sf:
+        reg = uleb(r);
+        if (op == DW_CFA_val_offset)
+            uleb(r);
+        else
+            sleb(r);
+        beyond(s, c, reg);
+        break;
+    case DW_CFA_GNU_negative_offset_extended:
+        reg = uleb(r);
+        off = factored(0 - uleb(r), c);
+        set_reg(s, reg, S_AT, off, c->ra_reg);
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* The rules of the CFA itself, and the expressions (only the PLT's CFA
+ * expression is understood). 0 if op is none of them. */
+static int cfa_op(struct rd *r, const struct cie *c, struct state *s, uint8_t op,
+                  uint64_t target)
+{
+    uint64_t reg;
+    switch (op) {
+    case DW_CFA_def_cfa:
+        s->cfa_reg = (int)uleb(r);
+        s->cfa_off = (int64_t)uleb(r);
+        break;
+    case DW_CFA_def_cfa_sf:
+        s->cfa_reg = (int)uleb(r);
+        s->cfa_off = factored((uint64_t)sleb(r), c);
+        break;
+    case DW_CFA_def_cfa_register: s->cfa_reg = (int)uleb(r); break;
+    case DW_CFA_def_cfa_offset: s->cfa_off = (int64_t)uleb(r); break;
+    case DW_CFA_def_cfa_offset_sf: s->cfa_off = factored((uint64_t)sleb(r), c); break;
+    case DW_CFA_def_cfa_expression: {
+        uint64_t len = uleb(r);
+        const uint8_t *e = take(r, len);
+        if (e && plt_cfa(e, len, target, s) < 0)
+            s->unsupported = 1;
+        break;
+    }
+    case DW_CFA_expression:
+    case DW_CFA_val_expression: {
+        reg = uleb(r);
+        uint64_t len = uleb(r);
+        /* One running past the FDE is unsupported, as one for rbp. */
+        if (!has(r, len))
+            s->unsupported = 1;
+        else
+            take(r, len);
+        beyond(s, c, reg);
+        break;
+    }
+    default:
+        return 0;
+    }
+    return 1;
+}
+
 /* Runs CFA instructions from `r` while loc <= target. `init` is the state
  * after the CIE's initial instructions (for DW_CFA_restore). Returns 0. */
 static void run(struct rd *r, const struct cie *c, struct state *s, const struct state *init,
@@ -359,7 +479,7 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
     int depth = 0;
     while (r->p < r->end && !r->bad && !s->unsupported) {
         uint8_t op = *r->p++;
-        uint64_t reg, delta = 0;
+        uint64_t delta = 0;
         int64_t off;
         switch (op & DW_CFA_high_mask) {
         case DW_CFA_advance_loc:
@@ -385,45 +505,6 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
         case DW_CFA_advance_loc1: delta = fixed(r, 1) * c->code_align; goto advance;
         case DW_CFA_advance_loc2: delta = fixed(r, 2) * c->code_align; goto advance;
         case DW_CFA_advance_loc4: delta = fixed(r, 4) * c->code_align; goto advance;
-        case DW_CFA_offset_extended:
-            reg = uleb(r);
-            off = factored(uleb(r), c);
-            set_reg(s, reg, S_AT, off, c->ra_reg);
-            break;
-        case DW_CFA_offset_extended_sf:
-            reg = uleb(r);
-            off = factored((uint64_t)sleb(r), c);
-            set_reg(s, reg, S_AT, off, c->ra_reg);
-            break;
-        case DW_CFA_restore_extended:
-            restore_reg(s, init, uleb(r), c->ra_reg);
-            break;
-        case DW_CFA_undefined:
-            reg = uleb(r);
-            if (reg == c->ra_reg)
-                s->ra_undef = 1;
-            else if (reg == DW_RBP)
-                s->rbp_how = S_SAME;     /* value lost; keep walking */
-            else if (reg == DW_RBX)
-                s->rbx_how = S_LOST;
-            break;
-        case DW_CFA_same_value:
-            reg = uleb(r);
-            if (reg == DW_RBP)
-                s->rbp_how = S_SAME;
-            else if (reg == DW_RBX)
-                s->rbx_how = S_SAME;
-            else if (reg == c->ra_reg)
-                s->unsupported = 1;
-            break;
-        case DW_CFA_register:
-            reg = uleb(r);
-            uleb(r);
-            if (reg == DW_RBP || reg == c->ra_reg)
-                s->unsupported = 1;
-            else if (reg == DW_RBX)
-                s->rbx_how = S_LOST;
-            break;
         case DW_CFA_remember_state:
             if (depth == 8)
                 s->unsupported = 1;
@@ -436,58 +517,10 @@ static void run(struct rd *r, const struct cie *c, struct state *s, const struct
             else
                 *s = stack[--depth];
             break;
-        case DW_CFA_def_cfa:
-            s->cfa_reg = (int)uleb(r);
-            s->cfa_off = (int64_t)uleb(r);
-            break;
-        case DW_CFA_def_cfa_sf:
-            s->cfa_reg = (int)uleb(r);
-            s->cfa_off = factored((uint64_t)sleb(r), c);
-            break;
-        case DW_CFA_def_cfa_register: s->cfa_reg = (int)uleb(r); break;
-        case DW_CFA_def_cfa_offset: s->cfa_off = (int64_t)uleb(r); break;
-        case DW_CFA_def_cfa_offset_sf: s->cfa_off = factored((uint64_t)sleb(r), c); break;
-        case DW_CFA_def_cfa_expression: {
-            uint64_t len = uleb(r);
-            const uint8_t *e = take(r, len);
-            if (e && plt_cfa(e, len, target, s) < 0)
-                s->unsupported = 1;
-            break;
-        }
-        case DW_CFA_expression:
-        case DW_CFA_val_expression: {
-            reg = uleb(r);
-            uint64_t len = uleb(r);
-            /* One running past the FDE is unsupported, as one for rbp. */
-            if (reg == DW_RBP || reg == c->ra_reg || !has(r, len)) {
-                s->unsupported = 1;
-            } else {
-                take(r, len);
-                if (reg == DW_RBX)
-                    s->rbx_how = S_LOST;
-            }
-            break;
-        }
-        case DW_CFA_val_offset:
-        case DW_CFA_val_offset_sf:
-            reg = uleb(r);
-            if (op == DW_CFA_val_offset)
-                uleb(r);
-            else
-                sleb(r);
-            if (reg == DW_RBP || reg == c->ra_reg)
-                s->unsupported = 1;
-            else if (reg == DW_RBX)
-                s->rbx_how = S_LOST;
-            break;
         case DW_CFA_GNU_args_size: uleb(r); break;
-        case DW_CFA_GNU_negative_offset_extended:
-            reg = uleb(r);
-            off = factored(0 - uleb(r), c);
-            set_reg(s, reg, S_AT, off, c->ra_reg);
-            break;
         default:
-            s->unsupported = 1;
+            if (!reg_op(r, c, s, init, op) && !cfa_op(r, c, s, op, target))
+                s->unsupported = 1;
             break;
         }
         continue;
@@ -572,6 +605,96 @@ struct query {
     int found;                     /* the object containing ip was seen */
 };
 
+/* The FDE whose range may hold ip, by the binary search table of the
+ * .eh_frame_hdr at hdr (reads bounded by end). NULL when the table is of
+ * no use, and then with *rule = FP_RULE if ip lies before every FDE. */
+static const uint8_t *fde_of(const uint8_t *hdr, const uint8_t *end, uint64_t ip,
+                             uint64_t *rule)
+{
+    struct rd r = { hdr, end, 0 };
+    uint64_t base = (uintptr_t)hdr;
+    if (fixed(&r, 1) != 1)
+        return NULL;
+    uint8_t frame_enc = (uint8_t)fixed(&r, 1);
+    uint8_t count_enc = (uint8_t)fixed(&r, 1);
+    uint8_t table_enc = (uint8_t)fixed(&r, 1);
+    pointer(&r, frame_enc, base);
+    uint64_t count = pointer(&r, count_enc, base);
+    if (r.bad || table_enc != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || count == 0 ||
+        count > (uint64_t)(r.end - r.p) / 8)
+        return NULL;
+    /* Entries of two int32s; the encodings before them may leave the
+     * table unaligned. */
+    const uint8_t *table = r.p;
+    /* The last entry whose start is <= ip. */
+    size_t k = VH_PARTITION_POINT(i, count, base + table_at(table, 2 * i) <= ip);
+    if (!k) {
+        *rule = FP_RULE;         /* before any FDE: no info */
+        return NULL;
+    }
+    return (const uint8_t *)(base + table_at(table, 2 * (k - 1) + 1));
+}
+
+/* The rule a state the CFA program left means, or R_UNSUPPORTED's. */
+static uint64_t state_rule(struct state *s)
+{
+    uint64_t unsupported = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
+    if (s->unsupported)
+        return unsupported;
+    if (s->ra_undef)
+        return END_RULE;
+    if (!s->ra_ok || (s->cfa_reg != DW_RSP && s->cfa_reg != DW_RBP && s->cfa_reg != DW_RBX) ||
+        s->cfa_off < 8 || s->cfa_off >= CFA_MAX ||
+        (s->rbp_how == S_AT && (s->rbp_off < -32768 || s->rbp_off >= 0)))
+        return unsupported;
+    if (s->rbx_how == S_AT && (s->rbx_off < -32768 || s->rbx_off >= 0))
+        s->rbx_how = S_LOST;
+    return pack(s->cfa_reg == DW_RSP ? R_RSP : s->cfa_reg == DW_RBP ? R_RBP : R_RBX,
+                (unsigned)s->rbp_how, (int)s->rbp_off, (unsigned)s->rbx_how, (int)s->rbx_off,
+                (uint32_t)s->cfa_off);
+}
+
+/* The rule at ip from the FDE at fde, inside the segment [seg_start,
+ * seg_end); base: the .eh_frame_hdr's address (datarel pointers). */
+static uint64_t fde_rule(const uint8_t *fde, const uint8_t *seg_start, const uint8_t *seg_end,
+                         uint64_t base, uint64_t ip)
+{
+    uint64_t unsupported = pack(R_UNSUPPORTED, 0, 0, 0, 0, 0);
+    struct rd f = { fde, seg_end, 0 };
+    uint64_t len = fixed(&f, 4);
+    if (len == 0xffffffffu)
+        len = fixed(&f, 8);
+    narrow(&f, len);
+    if (f.bad || len < 8)
+        return unsupported;
+    const uint8_t *cie_ptr_at = f.p;
+    uint32_t cie_off = (uint32_t)fixed(&f, 4);
+    if (cie_off == 0)
+        return unsupported;        /* that is a CIE, not an FDE */
+    struct cie c;
+    /* The CIE pointer counts back from itself; one reaching before the
+     * segment would be a pointer below the object (undefined to form). */
+    if (cie_off > (uint64_t)(cie_ptr_at - seg_start))
+        return unsupported;
+    const uint8_t *cie = cie_ptr_at - cie_off;
+    if (parse_cie(cie, seg_end, &c) < 0 || c.signal)
+        return unsupported;
+    uint64_t start = pointer(&f, c.fde_enc, base);
+    uint64_t range = pointer(&f, c.fde_enc & DW_EH_PE_format, 0);
+    if (f.bad)
+        return unsupported;
+    if (ip < start || ip >= start + range)
+        return FP_RULE;            /* a gap without unwind info */
+    if (c.has_aug_data && !take(&f, uleb(&f)))
+        return unsupported;
+    struct state s = { .cfa_reg = DW_RSP, .cfa_off = 8, .rbp_how = S_SAME, .rbx_how = S_SAME };
+    struct rd ci = { c.insns, c.end, 0 };
+    run(&ci, &c, &s, &s, 0, UINT64_MAX, base);
+    struct state init = s;
+    run(&f, &c, &s, &init, start, ip, base);
+    return ci.bad || f.bad ? unsupported : state_rule(&s);
+}
+
 /* Computes the rule for q->ip from this object's .eh_frame_hdr, if ip is
  * inside it. Runs under ld.so's lock: the object cannot be unloaded. */
 static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -618,89 +741,13 @@ static int rule_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (!hdr_ph || !seg_end)
         return 1;
     const uint8_t *hdr = (const uint8_t *)(info->dlpi_addr + hdr_ph->p_vaddr);
-    struct rd r = { hdr, hdr_ph->p_memsz < (uint64_t)(seg_end - hdr) ? hdr + hdr_ph->p_memsz
-                                                                     : seg_end, 0 };
-    uint64_t base = (uintptr_t)hdr;
-    if (fixed(&r, 1) != 1)
-        return 1;
-    uint8_t frame_enc = (uint8_t)fixed(&r, 1);
-    uint8_t count_enc = (uint8_t)fixed(&r, 1);
-    uint8_t table_enc = (uint8_t)fixed(&r, 1);
-    pointer(&r, frame_enc, base);
-    uint64_t count = pointer(&r, count_enc, base);
-    if (r.bad || table_enc != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || count == 0 ||
-        count > (uint64_t)(r.end - r.p) / 8)
-        return 1;
-    /* Entries of two int32s; the encodings before them may leave the
-     * table unaligned. */
-    const uint8_t *table = r.p;
-    /* Last entry whose start is <= ip. */
-    uint64_t lo = 0, hi = count;
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (base + table_at(table, 2 * mid) <= q->ip)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    if (base + table_at(table, 2 * lo) > q->ip) {
-        q->rule = FP_RULE;       /* before any FDE: no info */
-        return 1;
-    }
-    /* The FDE. .eh_frame follows the header in the same segment; bound the
-     * reads by the end of the object's mapping. */
-    const uint8_t *fde = (const uint8_t *)(base + table_at(table, 2 * lo + 1));
-    if (fde < seg_start || fde >= seg_end)
-        return 1;
-    struct rd f = { fde, seg_end, 0 };
-    uint64_t len = fixed(&f, 4);
-    if (len == 0xffffffffu)
-        len = fixed(&f, 8);
-    narrow(&f, len);
-    if (f.bad || len < 8)
-        return 1;
-    const uint8_t *cie_ptr_at = f.p;
-    uint32_t cie_off = (uint32_t)fixed(&f, 4);
-    if (cie_off == 0)
-        return 1;                  /* that is a CIE, not an FDE */
-    struct cie c;
-    /* The CIE pointer counts back from itself; one reaching before the
-     * segment would be a pointer below the object (undefined to form). */
-    if (cie_off > (uint64_t)(cie_ptr_at - seg_start))
-        return 1;
-    const uint8_t *cie = cie_ptr_at - cie_off;
-    if (parse_cie(cie, seg_end, &c) < 0 || c.signal)
-        return 1;
-    uint64_t start = pointer(&f, c.fde_enc, base);
-    uint64_t range = pointer(&f, c.fde_enc & DW_EH_PE_format, 0);
-    if (f.bad)
-        return 1;
-    if (q->ip < start || q->ip >= start + range) {
-        q->rule = FP_RULE;       /* a gap without unwind info */
-        return 1;
-    }
-    if (c.has_aug_data && !take(&f, uleb(&f)))
-        return 1;
-    struct state s = { .cfa_reg = DW_RSP, .cfa_off = 8, .rbp_how = S_SAME, .rbx_how = S_SAME };
-    struct rd ci = { c.insns, c.end, 0 };
-    run(&ci, &c, &s, &s, 0, UINT64_MAX, base);
-    struct state init = s;
-    run(&f, &c, &s, &init, start, q->ip, base);
-    if (ci.bad || f.bad || s.unsupported)
-        return 1;
-    if (s.ra_undef) {
-        q->rule = END_RULE;
-        return 1;
-    }
-    if (!s.ra_ok || (s.cfa_reg != DW_RSP && s.cfa_reg != DW_RBP && s.cfa_reg != DW_RBX) ||
-        s.cfa_off < 8 || s.cfa_off >= CFA_MAX ||
-        (s.rbp_how == S_AT && (s.rbp_off < -32768 || s.rbp_off >= 0)))
-        return 1;
-    if (s.rbx_how == S_AT && (s.rbx_off < -32768 || s.rbx_off >= 0))
-        s.rbx_how = S_LOST;
-    q->rule = pack(s.cfa_reg == DW_RSP ? R_RSP : s.cfa_reg == DW_RBP ? R_RBP : R_RBX,
-                   (unsigned)s.rbp_how, (int)s.rbp_off, (unsigned)s.rbx_how, (int)s.rbx_off,
-                   (uint32_t)s.cfa_off);
+    const uint8_t *end = hdr_ph->p_memsz < (uint64_t)(seg_end - hdr) ? hdr + hdr_ph->p_memsz
+                                                                     : seg_end;
+    /* .eh_frame follows the header in the same segment: the FDE's reads are
+     * bounded by its end */
+    const uint8_t *fde = fde_of(hdr, end, q->ip, &q->rule);
+    if (fde && fde >= seg_start && fde < seg_end)
+        q->rule = fde_rule(fde, seg_start, seg_end, (uintptr_t)hdr, q->ip);
     return 1;
 }
 
@@ -1240,6 +1287,60 @@ static VH_NOINLINE uint64_t *rel_find(struct vh_known *K, uint64_t ip, uint64_t 
     return NULL;
 }
 
+/* The checks that tell a walk from of[0]'s state is still the same, its
+ * frames' [0, have - 1) into chk[*c...]: each frame's return address,
+ * and the saved rbps that matter (a relative walk's, less base, into
+ * relv[*nv...], listed last); *top raised to the highest stack word read.
+ * -1 when the walk cannot be checked so. */
+static int known_checks(const struct mframe *of, uint32_t have, uint64_t base, int rel,
+                        uint64_t lo, uint64_t hi, struct check *chk, uint32_t *c,
+                        struct check *relv, uint32_t *nv, uint64_t *top)
+{
+    const uint64_t *src = NULL;
+    for (uint32_t k = 0; k + 1 < have; k++) {
+        uint64_t x = of[k].nsp;
+        if ((x & 7) != H_NEXT)
+            return -1;             /* a frame walked anew every time */
+        chk[(*c)++] = (struct check){ (const uint64_t *)(x - H_NEXT - 8 - base), of[k + 1].ip };
+        *top = x - H_NEXT > *top ? x - H_NEXT : *top;
+        const uint64_t *at = (const uint64_t *)of[k].at;
+        if (of[k + 1].live) {
+            /* Without a slot, follow compares the rbp the walk came in
+             * with (the start's, compared) and the memo's own copies. */
+            if (at || src) {
+                uint64_t a = (uint64_t)(at ? at : src), v = of[k + 1].rbp;
+                if (!rel) {
+                    chk[(*c)++] = (struct check){ (const uint64_t *)a, v };
+                } else if (v - lo >= hi - lo) {
+                    return -1;     /* not a frame pointer: not relative */
+                } else {
+                    relv[(*nv)++] = (struct check){ (const uint64_t *)(a - base), v - base };
+                    *top = a + 8 > *top ? a + 8 : *top;
+                }
+            }
+            src = NULL;
+        } else if (at) {
+            src = at;
+        }
+    }
+    return 0;
+}
+
+/* A cut window's folds were not kept. The record keeps one frame fewer
+ * (the last one only says the walk was cut): that fold too, into
+ * *rec_fold, beside (two independent chains), so stacks.c need not fold
+ * the frames again. Returns the whole window's. */
+static uint64_t cut_folds(const struct mframe *of, uint32_t have, uint64_t *rec_fold)
+{
+    uint64_t less = VH_HASH_SEED, fold = vh_hash_step(VH_HASH_SEED, of[have - 1].ip);
+    for (uint32_t k = have - 1; k > 0; k--) {
+        fold = vh_hash_step(fold, of[k - 1].ip);
+        less = vh_hash_step(less, of[k - 1].ip);
+    }
+    *rec_fold = less;
+    return fold;
+}
+
 /* Lists the words of the walk the window holds, all of it, from of[0] on,
  * as a walk known from of[0]'s state, in place of the set's least
  * recently found one; its word (0 until the caller stores one), or NULL
@@ -1279,51 +1380,16 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
     /* Room for the most this walk can list (given back below). */
     uint32_t first = known_reserve(K, 2 * have);
     struct check *chk = &K->pool[first];
-    const uint64_t *src = NULL;
     struct check *relv = chk + have;   /* a cut walk's saved rbps, listed last */
     uint32_t nv = 0;
-    for (uint32_t k = 0; k + 1 < have; k++) {
-        uint64_t x = of[k].nsp;
-        if ((x & 7) != H_NEXT)
-            goto fail;             /* a frame walked anew every time */
-        chk[c++] = (struct check){ (const uint64_t *)(x - H_NEXT - 8 - base), of[k + 1].ip };
-        top = x - H_NEXT > top ? x - H_NEXT : top;
-        const uint64_t *at = (const uint64_t *)of[k].at;
-        if (of[k + 1].live) {
-            /* Without a slot, follow compares the rbp the walk came in
-             * with (the start's, compared) and the memo's own copies. */
-            if (at || src) {
-                uint64_t a = (uint64_t)(at ? at : src), v = of[k + 1].rbp;
-                if (!rel) {
-                    chk[c++] = (struct check){ (const uint64_t *)a, v };
-                } else if (v - lo >= hi - lo) {
-                    goto fail;     /* not a frame pointer: not relative */
-                } else {
-                    relv[nv++] = (struct check){ (const uint64_t *)(a - base), v - base };
-                    top = a + 8 > top ? a + 8 : top;
-                }
-            }
-            src = NULL;
-        } else if (at) {
-            src = at;
-        }
-    }
+    if (known_checks(of, have, base, rel, lo, hi, chk, &c, relv, &nv, &top) < 0)
+        goto fail;
     uint64_t x = of[have - 1].nsp, fold = of[0].fold;
     unsigned how = (unsigned)x & 7;
     if (rel && of[0].live && of[0].rbp - lo >= hi - lo)
         goto fail;
     if (cut) {
-        /* A cut window's folds were not kept. The record keeps one frame
-         * fewer (the last one only says the walk was cut): that fold too,
-         * beside (two independent chains), so stacks.c need not fold the
-         * frames again. */
-        uint64_t less = VH_HASH_SEED;
-        fold = vh_hash_step(VH_HASH_SEED, of[have - 1].ip);
-        for (uint32_t k = have - 1; k > 0; k--) {
-            fold = vh_hash_step(fold, of[k - 1].ip);
-            less = vh_hash_step(less, of[k - 1].ip);
-        }
-        *rec_fold = less;
+        fold = cut_folds(of, have, rec_fold);
     } else if (how == H_ZERO) {
         chk[c++] = (struct check){ (const uint64_t *)(x & ~(uint64_t)7) - 1, 0 };
     } else if (how != H_END && how != H_GARBAGE) {
@@ -1363,6 +1429,12 @@ VH_ALWAYS_INLINE int same_state(const struct mframe *f, uint64_t ip, uint64_t rb
     return f->ip == ip && !((f->rbp ^ rbp) & f->live);
 }
 
+/* Kept in one piece although long (issue 29's limit is ~80 lines): it is
+ * the walk of every recorded call, one loop over the frames whose state
+ * (ip, sp, rbp, the memo's position j and its sp, the counts n and m)
+ * stays in registers from frame to frame, and whose two ways on (the
+ * memo's run, a frame walked by its rule) leave through the same labels.
+ * Cut in two, that state would go through memory at every frame. */
 int vh_cfi_walk(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uint64_t *buf,
                 uint32_t want, uint64_t *fold, uint64_t **tag, uint32_t era)
 {

@@ -190,6 +190,25 @@ void *vh_sym_next(const char *name)
     return q.found;
 }
 
+static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct next_query *q = arg;
+    (void)size;
+    if (!holds(info, q->self))
+        return 0;
+    q->found = lookup_in(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, q->name, &q->ifunc);
+    return 1;
+}
+
+/* The shim's own exported definition of `name` (a hook's address, for a
+ * file below the hooks that may not name them), or NULL. */
+void *vh_sym_self(const char *name)
+{
+    struct next_query q = { .name = name, .self = (uintptr_t)&vh_sym_next };
+    dl_iterate_phdr(self_cb, &q);
+    return q.found;
+}
+
 struct same_query {
     const char *name;
     const void *addr;

@@ -77,33 +77,16 @@ struct pin_scan {
     unsigned seen;                 /* objects visited so far               */
 };
 
-/* How many objects the process started with: they come first in the
- * loader's list and are never unloaded, so they need no pin. Pinning one
- * (dlopen) while startup is still running its constructors would run its
- * constructor early, from inside an allocator call: tcmalloc's, run from
- * its own malloc_usable_size, registered itself and was then overwritten
- * by the default it was being asked to create (every usable size read 0). */
-static unsigned startup_objects;
-
-static int count_one(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)info;
-    (void)size;
-    ++*(unsigned *)arg;
-    return 0;
-}
-
-void vh_cxx_startup(void)
-{
-    unsigned n = 0;
-    dl_iterate_phdr(count_one, &n);
-    __atomic_store_n(&startup_objects, n, __ATOMIC_RELEASE);
-}
-
+/* The objects the process started with (vh_modules_startup) need no pin.
+ * Pinning one (dlopen) while startup is still running its constructors
+ * would run its constructor early, from inside an allocator call:
+ * tcmalloc's, run from its own malloc_usable_size, registered itself and
+ * was then overwritten by the default it was being asked to create (every
+ * usable size read 0). */
 static int pin_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct pin_scan *ps = arg;
-    if (ps->seen++ < __atomic_load_n(&startup_objects, __ATOMIC_ACQUIRE) || !info->dlpi_name ||
+    if (ps->seen++ < vh_modules_startup() || !info->dlpi_name ||
         !info->dlpi_name[0] || ps->n == OP_COUNT)
         return 0;                  /* loaded at startup: never unloaded */
     for (int i = 0; i < OP_COUNT; i++) {

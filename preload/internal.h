@@ -98,6 +98,8 @@ void vh_resolve_real(void);
 void *vh_sym_next(const char *name);
 /* elfsym.c: whether addr is inside the first object that defines `name`. */
 int vh_sym_same_object(const char *name, const void *addr);
+/* elfsym.c: the shim's own exported definition of `name` (a hook). */
+void *vh_sym_self(const char *name);
 void *vh_sym_vdso(const char *name);
 void *vh_boot_alloc(size_t size, size_t align);
 extern char vh_boot_buf[];
@@ -425,6 +427,9 @@ int vh_cfi_walk_on(struct vh_tls *t, uint64_t ip, uint64_t sp, uint64_t rbp, uin
 
 /* modules.c */
 int vh_modules_init(void);
+/* How many objects the process started with (counted by vh_modules_init,
+ * before the program's code runs): only those loaded later need pinning. */
+unsigned vh_modules_startup(void);
 /* Emits MODULE records for the whole list (capture start, fork child). */
 void vh_modules_emit_all(struct vh_tls *t);
 /* Cheap check whether ld.so's module list changed; diff and record if so. */
@@ -670,8 +675,10 @@ VH_ALWAYS_INLINE void vh_count(uint64_t *counter)
 
 /* signals.c: delivers the signals held back while the guard was BUSY. */
 void vh_signals_release(struct vh_tls *t);
-/* signals.c: takes VHEAP_SIGNAL's signal, if one is asked for (at init). */
-void vh_signals_toggle_init(void);
+/* signals.c: takes VHEAP_SIGNAL's signal, if one is asked for (at init);
+ * each delivery calls toggle(t, -1) (vh_recording_set: lifecycle.c lies
+ * above signals.c in the shim's order, so it hands its switch down). */
+void vh_signals_toggle_init(int (*toggle)(struct vh_tls *t, int want));
 
 /* Into the shim's bookkeeping: returns the guard to restore. */
 VH_ALWAYS_INLINE uint8_t vh_busy(struct vh_tls *t)
@@ -790,6 +797,10 @@ VH_ALWAYS_INLINE void *vh_rec_begin(struct vh_tls *t, size_t size, uint64_t time
 
 void *vh_rec_text(struct vh_tls *t, uint8_t type, uint32_t b, size_t fixed, const void *body,
                   size_t len, uint64_t time);
+/* A MARK or TAG record (b: the tag id) with `len` bytes of label, written
+ * and committed (at guard BUSY): `ctl mark`, vheap_mark, the tags. */
+void vh_record_label(struct vh_tls *t, uint8_t type, uint32_t b, const char *text, size_t len,
+                     uint64_t time);
 
 /* Publishes the struct record vh_rec_begin returned; its time becomes the
  * chunk's time base, as the reader's cursor will have it. */
@@ -863,25 +874,12 @@ void vh_record_free(struct vh_tls *t, uint16_t heap, unsigned func, unsigned fla
 void vh_record_time(struct vh_tls *t, uint8_t type, uint16_t a, uint32_t b, uint64_t time);
 void vh_record_value(struct vh_tls *t, uint8_t type, uint64_t value, uint64_t time);
 
-/* hooks_cxx.c: counts the objects loaded at startup (init, before the
- * program's code runs): only those loaded later need pinning. */
-void vh_cxx_startup(void);
 /* hooks_cxx.c: pins the real operators' modules, once they are known;
  * called by the dlclose hook before the program's dlclose. */
 void vh_cxx_pin(void);
 
-/* api.c: the custom-heap and tag tables around fork (lifecycle.c calls
- * these); the child re-describes live heaps and tags in its new capture. */
-void vh_api_fork_prepare(void);
-/* A MARK record (at guard BUSY): `vheap-analyze ctl mark`. */
-void vh_api_mark(struct vh_tls *t, const char *label);
-void vh_api_fork_parent(void);
-void vh_api_fork_child(struct vh_tls *t);
-/* Recording started again: the heaps made or destroyed while paused. */
-void vh_api_resume(struct vh_tls *t);
-/* The exiting thread's tag stack: its deep levels unmapped. */
-void vh_api_thread_end(void);
-/* The built-in heap `name` whose id *slot caches (made at the first call,
+/* api.c (its part in fork, resume and a thread's exit: upcall.h): the
+ * built-in heap `name` whose id *slot caches (made at the first call,
  * written to the capture before this returns); 0 when none can be made.
  * At guard BUSY. */
 int vh_api_builtin_heap(struct vh_tls *t, int *slot, const char *name, uint32_t flags);

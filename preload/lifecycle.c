@@ -21,6 +21,13 @@
 #include "preload/internal.h"
 #include "preload/reach.h"
 #include "preload/sys.h"
+#include "preload/upcall.h"
+
+/* Every upcall row's member m (upcall.h), with its arguments. */
+#define UPCALL(m, ...)                                                                  \
+    VH_UPCALL_EACH(u_)                                                                  \
+    if (u_->m)                                                                          \
+    u_->m(__VA_ARGS__)
 
 extern char **environ;
 
@@ -72,7 +79,7 @@ static int switch_to(struct vh_tls *t, int on)
         return 0;
     window(t, on);
     if (on) {
-        vh_api_resume(t);          /* heaps made or gone while paused */
+        UPCALL(resume, t);         /* heaps made or gone while paused */
         __atomic_fetch_add(&vh_record_starts, 1, __ATOMIC_RELEASE);
         rss_restart_at(vh_now());
     }
@@ -109,7 +116,7 @@ static void ctl_marks(struct vh_tls *t, const struct vh_capture_header *h)
     char label[sizeof h->ctl_mark];
     memcpy(label, h->ctl_mark, sizeof label);
     label[sizeof label - 1] = '\0';
-    vh_api_mark(t, label);
+    vh_record_label(t, VH_REC_MARK, 0, label, strlen(label), vh_now());
 }
 
 /* While recording, at the tick (guard BUSY): a mark, or a pause. */
@@ -206,14 +213,14 @@ static void thread_exit(void *arg)
     vh_chunk_release(t);
     vh_cfi_thread_end(t);
     vh_stacks_thread_end(t);
-    vh_api_thread_end();
+    UPCALL(thread_end);
     vh_unbusy(t, g);
 }
 
 /* ---- fork ------------------------------------------------------------------- */
 static void fork_prepare(void)
 {
-    vh_api_fork_prepare();
+    UPCALL(fork_prepare);
     vh_modules_fork_prepare();
     vh_stacks_fork_prepare();
     vh_capture_fork_prepare();
@@ -226,7 +233,7 @@ static void fork_parent(void)
     vh_capture_fork_parent();
     vh_stacks_fork_parent();
     vh_modules_fork_parent();
-    vh_api_fork_parent();
+    UPCALL(fork_parent);
 }
 
 /* The child's own capture. Runs in our atfork child handler, or earlier, in
@@ -274,7 +281,7 @@ static void fork_child_work(void)
         vh_stacks_fork_parent();
         __atomic_store_n(&vh_mode, VH_MODE_OFF, __ATOMIC_RELEASE);
     }
-    vh_api_fork_child(t);          /* after the capture exists */
+    UPCALL(fork_child, t);         /* after the capture exists */
     vh_handover_mark(t);           /* what follows is the child's own */
     vh_own_end(t, &saved);
 }
@@ -459,7 +466,6 @@ static void init(void)
         mode = VH_MODE_DROP;
         goto out;
     }
-    vh_cxx_startup();
     vh_mmap_init();
     thread_setup(t);
     t->clocked = 1;                /* the first thread: see vh_enter_slow */
@@ -469,7 +475,7 @@ static void init(void)
     if (vh_opt.sample && vh_sample_init(vh_opt.sample) < 0)
         vh_log("cannot map the set of sampled blocks; recording every call");
     vh_cap.hdr->sample_rate = vh_sample_rate;
-    vh_signals_toggle_init();
+    vh_signals_toggle_init(vh_recording_set);
     uint8_t g = vh_busy(t);
     vh_modules_emit_all(t);
     vh_rss_sample(t);

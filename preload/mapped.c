@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/partition.h"
 #include "preload/internal.h"
 #include "preload/lock.h"
 
@@ -42,15 +43,7 @@ static int tab_map(void)
 /* The first entry that ends after `a`. */
 static uint32_t first_after(uint64_t a)
 {
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (tab[mid].hi <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return (uint32_t)VH_PARTITION_POINT(i, n, tab[i].hi <= a);
 }
 
 static void put_piece(struct vh_tls *t, uint16_t heap, const struct mapping *m, uint64_t now)

@@ -242,17 +242,19 @@ static const char *const db_names[] = { "malloc", "free", "calloc", "realloc",
                                         "valloc", "pvalloc", "malloc_usable_size" };
 #define DB_N (sizeof db_names / sizeof db_names[0])
 
+/* The hooks a slot gets: the shim's own exported definitions, found by name
+ * (hooks.c lies above this file in the shim's order); NULL where the shim
+ * has none (malloc_usable_size), whose slots are left alone. Set at init. */
+static void *db_hooks[DB_N];
+
 static void db_fns(void *real[DB_N], void *hook[DB_N])
 {
     void *r[DB_N] = { (void *)vh_real.malloc, (void *)vh_real.free, (void *)vh_real.calloc,
                       (void *)vh_real.realloc, (void *)vh_real.posix_memalign,
                       (void *)vh_real.aligned_alloc, (void *)vh_real.memalign,
                       (void *)vh_real.valloc, (void *)vh_real.pvalloc, (void *)vh_real.usable };
-    void *h[DB_N] = { (void *)malloc, (void *)free, (void *)calloc, (void *)realloc,
-                      (void *)posix_memalign, (void *)aligned_alloc, (void *)memalign,
-                      (void *)valloc, (void *)pvalloc, (void *)malloc_usable_size };
     memcpy(real, r, sizeof r);
-    memcpy(hook, h, sizeof h);
+    memcpy(hook, db_hooks, sizeof db_hooks);
 }
 
 /* Binds what can be bound now; keeps the rest open. Module lock held. */
@@ -276,7 +278,7 @@ static void db_patch(void)
             continue;
         }
         char *pg = (char *)((uintptr_t)d->addr & ~(uintptr_t)(page - 1));
-        if (v == real[d->fn] && real[d->fn] &&
+        if (v == real[d->fn] && real[d->fn] && hook[d->fn] &&
             (!d->relro || mprotect(pg, (size_t)page, PROT_READ | PROT_WRITE) == 0)) {
             __atomic_store_n((void **)d->addr, hook[d->fn], __ATOMIC_RELAXED);
             if (d->relro)
@@ -418,6 +420,24 @@ static void *map_anon(size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* How many objects the process started with: they come first in the
+ * loader's list and are never unloaded (hooks_cxx.c pins only the later
+ * ones). Counted at init, before the program's code runs. */
+static unsigned startup_objects;
+
+static int count_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)info;
+    (void)size;
+    ++*(unsigned *)arg;
+    return 0;
+}
+
+unsigned vh_modules_startup(void)
+{
+    return __atomic_load_n(&startup_objects, __ATOMIC_ACQUIRE);
+}
+
 int vh_modules_init(void)
 {
     if (mods_ready)
@@ -430,12 +450,17 @@ int vh_modules_init(void)
     }
 #if defined(__x86_64__)
     db_slots = map_anon(DB_SLOTS * sizeof *db_slots);
+    for (unsigned i = 0; i < DB_N; i++)
+        db_hooks[i] = vh_sym_self(db_names[i]);
 #endif
     vh_main_exe();
     vdso_base = getauxval(AT_SYSINFO_EHDR);
     gather(&lists[0]);
     cur = 0;
     seen_sum = lists[0].adds + lists[0].subs;
+    unsigned n = 0;
+    dl_iterate_phdr(count_one, &n);
+    __atomic_store_n(&startup_objects, n, __ATOMIC_RELEASE);
     mods_ready = 1;
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/partition.h"
 #include "preload/internal.h"
 #include "preload/reach.h"
 #include "preload/sys.h"
@@ -129,15 +130,8 @@ static int read_maps(void)
 
 static struct map *map_of(uintptr_t a)
 {
-    size_t lo = 0, hi = nmaps;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (maps[mid].hi <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < nmaps && maps[lo].lo <= a ? &maps[lo] : NULL;
+    size_t k = VH_PARTITION_POINT(i, nmaps, maps[i].hi <= a);
+    return k < nmaps && maps[k].lo <= a ? &maps[k] : NULL;
 }
 
 /* ---- the live set, from the capture ---------------------------------------- */
@@ -387,14 +381,8 @@ static size_t block_of(uint64_t p)
 {
     if (p < min_addr || p >= max_end)
         return SIZE_MAX;
-    size_t lo = 0, hi = nblocks;
-    while (lo < hi) {              /* the first block starting above p */
-        size_t mid = lo + (hi - lo) / 2;
-        if (blocks[mid].addr <= p)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    /* the first block starting above p */
+    size_t lo = VH_PARTITION_POINT(i, nblocks, blocks[i].addr <= p);
     if (!lo)
         return SIZE_MAX;
     const struct vh_reach_block *b = &blocks[lo - 1];
@@ -546,15 +534,7 @@ static int heap_ranges(void)
 /* The first range ending above a. */
 static size_t first_range(uintptr_t a)
 {
-    size_t lo = 0, hi = nranges;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ranges[mid].hi <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return VH_PARTITION_POINT(i, nranges, ranges[i].hi <= a);
 }
 
 /* Reads [lo, hi) as a root but for the allocator's ranges in it. */

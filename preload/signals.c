@@ -52,6 +52,8 @@ struct act {
 static struct act acts[_NSIG];
 static int acts_lock;
 static int toggle_sig;             /* VHEAP_SIGNAL, 0 none; set at init     */
+/* what a delivery of it calls: lifecycle.c's switch, handed down at init */
+static int (*toggle_fn)(struct vh_tls *t, int want);
 static void *toggle_disp = SIG_DFL; /* the program's SIG_DFL/SIG_IGN for it */
 
 static int is_fault(int sig, const siginfo_t *info)
@@ -143,7 +145,7 @@ static void trampoline(int sig, siginfo_t *info, void *ucv)
     if (t->guard == VH_G_BUSY && !is_fault(sig, info) && hold_back(t, sig, info, ucv))
         return;
     if (sig == toggle_sig && !t->vforked)
-        vh_recording_set(t, -1);
+        toggle_fn(t, -1);
     struct act a;
     if (!act_read(sig, &a))
         return;                    /* changed to SIG_DFL/SIG_IGN meanwhile */
@@ -314,11 +316,12 @@ VH_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
     return install(sig, h, SA_RESETHAND | SA_NODEFER, 0);
 }
 
-void vh_signals_toggle_init(void)
+void vh_signals_toggle_init(int (*toggle)(struct vh_tls *t, int want))
 {
     int sig = (int)vh_opt.signal;
     if (!sig)
         return;
+    toggle_fn = toggle;            /* before the trampoline can see the signal */
     struct sigaction a, k;
     memset(&a, 0, sizeof a);
     a.sa_sigaction = trampoline;

@@ -76,14 +76,16 @@ static const char usage_tail[] =
 
 
 /* The usage text: usage_head, a paragraph a format (formats[]), usage_tail;
- * made once, before main (VH_COMMAND's text is a constant's). */
+ * and the summary, the formats' names: made once, before main (VH_COMMAND's
+ * texts are a constant's). */
 static char usage[sizeof usage_head + sizeof usage_tail + 2048];
+static char summary[160];
 
 static int run(int argc, char **argv);
 
 VH_COMMAND(cmd_export, {
     .name = "export",
-    .summary = "write heaptrack, flame-graph, massif, Chrome trace, pprof or DHAT files",
+    .summary = summary,
     .usage = usage,
     .run = run,
     .order = 80,
@@ -171,6 +173,9 @@ static void format_names(char *buf, size_t len, unsigned opts, const char *sep)
 
 __attribute__((constructor)) static void usage_build(void)
 {
+    char names[128];
+    format_names(names, sizeof names, 0, " or ");
+    snprintf(summary, sizeof summary, "write %s files", names);
     size_t at = (size_t)snprintf(usage, sizeof usage, "%s", usage_head);
 
     for (size_t i = 0; i < NFORMATS && at < sizeof usage; i++) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analyze/load/loader.h"
+#include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
 
 static int is_event(const char *label)
@@ -27,15 +28,7 @@ static int is_event(const char *label)
  * at or after t, if it had begun by then. */
 struct span *spans__find(struct loader *L, uint64_t t)
 {
-    size_t lo = 0, hi = L->sp.n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (L->sp.spans[mid].end < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = VH_PARTITION_POINT(i, L->sp.n, L->sp.spans[i].end < t);
     if (lo < L->sp.n && L->sp.spans[lo].start <= t)
         return &L->sp.spans[lo];
     return NULL;

@@ -118,20 +118,13 @@ enum {
     R_BFREED, R_RSS, R_STACKS, R_OTHER, R_MARKS, R_N
 };
 
-static int emit_rows(const char *cmd, const struct vh_series *s, enum out_format format,
-                     struct out *o)
+/* The columns of the series section into cols (pos: where each R_ is),
+ * the top stacks' keys and titles made into keys[]. Their count, or -ENOMEM. */
+static int row_columns(const struct vh_series *s, enum out_format format, struct out_col *cols,
+                       size_t pos[R_N], char **keys)
 {
-    int table = format == OUT_TABLE, json = format == OUT_JSON;
-    int per_event = s->per_event, dec = time_decimals(s), rc = -ENOMEM;
-    size_t ncols = 0, pos[R_N] = { 0 };
-    struct out_col *cols = calloc(R_N + s->ntop, sizeof *cols);
-    struct out_val *v = calloc(R_N + s->ntop, sizeof *v);
-    char **keys = calloc(s->ntop * 2 + 1, sizeof *keys);
-    const char **words = calloc(s->nmarks + 1, sizeof *words);
-    char *joined = NULL, title[160], dur[32];
-
-    if (!cols || !v || !keys || !words)
-        goto fail;
+    int table = format == OUT_TABLE, json = format == OUT_JSON, per_event = s->per_event;
+    size_t ncols = 0;
     /* one event per row: the counts and the maximum say nothing `event`
      * does not, so tables leave them out */
     unsigned in_events = per_event ? OUT_F_NO_TABLE : 0;
@@ -157,20 +150,73 @@ static int emit_rows(const char *cmd, const struct vh_series *s, enum out_format
     for (size_t k = 0; k < s->ntop; k++) {
         if (!(keys[2 * k] = vh_xasprintf("stack_%zu", k + 1)) ||
             !(keys[2 * k + 1] = vh_xasprintf("#%zu", k + 1)))
-            goto fail;
+            return -ENOMEM;
         cols[ncols++] = (struct out_col){ keys[2 * k], keys[2 * k + 1], OUT_BYTES, 0 };
     }
     if (s->ntop)
         COL(R_OTHER, "other_bytes", "other", OUT_BYTES, 0);
     COL(R_MARKS, "marks", "marks", json ? OUT_WORDS : OUT_TEXT, OUT_F_HIDE_SAME);
 #undef COL
+    return (int)ncols;
+}
 
+/* Row r's marks into *mv: JSON a list (through words[]), else "a; b"
+ * (labels may hold spaces, so a space cannot separate), where a table row
+ * with many shows the first and last and a count; *joined holds the text
+ * (the caller frees it). 0 or -ENOMEM. */
+static int marks_cell(const struct vh_series *s, const struct vh_series_row *r,
+                      enum out_format format, const char **words, char **joined,
+                      struct out_val *mv)
+{
+    if (!r->nmarks) {
+        *mv = OV_NULLV;
+        return 0;
+    }
+    if (format == OUT_JSON) {
+        for (uint32_t m = 0; m < r->nmarks; m++)
+            words[m] = s->marks[r->mark0 + m].label;
+        *mv = (struct out_val){ .kind = OV_WORDS, .words = words, .nwords = r->nmarks };
+        return 0;
+    }
+    uint32_t nm = r->nmarks, show = format == OUT_TABLE && nm > 3 ? 2 : nm;
+    size_t len = 32;
+    for (uint32_t m = 0; m < nm; m++)
+        len += strlen(s->marks[r->mark0 + m].label) + 2;
+    char *j = *joined = malloc(len);
+    if (!j)
+        return -ENOMEM;
+    j[0] = 0;
+    for (uint32_t m = 0; m < show; m++) {
+        uint32_t k = show < nm && m == 1 ? nm - 1 : m;
+        if (m)
+            strcat(j, show < nm ? " ... " : "; ");
+        strcat(j, s->marks[r->mark0 + k].label);
+    }
+    if (show < nm)
+        sprintf(j + strlen(j), " (%u marks)", nm);
+    *mv = OV_S(j);
+    return 0;
+}
+
+static int emit_rows(const char *cmd, const struct vh_series *s, enum out_format format,
+                     struct out *o)
+{
+    int table = format == OUT_TABLE, dec = time_decimals(s), rc = -ENOMEM, ncols = 0;
+    size_t pos[R_N] = { 0 };
+    struct out_col *cols = calloc(R_N + s->ntop, sizeof *cols);
+    struct out_val *v = calloc(R_N + s->ntop, sizeof *v);
+    char **keys = calloc(s->ntop * 2 + 1, sizeof *keys);
+    const char **words = calloc(s->nmarks + 1, sizeof *words);
+    char *joined = NULL, title[160], dur[32];
+
+    if (!cols || !v || !keys || !words || (ncols = row_columns(s, format, cols, pos, keys)) < 0)
+        goto fail;
     vh_fmt_duration(s->interval, 0, dur, sizeof dur);
-    if (per_event)
+    if (s->per_event)
         snprintf(title, sizeof title, "%zu events", s->nrows);
     else
         snprintf(title, sizeof title, "%zu intervals of %s", s->nrows, dur);
-    if ((rc = out__section(o, "series", OUT_LIST, title, cols, ncols)))
+    if ((rc = out__section(o, "series", OUT_LIST, title, cols, (size_t)ncols)))
         goto fail;
     for (size_t i = 0; i < s->nrows; i++) {
         const struct vh_series_row *r = &s->rows[i];
@@ -178,7 +224,7 @@ static int emit_rows(const char *cmd, const struct vh_series *s, enum out_format
         vh_fmt_secs(r->start, dec, t, sizeof t);
         v[pos[R_TIME]] = table ? ov_text(t) : OV_I(r->start);
         v[pos[R_END]] = OV_I(r->end);
-        if (per_event) {
+        if (s->per_event) {
             v[pos[R_EVENT]] = OV_S(kind_name(r->kind));
             v[pos[R_SIZE]] = OV_I(r->size);
         }
@@ -198,36 +244,10 @@ static int emit_rows(const char *cmd, const struct vh_series *s, enum out_format
         }
         if (s->ntop)
             v[pos[R_OTHER]] = OV_I(r->live > sum ? r->live - sum : 0);
-        struct out_val *mv = &v[pos[R_MARKS]];
         free(joined);
         joined = NULL;
-        if (!r->nmarks) {
-            *mv = OV_NULLV;
-        } else if (json) {
-            for (uint32_t m = 0; m < r->nmarks; m++)
-                words[m] = s->marks[r->mark0 + m].label;
-            *mv = (struct out_val){ .kind = OV_WORDS, .words = words, .nwords = r->nmarks };
-        } else {
-            /* "a; b": labels may hold spaces, so a space cannot separate.
-             * A table row with many shows the first and last and a count. */
-            uint32_t nm = r->nmarks, show = table && nm > 3 ? 2 : nm;
-            size_t len = 32;
-            for (uint32_t m = 0; m < nm; m++)
-                len += strlen(s->marks[r->mark0 + m].label) + 2;
-            if (!(joined = malloc(len)))
-                goto fail;
-            joined[0] = 0;
-            for (uint32_t m = 0; m < show; m++) {
-                uint32_t k = show < nm && m == 1 ? nm - 1 : m;
-                if (m)
-                    strcat(joined, show < nm ? " ... " : "; ");
-                strcat(joined, s->marks[r->mark0 + k].label);
-            }
-            if (show < nm)
-                sprintf(joined + strlen(joined), " (%u marks)", nm);
-            *mv = OV_S(joined);
-        }
-        if ((rc = out__row(o, v, NULL)))
+        if ((rc = marks_cell(s, r, format, words, &joined, &v[pos[R_MARKS]])) ||
+            (rc = out__row(o, v, NULL)))
             goto fail;
     }
     /* the renderer holds pointers into cols and keys until out__end() */

@@ -3,7 +3,7 @@
 
 preload/'s objects form one stack, bottom first, in ORDER below (the same
 list docs/hacking.md draws): an object may use a symbol (nm) only of an
-object below it, except the few calls up named in UP with their reason. A
+object below it (UP, the calls up allowed with their reason, is empty). A
 new object must be placed in ORDER; a call up that is not in UP fails, and
 so does an entry of UP that is no longer used (the list stays true). The
 shim's files include no analyzer header.
@@ -30,22 +30,11 @@ ORDER = [
     "api", "hooks_mmap", "hooks_cxx", "hooks",
 ]
 
-# (from, to): why this call goes up. Each is a callback from what a layer
-# drives into what drives it; all else goes down.
-UP = {
-    ("lifecycle", "api"):
-        "fork handlers and a restart of recording carry the custom heaps "
-        "(vh_api_fork_*, vh_api_resume, vh_api_mark); a thread's exit "
-        "unmaps its deep tag levels (vh_api_thread_end)",
-    ("lifecycle", "hooks_cxx"):
-        "init counts the objects loaded at startup for the C++ hooks' pins "
-        "(vh_cxx_startup)",
-    ("signals", "lifecycle"):
-        "VHEAP_SIGNAL's handler switches recording (vh_recording_set)",
-    ("modules", "hooks"):
-        "a RTLD_DEEPBIND library's GOT slots are bound to the hooks' "
-        "addresses (taken, never called)",
-}
+# (from, to): why this call goes up. Empty: what a lower file drives above
+# it, it reaches without naming it (preload/upcall.h's rows, a function
+# handed down at init, the shim's own symbols by name in elfsym.c). An
+# entry needs its reason, and the check fails once it is no longer used.
+UP = {}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"analyze/')
 

@@ -3,9 +3,11 @@
  * counters of the header. A plain scan of the chunks in file order (no merge,
  * no symbols), so it costs about as much as reading the file once.
  *
- * usage: capstat CAPTURE...
+ * usage: capstat [--types] CAPTURE...
  * prints per capture: allocs frees resizes moves stacks dropped nested
- *                     stack_full used_bytes file_bytes damaged_chunks */
+ *                     stack_full used_bytes file_bytes damaged_chunks
+ * and with --types a line a record type after it: type=0xTT records bytes
+ * (PAD bytes as type 0x7f), what fills a capture. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,6 +21,7 @@
 
 struct counts {
     uint64_t allocs, frees, resizes, moves, stacks, used, damaged;
+    uint64_t type_n[256], type_bytes[256]; /* --types: records and bytes a type */
 };
 
 /* Counts the records of one chunk; returns 0 if it ended cleanly. Version
@@ -40,6 +43,8 @@ static int scan_chunk(const uint8_t *chunk, uint64_t chunk_size, uint32_t header
         size_t size;
         uint8_t type = h->type;
         if (!v1 && h->type == VH_REC_PAD) {
+            n->type_n[VH_REC_PAD]++;
+            n->type_bytes[VH_REC_PAD]++;
             off++;
             continue;
         }
@@ -58,6 +63,8 @@ static int scan_chunk(const uint8_t *chunk, uint64_t chunk_size, uint32_t header
             /* moves the compact records' bases as the writer did */
             vh_cursor_struct(&cur, h->type, ((const struct vh_rec_time *)(const void *)h)->time);
         }
+        n->type_n[h->type]++;              /* --types: as written */
+        n->type_bytes[h->type] += size;
         /* a compact record counts as what it decodes to (version 3's
          * short forms are ALLOC or FREE) */
         switch (type) {
@@ -66,7 +73,8 @@ static int scan_chunk(const uint8_t *chunk, uint64_t chunk_size, uint32_t header
         case VH_REC_RESIZE: n->resizes++; break;
         case VH_REC_MOVE: n->moves++; break;
         case VH_REC_STACK:
-        case VH_REC_STACK_PACKED: n->stacks++; break;
+        case VH_REC_STACK_PACKED:
+        case VH_REC_STACK_DIFF: n->stacks++; break;
         default: break;
         }
         off += size;
@@ -74,7 +82,15 @@ static int scan_chunk(const uint8_t *chunk, uint64_t chunk_size, uint32_t header
     return 0;
 }
 
-static int stat_one(const char *path)
+/* --types: a line a record type present, "type=0xTT records bytes". */
+static void print_types(const struct counts *n)
+{
+    for (unsigned t = 0; t < 256; t++)
+        if (n->type_n[t])
+            printf("type=0x%02x %" PRIu64 " %" PRIu64 "\n", t, n->type_n[t], n->type_bytes[t]);
+}
+
+static int stat_one(const char *path, int types)
 {
     int rc = 1;
     void *map = MAP_FAILED;
@@ -102,7 +118,8 @@ static int stat_one(const char *path)
                 VH_CAPTURE_VERSION_V1, VH_CAPTURE_VERSION);
         goto out;
     }
-    struct counts n = {0};
+    static struct counts n;
+    memset(&n, 0, sizeof n);
     uint64_t chunks = __atomic_load_n(&hd->chunks_claimed, __ATOMIC_ACQUIRE);
     for (uint64_t i = 0; i < chunks; i++) {
         uint64_t off = hd->chunk_offset + i * hd->chunk_size;
@@ -118,6 +135,8 @@ static int stat_one(const char *path)
            " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
            n.allocs, n.frees, n.resizes, n.moves, n.stacks, hd->dropped_events, hd->nested_events,
            hd->stack_table_full, n.used + VH_HEADER_SIZE, (uint64_t)st.st_size, n.damaged);
+    if (types)
+        print_types(&n);
     rc = 0;
 out:
     if (map != MAP_FAILED)
@@ -129,12 +148,13 @@ out:
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: capstat CAPTURE...\n");
+    int types = argc > 1 && !strcmp(argv[1], "--types");
+    if (argc < 2 + types) {
+        fprintf(stderr, "usage: capstat [--types] CAPTURE...\n");
         return 2;
     }
     int rc = 0;
-    for (int i = 1; i < argc; i++)
-        rc |= stat_one(argv[i]);
+    for (int i = 1 + types; i < argc; i++)
+        rc |= stat_one(argv[i], types);
     return rc;
 }

@@ -207,6 +207,14 @@ enum vh_rec_type {
                                       before it (the first's from 0); zero
                                       bytes pad it to h.a words. A reader
                                       yields it as the STACK it packs      */
+    VH_REC_STACK_DIFF = 0x8f,      /* STACK as the frames that differ from an
+                                      earlier stack of the same run (the
+                                      previous one the thread wrote since
+                                      its THREAD record): struct
+                                      vh_rec_stack's header and time, then
+                                      common/stack_diff.h's varints; zero
+                                      bytes pad it to h.a words. A reader
+                                      yields it as the STACK it stands for */
 };
 
 /* Reachability at exit (preload/reach.c): memcheck's four classes of a

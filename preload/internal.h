@@ -179,6 +179,9 @@ struct vh_tls {
     struct vh_walker *walker;      /* cfi.c: the walk state, or NULL (not
                                       mapped: walks are libunwind's)       */
     struct vh_ids *ids;            /* stacks.c: recent stack ids, or NULL  */
+    uint32_t runs;                 /* THREAD records this thread wrote: each
+                                      starts a run that decodes on its own
+                                      (stacks.c's diff base is one run's)   */
 };
 
 /* How far below a C++ operator hook's frame the real operator's own malloc
@@ -453,6 +456,8 @@ VH_NOINLINE int vh_enter_slow(struct vh_tls *t);
  * now. */
 void vh_rss_tick(struct vh_tls *t, uint64_t now);
 void vh_rss_sample(struct vh_tls *t);
+/* The tick's: under sampling, no record when RSS moved less than the rate. */
+void vh_rss_sample_changed(struct vh_tls *t);
 /* Recording on (want 1), off (0) or the other way (-1), before it returns:
  * vheap_start/vheap_stop and VHEAP_SIGNAL. From a thread outside the
  * bookkeeping (guard OUT or REAL); does nothing while the capture is not

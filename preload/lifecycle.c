@@ -170,7 +170,7 @@ void vh_rss_tick(struct vh_tls *t, uint64_t now)
      * modules) show up here at the latest. */
     vh_modules_poll(t);
     if (vh_opt.rss_interval_ns)
-        vh_rss_sample(t);
+        vh_rss_sample_changed(t);
     ctl_poll(t);
 }
 

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 
 #include "common/leb128.h"
+#include "common/stack_diff.h"
 #include "preload/internal.h"
 #include "preload/lock.h"
 
@@ -55,8 +56,21 @@ struct idc {
     uint32_t id;
     uint32_t epoch;
 };
+/* The last stack this thread wrote, the base of its next STACK_DIFF
+ * record while both are in one run of its chunk (vh_tls.runs): a reader
+ * decodes a run from its THREAD record on, so a base there is never lost
+ * when the record that names it is not. */
+struct diff_base {
+    uint32_t valid;                /* 0 while being replaced              */
+    uint32_t run;                  /* vh_tls.runs when it was written     */
+    uint32_t id, n;
+    uint64_t f[VH_MAX_DEPTH];
+    struct vh_diff_work work;
+    uint8_t body[VH_DIFF_MAX];
+};
 struct vh_ids {
     struct idc c[IDC_SLOTS];
+    struct diff_base base;
 };
 static uint32_t epoch = 1;         /* atomic */
 
@@ -198,30 +212,84 @@ static size_t packed_size(const uint64_t *f, uint32_t n)
     return bytes;
 }
 
-/* 0 when the STACK record is committed, -1 when it is not in the capture. */
+static uint8_t *pack_frames(uint8_t *p, const uint64_t *f, uint32_t n)
+{
+    p = vh_uleb_put(p, n);
+    for (uint32_t i = 0; i < n; i++)
+        p = vh_uleb_put(p, vh_zigzag(f[i] - (i ? f[i - 1] : 0)));
+    return p;
+}
+
+static size_t words(size_t body)
+{
+    return (sizeof(struct vh_rec_stack) + body + 7) & ~(size_t)7;
+}
+
+/* The STACK_DIFF body against the thread's base, in B->body: its length,
+ * or 0 when there is no base in this run. */
+static size_t diff_body(struct vh_tls *t, struct diff_base *B, uint32_t id, const uint64_t *f,
+                        uint32_t n)
+{
+    if (!B || !B->valid || B->run != t->runs || n > VH_MAX_DEPTH)
+        return 0;
+    return (size_t)(vh_diff_encode(&B->work, B->body, id, f, n, B->id, B->f, B->n) - B->body);
+}
+
+/* The stack just written becomes the base (valid only once whole: a
+ * fault's handler may leave the shim midway). */
+static void diff_rebase(struct vh_tls *t, struct diff_base *B, uint32_t id, const uint64_t *f,
+                        uint32_t n)
+{
+    if (!B || n > VH_MAX_DEPTH)
+        return;
+    B->valid = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(B->f, f, (size_t)n * sizeof *f);
+    B->n = n;
+    B->id = id;
+    B->run = t->runs;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    B->valid = 1;
+}
+
+/* 0 when the STACK record is committed, -1 when it is not in the capture.
+ * Written as a STACK_DIFF against the thread's last stack when that is
+ * shorter and the base is still in the run the record lands in (room for
+ * the packed form, the longer, is taken first: a new chunk would start a
+ * new run). */
 static int write_stack(struct vh_tls *t, uint32_t id, const uint64_t *f, uint32_t n,
                        int truncated)
 {
+    struct diff_base *B = t->ids ? &t->ids->base : NULL;
     /* Libraries that appeared since the last look (a new stack is the first
      * place their addresses can show up) get their MODULE records first. */
     vh_modules_poll(t);
-    size_t size = (sizeof(struct vh_rec_stack) + packed_size(f, n) + 7) & ~(size_t)7;
+    size_t packed = words(packed_size(f, n)), diff = diff_body(t, B, id, f, n);
+    size_t size = diff && words(diff) < packed ? words(diff) : packed;
+    uint32_t run = t->runs;
     uint64_t now = vh_now();
-    struct vh_rec_stack *r = vh_rec_begin(t, size, now);
+    struct vh_rec_stack *r = vh_rec_begin(t, packed, now);
     if (!r)
         return -1;
-    r->h = (struct vh_rec_hdr){ .type = VH_REC_STACK_PACKED,
+    int use_diff = size != packed && t->runs == run;
+    if (size != packed && !use_diff)
+        size = packed;
+    r->h = (struct vh_rec_hdr){ .type = use_diff ? VH_REC_STACK_DIFF : VH_REC_STACK_PACKED,
                                 .flags = truncated ? VH_RF_TRUNCATED : 0,
                                 .a = (uint16_t)(size / 8),
                                 .b = id };
     r->time = now;
     uint8_t *p = (uint8_t *)r->frames, *end = (uint8_t *)r + size;
-    p = vh_uleb_put(p, n);
-    for (uint32_t i = 0; i < n; i++)
-        p = vh_uleb_put(p, vh_zigzag(f[i] - (i ? f[i - 1] : 0)));
+    if (use_diff) {
+        memcpy(p, B->body, diff);
+        p += diff;
+    } else {
+        p = pack_frames(p, f, n);
+    }
     while (p < end)
         *p++ = 0;
     vh_rec_commit(t, size);
+    diff_rebase(t, B, id, f, n);
     return 0;
 }
 

@@ -312,14 +312,15 @@ main_range() {
 # has_flag FLAGS WORD: true if the comma-separated header flags hold WORD.
 has_flag() { case ",$1," in *,"$2",*) return 0 ;; esac; return 1; }
 
-# small_disk: mounts a 2 MiB tmpfs at $PWD/small, sets mnt to it and
-# unmounts it when the test exits; skips the test (77) where it cannot mount
-# (not root). For tests of a capture whose disk fills up.
+# small_disk [SIZE]: mounts a tmpfs of SIZE (tmpfs's words; 2m) at
+# $PWD/small, sets mnt to it and unmounts it when the test exits; skips the
+# test (77) where it cannot mount (not root). For tests of a capture whose
+# disk fills up.
 small_disk() {
     mnt=$PWD/small
     mkdir -p "$mnt"
-    if ! mount -t tmpfs -o size=2m tmpfs "$mnt" 2>mount.err; then
-        echo "skip: cannot mount a 2 MiB tmpfs (needs root): $(cat mount.err)" >&2
+    if ! mount -t tmpfs -o "size=${1:-2m}" tmpfs "$mnt" 2>mount.err; then
+        echo "skip: cannot mount a ${1:-2m} tmpfs (needs root): $(cat mount.err)" >&2
         exit 77
     fi
     trap 'umount "$mnt" 2>/dev/null' EXIT INT TERM

@@ -24,6 +24,7 @@
 
 #include "analyze/capture/reader.h"
 #include "common/leb128.h"
+#include "common/stack_diff.h"
 #include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
 
@@ -78,10 +79,12 @@ struct stack_ent {
     uint64_t off;                  /* file offset of the STACK record       */
     uint32_t id;
     uint32_t depth;
-    uint64_t pool;                 /* STACK_PACKED: frames at pool[pool - 1]
-                                      once stacks_finish decoded them; 0:
-                                      frames in the record                   */
+    uint64_t pool;                 /* STACK_PACKED, STACK_DIFF: frames at
+                                      pool[pool - 1] once stacks_finish
+                                      decoded them; 0: frames in the record;
+                                      POOL_BAD: a diff that does not decode */
 };
+#define POOL_BAD UINT64_MAX
 
 struct capture {
     const uint8_t *map;
@@ -238,6 +241,18 @@ static int seg_push(struct capture *c, uint32_t i, uint64_t pos, struct vh_curso
     return 0;
 }
 
+/* The frame count of a STACK_DIFF record of `size` bytes at p, as far as
+ * it can be checked without its base (pass one); -1 when malformed. */
+static int diff_depth(const uint8_t *p, size_t size, uint32_t *depth)
+{
+    const uint8_t *q = p + sizeof(struct vh_rec_stack), *end = p + size;
+    uint32_t base_id;
+    if (size < sizeof(struct vh_rec_stack) ||
+        vh_diff_head(&q, end, ((const struct vh_rec_hdr *)(const void *)p)->b, &base_id, depth))
+        return -1;
+    return vh_diff_ops(q, end, NULL, 0, NULL, *depth);
+}
+
 /* The frames of a STACK_PACKED record of `size` bytes at p: their count
  * in *depth and, unless out is NULL, the frames. -1 when malformed (a
  * varint cut or too long, more frames than a STACK record could hold). */
@@ -392,15 +407,21 @@ static int chunk_records(struct capture *c, uint32_t i, uint64_t base, uint64_t 
         last = r.time;
         if (r.h->type == VH_REC_THREAD)
             tid = r.h->b;
-        if (r.h->type == VH_REC_STACK || r.h->type == VH_REC_STACK_PACKED) {
+        if (r.h->type == VH_REC_STACK || r.h->type == VH_REC_STACK_PACKED ||
+            r.h->type == VH_REC_STACK_DIFF) {
             uint32_t depth = (uint32_t)((r.size - sizeof(struct vh_rec_stack)) / 8);
             if (r.h->b == 0) {
                 damage(c, pos, "chunk %u at offset 0x%llx: stack record at 0x%llx has id 0", i,
                        (unsigned long long)base, (unsigned long long)pos);
-            } else if (r.h->type == VH_REC_STACK_PACKED &&
-                       packed_frames(c->map + pos, r.size, NULL, &depth)) {
-                damage(c, pos, "chunk %u at offset 0x%llx: packed stack record at 0x%llx is "
-                       "malformed", i, (unsigned long long)base, (unsigned long long)pos);
+            } else if ((r.h->type == VH_REC_STACK_PACKED &&
+                        packed_frames(c->map + pos, r.size, NULL, &depth)) ||
+                       (r.h->type == VH_REC_STACK_DIFF &&
+                        diff_depth(c->map + pos, r.size, &depth))) {
+                damage(c, pos, "chunk %u at offset 0x%llx: %s stack record at 0x%llx is "
+                       "malformed", i, (unsigned long long)base,
+                       r.h->type == VH_REC_STACK_DIFF ? "diff" : "packed",
+                       (unsigned long long)pos);
+                dead = 1;
                 break;
             } else if (stack_push(c, r.h->b, depth, pos)) {
                 return -ENOMEM;
@@ -517,20 +538,45 @@ static const uint64_t *ent_frames(const struct capture *c, const struct stack_en
                    : (const uint64_t *)(c->map + e->off + sizeof(struct vh_rec_stack));
 }
 
-/* Decodes every packed stack's frames into the pool (validated in pass
- * one), so that capture__stack hands out frames as for a plain STACK. */
+/* The frames of STACK_DIFF entry i into the pool at `at` (room for its
+ * depth), against its base: the first definition of the base's id, an
+ * earlier entry (ids sorted), decoded before it. -1: no such base, or the
+ * ops do not fit it. */
+static int diff_unpack(struct capture *c, size_t i, uint64_t *at)
+{
+    const struct stack_ent *e = &c->stacks[i];
+    const uint8_t *p = c->map + e->off, *end = p + (size_t)((const struct vh_rec_hdr *)(const void *)p)->a * 8;
+    const uint8_t *q = p + sizeof(struct vh_rec_stack);
+    uint32_t base_id, n;
+    if (vh_diff_head(&q, end, e->id, &base_id, &n) || n != e->depth)
+        return -1;
+    size_t b = VH_PARTITION_POINT(k, i, c->stacks[k].id < base_id);
+    if (b == i || c->stacks[b].id != base_id || c->stacks[b].pool == POOL_BAD)
+        return -1;
+    return vh_diff_ops(q, end, ent_frames(c, &c->stacks[b]), c->stacks[b].depth, at, n);
+}
+
+/* Decodes the frames of every packed or diff stack not decoded yet into
+ * the pool (validated in pass one as far as they can be alone), so that
+ * capture__stack hands out frames as for a plain STACK. In id order: a
+ * diff's base, a lower id, comes first. */
 static int unpack_stacks(struct capture *c)
 {
     for (size_t i = 0; i < c->nstacks; i++) {
         struct stack_ent *e = &c->stacks[i];
         const struct vh_rec_hdr *h = (const void *)(c->map + e->off);
         uint32_t depth;
-        if (h->type != VH_REC_STACK_PACKED)
+        if ((h->type != VH_REC_STACK_PACKED && h->type != VH_REC_STACK_DIFF) || e->pool)
             continue;
         if (vh_reserve(&c->pool, &c->cappool, c->npool + e->depth + 1, sizeof *c->pool, 1024) ||
             vh_reserve(&c->scratch, &c->capscratch, 2 + (size_t)e->depth, sizeof *c->scratch, 2))
             return -ENOMEM;
-        packed_frames(c->map + e->off, (size_t)h->a * 8, c->pool + c->npool, &depth);
+        if (h->type == VH_REC_STACK_PACKED)
+            packed_frames(c->map + e->off, (size_t)h->a * 8, c->pool + c->npool, &depth);
+        else if (diff_unpack(c, i, c->pool + c->npool)) {
+            e->pool = POOL_BAD;
+            continue;
+        }
         e->pool = c->npool + 1;
         c->npool += e->depth + 1;  /* +1: a depth of 0 still has a place */
     }
@@ -551,6 +597,11 @@ static int stacks_finish(struct capture *c)
         return -ENOMEM;
     for (size_t i = 0; i < c->nstacks; i++) {
         struct stack_ent *e = &c->stacks[i];
+        if (e->pool == POOL_BAD) {
+            damage(c, e->off, "diff stack record at 0x%llx (id %u): its base is not an "
+                   "earlier stack it fits", (unsigned long long)e->off, e->id);
+            continue;
+        }
         if (n && c->stacks[n - 1].id == e->id) {
             const struct stack_ent *k = &c->stacks[n - 1];
             if (k->depth != e->depth ||
@@ -564,6 +615,8 @@ static int stacks_finish(struct capture *c)
         c->stacks[n++] = *e;
     }
     c->nstacks = n;
+    if (!n)
+        return 0;
     c->max_stack_id = c->stacks[n - 1].id;
     if ((uint64_t)c->max_stack_id <= 4 * (uint64_t)n + 65536) {
         c->ndense = c->max_stack_id + 1;
@@ -634,20 +687,28 @@ static int by_key(const void *a, const void *b)
     return before(a, b) ? -1 : before(b, a);
 }
 
-/* A packed STACK yielded as the STACK it packs, in c->scratch (valid until
- * the next call; sized in pass one for the deepest): ev->size is then that
- * STACK's size. A record that changed since pass one is yielded with no
- * frames. */
+/* A packed or diff STACK yielded as the STACK it stands for, in
+ * c->scratch (valid until the next call; sized in pass one for the
+ * deepest): ev->size is then that STACK's size. A packed record that
+ * changed since pass one is yielded with no frames; a diff's frames are
+ * its id's as indexed (none when it did not decode). */
 static void unpack_one(struct capture *c, struct vh_event *ev)
 {
     const uint8_t *p = (const uint8_t *)ev->rec;
+    const uint64_t *known = NULL;
     uint32_t depth = 0;
-    if (packed_frames(p, ev->size, NULL, &depth) || 2 + (size_t)depth > c->capscratch)
+    if (ev->rec->type == VH_REC_STACK_DIFF)
+        known = capture__stack(c, ev->rec->b, &depth, NULL);
+    else if (packed_frames(p, ev->size, NULL, &depth))
+        depth = 0;
+    if (2 + (size_t)depth > c->capscratch)
         depth = 0;
     size_t words = 2 + (size_t)depth;
     if (words > c->capscratch)
         return;                    /* no packed stack was indexed: none here */
-    if (depth)
+    if (known)
+        memcpy(c->scratch + 2, known, (size_t)depth * 8);
+    else if (depth)
         packed_frames(p, ev->size, c->scratch + 2, &depth);
     struct vh_rec_stack *s = (struct vh_rec_stack *)(void *)c->scratch;
     s->h = *ev->rec;
@@ -746,7 +807,7 @@ int capture__next(struct capture *c, struct vh_event *ev)
             sg->tid = r.h->b;
         ev->rec = r.h;
         ev->size = r.size;
-        if (r.h->type == VH_REC_STACK_PACKED)
+        if (r.h->type == VH_REC_STACK_PACKED || r.h->type == VH_REC_STACK_DIFF)
             unpack_one(c, ev);
         ev->time = r.time;
         ev->offset = sg->pos;

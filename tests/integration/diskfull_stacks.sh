@@ -1,4 +1,6 @@
-# diskfull_stacks — the capture's disk fills (a 2 MiB tmpfs) while four
+# diskfull_stacks — the capture's disk fills (a 1 MiB tmpfs: the run's
+# capture takes 1.5 MB, its 16K stacks written as diffs, so the fill comes
+# before round 16384, the last new stack) while four
 # threads race to insert the same new call stacks: an id whose STACK record
 # did not make it into the capture must never be used by an event that did
 # (the checker's rule "stack used before its stack record", over several
@@ -7,7 +9,7 @@
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/stack_fill"
 
-small_disk
+small_disk 1m
 
 total_stack0=0
 for run in 1 2 3 4 5 6; do

@@ -30,6 +30,7 @@
 
 #include "common/capture_format.h"
 #include "common/leb128.h"
+#include "common/stack_diff.h"
 
 #define CAPB_DEFAULT_CHUNK 4096u
 
@@ -464,6 +465,36 @@ static inline uint64_t capb__stack_packed(struct capb *b, uint32_t chunk, uint64
         capb__fail("capb__stack_packed: at most 300 frames");
     memcpy(tmp, &r, sizeof r);
     memset(p, cut ? 0xff : 0, size - (size_t)(p - tmp));
+    uint64_t off = capb__raw(b, chunk, NULL, size);
+    memcpy(b->buf + off, tmp, size);
+    capb__track(b, chunk, off, size);
+    return off;
+}
+
+/* A STACK_DIFF record (the shim's form for a stack after the first of a
+ * run): `frames` as the shim encodes them against base_id's frames `base`,
+ * or, with `body` set, those `blen` bytes instead; padded to 8 bytes. */
+static inline uint64_t capb__stack_diff(struct capb *b, uint32_t chunk, uint64_t time,
+                                        uint32_t id, const uint64_t *frames, uint32_t depth,
+                                        uint32_t base_id, const uint64_t *base, uint32_t bn,
+                                        const uint8_t *body, size_t blen)
+{
+    static struct vh_diff_work w;
+    uint8_t tmp[sizeof(struct vh_rec_stack) + VH_DIFF_MAX + 8] = { 0 };
+    uint8_t *p = tmp + sizeof(struct vh_rec_stack);
+    if (depth > VH_MAX_DEPTH || bn > VH_MAX_DEPTH || blen > VH_DIFF_MAX)
+        capb__fail("capb__stack_diff: at most VH_MAX_DEPTH frames");
+    if (body) {
+        memcpy(p, body, blen);
+        p += blen;
+    } else {
+        p = vh_diff_encode(&w, p, id, frames, depth, base_id, base, bn);
+    }
+    size_t size = ((size_t)(p - tmp) + 7) & ~(size_t)7;
+    struct vh_rec_stack r = { .h = { .type = VH_REC_STACK_DIFF, .a = (uint16_t)(size / 8),
+                                     .b = id },
+                              .time = time };
+    memcpy(tmp, &r, sizeof r);
     uint64_t off = capb__raw(b, chunk, NULL, size);
     memcpy(b->buf + off, tmp, size);
     capb__track(b, chunk, off, size);

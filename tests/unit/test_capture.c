@@ -902,6 +902,160 @@ static void test_stack_packed(void **state)
     capb__destroy(&b);
 }
 
+/* A recursion cut at 64 frames (Vere's nock): two leaf frames, then a
+ * cycle of five, the window `shift` frames into it. */
+static void recursion(uint64_t *f, uint64_t leaf, uint32_t shift)
+{
+    f[0] = leaf;
+    f[1] = leaf + 0x2400;
+    for (uint32_t i = 2; i < 64; i++)
+        f[i] = 0x555000a000 + (uint64_t)((i + shift) % 5) * 0x1234;
+}
+
+/* Diff stacks (what the shim writes after a run's first stack): each
+ * decodes against its base, also a chain of them and one whose base lies in
+ * another chunk; one whose base is not defined, or did not decode, or that
+ * copies from before its window, is damage and lost alone; one whose ops
+ * run past its frame count ends its chunk. capture__next yields each as
+ * the STACK it stands for. */
+static void test_stack_diff(void **state)
+{
+    static const uint64_t f5[] = { 0x401136, 0x401200, 0x7f0000001000 };
+    static const uint64_t f6[] = { 0x401150, 0x401200, 0x7f0000001000, 0x401136 };
+    /* base 5 (3 frames) at distance 17; 3 frames; a copy of 3 from 6 back */
+    static const uint8_t before_window[] = { 17, 3, 3, 5 };
+    /* base 1 at distance 23; 2 frames; a literal run of 3 */
+    static const uint8_t past_count[] = { 23, 2, 4, 1, 1, 1 };
+    uint64_t r1[64], r2[64], r3[64];
+    struct capb b;
+    struct vh_event ev;
+    (void)state;
+
+    recursion(r1, 0x555001000, 0);
+    recursion(r2, 0x555002000, 2);
+    recursion(r3, 0x555003000, 1);
+    capb__init(&b, 0);
+    uint32_t c0 = capb__chunk(&b), c1 = capb__chunk(&b), c2 = capb__chunk(&b);
+    capb__stack_packed(&b, c0, 1, 1, r1, 64, VH_RF_TRUNCATED, 0);
+    capb__stack_diff(&b, c0, 2, 2, r2, 64, 1, r1, 64, NULL, 0);
+    capb__stack_diff(&b, c0, 3, 3, r3, 64, 2, r2, 64, NULL, 0);
+    capb__stack_diff(&b, c0, 4, 4, NULL, 0, 1, r1, 64, NULL, 0);
+    capb__stack(&b, c0, 5, 5, f5, 3, 0);
+    capb__stack_diff(&b, c0, 6, 6, f6, 4, 5, f5, 3, NULL, 0);
+    /* ids 7-19 are never defined */
+    uint64_t bad = capb__stack_diff(&b, c1, 7, 20, f5, 3, 15, f5, 3, NULL, 0);
+    capb__stack_diff(&b, c1, 8, 21, f5, 3, 20, f5, 3, NULL, 0);
+    capb__stack_diff(&b, c1, 9, 22, NULL, 0, 0, NULL, 0, before_window, sizeof before_window);
+    capb__stack_diff(&b, c1, 10, 23, r3, 64, 1, r1, 64, NULL, 0);
+    capb__stack_diff(&b, c2, 11, 24, NULL, 0, 0, NULL, 0, past_count, sizeof past_count);
+    capb__stack_packed(&b, c2, 12, 25, f5, 3, 0, 0);  /* after the damage: lost */
+
+    struct capture *c = open_image(&b);
+    check_stack(c, 1, r1, 64, VH_RF_TRUNCATED);
+    check_stack(c, 2, r2, 64, 0);
+    check_stack(c, 3, r3, 64, 0);
+    check_stack(c, 4, NULL, 0, 0);
+    check_stack(c, 6, f6, 4, 0);
+    check_stack(c, 23, r3, 64, 0);
+    for (uint32_t id = 20; id <= 25; id += id == 22 ? 2 : 1)
+        assert_null(capture__stack(c, id, NULL, NULL));
+    expect_damage(c, 4, bad);
+    unsigned seen = 0, framed = 0;
+    while (capture__next(c, &ev) == 1) {
+        if (ev.rec->type != VH_REC_STACK)
+            continue;
+        const struct vh_rec_stack *r = (const void *)ev.rec;
+        uint32_t d = 0;
+        const uint64_t *want = capture__stack(c, r->h.b, &d, NULL);
+        assert_int_equal(r->h.a, 2 + d);
+        assert_int_equal(ev.size, sizeof *r + (size_t)d * 8);
+        if (d)
+            assert_memory_equal(r->frames, want, (size_t)d * 8);
+        seen++;
+        framed += want != NULL;
+    }
+    assert_int_equal(seen, 10);
+    assert_int_equal(framed, 7);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* A capture of a packed stack and a chain of diffs against it, cut at every
+ * offset: each stack whose record is whole is there with its frames (its
+ * base lies before it in the chunk), and no cut makes a diff's base
+ * missing. */
+static void test_stack_diff_cut_everywhere(void **state)
+{
+    uint64_t r[4][64], end[5];
+    char path[256], err[256];
+    struct capb b;
+    (void)state;
+
+    capb__init(&b, 0);
+    uint32_t c0 = capb__chunk(&b);
+    for (uint32_t k = 0; k < 4; k++) {
+        recursion(r[k], 0x555001000 + 0x1000 * k, k);
+        uint64_t off = k ? capb__stack_diff(&b, c0, k + 1, k + 1, r[k], 64, k, r[k - 1], 64,
+                                            NULL, 0)
+                         : capb__stack_packed(&b, c0, 1, 1, r[0], 64, 0, 0);
+        end[k + 1] = off + ((const struct vh_rec_hdr *)(const void *)(b.buf + off))->a * 8u;
+    }
+    assert_int_equal(capb__write_tmp(&b, path, sizeof path), 0);
+    for (uint64_t cut = capb__size(&b); cut >= capb__chunk_offset(&b, c0); cut--) {
+        struct capture *c;
+        const char *first;
+        assert_int_equal(truncate(path, (off_t)cut), 0);
+        assert_int_equal(capture__open(path, &c, err, sizeof err), 0);
+        for (uint32_t id = 1; id <= 4; id++) {
+            if (end[id] <= cut)
+                check_stack(c, id, r[id - 1], 64, 0);
+            else
+                assert_null(capture__stack(c, id, NULL, NULL));
+        }
+        if (capture__damage(c, &first))
+            assert_null(strstr(first, "base"));
+        capture__close(c);
+    }
+    unlink(path);
+    capb__destroy(&b);
+}
+
+/* A capture followed while it grows (capture__follow, top --live): a diff
+ * written after the snapshot that read its base decodes against it, and
+ * the stacks read before keep their frames. */
+static void test_stack_diff_followed(void **state)
+{
+    uint64_t r1[64], r2[64], r3[64];
+    char path[256], err[256];
+    struct capture *c;
+    struct capb b;
+    (void)state;
+
+    recursion(r1, 0x555001000, 0);
+    recursion(r2, 0x555002000, 3);
+    recursion(r3, 0x555003000, 4);
+    capb__init(&b, 0);
+    uint32_t c0 = capb__chunk(&b);
+    capb__stack_packed(&b, c0, 1, 1, r1, 64, 0, 0);
+    capb__stack_diff(&b, c0, 2, 2, r2, 64, 1, r1, 64, NULL, 0);
+    assert_int_equal(capb__write_tmp(&b, path, sizeof path), 0);
+    assert_int_equal(capture__open(path, &c, err, sizeof err), 0);
+    check_stack(c, 2, r2, 64, 0);
+    for (int step = 0; step < 2; step++) {
+        if (!step)
+            capb__stack_diff(&b, c0, 3, 3, r3, 64, 2, r2, 64, NULL, 0);
+        assert_int_equal(capb__write(&b, path), 0);
+        assert_int_equal(capture__follow(c, err, sizeof err), 0);
+        check_stack(c, 1, r1, 64, 0);
+        check_stack(c, 2, r2, 64, 0);
+        check_stack(c, 3, r3, 64, 0);
+        expect_damage(c, 0, 0);
+    }
+    capture__close(c);
+    unlink(path);
+    capb__destroy(&b);
+}
+
 static void test_stack_lookup(void **state)
 {
     static const uint64_t f1[] = { 0x401136, 0x401200, 0x7f0000001000 };
@@ -1730,6 +1884,9 @@ int main(void)
         cmocka_unit_test(test_reused_chunk_time_overlap),
         cmocka_unit_test(test_stack_lookup),
         cmocka_unit_test(test_stack_packed),
+        cmocka_unit_test(test_stack_diff),
+        cmocka_unit_test(test_stack_diff_cut_everywhere),
+        cmocka_unit_test(test_stack_diff_followed),
         cmocka_unit_test(test_scan_in_parts),
         cmocka_unit_test(test_bad_magic),
         cmocka_unit_test(test_short_forms_cursor),

@@ -3,7 +3,8 @@
  * handed out with its STACK record in the capture (also when the record
  * could not be written), a lookup while a dlclose runs settles the
  * module list before it unwinds and hashes, the hash does not depend on
- * who folded the frames, and a reset forgets the thread's cached ids. */
+ * who folded the frames, a reset forgets the thread's cached ids, and a
+ * stack is written as a diff against the last one only within a run. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,7 +31,7 @@ uint64_t vh_now_slow(void)
 }
 
 /* What the unwinder "finds": set by each test. */
-static uint64_t frames[8];
+static uint64_t frames[64];
 static uint32_t nframes;
 static int calls;                  /* event order, for the poll test */
 static int polled_at, unwound_at;  /* first poll, last unwind */
@@ -95,6 +96,7 @@ void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time)
     if (!t->chunk) {
         t->chunk = &chunk.h;
         t->pos = chunk.bytes + sizeof chunk.h;
+        t->runs++;                 /* the THREAD record of a new chunk */
     }
     t->end = chunk.bytes + sizeof chunk.bytes;
     if ((size_t)(t->end - t->pos) < size)
@@ -106,6 +108,11 @@ void vh_chunk_release(struct vh_tls *t)
 {
 }
 
+static int is_stack(uint8_t type)
+{
+    return type == VH_REC_STACK_PACKED || type == VH_REC_STACK_DIFF;
+}
+
 /* The STACK record with this id among the committed bytes, or NULL. Struct
  * records start 8-aligned whatever padding precedes them. */
 static const struct vh_rec_stack *find_stack(uint32_t id)
@@ -114,8 +121,7 @@ static const struct vh_rec_stack *find_stack(uint32_t id)
     for (const char *p = chunk.bytes + sizeof chunk.h; p + sizeof(struct vh_rec_stack) <= end;
          p += 8) {
         const struct vh_rec_stack *r = (const struct vh_rec_stack *)p;
-        if (r->h.type == VH_REC_STACK_PACKED && r->h.b == id && r->h.a >= 2 &&
-            p + r->h.a * 8u <= end)
+        if (is_stack(r->h.type) && r->h.b == id && r->h.a >= 2 && p + r->h.a * 8u <= end)
             return r;
     }
     return NULL;
@@ -128,7 +134,7 @@ static int count_stacks(void)
     for (const char *p = chunk.bytes + sizeof chunk.h; p + sizeof(struct vh_rec_stack) <= end;
          p += 8) {
         const struct vh_rec_stack *r = (const struct vh_rec_stack *)p;
-        if (r->h.type == VH_REC_STACK_PACKED && r->h.a >= 2 && p + r->h.a * 8u <= end)
+        if (is_stack(r->h.type) && r->h.a >= 2 && p + r->h.a * 8u <= end)
             n++;
     }
     return n;
@@ -141,24 +147,45 @@ static void set_frames(uint64_t base, uint32_t n)
     nframes = n;
 }
 
-/* The id's record is there, with these frames (packed: a count, then
- * zigzag deltas, each from the frame before; zero padding after). */
-static void assert_recorded(uint32_t id)
+/* The frames of record r into out (VH_MAX_DEPTH of them): packed, a count
+ * then zigzag deltas each from the frame before, zero padding after; or a
+ * diff against an earlier record of the chunk. Returns the count. */
+static uint32_t record_frames(const struct vh_rec_stack *r, uint64_t *out)
 {
-    const struct vh_rec_stack *r = find_stack(id);
-    assert_non_null(r);
     const uint8_t *p = (const uint8_t *)r->frames, *end = (const uint8_t *)r + r->h.a * 8u;
     uint64_t n = 0, z = 0, f = 0;
+    if (r->h.type == VH_REC_STACK_DIFF) {
+        uint64_t base[VH_MAX_DEPTH];
+        uint32_t base_id = 0, depth = 0;
+        assert_int_equal(vh_diff_head(&p, end, r->h.b, &base_id, &depth), 0);
+        const struct vh_rec_stack *b = find_stack(base_id);
+        assert_non_null(b);
+        assert_true((const char *)b < (const char *)r);
+        uint32_t bn = record_frames(b, base);
+        assert_int_equal(vh_diff_ops(p, end, base, bn, out, depth), 0);
+        return depth;
+    }
     assert_int_equal(vh_uleb_get(&p, end, &n), 0);
-    assert_int_equal(n, nframes);
-    for (uint32_t i = 0; i < nframes; i++) {
+    assert_true(n <= VH_MAX_DEPTH);
+    for (uint32_t i = 0; i < n; i++) {
         assert_int_equal(vh_uleb_get(&p, end, &z), 0);
         f += vh_unzigzag(z);
-        assert_int_equal(f, frames[i]);
+        out[i] = f;
     }
     assert_true((size_t)(end - p) < 8);      /* padding to the next word only */
     for (; p < end; p++)
         assert_int_equal(*p, 0);
+    return (uint32_t)n;
+}
+
+/* The id's record is there, with these frames. */
+static void assert_recorded(uint32_t id)
+{
+    const struct vh_rec_stack *r = find_stack(id);
+    uint64_t got[VH_MAX_DEPTH];
+    assert_non_null(r);
+    assert_int_equal(record_frames(r, got), nframes);
+    assert_memory_equal(got, frames, nframes * sizeof *frames);
 }
 
 static struct vh_capture_header header;
@@ -337,6 +364,43 @@ static void test_without_id_cache(void **state)
     assert_int_equal(count_stacks(), 2);
 }
 
+/* A recursion cut at 64 frames, as in Vere's nock: leaf frames, then a
+ * call cycle of five repeated, the window started `shift` frames into it. */
+static void set_recursion(uint64_t leaf, uint32_t shift)
+{
+    static const uint64_t cycle[5] = { 0x55500a10, 0x55500b24, 0x55500c38, 0x55500d4c,
+                                       0x55500e60 };
+    frames[0] = leaf;
+    frames[1] = leaf + 0x3000;
+    for (uint32_t i = 2; i < 64; i++)
+        frames[i] = cycle[(i + shift) % 5];
+    nframes = 64;
+}
+
+/* The second stack of a run is a STACK_DIFF against the first (its
+ * frames as before, in a fraction of the packed bytes); a stack in a new
+ * run (a new chunk's THREAD) is packed, its base being in the last run. */
+static void test_diff_against_last_stack(void **state)
+{
+    (void)state;
+    set_recursion(0x555001000, 0);
+    uint32_t a = vh_stack_here(&vh_tls);
+    assert_int_equal(find_stack(a)->h.type, VH_REC_STACK_PACKED);
+    assert_recorded(a);
+    set_recursion(0x555002000, 2);
+    uint32_t b = vh_stack_here(&vh_tls);
+    const struct vh_rec_stack *r = find_stack(b);
+    assert_int_equal(r->h.type, VH_REC_STACK_DIFF);
+    assert_recorded(b);
+    assert_true(r->h.a * 8u * 3 < words(packed_size(frames, nframes)));
+    vh_tls.runs++;
+    set_recursion(0x555003000, 4);
+    uint32_t c = vh_stack_here(&vh_tls);
+    assert_int_equal(find_stack(c)->h.type, VH_REC_STACK_PACKED);
+    assert_recorded(c);
+    assert_int_equal(count_stacks(), 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +412,7 @@ int main(void)
         cmocka_unit_test_setup(test_reset_forgets_cached_ids, setup),
         cmocka_unit_test_setup(test_tag_from_unwinder, setup),
         cmocka_unit_test_setup(test_without_id_cache, setup),
+        cmocka_unit_test_setup(test_diff_against_last_stack, setup),
     };
     return cmocka_run_group_tests_name("stacks", tests, NULL, NULL);
 }

@@ -228,6 +228,7 @@ static int contains(const struct modlist *l, const struct modlist *from, const s
 struct db_slot {
     uint64_t *addr;
     uint64_t lo, hi;               /* its module's range                    */
+    uint64_t base;                 /* its load bias                         */
     uint32_t fn;                   /* index into db_names                   */
     uint32_t relro;                /* read-only after relocation: mprotect  */
 };
@@ -272,8 +273,13 @@ static void db_patch(void)
             i++;                   /* lazy: its PLT stub until the first call */
             continue;
         }
-        if (a < d->lo) {
-            i++;                   /* not relocated yet */
+        if (a < d->hi - d->base) {
+            /* not relocated yet: a link-time value (0, or an address in
+             * the image before its bias), never an absolute one, which
+             * lies in a mapping. (Not `a < lo`: a library mapped above
+             * libc holds libc's address there once relocated, and that
+             * slot stayed open for good, its library unseen.) */
+            i++;
             pending++;
             continue;
         }
@@ -346,7 +352,7 @@ static void db_collect(const struct dl_phdr_info *info)
                 if (strcmp(name, db_names[f]))
                     continue;
                 uint64_t a = base + r[i].r_offset;
-                db_slots[db_open++] = (struct db_slot){ (uint64_t *)a, lo, hi, f,
+                db_slots[db_open++] = (struct db_slot){ (uint64_t *)a, lo, hi, base, f,
                                                         a >= relro_lo && a < relro_hi };
                 __atomic_fetch_add(&db_pending, 1, __ATOMIC_RELAXED);
                 break;

@@ -200,6 +200,7 @@ kind == "alloc" {
     if (us + 0 < size + 0) err("line " FNR ": usable < size")
     if (a in LIVE) err("line " FNR ": allocation of " a " which is still live (since line " LINE[a] ")")
     LIVE[a] = size; LINE[a] = FNR; OWN[a] = ours; ATID[a] = tid
+    if (sid == 0) S0[a] = 1
     if (ours) {
         allocs++; bytes += size; first += FIRST[sid]; TIDN[tid]++
         if (a in LASTFREE && LASTFREE[a] != "" && ATID0[a] != tid) xreuse++
@@ -222,6 +223,7 @@ kind == "free" {
     a = F["addr"]
     if (hex(a) == 0) err("line " FNR ": free of address 0 recorded")
     if (!(a in LIVE)) { unknown_frees++; next }
+    if (a in S0) { stack0_frees++; delete S0[a] }
     if (OWN[a]) {
         frees++; FTIDN[tid]++
         if (ATID[a] != tid) xfree++
@@ -252,14 +254,14 @@ END {
     # printf: mawk prints numbers past 2^31 as %.6g.
     split("allocs failed frees resizes bytes live_blocks live_bytes first records stacks " \
           "max_depth_seen truncated stack0 unknown_frees xthread_free xthread_reuse modules " \
-          "unloads ended rss argv evs", K, " ")
+          "unloads ended rss argv evs stack0_frees", K, " ")
     V["allocs"] = allocs; V["failed"] = failed; V["frees"] = frees; V["resizes"] = resizes
     V["bytes"] = bytes; V["live_blocks"] = live_blocks; V["live_bytes"] = live_bytes
     V["first"] = first; V["records"] = nrec; V["stacks"] = nstacks
     V["max_depth_seen"] = maxdepth; V["truncated"] = truncated; V["stack0"] = stack0
     V["unknown_frees"] = unknown_frees; V["xthread_free"] = xfree; V["xthread_reuse"] = xreuse
     V["modules"] = modules; V["unloads"] = unloads; V["ended"] = ended; V["rss"] = rss
-    V["argv"] = nargv; V["evs"] = ng
+    V["argv"] = nargv; V["evs"] = ng; V["stack0_frees"] = stack0_frees
     for (i = 1; i in K; i++) printf "%s=%.0f\n", K[i], V[K[i]] + 0
     for (k in H) print k "=" H[k]
     nt = 0; for (k in TIDN) { nt++; print "tid_allocs_" k "=" TIDN[k] }

@@ -1,12 +1,23 @@
-/* leak_shapes — the shapes of memcheck's leak tests, written anew: blocks
- * held by start pointers, interior pointers or nothing, directly and
- * through other blocks (`cases`), cycles of lost blocks (`cycle`), trees
- * cut at the root, held by their inside, or with an interior edge
- * (`tree`). Every block comes from shape_node(), so a leak report can be
- * restricted to these. The program ends by returning from main with the
- * stack below it scrubbed, so that no stale copy of a pointer is left
- * where a scan would find it (as memcheck's tests do). */
+/* leak_shapes — the pointer graphs of memcheck's leak tests, written anew:
+ * blocks held by start pointers, interior pointers or nothing, directly and
+ * through other blocks (`cases`, leak-cases), cycles of lost blocks
+ * (`cycle`, leak-cycle), a tree with two edges cut and whole trees cut at
+ * the root or held by their inside (`tree`, leak-tree), blocks of size 0
+ * (`zero`, leak-0), a block held in a register at exit (`regroot`,
+ * leak-regroot) and a refcounted graph whose cycles outlive their last
+ * reference (`leakotron`).
+ *
+ * Every block of the first six is made at its own recursion depth in
+ * shape_at(): its call stack (the number of shape_at frames in it, the
+ * block's serial) names it alone, so a leak report grouped by stack, as
+ * memcheck's is, gives each block its own record and the two tools can be
+ * compared block for block. leakotron's blocks come from lot_alloc(), one
+ * stack for all; it prints "leakotron BLOCKS BYTES", what it still holds.
+ * The program ends with the stack below main scrubbed, so that no stale
+ * copy of a pointer is left where a scan would find it (as memcheck's
+ * tests do by working in a function main calls). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,10 +29,20 @@ struct node {
 /* The roots: volatile so that every store lands in memory. */
 static struct node *volatile root[16];
 static char *volatile inner[16];
+static int serial;                 /* the next block's depth in shape_at */
 
-__attribute__((noinline)) static struct node *shape_node(struct node *l, struct node *r)
+/* A block of `size` made `depth` calls deep: the call after the recursion
+ * keeps it from becoming a loop or a tail call. */
+__attribute__((noinline)) static void *shape_at(size_t size, int depth)
 {
-    struct node *n = malloc(sizeof *n);
+    void *p = depth ? shape_at(size, depth - 1) : malloc(size);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+static struct node *shape_node(struct node *l, struct node *r)
+{
+    struct node *n = shape_at(sizeof *n, serial++);
     if (!n)
         abort();
     n->l = l;
@@ -35,8 +56,8 @@ static struct node *interior(struct node *n)
     return (struct node *)((char *)n + 8);
 }
 
-/* memcheck's leak-cases: nine chains, AAA -> BBB, ---> a start pointer,
- * -?-> an interior one (from a root or a block). */
+/* leak-cases' nine chains, AAA -> BBB, ---> a start pointer, -?-> an
+ * interior one (from a root or a block). */
 __attribute__((noinline)) static void cases(void)
 {
     root[1] = shape_node(NULL, NULL);                            /* p1 ---> A        */
@@ -59,15 +80,24 @@ static struct node *ring(int n)
     return first;
 }
 
-/* leak-cycle: rings of lost blocks, alone and linked to one another; a
- * ring held by a root, and one held by an interior pointer. */
+/* leak-cycle's three pairs of 3-rings, all lost: two alone, one linked to
+ * the other (the higher address to the lower, so that the scan's cliques
+ * merge whatever the order they start in), two linked both ways. Then
+ * rings of other sizes, one held by a root, one by an interior pointer. */
 __attribute__((noinline)) static void cycle(void)
 {
-    ring(3);                                   /* lost: 1 definite, 2 indirect */
+    ring(3);
+    ring(3);
+    struct node *a = ring(3), *b = ring(3);
+    if (a < b)
+        b->r = a;
+    else
+        a->r = b;
+    a = ring(3);
+    b = ring(3);
+    a->r = b;
+    b->r = a;
     ring(2)->r = ring(4);                      /* lost together                 */
-    struct node *a = ring(2), *b = ring(2);
-    a->r = b;                                  /* a ring into a ring, and back  */
-    b->l->r = a->l;
     root[3] = ring(3);                         /* reachable                     */
     inner[3] = (char *)ring(3) + 8;            /* possibly lost                 */
 }
@@ -76,19 +106,110 @@ static struct node *tree(int depth)
 {
     if (!depth)
         return NULL;
-    return shape_node(tree(depth - 1), tree(depth - 1));
+    struct node *l = tree(depth - 1);
+    return shape_node(l, tree(depth - 1));
 }
 
-/* leak-tree: whole trees held, cut at the root, held by an interior
- * pointer, and one whose left edge is interior. */
+/* leak-tree's A(B(D, E), C(F, G)) held by a root, with B->D and A->C cut:
+ * D lost, C lost holding F and G. Then whole trees held, cut at the root,
+ * held by an interior pointer, and one whose left edge is interior. */
 __attribute__((noinline)) static void trees(void)
 {
+    struct node *t = shape_node(NULL, NULL);
+    root[0] = t;
+    t->l = shape_node(NULL, NULL);
+    t->r = shape_node(NULL, NULL);
+    t->l->l = shape_node(NULL, NULL);
+    t->l->r = shape_node(NULL, NULL);
+    t->r->l = shape_node(NULL, NULL);
+    t->r->r = shape_node(NULL, NULL);
+    t->l->l = NULL;
+    t->r = NULL;
+
     root[4] = tree(3);                         /* reachable                     */
     tree(3);                                   /* root lost, the rest indirect  */
     inner[4] = (char *)tree(3) + 8;            /* possibly lost, all of it      */
-    struct node *t = tree(3);
+    t = tree(3);
     t->l = interior(t->l);                     /* a subtree possibly lost       */
     root[5] = t;
+}
+
+/* leak-0: a block of size 0 is a block; one held, one lost. */
+__attribute__((noinline)) static void zero(void)
+{
+    root[7] = shape_at(0, serial++);
+    shape_at(0, serial++);
+}
+
+struct lot {
+    struct lot *l, *r;
+    int ref;
+};
+
+enum { LOT_SLOTS = 1000, LOT_STEPS = 20000 };
+static struct lot *volatile lot_slot[LOT_SLOTS];
+static long lot_blocks, lot_bytes;
+
+__attribute__((noinline)) static struct lot *lot_alloc(void)
+{
+    struct lot *n = malloc(sizeof *n);
+    if (!n)
+        abort();
+    n->l = n->r = NULL;
+    n->ref = 0;
+    lot_blocks++;
+    lot_bytes += sizeof *n;
+    return n;
+}
+
+static void lot_unref(struct lot *n)
+{
+    if (n && --n->ref == 0) {
+        lot_blocks--;
+        lot_bytes -= sizeof *n;
+        free(n);
+    }
+}
+
+static void lot_assign(struct lot *volatile *slot, struct lot *n)
+{
+    if (n)
+        n->ref++;
+    lot_unref(*slot);
+    *slot = n;
+}
+
+/* Half the time an existing node, a quarter a new one linking two more,
+ * a quarter none. A node freed does not release what it links to (the
+ * "incompetent" refcounting of memcheck's leakotron): those keep a count
+ * no live node accounts for, and are what the program leaks. */
+static struct lot *lot_make(unsigned *seed)
+{
+    int idx = rand_r(seed) % LOT_SLOTS, pick = rand_r(seed) % 4;
+    struct lot *n = NULL;
+    if (pick < 2) {
+        n = lot_slot[idx];
+    } else if (pick == 2) {
+        n = lot_alloc();
+        struct lot *volatile *l = &n->l, *volatile *r = &n->r;
+        lot_assign(l, lot_make(seed));
+        lot_assign(r, lot_make(seed));
+    }
+    lot_assign(&lot_slot[idx], n);
+    return n;
+}
+
+/* leakotron: refcounting a dense graph, then dropping every slot: what is
+ * left no root reaches, all of it lost. */
+__attribute__((noinline)) static void leakotron(void)
+{
+    unsigned seed = 31;
+    for (int i = 0; i < LOT_STEPS; i++)
+        lot_make(&seed);
+    for (int i = 0; i < LOT_SLOTS; i++)
+        lot_assign(&lot_slot[i], NULL);
+    printf("leakotron %ld %ld\n", lot_blocks, lot_bytes);
+    fflush(stdout);
 }
 
 /* Zeroes the registers a call may leave behind (memcheck's tests do the
@@ -108,6 +229,24 @@ __attribute__((noinline)) static void scrub(void)
     __asm__ volatile("" : : "r"(junk) : "memory");   /* the stores happen */
 }
 
+/* leak-regroot: the only pointer to a block is in a callee-saved register
+ * (rbx) when the program exits; exit() and everything it calls keep rbx
+ * or save it on the stack. */
+__attribute__((noinline, noreturn)) static void regroot(void)
+{
+    void *p = shape_at(10, serial++);
+    CLEAR_CALLER_SAVED();
+    scrub();
+    __asm__ volatile("mov %0, %%rbx\n\t"
+                     "xor %%eax, %%eax\n\txor %%ecx, %%ecx\n\txor %%edx, %%edx\n\t"
+                     "xor %%esi, %%esi\n\txor %%r8d, %%r8d\n\t"
+                     "xor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\txor %%r11d, %%r11d\n\t"
+                     "xor %%edi, %%edi\n\t"
+                     "call exit@PLT"
+                     : : "r"(p) : "rbx", "memory");
+    __builtin_unreachable();
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "all";
@@ -118,6 +257,12 @@ int main(int argc, char **argv)
         cycle();
     if (all || !strcmp(what, "tree"))
         trees();
+    if (all || !strcmp(what, "zero"))
+        zero();
+    if (all || !strcmp(what, "leakotron"))
+        leakotron();
+    if (!strcmp(what, "regroot"))
+        regroot();
     CLEAR_CALLER_SAVED();
     scrub();
     CLEAR_CALLER_SAVED();

@@ -4,8 +4,10 @@
  * (`cycle`, leak-cycle), a tree with two edges cut and whole trees cut at
  * the root or held by their inside (`tree`, leak-tree), blocks of size 0
  * (`zero`, leak-0), a block held in a register at exit (`regroot`,
- * leak-regroot) and a refcounted graph whose cycles outlive their last
- * reference (`leakotron`).
+ * leak-regroot), a refcounted graph whose cycles outlive their last
+ * reference (`leakotron`), and an arena the program declares as a heap of
+ * its own (vheap.h, as Vere declares its loom) whose blocks hold the only
+ * pointer to a malloc block (`custom`: "custom 2", its block count).
  *
  * Every block of the first six is made at its own recursion depth in
  * shape_at(): its call stack (the number of shape_at frames in it, the
@@ -20,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#include "preload/vheap.h"
 
 struct node {
     struct node *l, *r;            /* start or interior pointers */
@@ -212,6 +217,27 @@ __attribute__((noinline)) static void leakotron(void)
     fflush(stdout);
 }
 
+/* A custom heap over an arena of its own: its two blocks are not
+ * classified (they opt out), but what they hold is a root, as the arena is
+ * to memcheck (which knows no custom heap here): the malloc block one of
+ * them points to is reachable, the other malloc block lost. */
+__attribute__((noinline)) static void custom(void)
+{
+    enum { ARENA = 1 << 16 };
+    char *arena = mmap(NULL, ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (arena == MAP_FAILED)
+        abort();
+    int h = vheap_heap_create("arena", 0, arena, ARENA);
+    void *volatile *a = (void *volatile *)arena, *volatile *b = (void *volatile *)(arena + 64);
+    vheap_alloc(h, (void *)a, 64, 64);
+    vheap_alloc(h, (void *)b, 64, 64);
+    *a = shape_at(40, serial++);               /* held by the arena: reachable */
+    shape_at(48, serial++);                    /* lost                         */
+    *b = NULL;
+    printf("custom 2\n");
+    fflush(stdout);
+}
+
 /* Zeroes the registers a call may leave behind (memcheck's tests do the
  * same): a copy of a pointer there would be found on the stack later. */
 #define CLEAR_CALLER_SAVED()                                                         \
@@ -261,6 +287,8 @@ int main(int argc, char **argv)
         zero();
     if (all || !strcmp(what, "leakotron"))
         leakotron();
+    if (all || !strcmp(what, "custom"))
+        custom();
     if (!strcmp(what, "regroot"))
         regroot();
     CLEAR_CALLER_SAVED();

@@ -36,7 +36,9 @@ static const char usage[] =
     "                   split; at most 100)\n"
     "  --by MEASURE     how the top stacks are chosen: peak (bytes live at the\n"
     "                   heap's peak, default), max-live, allocations, bytes,\n"
-    "                   leaked\n"
+    "                   leaked; or heap: a column a heap instead of a stack,\n"
+    "                   the largest peaks first (malloc beside the mmap heap,\n"
+    "                   a custom heap)\n"
     "  --from T, --to T only this window of time since the program started\n"
     "  --heap NAME      only this heap ('malloc' is the system allocator)\n"
     "  --limit N        at most N rows (default: all; with --interval event at\n"
@@ -58,6 +60,7 @@ static const char usage[] =
     "  vheap-analyze series run.sqlite --interval 10ms --top 3 --format csv\n"
     "  vheap-analyze series run.sqlite --interval event --from 1.2s --to 1.25s\n"
     "  vheap-analyze series run.sqlite --by allocations --svg mem.svg\n"
+    "  vheap-analyze series run.sqlite --by heap --top 3\n"
     "  vheap-analyze series vheap.myprog.1234.vhcap --heap loom --format json\n"
     "  vheap-analyze series serf.sqlite --by-event --format csv\n";
 
@@ -165,7 +168,7 @@ int vh_series_main(const struct vh_command *cmd, enum vh_series_mode mode, int a
     }
     if (!(by = vh_series_measure(o.q.o.by))) {
         rc = vh_query__usage(&o.q, "--by: '%s' is not one of peak, max-live, allocations, "
-                                   "bytes, leaked", o.q.o.by);
+                                   "bytes, leaked, heap", o.q.o.by);
         goto out;
     }
     if (mode == VH_SERIES_CHART && !o.svg) {

@@ -78,11 +78,12 @@ struct ctx {
 };
 
 static const struct vh_series_measure measures[] = {
-    { "peak", "sum(s.peak_bytes)", "bytes live at the peak", "peak", 1 },
-    { "max-live", "max(s.max_live_bytes)", "largest live bytes", "max live", 1 },
-    { "allocations", "sum(s.allocations)", "allocation calls", "calls", 0 },
-    { "bytes", "sum(s.bytes_allocated)", "bytes allocated", "allocated", 1 },
-    { "leaked", "sum(s.leaked_bytes)", "bytes leaked", "leaked", 1 },
+    { "peak", "sum(s.peak_bytes)", "bytes live at the peak", "peak", 1, 0, "stacks" },
+    { "max-live", "max(s.max_live_bytes)", "largest live bytes", "max live", 1, 0, "stacks" },
+    { "allocations", "sum(s.allocations)", "allocation calls", "calls", 0, 0, "stacks" },
+    { "bytes", "sum(s.bytes_allocated)", "bytes allocated", "allocated", 1, 0, "stacks" },
+    { "leaked", "sum(s.leaked_bytes)", "bytes leaked", "leaked", 1, 0, "stacks" },
+    { "heap", "h.peak_bytes", "the heap's peak", "peak", 1, 1, "heaps" },
 };
 
 const struct vh_series_measure *vh_series_measure(const char *name)
@@ -134,6 +135,12 @@ static inline int top_of(const struct ctx *c, uint32_t heap, uint32_t stack)
     const struct topkey *k = c->keys;
     size_t i = VH_PARTITION_POINT(j, c->ntop, vh_cmp2(k[j].heap, heap, k[j].stack, stack) < 0);
     return i < c->ntop && k[i].heap == heap && k[i].stack == stack ? k[i].k : -1;
+}
+
+/* The column of a block of (heap, stack): under --by heap, its heap's. */
+static inline int top_for(const struct ctx *c, uint32_t heap, uint32_t stack)
+{
+    return top_of(c, heap, c->by->heaps ? 0 : stack);
 }
 
 static inline int heap_on(const struct ctx *c, uint32_t heap)
@@ -341,36 +348,70 @@ static int read_basics(struct ctx *c)
     " FROM stack_stats s JOIN heaps h ON h.id = s.heap_id WHERE " VH_HEAP_SEL("h.id", "?1") \
     " GROUP BY s.heap_id, s.stack_id"
 
+/* The statements that count and rank the columns: the stacks of the
+ * chosen heaps by the measure, or under --by heap the heaps themselves. */
+static int tops_sql(struct ctx *c, sqlite3_stmt **cnt, sqlite3_stmt **st)
+{
+    char sql[1024];
+    int rc;
+    if (c->by->heaps) {
+        rc = vh_prepare(c->cmd, c->db,
+                        "SELECT count(*) FROM heaps h WHERE " VH_HEAP_SEL("h.id", "?1")
+                        " AND h.peak_bytes > 0", cnt);
+        snprintf(sql, sizeof sql,
+                 "SELECT h.id, 0, %s AS m, h.name FROM heaps h WHERE " VH_HEAP_SEL("h.id", "?1")
+                 " AND m > 0 ORDER BY m DESC, h.id LIMIT ?2", c->by->expr);
+    } else {
+        rc = vh_prepare(c->cmd, c->db,
+                        "SELECT count(*) FROM (SELECT 1" STACKS_OF_HEAPS
+                        " HAVING sum(s.max_live_bytes) > 0)", cnt);
+        snprintf(sql, sizeof sql,
+                 "SELECT s.heap_id, s.stack_id, %s AS m, h.name" STACKS_OF_HEAPS
+                 " HAVING m > 0 AND sum(s.max_live_bytes) > 0"
+                 " ORDER BY m DESC, max(s.max_live_bytes) DESC, s.heap_id, s.stack_id LIMIT ?2",
+                 c->by->expr);
+    }
+    if (rc || (rc = vh_prepare(c->cmd, c->db, sql, st)))
+        return rc;
+    vh_bind_heap_sel(*cnt, 1, c->a->heap);
+    vh_bind_heap_sel(*st, 1, c->a->heap);
+    sqlite3_bind_int64(*st, 2, c->top);
+    return 0;
+}
+
+/* A heap's column is named by the heap, and by its id too where another
+ * column has the same name (a heap made again after it was destroyed). */
+static int name_heaps(struct ctx *c)
+{
+    for (size_t i = 0; i < c->ntop; i++) {
+        struct vh_series_top *p = &c->pub[i];
+        int twin = 0;
+        for (size_t j = 0; j < c->ntop; j++)
+            twin |= j != i && !strcmp(c->pub[j].heap, p->heap);
+        if (!(p->name = twin ? vh_xasprintf("%s #%" PRId64, p->heap, p->heap_id)
+                             : strdup(p->heap)) ||
+            !(p->text = strdup(p->name)))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int read_tops(struct ctx *c)
 {
     sqlite3_stmt *st = NULL, *cnt = NULL;
     struct vh_stacks *stacks = NULL;
     struct top *tops = NULL;       /* what naming them needs, until named */
-    char sql[1024];
     int rc;
 
     if (!c->top)                   /* the count is said beside the top only */
         return 0;
-    if ((rc = vh_prepare(c->cmd, c->db,
-                         "SELECT count(*) FROM (SELECT 1" STACKS_OF_HEAPS
-                         " HAVING sum(s.max_live_bytes) > 0)",
-                         &cnt)))
+    if ((rc = tops_sql(c, &cnt, &st)))
         goto out;
-    vh_bind_heap_sel(cnt, 1, c->a->heap);
     if (sqlite3_step(cnt) != SQLITE_ROW) {
         rc = query_failed(c);
         goto out;
     }
     c->nstacks_total = (size_t)sqlite3_column_int64(cnt, 0);
-    snprintf(sql, sizeof sql,
-             "SELECT s.heap_id, s.stack_id, %s AS m, h.name" STACKS_OF_HEAPS
-             " HAVING m > 0 AND sum(s.max_live_bytes) > 0"
-             " ORDER BY m DESC, max(s.max_live_bytes) DESC, s.heap_id, s.stack_id LIMIT ?2",
-             c->by->expr);
-    if ((rc = vh_prepare(c->cmd, c->db, sql, &st)))
-        goto out;
-    vh_bind_heap_sel(st, 1, c->a->heap);
-    sqlite3_bind_int64(st, 2, c->top);
     if (!(tops = calloc((size_t)c->top, sizeof *tops)) ||
         !(c->pub = calloc((size_t)c->top, sizeof *c->pub)) ||
         !(c->keys = calloc((size_t)c->top, sizeof *c->keys))) {
@@ -394,6 +435,8 @@ static int read_tops(struct ctx *c)
             rc = -ENOMEM;
             goto out;
         }
+        if (c->by->heaps)
+            continue;
         if (!(p->stack = vh_stacks__get(stacks, p->stack_id, &err))) {
             vh_errorf(c->cmd, "reading stack %" PRId64 " failed", p->stack_id);
             rc = err ? err : -EIO;
@@ -407,7 +450,7 @@ static int read_tops(struct ctx *c)
         goto out;
     }
     qsort(c->keys, c->ntop, sizeof *c->keys, by_key);
-    rc = unique_names(c, tops);
+    rc = c->by->heaps ? name_heaps(c) : unique_names(c, tops);
 out:
     for (size_t i = 0; tops && i < c->ntop; i++) {
         free(tops[i].first);
@@ -631,7 +674,7 @@ static int apply(struct ctx *c, const struct vh_ev *ev, struct vh_series_row *r)
         c->live += size;
         r->allocs += n;
         r->bytes_alloc += size;
-        if ((k = top_of(c, ev->heap_id, ev->stack_id)) >= 0) {
+        if ((k = top_for(c, ev->heap_id, ev->stack_id)) >= 0) {
             c->cur[k] += size;
             if (bmap_put(&c->blocks, ev->addr, ev->heap_id, k))
                 return -ENOMEM;
@@ -656,7 +699,7 @@ static int apply(struct ctx *c, const struct vh_ev *ev, struct vh_series_row *r)
         if ((k = bmap_take(c->blocks, ev->addr, ev->heap_id)) >= 0)
             c->cur[k] -= old_size < c->cur[k] ? old_size : c->cur[k];
         /* the block now counts for the realloc's stack, as in stack_stats */
-        if ((k = top_of(c, ev->heap_id, ev->stack_id)) >= 0) {
+        if ((k = top_for(c, ev->heap_id, ev->stack_id)) >= 0) {
             c->cur[k] += size;
             if (bmap_put(&c->blocks, ev->addr, ev->heap_id, k))
                 return -ENOMEM;
@@ -696,7 +739,7 @@ static int replay_start(struct ctx *c)
         if (!heap_on(c, b->heap_id))
             continue;
         c->live += wbytes(c, b->size);
-        int k = top_of(c, b->heap_id, b->stack_id);
+        int k = top_for(c, b->heap_id, b->stack_id);
         if (k >= 0) {
             c->cur[k] += wbytes(c, b->size);
             if ((rc = bmap_put(&c->blocks, b->addr, b->heap_id, k)))

@@ -13,13 +13,16 @@
 #include "analyze/render/output.h"
 
 /* How the top stacks are chosen (--by): a column of stack_stats summed
- * over the chosen heaps. */
+ * over the chosen heaps; or `heap`: a column a heap, ranked by its peak
+ * (the mmap heap's address space beside malloc's bytes). */
 struct vh_series_measure {
     const char *name;              /* "peak", "max-live", ...                */
     const char *expr;              /* its SQL over stack_stats s             */
     const char *what;              /* "bytes live at the peak"               */
     const char *legend;            /* "peak"                                 */
     int bytes;                     /* a byte count (else a count of calls)   */
+    int heaps;                     /* columns are heaps, not stacks (--by heap) */
+    const char *unit;              /* "stacks" or "heaps"                    */
 };
 
 /* The measure called `name` (NULL: peak, the default); NULL if none is. */

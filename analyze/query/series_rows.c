@@ -52,30 +52,36 @@ static int emit_stacks(struct vh_series *s, enum out_format format, struct out *
     enum { S_RANK, S_NAME, S_WHERE, S_HEAP, S_MEASURE, S_STACK, S_N };
     _Static_assert(S_N == sizeof keep->stack / sizeof keep->stack[0], "stack columns");
     struct out_col *cols = keep->stack;
+    int heaps = s->by->heaps;
     char title[200];
     int rc;
 
-    snprintf(keep->measure_key, sizeof keep->measure_key, "%s", s->by->name);
+    /* (a heap's measure is its peak; "heap" names another key) */
+    snprintf(keep->measure_key, sizeof keep->measure_key, "%s",
+             s->by->heaps ? "peak" : s->by->name);
     for (char *p = keep->measure_key; *p; p++)
         if (*p == '-')
             *p = '_';
+    /* a heap's column (--by heap): its name and id; no place, no stack */
+    unsigned stack_only = heaps ? OUT_F_NO_TABLE : 0;
     cols[S_RANK] = (struct out_col){ "rank", "#", OUT_INT, 0 };
-    cols[S_NAME] = (struct out_col){ "name", "function", OUT_TEXT, 0 };
-    cols[S_WHERE] = (struct out_col){ "where", "where", OUT_TEXT, 0 };
-    cols[S_HEAP] = (struct out_col){ "heap", "heap", OUT_TEXT, OUT_F_HIDE_SAME };
+    cols[S_NAME] = (struct out_col){ "name", heaps ? "heap" : "function", OUT_TEXT, 0 };
+    cols[S_WHERE] = (struct out_col){ "where", "where", OUT_TEXT, stack_only };
+    cols[S_HEAP] = (struct out_col){ "heap", "heap", OUT_TEXT, OUT_F_HIDE_SAME | stack_only };
     cols[S_MEASURE] = (struct out_col){ keep->measure_key, s->by->legend,
                                         s->by->bytes ? OUT_BYTES : OUT_INT, 0 };
-    cols[S_STACK] = (struct out_col){ "stack_id", "stack", OUT_INT, 0 };
-    snprintf(title, sizeof title, "top %zu of %zu stacks by %s (columns #1..#%zu; the rest is 'other')",
-             s->ntop, s->nstacks, s->by->what, s->ntop);
-    if ((rc = out__section(o, "stacks", OUT_LIST, title, cols, S_N)))
+    cols[S_STACK] = heaps ? (struct out_col){ "heap_id", "id", OUT_INT, 0 }
+                          : (struct out_col){ "stack_id", "stack", OUT_INT, 0 };
+    snprintf(title, sizeof title, "top %zu of %zu %s by %s (columns #1..#%zu; the rest is 'other')",
+             s->ntop, s->nstacks, s->by->unit, s->by->what, s->ntop);
+    if ((rc = out__section(o, s->by->unit, OUT_LIST, title, cols, S_N)))
         return rc;
     for (size_t i = 0; i < s->ntop; i++) {
         struct vh_series_top *t = &s->tops[i];
         struct out_val v[S_N] = {
             [S_RANK] = OV_I(i + 1),     [S_NAME] = OV_S(t->name),  [S_WHERE] = OV_S(t->where),
             [S_HEAP] = OV_S(t->heap),   [S_MEASURE] = OV_I(t->measure),
-            [S_STACK] = OV_I(t->stack_id),
+            [S_STACK] = OV_I(heaps ? t->heap_id : t->stack_id),
         };
         /* whole stacks only where a script reads them: tables stay short */
         struct out_stack *st = format == OUT_JSON ? t->stack : NULL;
@@ -148,7 +154,7 @@ static int row_columns(const struct vh_series *s, enum out_format format, struct
     COL(R_RSS, "rss_bytes", "RSS", OUT_BYTES, 0);
     pos[R_STACKS] = ncols;
     for (size_t k = 0; k < s->ntop; k++) {
-        if (!(keys[2 * k] = vh_xasprintf("stack_%zu", k + 1)) ||
+        if (!(keys[2 * k] = vh_xasprintf("%s_%zu", s->by->heaps ? "heap" : "stack", k + 1)) ||
             !(keys[2 * k + 1] = vh_xasprintf("#%zu", k + 1)))
             return -ENOMEM;
         cols[ncols++] = (struct out_col){ keys[2 * k], keys[2 * k + 1], OUT_BYTES, 0 };

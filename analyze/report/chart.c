@@ -201,10 +201,10 @@ static int memory_chart(const struct vh_series *s, const struct pts *p, struct s
                                estimate_label(s, est, sizeof est))))
         goto out;
     if (s->ntop)
-        sub = vh_xasprintf("live bytes at the end of every %s%s, by the top %zu of %zu stacks "
+        sub = vh_xasprintf("live bytes at the end of every %s%s, by the top %zu of %zu %s "
                         "ranked by %s; highest %s at %.3f s",
                         dur, s->per_event ? " (from single events)" : "", s->ntop, s->nstacks,
-                        s->by->what, peak, (double)top_t / 1e9);
+                        s->by->unit, s->by->what, peak, (double)top_t / 1e9);
     else
         sub = vh_xasprintf("live bytes at the end of every %s; highest %s at %.3f s", dur, peak,
                         (double)top_t / 1e9);

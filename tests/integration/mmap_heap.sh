@@ -12,7 +12,9 @@
 # block's mapping ends; on jemalloc, its extents only with VHEAP_MMAP=all.
 # VHEAP_MMAP=off records none. The report of the
 # arena shows the heap (headless Chromium, as report.sh) with the
-# database's numbers, and `heaps`/`series` list it beside malloc.
+# database's numbers, and `heaps`/`series` list it beside malloc
+# (`series --by heap`: a column a heap, the mmap one the program's mappings
+# at the end).
 . "$TOP/tests/lib.sh"
 need_cmd sqlite3 python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/mmap_arena"
@@ -66,6 +68,26 @@ expect_eq "heaps: the mmap heap's leaked bytes" \
 grep -q '^mmap ' heaps.txt || die "heaps does not list the mmap heap: $(cat heaps.txt)"
 "$ANALYZE" series arena.db --heap mmap --format csv >series.csv || die "series --heap mmap failed"
 [ "$(wc -l <series.csv)" -gt 1 ] || die "series of the mmap heap is empty"
+# series --by heap: a column a heap, the mmap heap beside malloc; at the
+# end the mmap column holds the program's mappings, malloc's its live bytes
+"$ANALYZE" series arena.db --by heap --interval 1ms --format json >byheap.json ||
+    die "series --by heap failed"
+python3 - "$total" "$(sqlite3 arena.db "SELECT id || ':' || name || ':' ||
+        (SELECT coalesce(sum(size), 0) FROM leaks WHERE heap_id = h.id) FROM heaps h")" <<'PY' ||
+import json, sys
+total, heaps = int(sys.argv[1]), dict((int(i), (n, int(b))) for i, n, b in
+                                     (h.split(":") for h in sys.argv[2].split()))
+j = json.load(open("byheap.json"))
+cols = [(h["heap_id"], h["name"]) for h in j["heaps"]]
+assert sorted(n for _, n in cols) == ["malloc", "mmap"], cols
+last = j["series"][-1]
+for k, (hid, name) in enumerate(cols):
+    want = total if name == "mmap" else heaps[hid][1]
+    print(name, "at the end:", last[f"heap_{k + 1}"], "want", want)
+    assert last[f"heap_{k + 1}"] == want
+assert last["live_bytes"] == sum(last[f"heap_{k + 1}"] for k in range(len(cols))) + last["other_bytes"]
+PY
+    die "series --by heap: the columns are not the heaps' live bytes"
 
 # big blocks: glibc maps them itself, with no PLT call: not the program's
 for mode in default program all off; do

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "analyze/query/frag_rows.h"
 #include "analyze/query/stacks.h"
@@ -41,7 +42,7 @@ enum {
     S_AT, S_TIME, S_HEAPS, S_PAGE, S_BLOCKS, S_REQ, S_USABLE, S_SLACK, S_SLACK_PCT,
     S_PAGES, S_PUSED, S_PUTIL, S_PFREE, S_SPARSE, S_PINNED, S_REGIONS, S_FOOT, S_UTIL, S_FREE,
     S_HOLES, S_LARGEST, S_EXT, S_UNUSABLE, S_FIT64, S_FIT4K, S_FIT1M, S_GAPS, S_RECLAIM,
-    S_RSS, S_RSS_TIME, S_RSS_OVER, S_N
+    S_RSS, S_RSS_TIME, S_RSS_OVER, S_MAPPED, S_N
 };
 
 static const struct out_col scols[S_N] = {
@@ -78,7 +79,20 @@ static const struct out_col scols[S_N] = {
     [S_RSS] = { "rss", "RSS", OUT_BYTES, 0 },
     [S_RSS_TIME] = { "rss_time_ns", "RSS sampled at", OUT_NS, OUT_F_NO_TABLE },
     [S_RSS_OVER] = { "rss_over_usable", "RSS - live usable", OUT_BYTES, 0 },
+    [S_MAPPED] = { "mapped", "of the live usable, mappings (the mmap heap)", OUT_BYTES,
+                   OUT_F_HIDE_ZERO },
 };
+
+/* The live bytes of the mmap heap among the regions: address space the
+ * program mapped, resident only where it touched it. */
+static uint64_t mapped_bytes(const struct frag_run *c, const struct frag_report *r)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->nregions; i++)
+        if (!r->regions[i].nested && !strcmp(frag_run__heap_name(c, r->regions[i].heap_id), "mmap"))
+            n += r->regions[i].usable;
+    return n;
+}
 
 enum {
     R_HEAP, R_KIND, R_LO, R_HI, R_RANGE, R_SIZE, R_BLOCKS, R_REQ, R_USABLE, R_FREE, R_HOLES,
@@ -180,7 +194,7 @@ static int emit_summary(const struct frag_run *c, const struct frag_opts *fo, st
     const struct frag_totals *x = &r->t;
     struct out_val v[S_N];
     const char **names = calloc(nfh + 1, sizeof *names);
-    char slack_note[64], sparse_note[64], rss_note[128], tb[32];
+    char slack_note[64], sparse_note[64], rss_note[160], tb[32];
     int bounded = 0, rc;
 
     size_t nnames = 0;
@@ -238,17 +252,23 @@ static int emit_summary(const struct frag_run *c, const struct frag_opts *fo, st
     if (bounded)
         v[S_RECLAIM] = OV_I(x->reclaim);
     const struct frag_rss *rs = frag_run__rss_at(c, t);
+    /* the mmap heap's mappings are not RSS until touched: RSS is set
+     * against the other heaps' bytes, the mappings are said apart */
+    uint64_t mapped = mapped_bytes(c, r), held = x->usable - mapped;
+    v[S_MAPPED] = OV_I(mapped);
     if (rs) {
         v[S_RSS] = OV_I(rs->bytes);
-        snprintf(rss_note, sizeof rss_note, "sampled at %s",
-                 out__human_ns((int64_t)rs->time, tb, sizeof tb));
+        snprintf(rss_note, sizeof rss_note, "sampled at %s%s",
+                 out__human_ns((int64_t)rs->time, tb, sizeof tb),
+                 mapped ? "; set against the live usable less the mappings, resident "
+                          "only where touched" : "");
         v[S_RSS].note = rss_note;
         v[S_RSS_TIME] = OV_I(rs->time);
         /* RSS is the process's resident memory: below the live bytes, the
          * chosen heap is an arena whose pages are not all resident (Vere's
          * demand-paged loom), and the difference says nothing about waste. */
-        if (rs->bytes >= (int64_t)x->usable)
-            v[S_RSS_OVER] = OV_I(rs->bytes - (int64_t)x->usable);
+        if (rs->bytes >= (int64_t)held)
+            v[S_RSS_OVER] = OV_I(rs->bytes - (int64_t)held);
         else
             snprintf(rss_note, sizeof rss_note, "sampled at %s; below the live bytes: "
                      "not all of the heap's pages are resident",

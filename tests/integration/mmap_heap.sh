@@ -14,7 +14,7 @@
 # arena shows the heap (headless Chromium, as report.sh) with the
 # database's numbers, and `heaps`/`series` list it beside malloc
 # (`series --by heap`: a column a heap, the mmap one the program's mappings
-# at the end).
+# at the end); frag says the mappings apart and sets RSS against the rest.
 . "$TOP/tests/lib.sh"
 need_cmd sqlite3 python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/mmap_arena"
@@ -88,6 +88,23 @@ for k, (hid, name) in enumerate(cols):
 assert last["live_bytes"] == sum(last[f"heap_{k + 1}"] for k in range(len(cols))) + last["other_bytes"]
 PY
     die "series --by heap: the columns are not the heaps' live bytes"
+
+# frag: the mappings are said apart (the program's, exactly), and RSS is
+# set against the rest of the live usable bytes (malloc's, as frag --heap
+# malloc counts them): mappings are resident only where touched
+"$ANALYZE" frag arena.db --format json >frag.json || die "frag failed"
+"$ANALYZE" frag arena.db --heap malloc --format json >frag.malloc.json || die "frag --heap malloc failed"
+python3 - "$total" <<'PY' || die "frag does not account for the mappings (above)"
+import json, sys
+f = json.load(open("frag.json"))["frag"]
+m = json.load(open("frag.malloc.json"))["frag"]
+print("mapped", f.get("mapped"), "want", int(sys.argv[1]))
+assert f.get("mapped") == int(sys.argv[1])
+print("usable less mapped", f["usable"] - f["mapped"], "malloc's", m["usable"])
+assert f["usable"] - f["mapped"] == m["usable"]
+print("rss_over_usable", f["rss_over_usable"], "want", f["rss"] - m["usable"])
+assert f["rss_over_usable"] == f["rss"] - m["usable"]
+PY
 
 # big blocks: glibc maps them itself, with no PLT call: not the program's
 for mode in default program all off; do

@@ -696,3 +696,6 @@ open(sys.argv[3], "w").write(p[:i] + open(sys.argv[2]).read() + p[i:])' \
     fi
     rm -f "$tmp/many.vhcap" "$tmp/many.sqlite" "$tmp/many.html"
 fi
+
+# The reachability scan's cost per GiB of heap (issue 31): bench/reach_cost.sh
+B="$b" CC="$cc" "$top/bench/reach_cost.sh" || warn "the reachability scan's cost was not measured"

@@ -386,6 +386,42 @@ static size_t block_of(uint64_t p)
     return p - b->addr < b->match ? lo - 1 : SIZE_MAX;
 }
 
+/* The word at a, if its page is readable and resident (the blocks'
+ * mappings know it without a system call: mark_block_maps). */
+static int peek(uintptr_t a, uint64_t *v)
+{
+    const struct map *m = map_of(a);
+    unsigned char r = 0;
+    if (!m || !m->readable || (a & 7))
+        return -1;
+    if (m->resident)
+        r = m->resident[((a & ~(PAGE - 1)) - m->lo) / PAGE];
+    else if (mincore((void *)(a & ~(PAGE - 1)), PAGE, &r) != 0)
+        return -1;
+    if (!(r & 1))
+        return -1;
+    *v = *(const uint64_t *)a;
+    return 0;
+}
+
+/* An interior pointer that C++ makes in place of a start pointer, by the
+ * block's layout (memcheck's heuristics, on by default: newarray, length64,
+ * stdstring): 8 bytes in, after a count that divides the rest (new[] of
+ * objects with a destructor; a length word holding the rest's size is one);
+ * 24 bytes in, after a copy-on-write std::string's length, capacity and
+ * refcount, its capacity filling the block. Not memcheck's fourth (a second
+ * base class's vtable pointer): that needs symbols. */
+static int cxx_start(const struct vh_reach_block *b, uint64_t p)
+{
+    uint64_t n, cap;
+    if (p - b->addr == 8 && b->size > 8 && !peek(b->addr, &n))
+        return n && (b->size - 8) % n == 0;
+    if (p - b->addr == 24 && !peek(b->addr + 8, &cap) && cap < b->size &&
+        24 + cap + 1 == b->size && !peek(b->addr, &n))
+        return n <= cap;
+    return 0;
+}
+
 /* From the roots: a start pointer from something definitely reachable
  * makes a block reachable; any other pointer, possibly lost at least.
  * In a clique (from a lost block): what it reaches is indirectly lost. */
@@ -401,7 +437,8 @@ static void words(const uint64_t *w, size_t n, int definite)
                 b->state = INDIRECT;
                 stack_[nstack++] = (uint32_t)k;
             }
-        } else if (w[i] == b->addr && definite && b->state != REACHABLE) {
+        } else if (definite && b->state != REACHABLE &&
+                   (w[i] == b->addr || cxx_start(b, w[i]))) {
             b->state = REACHABLE;
             stack_[nstack++] = (uint32_t)k;
         } else if (b->state == UNREACHED) {
@@ -469,18 +506,6 @@ static size_t nranges;
 #define GLIBC_HEAP_MAX (64ul << 20)  /* HEAP_MAX_SIZE on 64-bit */
 #define CHUNK_MMAPPED 2u
 #define CHUNK_NON_MAIN 4u
-
-/* The word at a, if its page is readable and resident. */
-static int peek(uintptr_t a, uint64_t *v)
-{
-    const struct map *m = map_of(a);
-    unsigned char r = 0;
-    if (!m || !m->readable || (a & 7) ||
-        mincore((void *)(a & ~(PAGE - 1)), PAGE, &r) != 0 || !(r & 1))
-        return -1;
-    *v = *(const uint64_t *)a;
-    return 0;
-}
 
 static struct range block_range(const struct vh_reach_block *b, const struct map *m)
 {

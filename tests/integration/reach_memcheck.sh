@@ -1,9 +1,12 @@
 # reach_memcheck — the reachability scan at exit against valgrind's
 # memcheck, on the pointer graphs of memcheck's own leak tests, built anew
 # by leak_shapes: leak-cases (cases), leak-cycle (cycle), leak-tree (tree),
-# leak-0 (zero), leak-regroot (regroot), leakotron (leakotron). Each shape
-# runs under `valgrind --leak-check=full --show-leak-kinds=all --xml=yes`
-# and under the shim. Block for block: every block of the first five is
+# leak-0 (zero), leak-regroot (regroot), leak_cpp_interior's layouts whose
+# interior pointer memcheck's default heuristics take for a start (cxx:
+# new[], length64, stdstring, and two near misses), leakotron
+# (leakotron). Each shape runs under `valgrind --leak-check=full
+# --show-leak-kinds=all --xml=yes` and under the shim. Block for block:
+# every block but leakotron's is
 # made at a recursion depth of its own (leak_shapes' shape_at), so its
 # stack names it in both tools; each must be in memcheck's class with
 # memcheck's size, and neither tool may have a block the other lacks.
@@ -16,10 +19,10 @@
 # scan (live, no class).
 # Not compared, each for its reason (docs/design.md): leak-pool's
 # mempools (a custom heap is not classified), leak-delta (deltas between
-# checks on request, not classes), reach_thread_register and memcheck's
-# C++ heuristics (a pointer only in another thread's register; interior
-# pointers memcheck counts as reachable by the layout of std::string,
-# new[] and multiple inheritance) are differences stated there.
+# checks on request, not classes), reach_thread_register (a pointer only
+# in another thread's register) and leak_cpp_interior's multiple
+# inheritance (memcheck tells a vtable pointer by its symbols) are
+# differences stated there.
 # For the shapes that print nothing (no libc buffer is live at exit),
 # summary's line per class and `leaks --class C` give memcheck's totals.
 # Also: the scan says it is done, read no unreadable byte, and
@@ -97,7 +100,7 @@ else:
     check("memcheck saw blocks", len(vg_blocks) > 0, True)
     for k in sorted(set(vg_blocks) | set(vh_blocks)):
         check(f"serial {k} [class, size]", vh_blocks.get(k), vg_blocks.get(k))
-if shape in ("cases", "cycle", "tree", "zero", "regroot"):
+if shape in ("cases", "cycle", "tree", "zero", "regroot", "cxx"):
     # these print nothing, so libc holds no buffer: every block live at
     # exit is a shape's, and summary's line per class and leaks --class
     # must give memcheck's totals
@@ -122,7 +125,7 @@ if errors:
     sys.exit(1)
 PYEOF
 
-for shape in cases cycle tree zero regroot custom leakotron; do
+for shape in cases cycle tree zero regroot cxx custom leakotron; do
     valgrind --leak-check=full --show-leak-kinds=all --num-callers=100 --xml=yes \
         --xml-file="vg.$shape.xml" "$PROGS/leak_shapes" "$shape" >/dev/null 2>&1 ||
         die "valgrind on $shape failed"
@@ -160,4 +163,4 @@ VHEAP_REACH_TIMEOUT=0 VHEAP_OUT=off.vhcap VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" 
 expect_eq "rows of reach with the scan off" "$(sqlite3 off.sqlite 'SELECT count(*) FROM reach')" 0
 expect_eq "classified leaks with the scan off" \
     "$(sqlite3 off.sqlite 'SELECT count(*) FROM leaks WHERE class IS NOT NULL')" 0
-echo "reach_memcheck: memcheck's classes, block for block, on cases, cycle, tree, zero, regroot, custom; leakotron's totals"
+echo "reach_memcheck: memcheck's classes, block for block, on cases, cycle, tree, zero, regroot, cxx, custom; leakotron's totals"

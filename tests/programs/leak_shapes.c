@@ -7,7 +7,9 @@
  * leak-regroot), a refcounted graph whose cycles outlive their last
  * reference (`leakotron`), and an arena the program declares as a heap of
  * its own (vheap.h, as Vere declares its loom) whose blocks hold the only
- * pointer to a malloc block (`custom`: "custom 2", its block count).
+ * pointer to a malloc block (`custom`: "custom 2", its block count), and
+ * the layouts memcheck's leak_cpp_interior reads an interior pointer as a
+ * start by (`cxx`: new[]'s count, a length word, a COW std::string).
  *
  * Every block of the first six is made at its own recursion depth in
  * shape_at(): its call stack (the number of shape_at frames in it, the
@@ -238,6 +240,33 @@ __attribute__((noinline)) static void custom(void)
     fflush(stdout);
 }
 
+/* A block of `size` whose first two words are w0 and w1, held only by a
+ * root pointing `off` bytes into it. */
+static void held_at(int slot, size_t size, uint64_t w0, uint64_t w1, size_t off)
+{
+    uint64_t *b = shape_at(size, serial++);
+    memset(b, 0, size);
+    b[0] = w0;
+    b[1] = w1;
+    inner[slot] = (char *)b + off;
+}
+
+/* The layouts in which an interior pointer stands for a start pointer
+ * (memcheck's heuristics, all on by default): new[] of 3 objects of 16
+ * bytes with destructors (the count, then the objects: the pointer is to
+ * the first), a length word (sqlite's: the size that follows), a
+ * copy-on-write std::string (length, capacity, refcount, the characters);
+ * and two that are not: a count that does not divide the rest, a string
+ * whose capacity is not its block's. */
+__attribute__((noinline)) static void cxx(void)
+{
+    held_at(8, 8 + 3 * 16, 3, 0, 8);          /* new[]: reachable            */
+    held_at(9, 40, 32, 0, 8);                 /* length64: reachable         */
+    held_at(10, 24 + 15 + 1, 5, 15, 24);      /* std::string: reachable      */
+    held_at(11, 40, 7, 0, 8);                 /* 32 % 7: possibly lost       */
+    held_at(12, 24 + 15 + 1, 5, 16, 24);      /* capacity not 15: possibly   */
+}
+
 /* Zeroes the registers a call may leave behind (memcheck's tests do the
  * same): a copy of a pointer there would be found on the stack later. */
 #define CLEAR_CALLER_SAVED()                                                         \
@@ -287,6 +316,8 @@ int main(int argc, char **argv)
         zero();
     if (all || !strcmp(what, "leakotron"))
         leakotron();
+    if (all || !strcmp(what, "cxx"))
+        cxx();
     if (all || !strcmp(what, "custom"))
         custom();
     if (!strcmp(what, "regroot"))

@@ -605,8 +605,13 @@ static int populate(struct vh_tls *t, size_t need)
     char *from = t->pop_start ? t->end : (char *)((uintptr_t)t->pos & ~(uintptr_t)4095);
     if (!t->pop_start)
         t->pop_start = from;
-    char *to = (char *)(((uintptr_t)t->pos + need + POPULATE_STEP) &
-                        ~(uintptr_t)(POPULATE_STEP - 1));
+    /* The step doubles with what this chunk took so far, from a page to
+     * POPULATE_STEP: a short run, or a thread that records a few events,
+     * faults in (and takes the space of) a page or two, not 64 KiB. */
+    size_t step = (size_t)(t->end - t->pop_start);
+    step = step < 4096 ? 4096 : step > POPULATE_STEP ? POPULATE_STEP
+                                : (size_t)1 << (63 - __builtin_clzll(step));
+    char *to = (char *)(((uintptr_t)t->pos + need + step) & ~(uintptr_t)(step - 1));
     if (to > chunk_end)
         to = chunk_end;
     if (to > from) {

@@ -23,6 +23,9 @@
 #   BENCH_PERF=0            1: also `perf record` one vheap run per workload and
 #                           one load of its capture, and print the hottest symbols
 #   BENCH_MT_THREADS=4 BENCH_MT_ROUNDS=60000 BENCH_PY_ROUNDS=120  sizes
+#   BENCH_SHORT=1 BENCH_SHORT_REPS=BENCH_REPS BENCH_SHORT_INNER=10
+#   BENCH_SHORT_WORKLOADS="true ls sqlite_short python_short churn"   the short
+#                           runs and thread churn (issue 28; 0: skipped)
 #   B=build                 the build directory (libvheap.so, vheap-analyze)
 #   TMPDIR                  where the captures go (removed at the end)
 # ulimit -v is in dash and bash, though POSIX does not name it:

@@ -221,8 +221,8 @@ static int extend(int fd, uint64_t end)
  * writable, which takes the filesystem's space for a hole, and answers
  * EFAULT where the write would have raised SIGBUS (a full disk); where it
  * fails or is missing, fallocate through a descriptor opened for the
- * moment says yes or no for sure. Taking the space here, 64 KiB at a time
- * as the writer goes, instead of for a whole extent when it is mapped,
+ * moment says yes or no for sure. Taking the space here, a populate step
+ * at a time as the writer goes, instead of for a whole extent when mapped,
  * spares a short run allocating (and at exit freeing) the 2 MiB of its
  * first extent on tmpfs: a quarter of /bin/true's time under the shim.
  * 0 or -errno. */
@@ -560,8 +560,9 @@ static struct vh_chunk_header *claim(uint64_t time)
             rc = -E2BIG;
         else if (need > vh_cap.mapped)
             rc = grow(need);
-        if (rc == 0)               /* the page its header goes in */
-            rc = back_pages((char *)chunk_at((uint32_t)idx), (char *)chunk_at((uint32_t)idx) + 4096);
+        char *first_page = (char *)chunk_at((uint32_t)idx);   /* its header's */
+        if (rc == 0)
+            rc = back_pages(first_page, first_page + 4096);
         if (rc == 0) {
             /* The header first, then the count (release): every chunk a
              * reader counts has its header, so one without is damage, not

@@ -677,7 +677,7 @@ page_ui() {
 open(sys.argv[3], "w").write(p[:i] + open(sys.argv[2]).read() + p[i:])' \
         "$1" "$top/bench/report_ui.html" "$1.ui.html"
     say "  in the page: $(timeout 300 "$chrome" --headless --no-sandbox --disable-gpu --dump-dom \
-        "file://$1.ui.html" 2>/dev/null | grep -o 'data-timing="[^"]*"' | cut -d'"' -f2) (target: 100 ms each)"
+        "file://$1.ui.html" 2>/dev/null | grep -o 'data-timing="[^".]*"' | cut -d'"' -f2) (target: 100 ms each)"
     rm -f "$1.ui.html"
 }
 rb=${BENCH_REPORT_BITS:-19}

@@ -1,0 +1,311 @@
+/* rtl.c — the report's timeline and per-stack columns, counted as the
+ * events are emitted, at the report's default layout (store/tlayout.h):
+ * each heap's live bytes and high per point (report_timeline), and per
+ * (heap, stack, tag) the live bytes at each snapshot, the bytes and calls of
+ * each window between snapshots and of each size class (report_stacks). The
+ * report reads these rows instead of replaying every event, and replays only
+ * when its layout is another one (its options, or a run that did not end
+ * where its header said). The counting is the replay's (report/data.c), on
+ * the same events, so the two give the same numbers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/load/loader.h"
+#include "common/leb128.h"
+#include "analyze/util/grow.h"
+
+struct rtl_agg {
+    uint64_t live, wbytes, wcalls;     /* now; the window in progress        */
+    uint64_t c1[2];                    /* its one size class's calls, bytes  */
+    uint64_t (*cls)[2];                /* every class's, once it has two     */
+    uint8_t c1_class;                  /* that class + 1; 0 none yet         */
+    uint8_t *cells;                    /* (column, value) varint pairs       */
+    size_t ncells, capcells;
+    int dirty;                         /* on the window's list               */
+};
+
+struct rtl_heap {
+    int64_t live;
+    uint64_t max;
+    uint64_t point1;                   /* the point in progress + 1; 0 none  */
+};
+
+static uint64_t pos(int64_t v)
+{
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+/* The layout is the report's for the runtime the header announces (with
+ * at least VH_TL_POINTS events); rtl__write checks the run's own. */
+int rtl__init(struct loader *L)
+{
+    const struct vh_capture_header *hd = capture__header(L->cap);
+    uint64_t runtime = hd->end_time > hd->last_time ? hd->end_time : hd->last_time;
+    struct ld_rtl *R = &L->rt;
+    /* coarse times are spread up to the exact end (capture/coarse.c) */
+    if (hd->coarse_res_ns && hd->exact_end > runtime)
+        runtime = hd->exact_end;
+    R->old_agg = UINT32_MAX;
+    R->lay = vh_tl_layout(VH_TL_POINTS, VH_TL_POINTS, runtime, 0, 0);
+    for (unsigned s = 0; s < VH_TL_SNAPSHOTS; s++)
+        R->snap_point[s] = vh_tl_snap_point(s, VH_TL_SNAPSHOTS, R->lay.points);
+    R->ins_tl = loader__prep(L, "INSERT INTO report_timeline(heap_id, point, live_bytes, "
+                                "max_live_bytes) VALUES (?,?,?,?)");
+    R->on = !L->failed;
+    return L->failed ? -1 : 0;
+}
+
+static void oom(struct loader *L)
+{
+    L->rt.on = 0;
+    loader__fail(L, -ENOMEM, "out of memory");
+}
+
+static int cell(struct rtl_agg *a, uint64_t col, uint64_t v)
+{
+    if (vh_reserve(&a->cells, &a->capcells, a->ncells + 20, 1, 16))
+        return -ENOMEM;
+    a->ncells = (size_t)(vh_uleb_put(vh_uleb_put(a->cells + a->ncells, col), v) - a->cells);
+    return 0;
+}
+
+static void tl_row(struct loader *L, int64_t heap, uint64_t point, int64_t live, uint64_t max)
+{
+    sqlite3_stmt *st = L->rt.ins_tl;
+    sqlite3_bind_int64(st, 1, heap);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)point);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)pos(live));
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)max);
+    loader__run(L, st);
+}
+
+/* Snapshots due before point p: the windows' counts, then every stack's
+ * live bytes. */
+static int take_snaps(struct ld_rtl *R, uint64_t p)
+{
+    while (R->next_snap < VH_TL_SNAPSHOTS && R->snap_point[R->next_snap] < p) {
+        unsigned w = R->next_snap;
+        for (size_t i = 0; i < R->ndirty; i++) {
+            struct rtl_agg *a = &R->aggs[R->dirty[i]];
+            if (cell(a, 2 * w, a->wbytes) || cell(a, 2 * w + 1, a->wcalls))
+                return -ENOMEM;
+            a->wbytes = a->wcalls = 0;
+            a->dirty = 0;
+        }
+        R->ndirty = 0;
+        for (size_t i = 0; i < R->naggs; i++)
+            if (R->aggs[i].live && cell(&R->aggs[i], VH_TL_CELL_SNAP + w, R->aggs[i].live))
+                return -ENOMEM;
+        R->next_snap++;
+    }
+    return 0;
+}
+
+/* The replay's count_alloc: the window's and the size class's counts. */
+static int count_alloc(struct ld_rtl *R, uint32_t ai, uint64_t size, uint64_t bytes)
+{
+    struct rtl_agg *a = &R->aggs[ai];
+    uint32_t c = vh_tl_size_class(size);
+    if (!a->dirty) {
+        if (vh_grow(&R->dirty, &R->capdirty, R->ndirty, sizeof *R->dirty, 1024))
+            return -ENOMEM;
+        R->dirty[R->ndirty++] = ai;
+        a->dirty = 1;
+    }
+    a->wbytes += bytes;
+    a->wcalls += size ? (bytes + size / 2) / size : 1;
+    uint64_t *v = a->c1;
+    if (!a->c1_class)
+        a->c1_class = (uint8_t)(c + 1);
+    else if (a->cls || a->c1_class != c + 1) {
+        /* a second class: every class gets its counters (most stacks
+         * allocate in one, so most never need them) */
+        if (!a->cls) {
+            if (!(a->cls = calloc(VH_TL_SIZE_CLASSES, sizeof *a->cls)))
+                return -ENOMEM;
+            memcpy(a->cls[a->c1_class - 1], a->c1, sizeof a->c1);
+        }
+        v = a->cls[c];
+    }
+    v[0] += size ? (bytes + size / 2) / size : 1;
+    v[1] += bytes;
+    return 0;
+}
+
+/* Point p opens: the one before closes (its row of every heap), and the
+ * snapshots due are taken. */
+static void next_point(struct loader *L, uint64_t p)
+{
+    struct ld_rtl *R = &L->rt;
+    if (R->point1)
+        tl_row(L, -1, R->point1 - 1, R->total, R->total_max);
+    if (take_snaps(R, p)) {
+        oom(L);
+        return;
+    }
+    R->point1 = p + 1;
+    R->total_max = pos(R->total);
+}
+
+static struct rtl_heap *heap_at(struct loader *L, uint32_t id, uint64_t p)
+{
+    struct ld_rtl *R = &L->rt;
+    if (vh_reserve_zeroed(&R->heaps, &R->nheaps, (size_t)id + 1, sizeof *R->heaps, 64))
+        return NULL;
+    struct rtl_heap *h = &R->heaps[id];
+    if (h->point1 != p + 1) {
+        if (h->point1)
+            tl_row(L, id, h->point1 - 1, h->live, h->max);
+        h->point1 = p + 1;
+        h->max = pos(h->live);
+    }
+    return h;
+}
+
+static void add(struct ld_rtl *R, struct rtl_heap *h, uint32_t ai, int64_t d)
+{
+    R->aggs[ai].live += (uint64_t)d;
+    h->live += d;
+    R->total += d;
+}
+
+static int reserve_aggs(struct ld_rtl *R, uint32_t ai, uint32_t old_ai)
+{
+    uint32_t top = ai == UINT32_MAX ? 0 : ai;
+    if (old_ai != UINT32_MAX && old_ai > top)
+        top = old_ai;
+    return vh_reserve_zeroed(&R->aggs, &R->naggs, (size_t)top + 1, sizeof *R->aggs, 1024);
+}
+
+/* Event e (its block's aggregate ai, and before a RESIZE old_ai), as the
+ * stream stores it (times never go back). */
+void rtl__event(struct loader *L, const struct vh_ev *e, uint32_t ai, uint32_t old_ai)
+{
+    struct ld_rtl *R = &L->rt;
+    uint64_t time = e->time > R->last_time ? e->time : R->last_time, p;
+    struct rtl_heap *h;
+    R->last_time = time;
+    R->nevents++;
+    if (!R->on)
+        return;
+    p = time / R->lay.width;
+    if (p >= R->lay.points)
+        p = R->lay.points - 1;
+    if (p + 1 != R->point1)
+        next_point(L, p);
+    if (!R->on || !(h = heap_at(L, e->heap_id, p)) || reserve_aggs(R, ai, old_ai)) {
+        if (R->on)
+            oom(L);
+        return;
+    }
+    uint64_t w = vh_weigh_bytes(e->size, L->lv.rate);
+    switch (e->kind) {
+    case VH_EV_RESIZE:
+        add(R, h, old_ai, -(int64_t)vh_weigh_bytes(e->old_size, L->lv.rate));
+        /* fall through */
+    case VH_EV_ALLOC:
+        add(R, h, ai, (int64_t)w);
+        if (count_alloc(R, ai, e->size, w))
+            oom(L);
+        break;
+    case VH_EV_FREE:
+        add(R, h, ai, -(int64_t)w);
+        break;
+    default:
+        break;
+    }
+    if (pos(h->live) > h->max)
+        h->max = pos(h->live);
+    if (pos(R->total) > R->total_max)
+        R->total_max = pos(R->total);
+}
+
+/* The size classes' cells, after the windows' and snapshots'. */
+static int class_cells(struct rtl_agg *a)
+{
+    for (uint32_t c = 0; c < VH_TL_SIZE_CLASSES; c++) {
+        const uint64_t *v = a->cls ? a->cls[c] : a->c1_class == c + 1 ? a->c1 : NULL;
+        if (v && v[0] && (cell(a, 2 * VH_TL_SNAPSHOTS + 2 * c, v[0]) ||
+                          cell(a, 2 * VH_TL_SNAPSHOTS + 2 * c + 1, v[1])))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static void write_stacks(struct loader *L)
+{
+    struct ld_rtl *R = &L->rt;
+    sqlite3_stmt *st = loader__prep(L, "INSERT INTO report_stacks(heap_id, stack_id, tag_id, "
+                                       "cells) VALUES (?,?,?,?)");
+    for (size_t i = 0; st && i < R->naggs && i < L->lv.naggs && !L->failed; i++) {
+        struct rtl_agg *a = &R->aggs[i];
+        const struct agg *g = &L->lv.aggs[i];
+        if (class_cells(a)) {
+            oom(L);
+            break;
+        }
+        if (!a->ncells)
+            continue;
+        sqlite3_bind_int64(st, 1, g->heap);
+        sqlite3_bind_int64(st, 2, g->stack);
+        sqlite3_bind_int64(st, 3, g->tag);
+        sqlite3_bind_blob(st, 4, a->cells, (int)a->ncells, SQLITE_STATIC);
+        loader__run(L, st);
+    }
+    sqlite3_finalize(st);
+}
+
+static void write_meta(struct loader *L)
+{
+    static const char *const keys[] = { "report_points", "report_width", "report_snapshots" };
+    uint64_t v[] = { L->rt.lay.points, L->rt.lay.width, VH_TL_SNAPSHOTS };
+    sqlite3_stmt *st = loader__prep(L, "INSERT INTO meta(key, value) VALUES (?,?)");
+    for (size_t i = 0; st && i < 3; i++) {
+        sqlite3_bind_text(st, 1, keys[i], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)v[i]);
+        loader__run(L, st);
+    }
+    sqlite3_finalize(st);
+}
+
+/* At the stream's end: the rows, if the run's own layout (its last time,
+ * its events, its clock: what the report reads) is the one counted in;
+ * else none, and the report replays. */
+void rtl__write(struct loader *L, int64_t coarse_ns, int64_t precise_from)
+{
+    struct ld_rtl *R = &L->rt;
+    struct vh_tl_layout l = vh_tl_layout(VH_TL_POINTS, R->nevents, L->tl.last_time, coarse_ns,
+                                         precise_from);
+    if (!R->on || L->failed)
+        return;
+    if (l.points != R->lay.points || l.width != R->lay.width || l.by_event || !R->nevents) {
+        loader__exec(L, "DELETE FROM report_timeline");
+        return;
+    }
+    if (R->point1)
+        tl_row(L, -1, R->point1 - 1, R->total, R->total_max);
+    for (size_t i = 0; i < R->nheaps; i++)
+        if (R->heaps[i].point1)
+            tl_row(L, (int64_t)i, R->heaps[i].point1 - 1, R->heaps[i].live, R->heaps[i].max);
+    if (take_snaps(R, (uint64_t)R->lay.points + 1)) {
+        oom(L);
+        return;
+    }
+    write_stacks(L);
+    write_meta(L);
+}
+
+void rtl__free(struct loader *L)
+{
+    struct ld_rtl *R = &L->rt;
+    for (size_t i = 0; i < R->naggs; i++) {
+        free(R->aggs[i].cls);
+        free(R->aggs[i].cells);
+    }
+    free(R->aggs);
+    free(R->heaps);
+    free(R->dirty);
+    sqlite3_finalize(R->ins_tl);
+    memset(R, 0, sizeof *R);
+}

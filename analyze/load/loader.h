@@ -252,8 +252,9 @@ struct ld_rtl {
     unsigned next_snap;
     uint64_t point1;                   /* the point in progress + 1; 0 none  */
     uint64_t last_time, nevents;       /* as the stream stores them          */
-    int64_t total;                     /* every heap's live bytes            */
-    uint64_t total_max;                /* and their high in the point        */
+    int64_t total, custom;             /* every heap's live bytes, all but
+                                          malloc's                          */
+    uint64_t total_max, custom_max;    /* and their highs in the point       */
     struct rtl_agg *aggs;              /* per loader aggregate               */
     size_t naggs;
     struct rtl_heap *heaps;            /* per DB heap id                     */

@@ -13,6 +13,7 @@
 
 #include "analyze/load/loader.h"
 #include "common/leb128.h"
+#include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
 
 struct rtl_agg {
@@ -133,19 +134,29 @@ static int count_alloc(struct ld_rtl *R, uint32_t ai, uint64_t size, uint64_t by
     return 0;
 }
 
+/* The point in progress closes: every heap's row (-1) and every heap's but
+ * malloc's (-2: the report's "other heaps" where malloc has a series). */
+static void close_point(struct loader *L)
+{
+    struct ld_rtl *R = &L->rt;
+    tl_row(L, -1, R->point1 - 1, R->total, R->total_max);
+    tl_row(L, -2, R->point1 - 1, R->custom, R->custom_max);
+}
+
 /* Point p opens: the one before closes (its row of every heap), and the
  * snapshots due are taken. */
 static void next_point(struct loader *L, uint64_t p)
 {
     struct ld_rtl *R = &L->rt;
     if (R->point1)
-        tl_row(L, -1, R->point1 - 1, R->total, R->total_max);
+        close_point(L);
     if (take_snaps(R, p)) {
         oom(L);
         return;
     }
     R->point1 = p + 1;
     R->total_max = pos(R->total);
+    R->custom_max = pos(R->custom);
 }
 
 static struct rtl_heap *heap_at(struct loader *L, uint32_t id, uint64_t p)
@@ -168,6 +179,7 @@ static void add(struct ld_rtl *R, struct rtl_heap *h, uint32_t ai, int64_t d)
     R->aggs[ai].live += (uint64_t)d;
     h->live += d;
     R->total += d;
+    R->custom += h == R->heaps ? 0 : d;
 }
 
 static int reserve_aggs(struct ld_rtl *R, uint32_t ai, uint32_t old_ai)
@@ -219,6 +231,8 @@ void rtl__event(struct loader *L, const struct vh_ev *e, uint32_t ai, uint32_t o
         h->max = pos(h->live);
     if (pos(R->total) > R->total_max)
         R->total_max = pos(R->total);
+    if (pos(R->custom) > R->custom_max)
+        R->custom_max = pos(R->custom);
 }
 
 /* The size classes' cells, after the windows' and snapshots'. */
@@ -233,27 +247,51 @@ static int class_cells(struct rtl_agg *a)
     return 0;
 }
 
+struct rtl_key {
+    uint64_t heap_stack;
+    uint32_t tag, agg;
+};
+
+static int by_key(const void *a, const void *b)
+{
+    const struct rtl_key *x = a, *y = b;
+    return vh_cmp2(x->heap_stack, y->heap_stack, x->tag, y->tag);
+}
+
+/* In key order: SQLite fills the pages of a WITHOUT ROWID table written
+ * in order (7.3 MB in random order, 4.4 MB sorted, on a 5M-event run). */
 static void write_stacks(struct loader *L)
 {
     struct ld_rtl *R = &L->rt;
+    size_t n = 0, m = R->naggs < L->lv.naggs ? R->naggs : L->lv.naggs;
+    struct rtl_key *k = malloc((m ? m : 1) * sizeof *k);
     sqlite3_stmt *st = loader__prep(L, "INSERT INTO report_stacks(heap_id, stack_id, tag_id, "
                                        "cells) VALUES (?,?,?,?)");
-    for (size_t i = 0; st && i < R->naggs && i < L->lv.naggs && !L->failed; i++) {
-        struct rtl_agg *a = &R->aggs[i];
+    for (size_t i = 0; k && i < m; i++) {
         const struct agg *g = &L->lv.aggs[i];
-        if (class_cells(a)) {
-            oom(L);
-            break;
+        if (class_cells(&R->aggs[i])) {
+            free(k);
+            k = NULL;
+        } else if (R->aggs[i].ncells) {
+            k[n++] = (struct rtl_key){ (uint64_t)g->heap << 32 | g->stack, g->tag, (uint32_t)i };
         }
-        if (!a->ncells)
-            continue;
-        sqlite3_bind_int64(st, 1, g->heap);
-        sqlite3_bind_int64(st, 2, g->stack);
-        sqlite3_bind_int64(st, 3, g->tag);
+    }
+    if (!k) {
+        sqlite3_finalize(st);
+        oom(L);
+        return;
+    }
+    qsort(k, n, sizeof *k, by_key);
+    for (size_t i = 0; st && i < n && !L->failed; i++) {
+        const struct rtl_agg *a = &R->aggs[k[i].agg];
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)(k[i].heap_stack >> 32));
+        sqlite3_bind_int64(st, 2, (uint32_t)k[i].heap_stack);
+        sqlite3_bind_int64(st, 3, k[i].tag);
         sqlite3_bind_blob(st, 4, a->cells, (int)a->ncells, SQLITE_STATIC);
         loader__run(L, st);
     }
     sqlite3_finalize(st);
+    free(k);
 }
 
 static void write_meta(struct loader *L)
@@ -284,7 +322,7 @@ void rtl__write(struct loader *L, int64_t coarse_ns, int64_t precise_from)
         return;
     }
     if (R->point1)
-        tl_row(L, -1, R->point1 - 1, R->total, R->total_max);
+        close_point(L);
     for (size_t i = 0; i < R->nheaps; i++)
         if (R->heaps[i].point1)
             tl_row(L, (int64_t)i, R->heaps[i].point1 - 1, R->heaps[i].live, R->heaps[i].max);

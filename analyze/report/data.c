@@ -481,23 +481,29 @@ static void carry(struct timeline *tl, size_t ser, unsigned from, unsigned to, u
         tl->live[ser * tl->points + p] = tl->max[ser * tl->points + p] = v;
 }
 
-/* "other heaps": their live bytes add up; their high in a point is the
- * replay's where one of them had events there (its rise) or none of the
- * heaps with a series of their own did (every heap's high less those
- * heaps' constant bytes), else the sum of their rises, at most every
- * heap's high (docs/design.md). */
+/* "other heaps": their live bytes add up. Their high in a point is exact
+ * where no heap with a series of its own but malloc had events there
+ * (every heap's high but malloc's, less those heaps' constant bytes; or
+ * every heap's, where malloc has no series and none of them had any), or
+ * where one of them had events (its rise); else the sum of their rises, at
+ * most every heap's high (docs/schema.md). own: bit 1, a heap of its own
+ * but malloc had events; bit 2, malloc did. */
 static void other_series(struct timeline *tl, const int64_t *dlive, const uint64_t *rise,
-                         const uint8_t *own)
+                         const uint8_t *own, const uint64_t *cmax, int malloc_own)
 {
     size_t o = TL_HEAPS * tl->points, all = (tl->nser - 1) * tl->points;
     int64_t run = 0;
     for (unsigned p = 0; p < tl->points; p++) {
         uint64_t open = run > 0 ? (uint64_t)run : 0, mx = tl->max[all + p], rest = 0;
+        int exact = malloc_own ? !(own[p] & 1) : !own[p];
         run += dlive[p];
         tl->live[o + p] = run > 0 ? (uint64_t)run : 0;
-        for (size_t s = 0; !own[p] && s < TL_HEAPS; s++)
-            rest += tl->live[s * tl->points + p];
-        if (!own[p])
+        for (size_t s = 0; exact && s < TL_HEAPS; s++)
+            if (!malloc_own || tl->heap_of_ser[s] != 0)
+                rest += tl->live[s * tl->points + p];
+        if (exact && malloc_own)
+            mx = cmax[p] > rest ? cmax[p] - rest : 0;
+        else if (exact)
             mx = mx > rest ? mx - rest : 0;
         else if (open + rise[p] < mx)
             mx = open + rise[p];
@@ -519,7 +525,7 @@ static void timeline_row(struct timeline *tl, size_t ser, unsigned p, uint64_t l
         return;
     } else {
         carry(tl, ser, *next, p, *had);
-        own[p] = 1;
+        own[p] |= tl->heap_of_ser[ser] ? 1 : 2;
     }
     tl->live[ser * tl->points + p] = live;
     tl->max[ser * tl->points + p] = max;
@@ -533,11 +539,12 @@ static int loaded_timeline(sqlite3 *db, struct replay *r, char *err, size_t errl
     sqlite3_stmt *st = NULL;
     int64_t *dlive = calloc(tl->points, sizeof *dlive), heap = INT64_MIN;
     uint64_t *rise = calloc(tl->points, sizeof *rise), had = 0;
-    uint8_t *own = calloc(tl->points, 1);      /* a heap of its own had events */
+    uint64_t *cmax = calloc(tl->points, sizeof *cmax);      /* all heaps' but malloc's */
+    uint8_t *own = calloc(tl->points, 1);      /* heaps of their own had events */
     unsigned next = 0;
     size_t ser = 0;
     int rc = -ENOMEM;
-    if (!dlive || !rise || !own)
+    if (!dlive || !rise || !own || !cmax)
         goto out;
     if (sqlite3_prepare_v2(db, "SELECT heap_id, point, live_bytes, max_live_bytes FROM "
                                "report_timeline ORDER BY heap_id, point", -1, &st, NULL)) {
@@ -546,6 +553,11 @@ static int loaded_timeline(sqlite3 *db, struct replay *r, char *err, size_t errl
     }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t h = sqlite3_column_int64(st, 0), p = sqlite3_column_int64(st, 1);
+        if (h == -2) {
+            if (p >= 0 && p < tl->points)
+                cmax[p] = (uint64_t)sqlite3_column_int64(st, 3);
+            continue;
+        }
         if (h != heap) {
             if (ser < TL_HEAPS)
                 carry(tl, ser, next, tl->points, had);
@@ -562,7 +574,10 @@ static int loaded_timeline(sqlite3 *db, struct replay *r, char *err, size_t errl
     }
     if (ser < TL_HEAPS)
         carry(tl, ser, next, tl->points, had);
-    other_series(tl, dlive, rise, own);
+    int malloc_own = 0;
+    for (size_t s = 0; s < TL_HEAPS; s++)
+        malloc_own |= tl->heap_of_ser[s] == 0;
+    other_series(tl, dlive, rise, own, cmax, malloc_own);
     rc = 0;
 out:
     if (rc == -ENOMEM)
@@ -571,6 +586,7 @@ out:
     free(dlive);
     free(rise);
     free(own);
+    free(cmax);
     return rc;
 }
 

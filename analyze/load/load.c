@@ -109,6 +109,7 @@ int load__parts_init(struct loader *L)
  * can go on (symbols, indexes) with the memory already returned. */
 void load__parts_free(struct loader *L)
 {
+    rtl__free(L);                      /* before the aggregates it uses */
     timeline__free(L);
     stacks__free(L);
     evstream__free(L);
@@ -117,7 +118,6 @@ void load__parts_free(struct loader *L)
     spans__free(L);
     reach__free(&L->reach);
     owners__free(L);
-    rtl__free(L);
 }
 
 /* After the pass: the event stream's end, the tables, the commit. */

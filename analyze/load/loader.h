@@ -70,6 +70,19 @@ struct heap {
 /* Counters of one (heap, stack, tag). peak_* hold the values at the heap's
  * peak once `epoch` matches the heap's; until then the current values are
  * the at-peak ones (nothing changed since): see agg_sync(). */
+/* rtl.c's counters of an aggregate (beside the loader's, in its cache
+ * lines: a separate array cost a cache miss an event). */
+struct rtl_agg {
+    uint64_t live, wbytes, wcalls;     /* now; the window in progress        */
+    struct rtl_cls {
+        uint64_t cc, bytes;            /* the class << 58 | calls; bytes     */
+    } c1, *more;                       /* its first size class, the others   */
+    uint8_t *cells;                    /* (column, value) varint pairs       */
+    size_t ncells, capcells;
+    uint8_t nmore;
+    uint8_t dirty;                     /* on the window's list               */
+};
+
 struct agg {
     uint32_t heap, stack;
     uint16_t tag;
@@ -79,6 +92,7 @@ struct agg {
     struct trend tr;                   /* live_bytes over recorded time: the
                                           growth table's line               */
     uint64_t first_time;               /* of its first allocation            */
+    struct rtl_agg rt;
 };
 
 struct thread {
@@ -255,8 +269,6 @@ struct ld_rtl {
     int64_t total, custom;             /* every heap's live bytes, all but
                                           malloc's                          */
     uint64_t total_max, custom_max;    /* and their highs in the point       */
-    struct rtl_agg *aggs;              /* per loader aggregate               */
-    size_t naggs;
     struct rtl_heap *heaps;            /* per DB heap id                     */
     size_t nheaps;
     uint32_t old_agg;                  /* a RESIZE's block's, before it      */

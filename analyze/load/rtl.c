@@ -16,15 +16,6 @@
 #include "analyze/util/cmp.h"
 #include "analyze/util/grow.h"
 
-struct rtl_agg {
-    uint64_t live, wbytes, wcalls;     /* now; the window in progress        */
-    uint64_t c1[2];                    /* its one size class's calls, bytes  */
-    uint64_t (*cls)[2];                /* every class's, once it has two     */
-    uint8_t c1_class;                  /* that class + 1; 0 none yet         */
-    uint8_t *cells;                    /* (column, value) varint pairs       */
-    size_t ncells, capcells;
-    int dirty;                         /* on the window's list               */
-};
 
 struct rtl_heap {
     int64_t live;
@@ -83,30 +74,61 @@ static void tl_row(struct loader *L, int64_t heap, uint64_t point, int64_t live,
 
 /* Snapshots due before point p: the windows' counts, then every stack's
  * live bytes. */
-static int take_snaps(struct ld_rtl *R, uint64_t p)
+static int take_snaps(struct loader *L, uint64_t p)
 {
+    struct ld_rtl *R = &L->rt;
     while (R->next_snap < VH_TL_SNAPSHOTS && R->snap_point[R->next_snap] < p) {
         unsigned w = R->next_snap;
         for (size_t i = 0; i < R->ndirty; i++) {
-            struct rtl_agg *a = &R->aggs[R->dirty[i]];
+            struct rtl_agg *a = &L->lv.aggs[R->dirty[i]].rt;
             if (cell(a, 2 * w, a->wbytes) || cell(a, 2 * w + 1, a->wcalls))
                 return -ENOMEM;
             a->wbytes = a->wcalls = 0;
             a->dirty = 0;
         }
         R->ndirty = 0;
-        for (size_t i = 0; i < R->naggs; i++)
-            if (R->aggs[i].live && cell(&R->aggs[i], VH_TL_CELL_SNAP + w, R->aggs[i].live))
+        for (size_t i = 0; i < L->lv.naggs; i++) {
+            struct rtl_agg *a = &L->lv.aggs[i].rt;
+            if (a->live && cell(a, VH_TL_CELL_SNAP + w, a->live))
                 return -ENOMEM;
+        }
         R->next_snap++;
     }
     return 0;
 }
 
-/* The replay's count_alloc: the window's and the size class's counts. */
-static int count_alloc(struct ld_rtl *R, uint32_t ai, uint64_t size, uint64_t bytes)
+/* A size class's counters: calls (at most 2^58) with the class above
+ * them. Most stacks allocate in one class, kept in the aggregate. */
+#define CLASS_SHIFT 58
+
+static int class_add(struct rtl_agg *a, uint32_t c, uint64_t calls, uint64_t bytes)
 {
-    struct rtl_agg *a = &R->aggs[ai];
+    struct rtl_cls *e = NULL;
+    if (!a->c1.cc || a->c1.cc >> CLASS_SHIFT == c)
+        e = &a->c1;
+    for (uint8_t i = 0; !e && i < a->nmore; i++)
+        if (a->more[i].cc >> CLASS_SHIFT == c)
+            e = &a->more[i];
+    if (!e) {
+        if (!(a->nmore & (a->nmore - 1))) {         /* 0, 1, 2, 4...: full */
+            struct rtl_cls *m = realloc(a->more, (a->nmore ? 2u * a->nmore : 1) * sizeof *m);
+            if (!m)
+                return -ENOMEM;
+            a->more = m;
+        }
+        e = &a->more[a->nmore++];
+        *e = (struct rtl_cls){ 0, 0 };
+    }
+    e->cc = ((uint64_t)c << CLASS_SHIFT) + (e->cc & ~(~0ull << CLASS_SHIFT)) + calls;
+    e->bytes += bytes;
+    return 0;
+}
+
+/* The replay's count_alloc: the window's and the size class's counts. */
+static int count_alloc(struct loader *L, uint32_t ai, uint64_t size, uint64_t bytes)
+{
+    struct ld_rtl *R = &L->rt;
+    struct rtl_agg *a = &L->lv.aggs[ai].rt;
     uint32_t c = vh_tl_size_class(size);
     if (!a->dirty) {
         if (vh_grow(&R->dirty, &R->capdirty, R->ndirty, sizeof *R->dirty, 1024))
@@ -116,22 +138,7 @@ static int count_alloc(struct ld_rtl *R, uint32_t ai, uint64_t size, uint64_t by
     }
     a->wbytes += bytes;
     a->wcalls += size ? (bytes + size / 2) / size : 1;
-    uint64_t *v = a->c1;
-    if (!a->c1_class)
-        a->c1_class = (uint8_t)(c + 1);
-    else if (a->cls || a->c1_class != c + 1) {
-        /* a second class: every class gets its counters (most stacks
-         * allocate in one, so most never need them) */
-        if (!a->cls) {
-            if (!(a->cls = calloc(VH_TL_SIZE_CLASSES, sizeof *a->cls)))
-                return -ENOMEM;
-            memcpy(a->cls[a->c1_class - 1], a->c1, sizeof a->c1);
-        }
-        v = a->cls[c];
-    }
-    v[0] += size ? (bytes + size / 2) / size : 1;
-    v[1] += bytes;
-    return 0;
+    return class_add(a, c, size ? (bytes + size / 2) / size : 1, bytes);
 }
 
 /* The point in progress closes: every heap's row (-1) and every heap's but
@@ -150,7 +157,7 @@ static void next_point(struct loader *L, uint64_t p)
     struct ld_rtl *R = &L->rt;
     if (R->point1)
         close_point(L);
-    if (take_snaps(R, p)) {
+    if (take_snaps(L, p)) {
         oom(L);
         return;
     }
@@ -174,20 +181,13 @@ static struct rtl_heap *heap_at(struct loader *L, uint32_t id, uint64_t p)
     return h;
 }
 
-static void add(struct ld_rtl *R, struct rtl_heap *h, uint32_t ai, int64_t d)
+static void add(struct loader *L, struct rtl_heap *h, uint32_t ai, int64_t d)
 {
-    R->aggs[ai].live += (uint64_t)d;
+    struct ld_rtl *R = &L->rt;
+    L->lv.aggs[ai].rt.live += (uint64_t)d;
     h->live += d;
     R->total += d;
     R->custom += h == R->heaps ? 0 : d;
-}
-
-static int reserve_aggs(struct ld_rtl *R, uint32_t ai, uint32_t old_ai)
-{
-    uint32_t top = ai == UINT32_MAX ? 0 : ai;
-    if (old_ai != UINT32_MAX && old_ai > top)
-        top = old_ai;
-    return vh_reserve_zeroed(&R->aggs, &R->naggs, (size_t)top + 1, sizeof *R->aggs, 1024);
 }
 
 /* Event e (its block's aggregate ai, and before a RESIZE old_ai), as the
@@ -206,7 +206,7 @@ void rtl__event(struct loader *L, const struct vh_ev *e, uint32_t ai, uint32_t o
         p = R->lay.points - 1;
     if (p + 1 != R->point1)
         next_point(L, p);
-    if (!R->on || !(h = heap_at(L, e->heap_id, p)) || reserve_aggs(R, ai, old_ai)) {
+    if (!R->on || !(h = heap_at(L, e->heap_id, p))) {
         if (R->on)
             oom(L);
         return;
@@ -214,15 +214,15 @@ void rtl__event(struct loader *L, const struct vh_ev *e, uint32_t ai, uint32_t o
     uint64_t w = vh_weigh_bytes(e->size, L->lv.rate);
     switch (e->kind) {
     case VH_EV_RESIZE:
-        add(R, h, old_ai, -(int64_t)vh_weigh_bytes(e->old_size, L->lv.rate));
+        add(L, h, old_ai, -(int64_t)vh_weigh_bytes(e->old_size, L->lv.rate));
         /* fall through */
     case VH_EV_ALLOC:
-        add(R, h, ai, (int64_t)w);
-        if (count_alloc(R, ai, e->size, w))
+        add(L, h, ai, (int64_t)w);
+        if (count_alloc(L, ai, e->size, w))
             oom(L);
         break;
     case VH_EV_FREE:
-        add(R, h, ai, -(int64_t)w);
+        add(L, h, ai, -(int64_t)w);
         break;
     default:
         break;
@@ -235,15 +235,21 @@ void rtl__event(struct loader *L, const struct vh_ev *e, uint32_t ai, uint32_t o
         R->custom_max = pos(R->custom);
 }
 
+static int class_cell(struct rtl_agg *a, const struct rtl_cls *e)
+{
+    uint64_t c = e->cc >> CLASS_SHIFT;
+    return cell(a, 2 * VH_TL_SNAPSHOTS + 2 * c, e->cc & ~(~0ull << CLASS_SHIFT)) ||
+           cell(a, 2 * VH_TL_SNAPSHOTS + 2 * c + 1, e->bytes);
+}
+
 /* The size classes' cells, after the windows' and snapshots'. */
 static int class_cells(struct rtl_agg *a)
 {
-    for (uint32_t c = 0; c < VH_TL_SIZE_CLASSES; c++) {
-        const uint64_t *v = a->cls ? a->cls[c] : a->c1_class == c + 1 ? a->c1 : NULL;
-        if (v && v[0] && (cell(a, 2 * VH_TL_SNAPSHOTS + 2 * c, v[0]) ||
-                          cell(a, 2 * VH_TL_SNAPSHOTS + 2 * c + 1, v[1])))
+    if (a->c1.cc && class_cell(a, &a->c1))
+        return -ENOMEM;
+    for (uint8_t i = 0; i < a->nmore; i++)
+        if (class_cell(a, &a->more[i]))
             return -ENOMEM;
-    }
     return 0;
 }
 
@@ -258,21 +264,19 @@ static int by_key(const void *a, const void *b)
     return vh_cmp2(x->heap_stack, y->heap_stack, x->tag, y->tag);
 }
 
-/* In key order: SQLite fills the pages of a WITHOUT ROWID table written
- * in order (7.3 MB in random order, 4.4 MB sorted, on a 5M-event run). */
+/* In key order, the way SQLite's B-tree takes rows fastest. */
 static void write_stacks(struct loader *L)
 {
-    struct ld_rtl *R = &L->rt;
-    size_t n = 0, m = R->naggs < L->lv.naggs ? R->naggs : L->lv.naggs;
+    size_t n = 0, m = L->lv.naggs;
     struct rtl_key *k = malloc((m ? m : 1) * sizeof *k);
     sqlite3_stmt *st = loader__prep(L, "INSERT INTO report_stacks(heap_id, stack_id, tag_id, "
                                        "cells) VALUES (?,?,?,?)");
     for (size_t i = 0; k && i < m; i++) {
         const struct agg *g = &L->lv.aggs[i];
-        if (class_cells(&R->aggs[i])) {
+        if (class_cells(&L->lv.aggs[i].rt)) {
             free(k);
             k = NULL;
-        } else if (R->aggs[i].ncells) {
+        } else if (L->lv.aggs[i].rt.ncells) {
             k[n++] = (struct rtl_key){ (uint64_t)g->heap << 32 | g->stack, g->tag, (uint32_t)i };
         }
     }
@@ -283,7 +287,7 @@ static void write_stacks(struct loader *L)
     }
     qsort(k, n, sizeof *k, by_key);
     for (size_t i = 0; st && i < n && !L->failed; i++) {
-        const struct rtl_agg *a = &R->aggs[k[i].agg];
+        const struct rtl_agg *a = &L->lv.aggs[k[i].agg].rt;
         sqlite3_bind_int64(st, 1, (sqlite3_int64)(k[i].heap_stack >> 32));
         sqlite3_bind_int64(st, 2, (uint32_t)k[i].heap_stack);
         sqlite3_bind_int64(st, 3, k[i].tag);
@@ -326,7 +330,7 @@ void rtl__write(struct loader *L, int64_t coarse_ns, int64_t precise_from)
     for (size_t i = 0; i < R->nheaps; i++)
         if (R->heaps[i].point1)
             tl_row(L, (int64_t)i, R->heaps[i].point1 - 1, R->heaps[i].live, R->heaps[i].max);
-    if (take_snaps(R, (uint64_t)R->lay.points + 1)) {
+    if (take_snaps(L, (uint64_t)R->lay.points + 1)) {
         oom(L);
         return;
     }
@@ -337,11 +341,11 @@ void rtl__write(struct loader *L, int64_t coarse_ns, int64_t precise_from)
 void rtl__free(struct loader *L)
 {
     struct ld_rtl *R = &L->rt;
-    for (size_t i = 0; i < R->naggs; i++) {
-        free(R->aggs[i].cls);
-        free(R->aggs[i].cells);
+    for (size_t i = 0; L->lv.aggs && i < L->lv.naggs; i++) {
+        free(L->lv.aggs[i].rt.more);
+        free(L->lv.aggs[i].rt.cells);
+        L->lv.aggs[i].rt = (struct rtl_agg){ 0 };
     }
-    free(R->aggs);
     free(R->heaps);
     free(R->dirty);
     sqlite3_finalize(R->ins_tl);

@@ -2,7 +2,7 @@
 # (report_timeline, report_stacks: load/rtl.c) against the same report
 # replaying every event (the DB without meta's report_points): on demo_app
 # (one heap) and loomsim's main process (44 heaps: moves, reallocs, nested
-# and destroyed heaps), every section of the page's data is the same,
+# and destroyed heaps), recorded in full and sampled, every section of the page's data is the same,
 # except that the "other heaps" series' high may be above the replay's
 # (never below it, never above every heap's high) in a point where several
 # of those heaps and a heap of its own had events (docs/design.md). Then
@@ -19,6 +19,10 @@ VHEAP_CLOCK=precise VHEAP_OUT="$PWD/loom.%p.vhcap" VHEAP_QUIET=1 LD_PRELOAD="$VH
     "$PROGS/loomsim" >loom.out 2>loom.err || die "loomsim failed under vheap: $(tail -3 loom.err)"
 main=$(sed -n 's/^loomsim summary pid=\([0-9]*\) role=main .*/\1/p' loom.out)
 [ -n "$main" ] || die "loomsim printed no main summary"
+VHEAP_SAMPLE=4KiB VHEAP_CLOCK=precise VHEAP_OUT="$PWD/sampled.%p.vhcap" VHEAP_QUIET=1 \
+    LD_PRELOAD="$VHEAP_LIB" "$PROGS/loomsim" >sampled.out 2>sampled.err ||
+    die "loomsim failed under vheap (sampled): $(tail -3 sampled.err)"
+smain=$(sed -n 's/^loomsim summary pid=\([0-9]*\) role=main .*/\1/p' sampled.out)
 
 # both NAME CAPTURE [OPTIONS...]: NAME.rows.html from the loader's rows,
 # NAME.replay.html from the replay
@@ -38,6 +42,7 @@ both demo demo.vhcap
 both loom "loom.$main.vhcap"
 expect_eq "loomsim: heaps beyond the 24 with a series" \
     "$(sqlite3 loom.sqlite "SELECT count(*) > 24 FROM heaps")" 1
+both sampled "sampled.$smain.vhcap"
 both loom_opts "loom.$main.vhcap" --snapshots 5
 both loom_range "loom.$main.vhcap" --from 0.01s --to 0.05s
 
@@ -50,7 +55,7 @@ def data(path):
     d["run"]["db"] = None
     return d
 bad = 0
-for name in ("demo", "loom", "loom_opts", "loom_range"):
+for name in ("demo", "loom", "sampled", "loom_opts", "loom_range"):
     a, b = data(name + ".rows.html"), data(name + ".replay.html")
     sa, sb = a["timeline"]["series"], b["timeline"]["series"]
     for x, y, every in zip(sa, sb, [sb[-1]] * len(sb)):

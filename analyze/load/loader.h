@@ -79,6 +79,10 @@ struct rtl_agg {
     } c1, *more;                       /* its first size class, the others   */
     uint8_t *cells;                    /* (column, value) varint pairs       */
     size_t ncells, capcells;
+    uint64_t snap_v;                   /* the live bytes of the last snapshot
+                                          cell and the snapshots it covers */
+    uint32_t run_end;                  /* where a run's cell ends in cells  */
+    uint8_t snap_cov;
     uint8_t nmore;
     uint8_t dirty;                     /* on the window's list               */
 };

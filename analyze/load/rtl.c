@@ -72,6 +72,26 @@ static void tl_row(struct loader *L, int64_t heap, uint64_t point, int64_t live,
     loader__run(L, st);
 }
 
+/* Snapshot w's live bytes: a block live across snapshots keeps its bytes,
+ * so the same bytes as at snapshot w - 1 extend a run (one cell, rewritten
+ * in place while nothing follows it) instead of a cell each (bench's
+ * many_stacks, 2^17 stacks: cells 3.1 -> 1.4 MB, the DB 20.4 -> 18.4 MB). */
+static int snap_cell(struct rtl_agg *a, unsigned w)
+{
+    int same = a->snap_cov == w && a->live == a->snap_v && w;
+    a->snap_cov = (uint8_t)(w + 1);
+    if (!same) {
+        a->snap_v = a->live;
+        return cell(a, VH_TL_CELL_SNAP + w, a->live);
+    }
+    if (a->run_end && a->run_end == a->ncells)
+        a->ncells -= 3;            /* the run's cell: 2 bytes, value 0 */
+    if (cell(a, VH_TL_CELL_RUN + w, 0))
+        return -ENOMEM;
+    a->run_end = (uint32_t)a->ncells;
+    return 0;
+}
+
 /* Snapshots due before point p: the windows' counts, then every stack's
  * live bytes. */
 static int take_snaps(struct loader *L, uint64_t p)
@@ -87,11 +107,9 @@ static int take_snaps(struct loader *L, uint64_t p)
             a->dirty = 0;
         }
         R->ndirty = 0;
-        for (size_t i = 0; i < L->lv.naggs; i++) {
-            struct rtl_agg *a = &L->lv.aggs[i].rt;
-            if (a->live && cell(a, VH_TL_CELL_SNAP + w, a->live))
+        for (size_t i = 0; i < L->lv.naggs; i++)
+            if (L->lv.aggs[i].rt.live && snap_cell(&L->lv.aggs[i].rt, w))
                 return -ENOMEM;
-        }
         R->next_snap++;
     }
     return 0;

@@ -593,15 +593,22 @@ out:
 /* A report_stacks row's cells into its tree row. */
 static int stack_cells(struct replay *r, int64_t row, const uint8_t *p, const uint8_t *end)
 {
-    uint64_t col, v;
+    uint64_t col, v, last = 0, s = 0, *vals = vh_ctree__vals(r->t, row) + r->col0;
     while (p < end) {
         if (vh_uleb_get(&p, end, &col) || vh_uleb_get(&p, end, &v))
             return -EINVAL;
         if (col < VH_TL_CELL_SNAP) {
             if (vh_ctree__xadd(r->t, row, (uint32_t)col, v))
                 return -ENOMEM;
-        } else if (col - VH_TL_CELL_SNAP < r->nsnap) {
-            vh_ctree__vals(r->t, row)[r->col0 + col - VH_TL_CELL_SNAP] += v;
+        } else if (col < VH_TL_CELL_RUN) {
+            if ((s = col - VH_TL_CELL_SNAP) >= r->nsnap)
+                return -EINVAL;
+            vals[s++] += last = v;
+        } else {                   /* a run: snapshots s..col - RUN keep it */
+            if (col - VH_TL_CELL_RUN >= r->nsnap)
+                return -EINVAL;
+            for (; s <= col - VH_TL_CELL_RUN; s++)
+                vals[s] += last;
         }
     }
     return 0;

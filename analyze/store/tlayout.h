@@ -13,9 +13,12 @@
 #define VH_TL_SIZE_CLASSES 40u     /* report.h's VH_REPORT_SIZE_CLASSES      */
 
 /* A report_stacks cell's column: window w's bytes 2w and calls 2w + 1,
- * size class c's calls 2S + 2c and bytes 2S + 2c + 1 (S snapshots), and
+ * size class c's calls 2S + 2c and bytes 2S + 2c + 1 (S snapshots),
  * snapshot s's live bytes VH_TL_CELL_SNAP + s. */
 #define VH_TL_CELL_SNAP (2u * VH_TL_SNAPSHOTS + 2u * VH_TL_SIZE_CLASSES)
+/* A run: snapshots up to s (VH_TL_CELL_RUN + s, value 0) have the live
+ * bytes of the last snapshot cell before it. */
+#define VH_TL_CELL_RUN (VH_TL_CELL_SNAP + VH_TL_SNAPSHOTS)
 
 struct vh_tl_layout {
     unsigned points;

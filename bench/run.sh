@@ -671,6 +671,11 @@ if [ "$ev_n" -gt 0 ] && [ -d "$b/analyze" ]; then
                        " (linear): %.0f s CPU %s, %.0f s wall (target <= 10 s)\n", $1, $2 + $3,
                        $4 / 1024, s, (s <= 10 ? "ok" : "OVER"),
                        $1 * 5e8 / n }' res
+            # what the report read (the loader's rows, load/rtl.c, or a
+            # replay of every event) and the rows its time grows with
+            say "  report data: $(sqlite3 "$tmp/ev.sqlite" "SELECT CASE WHEN EXISTS (SELECT 1 FROM meta
+                WHERE key = 'report_points') THEN 'the loader''s rows' ELSE 'replayed' END ||
+                ', ' || (SELECT count(*) FROM stack_totals) || ' (heap, stack, tag) rows'" 2>/dev/null)"
             rm -f "$tmp/ev.html"
         fi
         rm -f "$tmp/ev.vhcap"

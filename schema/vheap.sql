@@ -517,3 +517,29 @@ CREATE TABLE event_spans (
     in_use_peak     INTEGER NOT NULL      -- nested custom heaps at its mark,
                                           -- and the most within the span
 );
+
+-- The HTML report's data at its default layout (store/tlayout.h), counted by
+-- the loader so that `report` reads rows instead of replaying every event;
+-- meta's report_points, report_width (ns) and report_snapshots say the
+-- layout, and both tables are empty when the run's end was not the one its
+-- header announced (the report replays then). report_timeline: per heap
+-- (heap_id -1: every heap) and point of the timeline in which it had an
+-- event, its live bytes at the point's end and the most within it.
+CREATE TABLE report_timeline (
+    heap_id         INTEGER NOT NULL,
+    point           INTEGER NOT NULL,
+    live_bytes      INTEGER NOT NULL,
+    max_live_bytes  INTEGER NOT NULL,
+    PRIMARY KEY (heap_id, point)
+) WITHOUT ROWID;
+
+-- Per (heap, stack, tag): its cells of the report's call tree, varint pairs
+-- (column, value): the bytes and calls allocated in each window between
+-- snapshots, in each size class, and its live bytes at each snapshot.
+CREATE TABLE report_stacks (
+    heap_id         INTEGER NOT NULL,
+    stack_id        INTEGER NOT NULL,
+    tag_id          INTEGER NOT NULL,
+    cells           BLOB NOT NULL,
+    PRIMARY KEY (heap_id, stack_id, tag_id)
+) WITHOUT ROWID;

@@ -11,6 +11,7 @@
 #include "analyze/cmd/query.h"
 #include "analyze/query/modmap.h"
 #include "analyze/report/report.h"
+#include "analyze/store/tlayout.h"
 #include "analyze/util/parse_time.h"
 
 /* The page's parts, NUL-terminated (make runs from the repository root). */
@@ -166,8 +167,8 @@ static int run(int argc, char **argv)
         VH_OPT_REFUSE_FLAG("--bytes"),
         VH_OPT_VALUE("--from", &from),      VH_OPT_VALUE("--to", &to),
     };
-    struct vh_report_opts ro = { .snapshots = 24, .points = 1000, .top = 100, .prune = 0.0005,
-                                 .max_nodes = 40000 };
+    struct vh_report_opts ro = { .snapshots = VH_TL_SNAPSHOTS, .points = VH_TL_POINTS,
+                                 .top = 100, .prune = 0.0005, .max_nodes = 40000 };
     struct vh_query q;
     struct vh_modmap *map = NULL;
     sqlite3 *base = NULL;

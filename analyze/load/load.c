@@ -109,6 +109,7 @@ int load__parts_init(struct loader *L)
  * can go on (symbols, indexes) with the memory already returned. */
 void load__parts_free(struct loader *L)
 {
+    rtl__free(L);                      /* before the aggregates it uses */
     timeline__free(L);
     stacks__free(L);
     evstream__free(L);
@@ -129,6 +130,7 @@ static int finish(struct loader *L, const struct capture_stamp *cs, struct load_
     if (stats->damage_count)
         snprintf(stats->damage, sizeof stats->damage, "%s", damage ? damage : "damaged");
     stacks__free_nodes(L);             /* room for stack_totals' copy */
+    rtl__write(L, (int64_t)cs->coarse_res_ns, (int64_t)cs->precise_from);
     tables__write(L, cs, damage, stats->damage_count);
     stacks__close_rows(L);             /* their last rows */
     if (L->failed)
@@ -203,7 +205,7 @@ int load__capture(const char *capture, const char *db_path, const struct load_op
     if ((rc = db__create(db_path, &dbn, err, errlen)))
         goto out;
     L.db = dbn.db;
-    if (load__db_begin(&L, cs.size) || load__parts_init(&L))
+    if (load__db_begin(&L, cs.size) || load__parts_init(&L) || rtl__init(&L))
         goto fail;
     cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
     stream__run(&L);

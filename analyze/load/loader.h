@@ -21,6 +21,7 @@
 #include "analyze/load/reach.h"
 #include "analyze/load/load.h"
 #include "analyze/store/events.h"
+#include "analyze/store/tlayout.h"
 #include "analyze/util/map.h"
 #include "analyze/util/trend.h"
 #include "analyze/util/weight.h"
@@ -69,6 +70,23 @@ struct heap {
 /* Counters of one (heap, stack, tag). peak_* hold the values at the heap's
  * peak once `epoch` matches the heap's; until then the current values are
  * the at-peak ones (nothing changed since): see agg_sync(). */
+/* rtl.c's counters of an aggregate (beside the loader's, in its cache
+ * lines: a separate array cost a cache miss an event). */
+struct rtl_agg {
+    uint64_t live, wbytes, wcalls;     /* now; the window in progress        */
+    struct rtl_cls {
+        uint64_t cc, bytes;            /* the class << 58 | calls; bytes     */
+    } c1, *more;                       /* its first size class, the others   */
+    uint8_t *cells;                    /* (column, value) varint pairs       */
+    size_t ncells, capcells;
+    uint64_t snap_v;                   /* the live bytes of the last snapshot
+                                          cell and the snapshots it covers */
+    uint32_t run_end;                  /* where a run's cell ends in cells  */
+    uint8_t snap_cov;
+    uint8_t nmore;
+    uint8_t dirty;                     /* on the window's list               */
+};
+
 struct agg {
     uint32_t heap, stack;
     uint16_t tag;
@@ -78,6 +96,7 @@ struct agg {
     struct trend tr;                   /* live_bytes over recorded time: the
                                           growth table's line               */
     uint64_t first_time;               /* of its first allocation            */
+    struct rtl_agg rt;
 };
 
 struct thread {
@@ -242,6 +261,26 @@ struct ld_spans {
                                           bytes, and every tree's          */
 };
 
+/* rtl.c: the report's data at its default layout, counted as events are
+ * emitted. */
+struct ld_rtl {
+    int on;                            /* counting (the layout is known)    */
+    struct vh_tl_layout lay;
+    uint64_t snap_point[VH_TL_SNAPSHOTS];
+    unsigned next_snap;
+    uint64_t point1;                   /* the point in progress + 1; 0 none  */
+    uint64_t last_time, nevents;       /* as the stream stores them          */
+    int64_t total, custom;             /* every heap's live bytes, all but
+                                          malloc's                          */
+    uint64_t total_max, custom_max;    /* and their highs in the point       */
+    struct rtl_heap *heaps;            /* per DB heap id                     */
+    size_t nheaps;
+    uint32_t old_agg;                  /* a RESIZE's block's, before it      */
+    uint32_t *dirty;                   /* aggregates the window allocated in */
+    size_t ndirty, capdirty;
+    sqlite3_stmt *ins_tl;
+};
+
 /* stream.c: where settle() looks ahead. */
 struct ld_feed {
     struct feeder *feed;               /* the reader: the                    */
@@ -266,6 +305,7 @@ struct loader {
     struct ld_spans sp;
     struct reach reach;                /* the scan at exit (load/reach.h)   */
     struct ld_owners ow;               /* ownership snapshots (owners.h)    */
+    struct ld_rtl rt;
     int failed;                        /* -errno of the first failure        */
     char errmsg[256];
 };
@@ -432,12 +472,22 @@ static inline void block_gone(struct loader *L, struct heap *h, const struct vh_
 
 /* ---- the normalized event stream (events.h) ------------------------------ */
 
-static inline void emit(struct loader *L, const struct vh_ev *e)
+void rtl__event(struct loader *L, const struct vh_ev *e, uint32_t ai, uint32_t old_ai);
+
+/* Event e; ai is its block's aggregate (UINT32_MAX: no block), old_ai a
+ * RESIZE's block's before it. */
+static inline void emit_agg(struct loader *L, const struct vh_ev *e, uint32_t ai, uint32_t old_ai)
 {
     int rc;
     L->es.emitted++;
+    rtl__event(L, e, ai, old_ai);
     if (__builtin_expect(!L->failed && L->es.evw, 1) && (rc = evwriter__add(L->es.evw, e)))
         loader__fail(L, rc, "event stream: %s", evwriter__error(L->es.evw));
+}
+
+static inline void emit(struct loader *L, const struct vh_ev *e)
+{
+    emit_agg(L, e, UINT32_MAX, UINT32_MAX);
 }
 
 /* An event about live block b of heap h, by thread tid. */
@@ -450,11 +500,16 @@ static inline void emit_block(struct loader *L, uint8_t kind, uint8_t flags, con
                        .old_size = old_size, .usable = b->size + b->slack, .heap_id = h->id,
                        .stack_id = a->stack, .tag_id = a->tag, .tid = tid, .kind = kind,
                        .flags = flags };
-    emit(L, &e);
+    emit_agg(L, &e, b->agg, L->rt.old_agg);
 }
 
 /* ---- the parts: each one's init (0, or -1 with the load failed), its
  * records' handlers, its end and its free (idempotent) ------------------ */
+
+/* rtl.c: the report's data (its layout for the runtime announced). */
+int rtl__init(struct loader *L);
+void rtl__write(struct loader *L, int64_t coarse_ns, int64_t precise_from);
+void rtl__free(struct loader *L);
 
 /* heaps.c: the heap table, nesting, regions, series buckets. */
 int heaps__init(struct loader *L);

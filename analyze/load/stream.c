@@ -256,6 +256,7 @@ static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
              * carries the temporary flag of its '-' */
             flags = check_temporary(L, h, t, b) ? VH_EVF_TEMPORARY : 0;
             old_size = b->size;
+            L->rt.old_agg = b->agg;       /* the report's data moves it */
         } else {
             L->lv.implicit_frees++;       /* its free was never recorded */
             emit_block(L, VH_EV_FREE, VH_EVF_IMPLICIT, h, ev->tid, ev->time, b, 0, 0);
@@ -265,8 +266,10 @@ static void on_alloc(struct loader *L, const struct vh_event *ev, int resize)
         h->unknown_frees++;            /* resized a block we never saw */
     }
     block_new(L, h, t, b, ai, r, ev->time);
-    if (existed && resize)
+    if (existed && resize) {
         emit_block(L, VH_EV_RESIZE, flags, h, ev->tid, ev->time, b, old_size, 0);
+        L->rt.old_agg = UINT32_MAX;
+    }
     else    /* a resize of an unknown block is where it starts for us */
         emit_block(L, VH_EV_ALLOC,
                    resize || (r->h.flags & VH_RF_REALLOC) ? VH_EVF_REALLOC : 0, h, ev->tid,

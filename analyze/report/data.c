@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "analyze/store/events.h"
+#include "analyze/store/tlayout.h"
 #include "analyze/query/frag.h"
 #include "analyze/util/cmp.h"
+#include "common/leb128.h"
 #include "analyze/util/fmt.h"
 #include "analyze/util/grow.h"
 #include "analyze/query/recording.h"
@@ -333,15 +335,7 @@ static void live_add(struct replay *r, size_t ser, int64_t d)
     r->total += d;
 }
 
-/* A size's class in the histogram: 0 is up to 8 bytes, class c > 0 the
- * sizes in (2^(c+2), 2^(c+3)], the last every size above. */
-static uint32_t size_class(uint64_t size)
-{
-    uint32_t c = 0;
-    while (c + 1 < VH_REPORT_SIZE_CLASSES && size > (uint64_t)8 << c)
-        c++;
-    return c;
-}
+_Static_assert(VH_REPORT_SIZE_CLASSES == VH_TL_SIZE_CLASSES, "the loader counts these classes");
 
 /* An allocation (ALLOC or RESIZE) into the sparse columns: its window's
  * bytes and calls (between the snapshots around it), its size class's
@@ -350,7 +344,7 @@ static int count_alloc(struct replay *r, int64_t row, uint64_t size, uint64_t by
 {
     uint64_t calls = size ? (bytes + size / 2) / size : 1;
     uint32_t w = r->next_snap < r->nsnap ? r->next_snap : r->nsnap - 1;
-    uint32_t h = 2 * r->nsnap + 2 * size_class(size);
+    uint32_t h = 2 * r->nsnap + 2 * vh_tl_size_class(size);
     if (r->nsnap && (vh_ctree__xadd(r->t, row, 2 * w, bytes) ||
                      vh_ctree__xadd(r->t, row, 2 * w + 1, calls)))
         return -ENOMEM;
@@ -466,6 +460,197 @@ out:
     return rc;
 }
 
+/* ---- or the same numbers as the loader counted them (load/rtl.c) ------------ */
+
+static int loaded_layout(sqlite3 *db, const struct replay *r, const struct vh_report_opts *opt)
+{
+    const struct timeline *tl = r->tl;
+    return !opt->has_range && !tl->by_event && r->nsnap == VH_TL_SNAPSHOTS &&
+           one_int(db, "SELECT value FROM meta WHERE key = 'report_points'", -1) == tl->points &&
+           one_int(db, "SELECT value FROM meta WHERE key = 'report_width'", -1) ==
+               (int64_t)tl->width &&
+           one_int(db, "SELECT value FROM meta WHERE key = 'report_snapshots'", -1) ==
+               VH_TL_SNAPSHOTS;
+}
+
+/* A heap of its own series: its value at every point, carried between
+ * its rows (from..to-1). */
+static void carry(struct timeline *tl, size_t ser, unsigned from, unsigned to, uint64_t v)
+{
+    for (unsigned p = from; p < to; p++)
+        tl->live[ser * tl->points + p] = tl->max[ser * tl->points + p] = v;
+}
+
+/* "other heaps": their live bytes add up. Their high in a point is exact
+ * where no heap with a series of its own but malloc had events there
+ * (every heap's high but malloc's, less those heaps' constant bytes; or
+ * every heap's, where malloc has no series and none of them had any), or
+ * where one of them had events (its rise); else the sum of their rises, at
+ * most every heap's high (docs/schema.md). own: bit 1, a heap of its own
+ * but malloc had events; bit 2, malloc did. */
+static void other_series(struct timeline *tl, const int64_t *dlive, const uint64_t *rise,
+                         const uint8_t *own, const uint64_t *cmax, int malloc_own)
+{
+    size_t o = TL_HEAPS * tl->points, all = (tl->nser - 1) * tl->points;
+    int64_t run = 0;
+    for (unsigned p = 0; p < tl->points; p++) {
+        uint64_t open = run > 0 ? (uint64_t)run : 0, mx = tl->max[all + p], rest = 0;
+        int exact = malloc_own ? !(own[p] & 1) : !own[p];
+        run += dlive[p];
+        tl->live[o + p] = run > 0 ? (uint64_t)run : 0;
+        for (size_t s = 0; exact && s < TL_HEAPS; s++)
+            if (!malloc_own || tl->heap_of_ser[s] != 0)
+                rest += tl->live[s * tl->points + p];
+        if (exact && malloc_own)
+            mx = cmax[p] > rest ? cmax[p] - rest : 0;
+        else if (exact)
+            mx = mx > rest ? mx - rest : 0;
+        else if (open + rise[p] < mx)
+            mx = open + rise[p];
+        tl->max[o + p] = mx > tl->live[o + p] ? mx : tl->live[o + p];
+    }
+}
+
+/* One report_timeline row (heap h's, its series ser) into the series. */
+static void timeline_row(struct timeline *tl, size_t ser, unsigned p, uint64_t live, uint64_t max,
+                         uint64_t *had, unsigned *next, int64_t *dlive, uint64_t *rise,
+                         uint8_t *own)
+{
+    if (ser == tl->nser - 1) {
+        tl->seen[p] = 1;
+    } else if (ser == TL_HEAPS) {
+        dlive[p] += (int64_t)(live - *had);
+        rise[p] += max - *had;
+        *had = live;
+        return;
+    } else {
+        carry(tl, ser, *next, p, *had);
+        own[p] |= tl->heap_of_ser[ser] ? 1 : 2;
+    }
+    tl->live[ser * tl->points + p] = live;
+    tl->max[ser * tl->points + p] = max;
+    *had = live;
+    *next = p + 1;
+}
+
+static int loaded_timeline(sqlite3 *db, struct replay *r, char *err, size_t errlen)
+{
+    struct timeline *tl = r->tl;
+    sqlite3_stmt *st = NULL;
+    int64_t *dlive = calloc(tl->points, sizeof *dlive), heap = INT64_MIN;
+    uint64_t *rise = calloc(tl->points, sizeof *rise), had = 0;
+    uint64_t *cmax = calloc(tl->points, sizeof *cmax);      /* all heaps' but malloc's */
+    uint8_t *own = calloc(tl->points, 1);      /* heaps of their own had events */
+    unsigned next = 0;
+    size_t ser = 0;
+    int rc = -ENOMEM;
+    if (!dlive || !rise || !own || !cmax)
+        goto out;
+    if (sqlite3_prepare_v2(db, "SELECT heap_id, point, live_bytes, max_live_bytes FROM "
+                               "report_timeline ORDER BY heap_id, point", -1, &st, NULL)) {
+        rc = dbfail(db, "reading report_timeline", err, errlen);
+        goto out;
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t h = sqlite3_column_int64(st, 0), p = sqlite3_column_int64(st, 1);
+        if (h == -2) {
+            if (p >= 0 && p < tl->points)
+                cmax[p] = (uint64_t)sqlite3_column_int64(st, 3);
+            continue;
+        }
+        if (h != heap) {
+            if (ser < TL_HEAPS)
+                carry(tl, ser, next, tl->points, had);
+            heap = h, had = 0, next = 0;
+            ser = h < 0 ? tl->nser - 1 : ser_of(tl, r->hs, (uint32_t)h);
+        }
+        if (p >= 0 && p < tl->points)
+            timeline_row(tl, ser, (unsigned)p, (uint64_t)sqlite3_column_int64(st, 2),
+                         (uint64_t)sqlite3_column_int64(st, 3), &had, &next, dlive, rise, own);
+    }
+    if (rc != SQLITE_DONE) {
+        rc = dbfail(db, "reading report_timeline", err, errlen);
+        goto out;
+    }
+    if (ser < TL_HEAPS)
+        carry(tl, ser, next, tl->points, had);
+    int malloc_own = 0;
+    for (size_t s = 0; s < TL_HEAPS; s++)
+        malloc_own |= tl->heap_of_ser[s] == 0;
+    other_series(tl, dlive, rise, own, cmax, malloc_own);
+    rc = 0;
+out:
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    sqlite3_finalize(st);
+    free(dlive);
+    free(rise);
+    free(own);
+    free(cmax);
+    return rc;
+}
+
+/* A report_stacks row's cells into its tree row. */
+static int stack_cells(struct replay *r, int64_t row, const uint8_t *p, const uint8_t *end)
+{
+    uint64_t col, v, last = 0, s = 0, *vals = vh_ctree__vals(r->t, row) + r->col0;
+    while (p < end) {
+        if (vh_uleb_get(&p, end, &col) || vh_uleb_get(&p, end, &v))
+            return -EINVAL;
+        if (col < VH_TL_CELL_SNAP) {
+            if (vh_ctree__xadd(r->t, row, (uint32_t)col, v))
+                return -ENOMEM;
+        } else if (col < VH_TL_CELL_RUN) {
+            if ((s = col - VH_TL_CELL_SNAP) >= r->nsnap)
+                return -EINVAL;
+            vals[s++] += last = v;
+        } else {                   /* a run: snapshots s..col - RUN keep it */
+            if (col - VH_TL_CELL_RUN >= r->nsnap)
+                return -EINVAL;
+            for (; s <= col - VH_TL_CELL_RUN; s++)
+                vals[s] += last;
+        }
+    }
+    return 0;
+}
+
+static int loaded_stacks(sqlite3 *db, struct replay *r, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+    if (sqlite3_prepare_v2(db, "SELECT heap_id, stack_id, tag_id, cells FROM report_stacks", -1,
+                           &st, NULL))
+        return dbfail(db, "reading report_stacks", err, errlen);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const uint8_t *p = sqlite3_column_blob(st, 3);
+        int64_t row = row_of(r->sr, (uint32_t)sqlite3_column_int64(st, 0),
+                             (uint32_t)sqlite3_column_int64(st, 1),
+                             (uint32_t)sqlite3_column_int64(st, 2));
+        if (row < 0 || (rc = stack_cells(r, row, p, p + sqlite3_column_bytes(st, 3)))) {
+            sqlite3_finalize(st);
+            snprintf(err, errlen, row < 0 || rc == -ENOMEM ? "out of memory"
+                                                           : "report_stacks: a damaged row");
+            return row < 0 ? -ENOMEM : rc;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : dbfail(db, "reading report_stacks", err, errlen);
+}
+
+/* The replay's results from the loader's rows: 1, or 0 when it counted
+ * another layout (the report replays then). */
+static int loaded(sqlite3 *db, struct replay *r, const struct vh_report_opts *opt, char *err,
+                  size_t errlen)
+{
+    int rc;
+    if (!loaded_layout(db, r, opt))
+        return 0;
+    if ((rc = loaded_timeline(db, r, err, errlen)) || (rc = loaded_stacks(db, r, err, errlen)))
+        return rc;
+    place(r->tl, UINT64_MAX, r->tl->points - 1);
+    return 1;
+}
+
 static int instants(sqlite3 *db, const char *sql, struct instant **out, size_t *n, char *err,
                     size_t errlen)
 {
@@ -554,10 +739,8 @@ static int place_snaps(struct timeline *tl, unsigned nsnap, const struct vh_repo
 {
     unsigned even = nsnap - (opt->has_range ? 2 : 0);
     char a[32], b[32];
-    for (unsigned s = 0; s < even; s++) {
-        uint64_t p = ((uint64_t)(s + 1) * tl->points + even - 1) / even;
-        tl->snap_point[s] = p ? p - 1 : 0;
-    }
+    for (unsigned s = 0; s < even; s++)
+        tl->snap_point[s] = vh_tl_snap_point(s, even, tl->points);
     if (opt->has_range) {
         vh_fmt_secs(opt->from, 3, a, sizeof a);
         vh_fmt_secs(tl->runtime, 3, b, sizeof b);
@@ -592,20 +775,11 @@ static int timeline(sqlite3 *db, struct replay *r, const struct vh_report_opts *
     int64_t precise_from = one_int(db, "SELECT value FROM meta WHERE key = 'precise_from'", 0);
     tl->runtime = (uint64_t)one_int(db, "SELECT max(runtime_ns, 0) FROM processes", 0);
     tl->nevents = (uint64_t)one_int(db, "SELECT sum(count) FROM events", 0);
-    tl->points = opt->points;
-    if (tl->nevents && tl->nevents < tl->points)
-        tl->points = (unsigned)tl->nevents;
-    if (!tl->points)
-        tl->points = 1;
-    /* The coarse clock (one tick, 4 ms here) cannot place the events of a
-     * run only a few ticks long: their order is then the honest axis. */
-    tl->by_event = coarse > 0 && precise_from == -1 &&
-                   tl->runtime < 50 * (uint64_t)coarse && tl->nevents > 0;
-    uint64_t span = tl->by_event ? tl->nevents : tl->runtime + 1;
-    tl->width = (span + tl->points - 1) / tl->points;
-    if (!tl->width)
-        tl->width = 1;
-    tl->points = (unsigned)((span + tl->width - 1) / tl->width);
+    struct vh_tl_layout lay = vh_tl_layout(opt->points, tl->nevents, tl->runtime, coarse,
+                                           precise_from);
+    tl->points = lay.points;
+    tl->by_event = lay.by_event;
+    tl->width = lay.width;
 
     if (!(r->hs = vh_map__new()))
         return -ENOMEM;
@@ -641,7 +815,7 @@ static int timeline(sqlite3 *db, struct replay *r, const struct vh_report_opts *
                        err, errlen)) ||
         (rc = instants(db, "SELECT time, 0, label FROM marks ORDER BY time LIMIT 2000", &tl->mk,
                        &tl->nmk, err, errlen)) ||
-        (rc = replay(db, r, err, errlen)))
+        (rc = loaded(db, r, opt, err, errlen)) < 0 || (!rc && (rc = replay(db, r, err, errlen))))
         return rc;
     rss_points(tl);
     /* points without an event keep the live bytes of the point before */

@@ -26,6 +26,9 @@
 #   BENCH_MT_THREADS=4 BENCH_MT_ROUNDS=60000 BENCH_PY_ROUNDS=120  sizes
 #   BENCH_SHIP=parsed       the fake ship's boot to the end of its parse phase
 #                           (compiled: on through the compile phase; 0: skip)
+#   BENCH_SHORT=1 BENCH_SHORT_REPS=BENCH_REPS BENCH_SHORT_INNER=10
+#   BENCH_SHORT_WORKLOADS="true ls sqlite_short python_short churn"   the short
+#                           runs and thread churn (issue 28; 0: skipped)
 #   B=build                 the build directory (libvheap.so, vheap-analyze)
 #   BENCH_BASE=DIR          another build directory (an older commit's): its
 #                           shim runs as one more mode, and a table gives this
@@ -710,10 +713,27 @@ fi
 # The HTML report of a big run (bench/many_stacks.c): 2^BENCH_REPORT_BITS
 # allocations (default 19: 524288), each from a stack of its own; how long
 # `report` takes, how big the page is, and how long headless Chromium takes
-# to draw it (the page's own measure, performance.now() when its script
-# ends; median of 3), then a search keystroke and a cost switch in it
-# (bench/report_ui.html; issue 30 asks 100 ms each). BENCH_REPORT_BITS=0
-# skips this.
+# to draw it, a search keystroke and a cost switch in it (page_ui; issue 30
+# asks 100 ms each), and the same for the whole tree (--prune 0).
+# BENCH_REPORT_BITS=0 skips this.
+
+# page_ui PAGE: how long headless Chromium takes to draw PAGE (the page's
+# own measure, performance.now() when its script ends; median of 3), then a
+# search typed and each cost clicked in it (bench/report_ui.html)
+page_ui() {
+    ms=""
+    for _ in 1 2 3; do
+        ms="$ms $(timeout 300 "$chrome" --headless --no-sandbox --disable-gpu --dump-dom \
+            "file://$1" 2>/dev/null | grep -o 'data-render-ms="[0-9]*"' | tr -dc 0-9)"
+    done
+    say "  drawn by headless Chromium in (ms):$ms; median $(echo $ms | tr ' ' '\n' | sort -n | sed -n 2p) ms"
+    python3 -c 'import sys; p = open(sys.argv[1]).read(); i = p.rindex("</body>")
+open(sys.argv[3], "w").write(p[:i] + open(sys.argv[2]).read() + p[i:])' \
+        "$1" "$top/bench/report_ui.html" "$1.ui.html"
+    say "  in the page: $(timeout 300 "$chrome" --headless --no-sandbox --disable-gpu --dump-dom \
+        "file://$1.ui.html" 2>/dev/null | grep -o 'data-timing="[^".]*"' | cut -d'"' -f2) (target: 100 ms each)"
+    rm -f "$1.ui.html"
+}
 rb=${BENCH_REPORT_BITS:-19}
 case $rb in ''|*[!0-9]*) warn "BENCH_REPORT_BITS must be a number"; rb=0 ;; esac
 if [ "$rb" -gt 0 ] && [ -x "$analyze" ]; then
@@ -729,21 +749,117 @@ if [ "$rb" -gt 0 ] && [ -x "$analyze" ]; then
     say "  report: $(( ($(date +%s%N) - t0) / 1000000 )) ms, page $(bytes "$(stat -c %s "$tmp/many.html")")"
     chrome=$(command -v chromium || command -v chromium-browser || true)
     if [ -n "$chrome" ]; then
-        ms=""
-        for _ in 1 2 3; do
-            ms="$ms $(timeout 120 "$chrome" --headless --no-sandbox --disable-gpu --dump-dom \
-                "file://$tmp/many.html" 2>/dev/null | grep -o 'data-render-ms="[0-9]*"' | tr -dc 0-9)"
-        done
-        say "  drawn by headless Chromium in (ms):$ms; median $(echo $ms | tr ' ' '\n' | sort -n | sed -n 2p) ms"
-        # a search typed and each cost clicked in the page (bench/report_ui.html)
-        python3 -c 'import sys; p = open(sys.argv[1]).read(); i = p.rindex("</body>")
-open(sys.argv[3], "w").write(p[:i] + open(sys.argv[2]).read() + p[i:])' \
-            "$tmp/many.html" "$top/bench/report_ui.html" "$tmp/many-ui.html"
-        say "  in the page: $(timeout 120 "$chrome" --headless --no-sandbox --disable-gpu --dump-dom \
-            "file://$tmp/many-ui.html" 2>/dev/null | grep -o 'data-timing="[^"]*"' | cut -d'"' -f2)"
-        rm -f "$tmp/many-ui.html"
+        page_ui "$tmp/many.html"
+        # the whole tree, nothing merged into '[smaller stacks]': it must
+        # finish, and its page stay as quick (issue 30)
+        t0=$(date +%s%N)
+        "$analyze" report "$tmp/many.sqlite" -o "$tmp/many.html" --prune 0 2>/dev/null ||
+            warn "report --prune 0 failed"
+        say "  report --prune 0: $(( ($(date +%s%N) - t0) / 1000000 )) ms, page $(bytes "$(stat -c %s "$tmp/many.html")") (target: finishes)"
+        page_ui "$tmp/many.html"
     else
         say "  (chromium not installed: the drawing time is not measured)"
     fi
     rm -f "$tmp/many.vhcap" "$tmp/many.sqlite" "$tmp/many.html"
+fi
+
+# ---- short runs and thread churn (issue 28) ------------------------------------------
+# A run of a few milliseconds shows the shim's fixed start and exit cost
+# (loading it and its libraries, creating the capture, the module list),
+# which longer workloads hide; bench/churn.c (5000 threads, 4 alive at a
+# time, 20 small allocations each) shows the per-thread cost. Each is run
+# bare, under heaptrack, recorded in full and sampled, the modes in rotating
+# order; a short program runs BENCH_SHORT_INNER times a sample (its CPU
+# summed: one run is about a millisecond). CPU is user + system of the
+# program's process. Targets: sampled at most 1.10 x bare, and vheap's
+# overhead at most heaptrack's (vh/ht ovhd <= 1.0), each the median of the
+# ratios within a repetition. BENCH_SHORT=0 skips this;
+# BENCH_SHORT_REPS (default BENCH_REPS), BENCH_SHORT_INNER=10,
+# BENCH_SHORT_WORKLOADS="true ls sqlite_short python_short churn".
+short_wls=${BENCH_SHORT_WORKLOADS:-true ls sqlite_short python_short churn}
+sreps=${BENCH_SHORT_REPS:-$reps}
+sinner=${BENCH_SHORT_INNER:-10}
+case $sreps in ''|*[!0-9]*|0) warn "BENCH_SHORT_REPS must be a positive integer"; sreps=$reps ;; esac
+case $sinner in ''|*[!0-9]*|0) warn "BENCH_SHORT_INNER must be a positive integer"; sinner=10 ;; esac
+# short_cmd WL: the command line of short workload WL (empty: not available)
+short_cmd() {
+    case $1 in
+    true) echo /bin/true ;;
+    ls) echo /bin/ls /usr/lib ;;
+    sqlite_short) [ -n "$sqlite" ] && echo "$sqlite :memory: 'select 1;'" ;;
+    python_short) [ -n "$py" ] && echo "$py -c pass" ;;
+    churn) echo "$bdir/churn 5000 4 20" ;;
+    *) warn "unknown short workload '$1' (true ls sqlite_short python_short churn)" ;;
+    esac
+}
+# short_run WL MODE REP: the CPU seconds of N runs of WL under MODE, summed,
+# appended to sresults as "wl mode rep cpu"; a failed run leaves the sample out.
+short_run() {
+    _n=$sinner _sum=0
+    [ "$1" = churn ] && _n=1
+    _i=0
+    while [ $_i -lt $_n ]; do
+        rm -f res
+        # shellcheck disable=SC2046 # the command line is words
+        case $2 in
+        bare) eval "\"\$stamp\" res $(short_cmd "$1")" ;;
+        heaptrack) eval "heaptrack -r -o \"\$tmp/hts\" \"\$stamp\" res $(short_cmd "$1")" ;;
+        vheap) eval "env LD_PRELOAD=\"\$lib\" VHEAP_OUT=\"\$tmp/shv.%p.vhcap\" VHEAP_QUIET=1 \
+                     \"\$stamp\" res $(short_cmd "$1")" ;;
+        sampled) eval "env LD_PRELOAD=\"\$lib\" VHEAP_OUT=\"\$tmp/shs.%p.vhcap\" VHEAP_QUIET=1 \
+                       VHEAP_SAMPLE=\"\$sample\" \"\$stamp\" res $(short_cmd "$1")" ;;
+        esac >/dev/null 2>&1 </dev/null || true
+        rm -f "$tmp"/hts* "$tmp"/shv.* "$tmp"/shs.*
+        [ -s res ] && [ "$(cut -d' ' -f5 res)" = 0 ] ||
+            { warn "short $1 under $2 failed"; return 0; }
+        _sum=$(awk -v s="$_sum" '{ printf "%.6f", s + $2 + $3 }' res)
+        _i=$((_i + 1))
+    done
+    echo "$1 $2 $3 $_sum" >>sresults
+}
+if [ "${BENCH_SHORT:-1}" != 0 ] && [ $have_vheap = 1 ]; then
+    "$cc" -O2 -g -pthread -Wall -Wextra -Werror -o "$bdir/churn" "$top/bench/churn.c"
+    [ "$sample" != 0 ] || sample=512KiB
+    smodes="bare vheap sampled"
+    [ $have_heaptrack = 1 ] && smodes="bare heaptrack vheap sampled"
+    swls=""
+    for w in $short_wls; do [ -n "$(short_cmd "$w")" ] && swls="$swls $w"; done
+    : >sresults
+    r=1
+    while [ $r -le "$sreps" ]; do
+        set -- $smodes
+        i=1
+        while [ $i -lt $(( (r - 1) % $# + 1 )) ]; do _m=$1; shift; set -- "$@" "$_m"; i=$((i + 1)); done
+        for w in $swls; do
+            for m in "$@"; do short_run "$w" "$m" "$r"; done
+        done
+        r=$((r + 1))
+    done
+    say ""
+    say "Short runs and thread churn (issue 28): CPU ms a run, median of $sreps repetitions"
+    say "  ($sinner runs a sample for the short programs; captures in $tmp; sampled at $sample)"
+    printf '%-13s %8s %9s %8s %8s %17s %17s\n' workload bare heaptrack vheap sampled \
+        "sampled/bare" "vh/ht ovhd"
+    printf '%-13s %8s %9s %8s %8s %17s %17s\n' "" "" "" "" "" "(<= 1.10)" "(<= 1.0)"
+    for w in $swls; do
+        n=$sinner; [ "$w" = churn ] && n=1
+        awk -v w="$w" -v n="$n" '$1 == w { v[$3 "," $2] = $4 * 1000 / n; rep[$3] = 1 }
+            END { for (r in rep) { b = v[r ",bare"]; h = v[r ",heaptrack"]; m = v[r ",vheap"]
+                                   s = v[r ",sampled"]
+                      print "bare", b; print "heaptrack", h; print "vheap", m; print "sampled", s
+                      if (b > 0 && s != "") print "sr", s / b
+                      if (b != "" && h != "" && m != "" && h > b) print "ov", (m - b) / (h - b) } }' \
+            sresults >srows
+        med() { awk -v k="$1" '$1 == k && $2 != "" { print $2 }' srows | median; }
+        awk -v w="$w" -v b="$(med bare)" -v h="$(med heaptrack)" -v m="$(med vheap)" \
+            -v s="$(med sampled)" -v sr="$(med sr)" -v ov="$(med ov)" 'BEGIN {
+            f = "%-13s %8s %9s %8s %8s %17s %17s\n"
+            printf f, w, b == "-" ? "-" : sprintf("%.3f", b), h == "-" ? "-" : sprintf("%.3f", h),
+                m == "-" ? "-" : sprintf("%.3f", m), s == "-" ? "-" : sprintf("%.3f", s),
+                sr == "-" ? "-" : sprintf("%.2fx %s", sr, sr <= 1.10 ? "ok" : "OVER"),
+                ov == "-" ? "-" : sprintf("%.2f %s", ov, ov <= 1.0 ? "ok" : "OVER") }'
+    done
+    say "(vh/ht ovhd: (vheap - bare) / (heaptrack - bare), vheap recording in full. The floor"
+    say " of a short run's sampled ratio is loading any preloaded library and the shim's"
+    say " libunwind: docs/design.md, \"Thread churn and short runs\")"
 fi

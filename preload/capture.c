@@ -2,10 +2,12 @@
  *
  * One virtual range is reserved once; the file is mapped into it MAP_SHARED
  * in extents as it grows, so header and chunks are one linear range whose
- * pages live in the page cache and survive the process's death. Space is
- * taken with fallocate() before a page is mapped (a write to a hole that the
- * disk cannot back would be a SIGBUS; fallocate says ENOSPC instead). Any
- * failure to grow disables recording: events are then only counted. */
+ * pages live in the page cache and survive the process's death. An extent
+ * is only sized (sparse); a page gets its space just before it is first
+ * written, in the writer's populate steps (back_pages: a write to a hole
+ * that the disk cannot back would be a SIGBUS; the populate says EFAULT,
+ * fallocate ENOSPC instead). Any failure to grow disables recording:
+ * events are then only counted. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -202,6 +204,46 @@ static int take_space(int fd, uint64_t off, uint64_t len)
     return 0;
 }
 
+/* Sizes the file to `end` bytes (sparse: no space is taken, see
+ * back_pages), never past RLIMIT_FSIZE. */
+static int extend(int fd, uint64_t end)
+{
+    if (!within_fsize(end))
+        return -EFBIG;
+    while (ftruncate(fd, (off_t)end) != 0)
+        if (errno != EINTR)
+            return -errno;
+    return 0;
+}
+
+/* Gives the mapped pages [from, to) of the capture real space before
+ * anything writes to them. MADV_POPULATE_WRITE (Linux 5.14) faults them in
+ * writable, which takes the filesystem's space for a hole, and answers
+ * EFAULT where the write would have raised SIGBUS (a full disk); where it
+ * fails or is missing, fallocate through a descriptor opened for the
+ * moment says yes or no for sure. Taking the space here, a populate step
+ * at a time as the writer goes, instead of for a whole extent when mapped,
+ * spares a short run allocating (and at exit freeing) the 2 MiB of its
+ * first extent on tmpfs: a quarter of /bin/true's time under the shim.
+ * 0 or -errno. */
+static int populate_missing;      /* atomic: the kernel has no MADV_POPULATE_WRITE */
+
+static int back_pages(char *from, char *to)
+{
+    if (!__atomic_load_n(&populate_missing, __ATOMIC_RELAXED)) {
+        if (madvise(from, (size_t)(to - from), MADV_POPULATE_WRITE) == 0)
+            return 0;
+        if (errno == EINVAL)
+            __atomic_store_n(&populate_missing, 1, __ATOMIC_RELAXED);
+    }
+    int fd = capture_fd();
+    if (fd < 0)
+        return -EBADF;
+    int rc = take_space(fd, (uint64_t)(from - vh_cap.base), (uint64_t)(to - from));
+    vh_sys_close(fd);
+    return rc;
+}
+
 /* Maps [off, off + len) of the capture at `at`. Without read-around: the
  * kernel's fault on a file page not cached reads (zeroes, for space just
  * taken) the pages around it too, up to megabytes with large folios,
@@ -235,11 +277,10 @@ static int grow(uint64_t need)
         int fd = capture_fd();
         if (fd < 0)
             return -EBADF;         /* the file is gone, or no number free */
-        int rc = take_space(fd, vh_cap.mapped, step);
-        if ((rc == -ENOSPC || rc == -EFBIG) && step > vh_cap.chunk_size &&
-            vh_cap.mapped + vh_cap.chunk_size >= need) {
-            step = vh_cap.chunk_size;   /* nearly full: take what is needed */
-            rc = take_space(fd, vh_cap.mapped, step);
+        int rc = extend(fd, vh_cap.mapped + step);
+        if (rc == -EFBIG && step > vh_cap.chunk_size && vh_cap.mapped + vh_cap.chunk_size >= need) {
+            step = vh_cap.chunk_size;   /* nearly at the limit: take what is needed */
+            rc = extend(fd, vh_cap.mapped + step);
         }
         void *at = MAP_FAILED;
         if (rc == 0) {
@@ -366,7 +407,7 @@ static int map_first(int fd, const char *disp)
     }
     vh_cap.mapped = VH_HEADER_SIZE;
     uint64_t first = VH_HEADER_SIZE + 2ull * vh_cap.chunk_size;
-    if ((rc = take_space(fd, 0, first)) < 0) {
+    if ((rc = extend(fd, first)) < 0) {
         if (rc == -EFBIG)
             vh_log("the file size limit (ulimit -f) leaves no room for %s; recording nothing",
                    disp);
@@ -381,6 +422,10 @@ static int map_first(int fd, const char *disp)
         return rc;
     }
     vh_cap.mapped = first;
+    if ((rc = back_pages(vh_cap.base, vh_cap.base + VH_HEADER_SIZE)) < 0) {
+        vh_log("cannot allocate space for %s: %s; recording nothing", disp, vh_errname(-rc));
+        return rc;
+    }
     vh_cap.hdr = (struct vh_capture_header *)vh_cap.base;
     return 0;
 }
@@ -515,6 +560,9 @@ static struct vh_chunk_header *claim(uint64_t time)
             rc = -E2BIG;
         else if (need > vh_cap.mapped)
             rc = grow(need);
+        char *first_page = (char *)chunk_at((uint32_t)idx);   /* its header's */
+        if (rc == 0)
+            rc = back_pages(first_page, first_page + 4096);
         if (rc == 0) {
             /* The header first, then the count (release): every chunk a
              * reader counts has its header, so one without is damage, not
@@ -552,21 +600,39 @@ uint64_t vh_capture_resident(void)
     return __atomic_load_n(&resident, __ATOMIC_RELAXED);
 }
 
-static void populate(struct vh_tls *t, size_t need)
+static int populate(struct vh_tls *t, size_t need)
 {
     char *chunk_end = (char *)t->chunk + vh_cap.chunk_size;
     char *from = t->pop_start ? t->end : (char *)((uintptr_t)t->pos & ~(uintptr_t)4095);
     if (!t->pop_start)
         t->pop_start = from;
-    char *to = (char *)(((uintptr_t)t->pos + need + POPULATE_STEP) &
-                        ~(uintptr_t)(POPULATE_STEP - 1));
+    /* The step doubles with what this chunk took so far, from a page to
+     * POPULATE_STEP: a short run, or a thread that records a few events,
+     * faults in (and takes the space of) a page or two, not 64 KiB. */
+    size_t step = (size_t)(t->end - t->pop_start);
+    step = step < 4096 ? 4096 : step > POPULATE_STEP ? POPULATE_STEP
+                                : (size_t)1 << (63 - __builtin_clzll(step));
+    char *to = (char *)(((uintptr_t)t->pos + need + step) & ~(uintptr_t)(step - 1));
     if (to > chunk_end)
         to = chunk_end;
     if (to > from) {
-        madvise(from, (size_t)(to - from), MADV_POPULATE_WRITE);   /* best effort */
+        int rc = back_pages(from, to);
+        if (rc < 0)
+            return rc;
         __atomic_fetch_add(&resident, (uint64_t)(to - from), __ATOMIC_RELAXED);
         t->end = to;
     }
+    return 0;
+}
+
+/* No space for the pages the writer needs next: recording stops, as when
+ * an extent cannot grow. NULL. */
+static void *no_space(int rc)
+{
+    vh_capture_disable(rc == -EFBIG ? "the file size limit (ulimit -f) was reached"
+                       : rc == -EBADF ? "the capture file was removed"
+                                      : "cannot grow the capture", -rc);
+    return NULL;
 }
 
 static void retire(struct vh_tls *t)
@@ -585,8 +651,10 @@ void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time)
     const size_t thread_rec = sizeof(struct vh_rec_time);
     if (!h || (__atomic_load_n(&h->flags, __ATOMIC_RELAXED) & VH_HDR_DISABLED))
         return NULL;
+    int rc;
     if (t->chunk && (size_t)((char *)t->chunk + vh_cap.chunk_size - t->pos) >= size) {
-        populate(t, size);
+        if ((rc = populate(t, size)) < 0)
+            return no_space(rc);
         return t->pos;             /* the chunk had room beyond what is faulted in */
     }
     retire(t);                     /* full: done with it */
@@ -608,7 +676,8 @@ void *vh_rec_begin_slow(struct vh_tls *t, size_t size, uint64_t time)
         t->chunk = c;
         t->pos = t->end = pos;
         t->pop_start = NULL;
-        populate(t, pad + thread_rec + size);
+        if ((rc = populate(t, pad + thread_rec + size)) < 0)
+            return no_space(rc);
         if (!t->registered)
             vh_thread_register(t);
         for (; pad; pad--)

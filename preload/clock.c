@@ -141,12 +141,61 @@ static int sane(uint64_t mult, uint32_t shift)
     return ns >= 50000000u && ns <= 20000000000ull;
 }
 
+/* Whether the TSC is trusted, and its scale: asked of the kernel only
+ * when first needed (at the start with the exact clock, else when a
+ * second thread switches to it), since a run that stays on the coarse
+ * clock never reads the TSC. The perf event costs about 25 us of CPU and
+ * 80 us of wall time (its release waits for RCU): most of a short run's
+ * start under the shim (issue 28). Once; a thread that finds it under way
+ * waits for it. */
+static int tsc_state;              /* atomic: 0 not asked, 1 asking, 2 known */
+
+static void tsc_probe(void)
+{
+    int expected = 0;
+    if (__atomic_load_n(&tsc_state, __ATOMIC_ACQUIRE) == 2)
+        return;
+    if (!__atomic_compare_exchange_n(&tsc_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(&tsc_state, __ATOMIC_ACQUIRE) != 2)
+            __builtin_ia32_pause();
+        return;
+    }
+    uint32_t mult = 0, shift = 0;
+    usable = clocksource_is_tsc();
+    if (usable && perf_scale(&mult, &shift) && sane(mult, shift)) {
+        vh_clk.mult = mult;
+        vh_clk.shift = shift;
+        scale_known = 1;
+    }
+    __atomic_store_n(&tsc_state, 2, __ATOMIC_RELEASE);
+}
+
+/* The TSC anchored now, `start` being the capture's CLOCK_MONOTONIC time 0
+ * (NULL: now is time 0); before the scale is known, its calibration
+ * starts here. Returns the CLOCK_MONOTONIC time of the anchor. */
+static uint64_t tsc_anchor(const uint64_t *start)
+{
+    uint64_t tsc, mono;
+    pair(&tsc, &mono);
+    if (scale_known) {
+        vh_clk.tsc0 = tsc;
+        vh_clk.base = start ? mono - *start : 0;
+    } else {
+        cal_tsc = tsc;
+        cal_mono = mono;
+        cal_lock = 0;
+        __atomic_store_n(&cal_at, mono + CALIB_NS, __ATOMIC_RELAXED);
+    }
+    return mono;
+}
+
 void vh_clock_init(void)
 {
-    uint32_t mult = 0, shift = 0;
     __atomic_store_n(&vh_clk.mode, VH_CLK_SLOW, __ATOMIC_RELAXED);
-    usable = clocksource_is_tsc();
+    usable = 0;
     scale_known = 0;
+    __atomic_store_n(&tsc_state, 0, __ATOMIC_RELAXED);
     /* A coarse clock of 10 ms or worse would blur the time series. */
     struct timespec res;
     coarse_res = 0;
@@ -157,40 +206,30 @@ void vh_clock_init(void)
     vh_clk.gettime = vdso_gettime();
     if (!vh_clk.gettime)
         vh_clk.gettime = clock_gettime;
-    if (usable && perf_scale(&mult, &shift) && sane(mult, shift)) {
-        vh_clk.mult = mult;
-        vh_clk.shift = shift;
-        scale_known = 1;
-    }
 }
 
 uint64_t vh_clock_start(unsigned nthreads)
 {
-    uint64_t tsc, mono;
     int coarse = coarse_res && nthreads <= 1;
+    /* a fork child's probe cannot be under way: its asker was the parent's */
+    int asking = 1;
+    __atomic_compare_exchange_n(&tsc_state, &asking, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     __atomic_store_n(&vh_clk.mode, VH_CLK_SLOW, __ATOMIC_RELAXED);
     __atomic_store_n(&cal_at, UINT64_MAX, __ATOMIC_RELAXED);
     __atomic_store_n(&threads, (int)nthreads, __ATOMIC_RELAXED);
     __atomic_store_n(&vh_clk.last, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&slow_off, 0, __ATOMIC_RELAXED);
     switch_lock = 0;
-    if (!usable) {
-        mono = vh_mono_ns();
-    } else {
-        pair(&tsc, &mono);
-        if (scale_known) {
-            vh_clk.tsc0 = tsc;
-            vh_clk.base = 0;
-            __atomic_store_n(&vh_clk.mode, VH_CLK_TSC, __ATOMIC_RELEASE);
-        } else {
-            cal_tsc = tsc;
-            cal_mono = mono;
-            cal_lock = 0;
-            __atomic_store_n(&cal_at, mono + CALIB_NS, __ATOMIC_RELAXED);
-        }
-    }
-    if (coarse)
+    if (coarse) {
         __atomic_store_n(&vh_clk.mode, VH_CLK_COARSE, __ATOMIC_RELEASE);
+        return vh_mono_ns();       /* the TSC waits for a second thread */
+    }
+    tsc_probe();
+    if (!usable)
+        return vh_mono_ns();
+    uint64_t mono = tsc_anchor(NULL);
+    if (scale_known)
+        __atomic_store_n(&vh_clk.mode, VH_CLK_TSC, __ATOMIC_RELEASE);
     return mono;
 }
 
@@ -204,8 +243,11 @@ void vh_clock_thread(void)
     if (__atomic_add_fetch(&threads, 1, __ATOMIC_ACQ_REL) < 2 ||
         __atomic_load_n(&vh_clk.mode, __ATOMIC_ACQUIRE) != VH_CLK_COARSE)
         return;
+    tsc_probe();                   /* outside the lock: it may wait */
     vh_lock(&switch_lock);
     if (__atomic_load_n(&vh_clk.mode, __ATOMIC_ACQUIRE) == VH_CLK_COARSE) {
+        if (usable)
+            tsc_anchor(&vh_cap.start_mono);
         uint64_t floor = vh_coarse_read(), from;
         uint64_t last = __atomic_load_n(&vh_clk.last, __ATOMIC_RELAXED);
         floor = (floor > last ? floor : last) + 2ull * coarse_res;

@@ -259,6 +259,47 @@ VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_
     vh_hook_leave(t, h);
 }
 
+/* ---- the cleanup's unwinder calls ------------------------------------------------
+ * -fexceptions makes new_hook's cleanup name libgcc_s's personality routine
+ * (in .eh_frame) and _Unwind_Resume (its landing pad's last call). Linking
+ * libgcc_s for them made every program load it, 0.15 ms of a short run
+ * (issue 28); these hidden stand-ins forward to the definitions of the
+ * libgcc_s the process has. An exception reaching a hook's frame was
+ * thrown by a C++ runtime, whose unwinder is that libgcc_s (it is loaded
+ * with libstdc++): found then, by name (elfsym.c, no dlsym, no malloc).
+ * Without one (an unwinder linked statically, and no libgcc_s loaded) the
+ * frame is passed over, its cleanup not run. */
+typedef int (*personality_fn)(int, int, uint64_t, void *, void *);
+typedef void (*resume_fn)(void *);
+
+static void *unwinder_fn(void **cache, const char *name)
+{
+    void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = vh_sym_next(name);
+        __atomic_store_n(cache, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+__attribute__((used, visibility("hidden"))) int __gcc_personality_v0(int version, int actions,
+                                                                     uint64_t cls, void *ue,
+                                                                     void *ctx)
+{
+    static void *real;
+    personality_fn f = (personality_fn)unwinder_fn(&real, "__gcc_personality_v0");
+    return f ? f(version, actions, cls, ue, ctx) : 8;   /* _URC_CONTINUE_UNWIND */
+}
+
+__attribute__((used, visibility("hidden"), noreturn)) void _Unwind_Resume(void *ue)
+{
+    static void *real;
+    resume_fn f = (resume_fn)unwinder_fn(&real, "_Unwind_Resume");
+    if (f)
+        f(ue);
+    abort();                       /* a landing pad ran: the personality was found */
+}
+
 /* ---- the hooks ------------------------------------------------------------------ */
 /* One real operator new call in flight. The cleanup runs when its scope is
  * left, by return or by an exception (-fexceptions). */

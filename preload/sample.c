@@ -18,11 +18,11 @@
  * (mostly in cache): a zero answers "not sampled", the common case, without
  * touching the set. Keys are the address, mixed with the heap id for
  * custom heaps. */
-#include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "preload/internal.h"
+#include "preload/ln.h"
 
 uint64_t vh_sample_rate;           /* 0: every call is recorded              */
 
@@ -152,7 +152,7 @@ static inline uint64_t next_random(struct vh_tls *t)
 static int64_t interval(struct vh_tls *t)
 {
     double u = ((double)(next_random(t) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-    double v = -log(u) * (double)vh_sample_rate;
+    double v = -vh_ln(u) * (double)vh_sample_rate;
     return v < 1.0 ? 1 : v > 9.0e18 ? INT64_MAX / 2 : (int64_t)v;
 }
 

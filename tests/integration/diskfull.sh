@@ -4,8 +4,10 @@
 # counts exactly the program's calls that are not in it (recorded + dropped
 # == what the program did, with one thread and with four racing into the
 # full disk), and what the capture holds dumps without damage and passes
-# every rule of the checker. And when even the first chunks do not fit
-# (1 MiB chunks): one warning, no capture left behind, the program unharmed.
+# every rule of the checker. And when not even the header page fits (the
+# disk full before the program starts: space is taken page by page as the
+# writer goes, not for the first chunks at once): one warning, no capture
+# left behind, the program unharmed.
 # Needs root to mount the tmpfs; skips otherwise.
 . "$TOP/tests/lib.sh"
 need "$VHEAP_LIB" "$ANALYZE" "$PROGS/stress_fill"
@@ -53,11 +55,26 @@ grep -q "(\([0-9]*\) events dropped)" loud.err || die "loud: no closing line wit
 expect_eq "loud: count in the closing line" \
     "$(sed -n 's/.*(\([0-9]*\) events dropped).*/\1/p' loud.err)" "$(st loss_dropped)"
 
-# The first chunks do not fit: nothing is recorded, and nothing is left.
+# A short run on a disk smaller than the header and two 1 MiB chunks that
+# the file is sized to: space is taken as the writer goes, so the run is
+# recorded whole, without a warning (it was "recording nothing" while the
+# first extent was fallocated at once).
 rm -f "$mnt"/*
+dd if=/dev/zero of="$mnt/filler" bs=1k count=1024 2>/dev/null
+VHEAP_CHUNK_SIZE=1MiB VS_CAPTURE="$mnt/short.vhcap" vs_bare 60 short "$PROGS/stress_fill" 1 1000
+vh_dump "$mnt/short.vhcap" short.dump
+vh_check short.out short.dump
+calls=$(sed -n 's/^expect calls=\([0-9]*\) .*/\1/p' short.out)
+expect_eq "short: recorded" "$(( $(st allocs) + $(st frees) ))" "$calls"
+expect_eq "short: dropped" "$(st loss_dropped)" 0
+has_flag "$(st header_flags)" ended || die "short: header flags '$(st header_flags)' lack ended"
+
+# The disk is full from the start: nothing is recorded, and nothing is left.
+rm -f "$mnt"/*
+dd if=/dev/zero of="$mnt/filler" bs=4k 2>/dev/null || true
 VS_WARN=1 VS_CAPTURE="$mnt/nospace.vhcap" vs_bare 60 nospace "$PROGS/stress_fill" 1 1000
 expect_eq "nospace: shim warnings" "$(wc -l <nospace.vheap)" 1
 grep -q 'recording nothing' nospace.vheap || die "nospace: unexpected warning: $(cat nospace.vheap)"
-expect_eq "nospace: files left in the full directory" "$(ls "$mnt" | wc -l)" 0
+expect_eq "nospace: files left in the full directory" "$(ls "$mnt" | grep -vx filler | wc -l)" 0
 echo "loud: closing line: $(grep 'events dropped' loud.err)"
 echo "nospace: $(cat nospace.vheap)"

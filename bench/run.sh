@@ -24,6 +24,8 @@
 #   BENCH_PERF=0            1: also `perf record` one vheap run per workload and
 #                           one load of its capture, and print the hottest symbols
 #   BENCH_MT_THREADS=4 BENCH_MT_ROUNDS=60000 BENCH_PY_ROUNDS=120  sizes
+#   BENCH_SHIP=parsed       the fake ship's boot to the end of its parse phase
+#                           (compiled: on through the compile phase; 0: skip)
 #   BENCH_SHORT=1 BENCH_SHORT_REPS=BENCH_REPS BENCH_SHORT_INNER=10
 #   BENCH_SHORT_WORKLOADS="true ls sqlite_short python_short churn"   the short
 #                           runs and thread churn (issue 28; 0: skipped)
@@ -459,6 +461,19 @@ if [ "$rec_n" -gt 0 ] && [ $have_vheap = 1 ]; then
         median | awk '{ if ($1 == "-") print "  deep / flat: -"
                         else printf "  deep / flat, paired: %.2fx %s (target <= 1.5)\n", $1,
                                     $1 <= 1.5 ? "ok" : "OVER" }'
+fi
+
+# ---- the fake ship's boot (bench/ship_phases.sh) -------------------------------
+# Issue 28's targets on the real program: Vere's boot recorded in full beside
+# plain, parse phase at most 2.5x, the whole boot at most 2x. Runs when both
+# runtimes are built (make vere-check builds them; ship_phases.sh says what
+# is missing); minutes and gigabytes a run. BENCH_SHIP=parsed, compiled (on
+# through the compile phase) or 0 (skips this).
+ship=${BENCH_SHIP:-parsed}
+if [ "$ship" != 0 ] && [ $have_vheap = 1 ]; then
+    say ""
+    say "The fake ~zod's boot, in full beside plain (bench/ship_phases.sh to \"$ship\"):"
+    B="$b" SHIP_UNTIL="$ship" "$top/bench/ship_phases.sh" || say "  (not measured: ship_phases.sh exited $?)"
 fi
 
 # ---- analysis table ------------------------------------------------------------

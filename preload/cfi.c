@@ -1112,6 +1112,8 @@ struct kset {
     uint64_t key[KNOWN_WAYS];      /* start_key of each way's walk, 0 none */
     uint32_t used[KNOWN_WAYS];     /* `tick` when each was last found      */
     uint32_t tick;
+    uint8_t next[KNOWN_WAYS];      /* `rel` ways: the way + 1 found right
+                                      after each (rel_find tries it first) */
 } __attribute__((aligned(64)));
 
 /* The checks are written one walk after another into a ring; before the
@@ -1127,6 +1129,7 @@ struct vh_known {
                                       the next is looked for so first (a
                                       recursion's walks are, and by their
                                       start each would miss a cold set)  */
+    uint32_t rel_set, rel_way;     /* the `rel` walk found or listed last  */
     struct check pool[POOL_CHECKS];
 };
 
@@ -1249,20 +1252,37 @@ VH_ALWAYS_INLINE uint64_t rel_key(uint64_t ip)
     return start_key(ip, 0x52454cull);
 }
 
-/* Whether the n words (the last nv relative values) still hold from sp. */
+/* Whether the n words (the last nv relative values) still hold from sp.
+ * Walked by pointer: with an index the compiler rebuilt each address from
+ * it, 35 instructions a group of four words where 16 do. */
 VH_ALWAYS_INLINE int rel_holds(const struct check *c, uint32_t n, uint32_t nv, uint64_t sp)
 {
-    uint32_t i = 0;
+    const struct check *end4 = c + (n & ~3u), *end = c + n, *endv = end + nv;
     uint64_t diff = 0;
 #define REL_WORD(k) (*(const uint64_t *)(sp + (uint64_t)c[k].at) ^ c[k].value)
-    for (; i + 4 <= n && !diff; i += 4)
-        diff = REL_WORD(i) | REL_WORD(i + 1) | REL_WORD(i + 2) | REL_WORD(i + 3);
-    for (; i < n && !diff; i++)
-        diff = REL_WORD(i);
+    for (; c < end4 && !diff; c += 4)
+        diff = REL_WORD(0) | REL_WORD(1) | REL_WORD(2) | REL_WORD(3);
+    for (; c < end && !diff; c++)
+        diff = REL_WORD(0);
 #undef REL_WORD
-    for (uint32_t k = n; k < n + nv && !diff; k++)
-        diff = *(const uint64_t *)(sp + (uint64_t)c[k].at) ^ (c[k].value + sp);
+    for (; c < endv && !diff; c++)
+        diff = *(const uint64_t *)(sp + (uint64_t)c->at) ^ (c->value + sp);
     return !diff;
+}
+
+/* Way w of set s is the `rel` walk found (or listed) now: the way found
+ * last in the same set learns that w came next. A descent goes through a
+ * few walks in turn (one a level, the period of its recursion), so the
+ * next is nearly always the one that came after the last one before; the
+ * ways tried first in order shared a long prefix with it (4 groups of
+ * four words read a failed way on bench/recurse.c, 1.7 failed ways a
+ * walk). Only a hint: every way tried is checked whole. */
+VH_ALWAYS_INLINE void rel_seen(struct vh_known *K, uint32_t s, unsigned w)
+{
+    if (K->rel_set == s)
+        K->set[s].next[K->rel_way] = (uint8_t)(w + 1);
+    K->rel_set = s;
+    K->rel_way = w;
 }
 
 static VH_NOINLINE uint64_t *rel_find(struct vh_known *K, uint64_t ip, uint64_t sp, uint64_t rbp,
@@ -1271,7 +1291,10 @@ static VH_NOINLINE uint64_t *rel_find(struct vh_known *K, uint64_t ip, uint64_t 
     uint64_t key = rel_key(ip);
     uint32_t s = set_of(key);
     struct kset *S = &K->set[s];
-    for (unsigned w = 0; w < KNOWN_WAYS; w++) {
+    unsigned next = K->rel_set == s ? S->next[K->rel_way] : 0;
+    unsigned first = next ? next - 1 : 0;
+    for (unsigned i = 0; i < KNOWN_WAYS; i++) {
+        unsigned w = (first + i) % KNOWN_WAYS;
         if (S->key[w] != key)
             continue;
         struct known *E = &K->e[s][w];
@@ -1281,6 +1304,7 @@ static VH_NOINLINE uint64_t *rel_find(struct vh_known *K, uint64_t ip, uint64_t 
         if (rel_holds(&K->pool[E->at], E->nchk - E->nrelv, E->nrelv, sp)) {
             S->used[w] = ++S->tick;
             K->rel_first = 1;
+            rel_seen(K, s, w);
             return &E->tag;
         }
     }
@@ -1404,6 +1428,8 @@ static uint64_t *known_make(struct vh_known *K, const struct memo *M, uint64_t g
                          .frames = (uint16_t)have, .gen = (uint16_t)gen, .cut = (uint8_t)cut,
                          .rel = (uint8_t)rel, .nrelv = (uint8_t)nv };
     S->used[w] = ++S->tick;
+    if (rel)
+        rel_seen(K, s, w);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     S->key[w] = key;
     return &E->tag;

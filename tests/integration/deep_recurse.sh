@@ -1,8 +1,9 @@
 # deep_recurse — a recursion's stacks, cut at VHEAP_DEPTH, are the frames a
-# walk from nothing finds. deep_recurse (frame pointers) allocates at every
-# level of descents 100 to 299 deep, the same frames repeating; the default
-# walker knows most of those walks from other depths (preload/cfi.c's
-# relative walks), VHEAP_UNWIND=fp walks each stack anew by frame pointers.
+# walk from nothing finds. deep_recurse (bench/recurse.c with frame
+# pointers) allocates at every level of descents 200 to 599 deep, the same
+# frames repeating; the default walker knows most of those walks from
+# other depths (preload/cfi.c's relative walks), VHEAP_UNWIND=fp walks each
+# stack anew by frame pointers.
 # Run twice without address randomization, every allocation's stack cut at
 # VHEAP_DEPTH must be the same frames in both captures, in the same order
 # (an uncut one the fp walk's frames and maybe more: glibc has no frame
@@ -13,7 +14,7 @@ need_cmd setarch
 norand() { setarch "$(uname -m)" -R "$@"; }
 for unwind in libunwind fp; do
     VHEAP_UNWIND=$unwind VHEAP_OUT=rec.$unwind.vhcap VHEAP_QUIET=1 \
-        norand env LD_PRELOAD="$VHEAP_LIB" "$PROGS/deep_recurse" >out.$unwind.txt 2>err.txt ||
+        norand env LD_PRELOAD="$VHEAP_LIB" "$PROGS/deep_recurse" deep 16000 >out.$unwind.txt 2>err.txt ||
         die "deep_recurse ($unwind) exited $?: $(tail -n 3 err.txt)"
     vh_dump rec.$unwind.vhcap d.$unwind.txt
     # one line an allocation: its size and its stack's frames
@@ -21,7 +22,7 @@ for unwind in libunwind fp; do
         $3 == "stack" { S[F["id"]] = F["frames"] (("truncated" in W) ? " cut" : ""); next }
         $3 == "alloc" && F["heap"] == 0 { print F["size"], S[F["stack"]] }' d.$unwind.txt >s.$unwind.txt
 done
-want=$(sed -n 's/^deep_recurse allocs=//p' out.libunwind.txt)
+want=$(sed -n 's/^recurse: deep allocs=\([0-9]*\) .*/\1/p' out.libunwind.txt)
 [ -n "$want" ] || die "deep_recurse printed no count"
 got=$(grep -c ' cut$' s.libunwind.txt)
 [ "$got" -gt $((want / 2)) ] || die "only $got of $want stacks cut at VHEAP_DEPTH: not deep enough"

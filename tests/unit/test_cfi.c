@@ -871,6 +871,18 @@ static void test_known_cut(void **state)
  * walks and the memo put back. */
 static struct vh_known saved_known;
 static unsigned deep_walks;
+static int deep_misled;            /* each set's hints name the wrong ways */
+
+/* Every `rel` hint names the way after the one it learnt (so the way tried
+ * first is one whose words do not hold): the hint orders the ways, it
+ * never decides a walk. */
+static void mislead_hints(struct vh_known *K)
+{
+    for (uint32_t s = 0; s < KNOWN_SETS; s++)
+        for (unsigned w = 0; w < KNOWN_WAYS; w++)
+            K->set[s].next[w] = (uint8_t)((K->set[s].next[w] % KNOWN_WAYS) + 1);
+}
+
 /* Inlined into descend(), so that each walk starts in the level's own frame,
  * which stays live further in (as the frame of a recursive function that
  * allocated does). */
@@ -879,6 +891,8 @@ static inline __attribute__((always_inline)) int deep_check(uint32_t want)
     uint64_t buf[2][MEMO_WANT];
     int n[2], known[2];
     uint64_t fold[2];
+    if (deep_misled)
+        mislead_hints(&TW->known);
     for (volatile int k = 0; k < 2; k++) {
         if (k == 1) {
             saved_memo = TW->memo;
@@ -932,6 +946,15 @@ static void test_known_deep(void **state)
     walk_known = NULL;
     assert_int_equal(deep_walks, 40);
     assert_true(known_hits > 40 - 10);
+}
+
+/* The same descent with every hint of which walk comes next wrong: the
+ * same frames, and as many walks known. */
+static void test_known_deep_misled(void **state)
+{
+    deep_misled = 1;
+    test_known_deep(state);
+    deep_misled = 0;
 }
 
 /* A known walk's word is handed over as 0 and taken back only while it is
@@ -997,6 +1020,7 @@ int main(void)
         cmocka_unit_test(test_known_cut),
         cmocka_unit_test(test_known_tag),
         cmocka_unit_test(test_known_deep),
+        cmocka_unit_test(test_known_deep_misled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -829,8 +829,8 @@ static int header_check(const struct vh_capture_header *h, char *err, size_t err
         snprintf(err, errlen, "not a vheap capture (bad magic)");
         return -EINVAL;
     }
-    if (h->version != VH_CAPTURE_VERSION && h->version != VH_CAPTURE_VERSION_V2 &&
-        h->version != VH_CAPTURE_VERSION_V1) {
+    if (h->version != VH_CAPTURE_VERSION && h->version != VH_CAPTURE_VERSION_V3 &&
+        h->version != VH_CAPTURE_VERSION_V2 && h->version != VH_CAPTURE_VERSION_V1) {
         snprintf(err, errlen, "capture format version %u, this vheap reads %u to %u",
                  h->version, VH_CAPTURE_VERSION_V1, VH_CAPTURE_VERSION);
         return -EINVAL;

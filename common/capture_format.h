@@ -589,7 +589,8 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
  * and fastbins hand back next), both 0 / empty where the chunk starts:
  *   ALLOC (any form) of kind K with RF = 0 and K != KA[0]: KB = KA[0]
  *   (before KA[0] = K);  FREE: its address pushed on F
- * and three forms of an ALLOC whose slack is vh_usual_slack(size):
+ * and three forms of an ALLOC whose slack is vh_form4_slack(kind, size)
+ * (glibc's rounding on the system heap as before, 0 on a custom heap):
  *   ALLOC_FREED 0x13:     type u8, dt << 6 | k, size, stack   (A = F[k])
  *   ALLOC_FREED_ALT 0x14: as ALLOC_FREED, of kind KB
  *   ALLOC_ALT 0x15:       type u8, dt, da, size, stack        (kind KB)
@@ -700,6 +701,14 @@ static inline uint64_t vh_usual_slack(uint64_t size)
     return size >> 60 ? UINT64_MAX : chunk - 8 - size;
 }
 
+/* The slack version 4's forms imply for a block of `size` of `kind`:
+ * glibc's on the system heap, none on a custom heap (an allocator that
+ * tells its usable size through vheap.h mostly tells the size). */
+static inline uint64_t vh_form4_slack(uint64_t kind, uint64_t size)
+{
+    return (kind >> VH_META_BITS) & 0xffff ? 0 : vh_usual_slack(size);
+}
+
 static inline uint64_t vh_kind(uint32_t meta, uint16_t heap, uint16_t tag)
 {
     return meta | (uint64_t)heap << VH_META_BITS | (uint64_t)tag << (VH_META_BITS + 16);
@@ -749,19 +758,23 @@ static inline uint64_t vh_recent(const struct vh_cursor *cur, unsigned k)
     return cur->recent[(cur->nrecent - 1 - k) % VH_RECENT_FAR];
 }
 
-/* The short ALLOC form of a record of `kind` whose slack is the usual one:
- * its type byte and the address (F[k] when k < VH_FREED, else a delta),
- * or NULL when the cursor predicts neither kind. */
+/* The short ALLOC form of a record of `kind`: its type byte and the
+ * address (F[k] when k < VH_FREED, else a delta), or NULL when the cursor
+ * predicts neither the kind nor the slack (version 3's forms imply
+ * glibc's, version 4's vh_form4_slack). */
 static inline uint8_t *vh_enc_alloc_short(uint8_t *p, const struct vh_cursor *cur, uint64_t kind,
-                                          uint64_t dt, uint64_t addr, unsigned k)
+                                          uint64_t dt, uint64_t addr, uint64_t size,
+                                          uint32_t slack, unsigned k)
 {
-    int alt = kind != cur->akind[cur->rf];
-    if (alt && kind != cur->kb)
+    int alt = kind != cur->akind[cur->rf], v4 = slack == vh_form4_slack(kind, size);
+    if (alt ? kind != cur->kb || !v4 : !v4 && slack != vh_usual_slack(size))
         return NULL;
-    if (k < VH_FREED && dt < (1ull << 57)) {
+    if (v4 && k < VH_FREED && dt < (1ull << 57)) {
         *p++ = alt ? VH_REC_ALLOC_FREED_ALT : VH_REC_ALLOC_FREED;
         return vh_uleb_put(p, dt << 6 | k);
     }
+    if (!alt && slack != vh_usual_slack(size))
+        return NULL;
     *p++ = alt ? VH_REC_ALLOC_ALT : dt == 1 ? VH_REC_ALLOC_TICK : VH_REC_ALLOC_NEXT;
     if (alt || dt != 1)
         p = vh_uleb_put(p, dt);
@@ -782,8 +795,7 @@ static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t t
     uint64_t kind = vh_kind(meta, heap, tag);
     uint8_t *q;
 
-    if (type == VH_REC_ALLOC && slack == vh_usual_slack(size) &&
-        (q = vh_enc_alloc_short(p, cur, kind, dt, addr, freed))) {
+    if (type == VH_REC_ALLOC && (q = vh_enc_alloc_short(p, cur, kind, dt, addr, size, slack, freed))) {
         p = vh_uleb_put(q, size);
         p = vh_uleb_put(p, stack);
     } else {
@@ -932,9 +944,10 @@ static inline int vh_dec_short(const uint8_t **q, const uint8_t *end, int near, 
     }
     if ((rc = vh_dec_field(q, end, near, &f->size)) || (rc = vh_dec_field(q, end, near, &f->stack)))
         return rc;
-    f->slack = vh_usual_slack(f->size);
     f->kind = type == VH_REC_ALLOC_ALT || type == VH_REC_ALLOC_FREED_ALT ? cur->kb
                                                                          : cur->akind[cur->rf];
+    f->slack = type >= VH_REC_ALLOC_FREED ? vh_form4_slack(f->kind, f->size)
+                                          : vh_usual_slack(f->size);
     return 0;
 }
 

@@ -617,6 +617,37 @@ static void test_v4_forms(void **state)
     }
 }
 
+/* Version 4's forms imply no slack on a custom heap (Vere's loom tells
+ * usable = size), version 3's still glibc's: a loom block allocated again
+ * at a freed address takes ALLOC_FREED, one elsewhere the long form. */
+static void test_v4_custom_heap_slack(void **state)
+{
+    struct capb b;
+    struct capture *c;
+    struct capb_alloc a = { .addr = 0x5000, .size = 100, .usable = 100, .stack = 9, .heap = 1,
+                            .func = VH_FN_CUSTOM };
+
+    capb__start(&b, 1000, 1);
+    uint64_t first = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 1001, &a);
+    capb__free_ex(&b, 0, 1002, 1, VH_FN_CUSTOM, 0x5000, 0);
+    uint64_t again = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 1003, &a);
+    a.addr = 0x6000;
+    uint64_t other = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 1004, &a);
+    assert_int_equal(*(uint8_t *)capb__at(&b, first), VH_REC_ALLOC);
+    assert_memory_equal(capb__at(&b, again), "\x13\x40\x64\x09", 4);   /* dt 1, F[0] */
+    assert_int_equal(*(uint8_t *)capb__at(&b, other), VH_REC_ALLOC);       /* not glibc's */
+    c = open_image(&b);
+    assert_int_equal(drain(c), 5);
+    expect_damage(c, 0, 0);
+    for (int i = 3; i <= 4; i++) {
+        const struct vh_rec_alloc *r = (const void *)events[i].rec;
+        assert_true(r->addr == (i == 3 ? 0x5000u : 0x6000u) && r->size == 100 && r->slack == 0 &&
+                    r->h.a == 1 && r->func == VH_FN_CUSTOM && r->h.b == 9);
+    }
+    capture__close(c);
+    capb__destroy(&b);
+}
+
 /* A version 3 capture still reads: the worked example's records as
  * version 3's writer chose them (ALLOC_TICK where version 4 writes
  * ALLOC_FREED) decode to the same events. */
@@ -2042,6 +2073,7 @@ int main(void)
         cmocka_unit_test(test_short_forms_cursor),
         cmocka_unit_test(test_v4_forms),
         cmocka_unit_test(test_v3_still_reads),
+        cmocka_unit_test(test_v4_custom_heap_slack),
         cmocka_unit_test(test_wrong_version),
         cmocka_unit_test(test_bad_header_fields),
         cmocka_unit_test(test_truncated_file),

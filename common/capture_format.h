@@ -185,7 +185,8 @@ enum vh_rec_type {
      * kind ("Compact records"). */
     VH_REC_ALLOC_FREED = 0x13,     /* ALLOC_NEXT at a recently freed address */
     VH_REC_ALLOC_FREED_ALT = 0x14, /* ... of the alternate kind KB           */
-    VH_REC_ALLOC_ALT = 0x15,       /* ALLOC_NEXT of the alternate kind KB    */
+    VH_REC_ALLOC_ALT = 0x15,       /* ALLOC_NEXT of kind KB or KA[RF] and
+                                      version 4's slack                      */
     VH_REC_FREE_FAR = 0x16,        /* FREE_RECENT of one of the last 64      */
     VH_REC_PAD = 0x7f,             /* v2: one byte of padding before a struct
                                       record; never at an 8-aligned offset  */
@@ -593,7 +594,9 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
  * (glibc's rounding on the system heap as before, 0 on a custom heap):
  *   ALLOC_FREED 0x13:     type u8, dt << 6 | k, size, stack   (A = F[k])
  *   ALLOC_FREED_ALT 0x14: as ALLOC_FREED, of kind KB
- *   ALLOC_ALT 0x15:       type u8, dt, da, size, stack        (kind KB)
+ *   ALLOC_ALT 0x15:       type u8, dt, da, size, stack << 1 | b
+ *                         (kind KB if b is 1, else KA[RF]: where
+ *                         ALLOC_NEXT's slack rule does not hold)
  * ALLOC_FREED is of kind KA[RF]. F[k] is the k-th last address pushed on
  * F (k = 0 the last; k below the count pushed); the block's address is
  * then written not at all, its index in 6 bits of the dt varint. R
@@ -764,19 +767,20 @@ static inline uint64_t vh_recent(const struct vh_cursor *cur, unsigned k)
  * glibc's, version 4's vh_form4_slack). */
 static inline uint8_t *vh_enc_alloc_short(uint8_t *p, const struct vh_cursor *cur, uint64_t kind,
                                           uint64_t dt, uint64_t addr, uint64_t size,
-                                          uint32_t slack, unsigned k)
+                                          uint32_t slack, unsigned k, uint64_t *stack)
 {
     int alt = kind != cur->akind[cur->rf], v4 = slack == vh_form4_slack(kind, size);
-    if (alt ? kind != cur->kb || !v4 : !v4 && slack != vh_usual_slack(size))
+    int v3 = !alt && slack == vh_usual_slack(size);
+    if ((alt && kind != cur->kb) || !(v3 || v4))
         return NULL;
     if (v4 && k < VH_FREED && dt < (1ull << 57)) {
         *p++ = alt ? VH_REC_ALLOC_FREED_ALT : VH_REC_ALLOC_FREED;
         return vh_uleb_put(p, dt << 6 | k);
     }
-    if (!alt && slack != vh_usual_slack(size))
-        return NULL;
-    *p++ = alt ? VH_REC_ALLOC_ALT : dt == 1 ? VH_REC_ALLOC_TICK : VH_REC_ALLOC_NEXT;
-    if (alt || dt != 1)
+    if (!v3)
+        *stack = *stack << 1 | (unsigned)alt;   /* ALLOC_ALT says which kind */
+    *p++ = !v3 ? VH_REC_ALLOC_ALT : dt == 1 ? VH_REC_ALLOC_TICK : VH_REC_ALLOC_NEXT;
+    if (!v3 || dt != 1)
         p = vh_uleb_put(p, dt);
     return vh_uleb_put(p, vh_zigzag(addr - cur->addr));
 }
@@ -793,11 +797,13 @@ static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t t
     uint64_t dt = time > cur->time ? time - cur->time : 0;
     uint32_t meta = vh_meta(func, flags, heap, tag);
     uint64_t kind = vh_kind(meta, heap, tag);
+    uint64_t sv = stack;
     uint8_t *q;
 
-    if (type == VH_REC_ALLOC && (q = vh_enc_alloc_short(p, cur, kind, dt, addr, size, slack, freed))) {
+    if (type == VH_REC_ALLOC &&
+        (q = vh_enc_alloc_short(p, cur, kind, dt, addr, size, slack, freed, &sv))) {
         p = vh_uleb_put(q, size);
-        p = vh_uleb_put(p, stack);
+        p = vh_uleb_put(p, sv);
     } else {
         *p++ = type;
         p = vh_uleb_put(p, dt);
@@ -944,8 +950,12 @@ static inline int vh_dec_short(const uint8_t **q, const uint8_t *end, int near, 
     }
     if ((rc = vh_dec_field(q, end, near, &f->size)) || (rc = vh_dec_field(q, end, near, &f->stack)))
         return rc;
-    f->kind = type == VH_REC_ALLOC_ALT || type == VH_REC_ALLOC_FREED_ALT ? cur->kb
-                                                                         : cur->akind[cur->rf];
+    int alt = type == VH_REC_ALLOC_FREED_ALT;
+    if (type == VH_REC_ALLOC_ALT) {
+        alt = f->stack & 1;
+        f->stack >>= 1;
+    }
+    f->kind = alt ? cur->kb : cur->akind[cur->rf];
     f->slack = type >= VH_REC_ALLOC_FREED ? vh_form4_slack(f->kind, f->size)
                                           : vh_usual_slack(f->size);
     return 0;

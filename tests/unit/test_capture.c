@@ -570,7 +570,7 @@ static void test_v4_forms(void **state)
     }
     at[n] = capb__chunk_offset(&b, 0) + capb__chunk_header(&b, 0)->used;
     /* docs/capture-format.md's layouts: dt 1, da zigzag(0x1000), size, stack */
-    assert_memory_equal(capb__at(&b, at[2]), "\x15\x01\x80\x40\x28\x05", 6);
+    assert_memory_equal(capb__at(&b, at[2]), "\x15\x01\x80\x40\x28\x0b", 6); /* 5 << 1 | 1 */
     assert_memory_equal(capb__at(&b, at[20]), "\x16\x8b\x32", 3);     /* 100 << 6 | 11 */
     assert_memory_equal(capb__at(&b, at[22]), "\x13\x81\x32\x18\x05", 5); /* 100 << 6 | 1 */
     assert_memory_equal(capb__at(&b, at[23]), "\x14\x42\x18\x05", 4); /* 1 << 6 | 2 */
@@ -619,7 +619,8 @@ static void test_v4_forms(void **state)
 
 /* Version 4's forms imply no slack on a custom heap (Vere's loom tells
  * usable = size), version 3's still glibc's: a loom block allocated again
- * at a freed address takes ALLOC_FREED, one elsewhere the long form. */
+ * at a freed address takes ALLOC_FREED, one elsewhere ALLOC_ALT (b 0),
+ * one with slack the long form. */
 static void test_v4_custom_heap_slack(void **state)
 {
     struct capb b;
@@ -633,11 +634,16 @@ static void test_v4_custom_heap_slack(void **state)
     uint64_t again = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 1003, &a);
     a.addr = 0x6000;
     uint64_t other = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 1004, &a);
+    a.usable = 108;                /* neither rule's slack */
+    uint64_t slack = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 1005, &a);
     assert_int_equal(*(uint8_t *)capb__at(&b, first), VH_REC_ALLOC);
     assert_memory_equal(capb__at(&b, again), "\x13\x40\x64\x09", 4);   /* dt 1, F[0] */
-    assert_int_equal(*(uint8_t *)capb__at(&b, other), VH_REC_ALLOC);       /* not glibc's */
+    /* dt 1, da zigzag(0x1000), size 100, stack 9 << 1 | 0 */
+    assert_memory_equal(capb__at(&b, other), "\x15\x01\x80\x40\x64\x12", 6);
+    assert_int_equal(*(uint8_t *)capb__at(&b, slack), VH_REC_ALLOC);
     c = open_image(&b);
-    assert_int_equal(drain(c), 5);
+    assert_int_equal(drain(c), 6);
+    assert_int_equal(((const struct vh_rec_alloc *)(const void *)events[5].rec)->slack, 8);
     expect_damage(c, 0, 0);
     for (int i = 3; i <= 4; i++) {
         const struct vh_rec_alloc *r = (const void *)events[i].rec;

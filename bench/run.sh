@@ -18,12 +18,17 @@
 #   BENCH_WORKLOADS="malloc_mt python_json sqlite compileall"   a subset, in this order
 #   BENCH_HEAPTRACK=raw     raw: `heaptrack -r` (record only; heaptrack_interpret
 #                           runs afterwards, outside the timed run); full: plain
-#                           `heaptrack`, its interpreter running beside the program
+#                           `heaptrack`, its interpreter running beside the program;
+#                           none: no heaptrack columns (a BENCH_BASE comparison)
 #   BENCH_ANALYZE_REPS=3    repetitions of the analysis table
 #   BENCH_PERF=0            1: also `perf record` one vheap run per workload and
 #                           one load of its capture, and print the hottest symbols
 #   BENCH_MT_THREADS=4 BENCH_MT_ROUNDS=60000 BENCH_PY_ROUNDS=120  sizes
 #   B=build                 the build directory (libvheap.so, vheap-analyze)
+#   BENCH_BASE=DIR          another build directory (an older commit's): its
+#                           shim runs as one more mode, and a table gives this
+#                           build's full-mode CPU and wall against it, paired
+#                           (a change's "no slower", measured side by side)
 #   TMPDIR                  where the captures go (removed at the end)
 # ulimit -v is in dash and bash, though POSIX does not name it:
 # shellcheck disable=SC3045
@@ -54,7 +59,7 @@ warn() { printf 'bench: %s\n' "$*" >&2; }
 
 case $reps in ''|*[!0-9]*|0) warn "BENCH_REPS must be a positive integer"; exit 2 ;; esac
 case $areps in ''|*[!0-9]*|0) warn "BENCH_ANALYZE_REPS must be a positive integer"; exit 2 ;; esac
-case $htmode in raw|full) ;; *) warn "BENCH_HEAPTRACK must be raw or full"; exit 2 ;; esac
+case $htmode in raw|full|none) ;; *) warn "BENCH_HEAPTRACK must be raw, full or none"; exit 2 ;; esac
 
 # ---- tools and workloads ---------------------------------------------------
 mkdir -p "$bdir"
@@ -78,7 +83,9 @@ pystdlib=$([ -n "$py" ] && "$py" -c 'import os; print(os.path.dirname(os.__file_
 [ -f "$pystdlib/os.py" ] || pystdlib=""
 
 have_heaptrack=0
-if command -v heaptrack >/dev/null 2>&1; then
+if [ "$htmode" = none ]; then
+    :
+elif command -v heaptrack >/dev/null 2>&1; then
     have_heaptrack=1
 else
     warn "heaptrack not installed: its columns are skipped (apt-get install heaptrack)"
@@ -187,6 +194,10 @@ run_one() {
             [ -f "$f" ] && _cap=$((_cap + $("$capstat" "$f" | awk '{ print $9 }')))
         done
         rm -f "$tmp/vs.$_wl.$_rep".* ;;
+    base)
+        launch "$_wl" env LD_PRELOAD="$base_lib" VHEAP_OUT="$tmp/vb.$_wl.$_rep.%p.vhcap" \
+            VHEAP_QUIET=1 "$stamp" res || true
+        rm -f "$tmp/vb.$_wl.$_rep".* ;;
     vheap)
         launch "$_wl" env LD_PRELOAD="$lib" VHEAP_OUT="$tmp/vh.$_wl.$_rep.%p.vhcap" VHEAP_QUIET=1 \
             "$stamp" res || true
@@ -217,6 +228,12 @@ modes=bare
 [ $have_vheap = 1 ] && modes="$modes vheap"
 sample=${BENCH_SAMPLE:-512KiB}
 [ $have_vheap = 1 ] && [ "$sample" != 0 ] && modes="$modes sampled"
+base_lib=
+if [ -n "${BENCH_BASE:-}" ]; then
+    base_lib=$(cd "$BENCH_BASE" && pwd)/libvheap.so
+    [ -f "$base_lib" ] || { warn "BENCH_BASE: no libvheap.so in $BENCH_BASE"; exit 2; }
+    [ $have_vheap = 1 ] && modes="$modes base"
+fi
 : >results
 : >vhstat
 
@@ -283,6 +300,25 @@ say "sensitive to other load on the machine; heaptrack's zstd/interpreter exclud
 ratio_table cpu
 [ "$htmode" = raw ] && say "(heaptrack -r: records in-process exactly as plain heaptrack does, but" \
     "symbolizes later; plain heaptrack would also run heaptrack_interpret on the same 2 CPUs)"
+
+if [ -n "$base_lib" ] && [ $have_vheap = 1 ]; then
+    say ""
+    say "This build's shim against BENCH_BASE's ($base_lib), full mode: the median"
+    say "over repetitions of vheap / base (the two runs of a repetition back to back),"
+    say "and the smallest and largest of those ratios"
+    printf '%-12s %22s %22s\n' workload "CPU (min..max)" "wall (min..max)"
+    for w in $wls; do
+        for n in cpu 4; do
+            awk -v w="$w" -v n="$n" '$1 == w && $8 == 0 && ($2 == "vheap" || $2 == "base") {
+                    v[$3 "," $2] = (n == "cpu") ? $5 + $6 : $n; rep[$3] = 1 }
+                END { for (r in rep) if (v[r ",base"] > 0 && v[r ",vheap"] != "")
+                          print v[r ",vheap"] / v[r ",base"] }' results | sort -g >ab.$n
+        done
+        printf '%-12s %22s %22s\n' "$w" \
+            "$(printf '%s (%s..%s)' "$(median <ab.cpu)" "$(head -n 1 ab.cpu)" "$(tail -n 1 ab.cpu)")" \
+            "$(printf '%s (%s..%s)' "$(median <ab.4)" "$(head -n 1 ab.4)" "$(tail -n 1 ab.4)")"
+    done
+fi
 
 if [ $have_vheap = 1 ] && [ "$sample" != 0 ]; then
     say ""

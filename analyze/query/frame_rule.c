@@ -155,11 +155,22 @@ int vh_frame_machinery(const struct vh_lframe *f)
     return machinery(buf, f->file);
 }
 
+enum vh_naming vh_frame_naming(const struct vh_lframe *f)
+{
+    return vh_frame_machinery(f) ? VH_NAMING_NEVER
+         : f->function ? VH_NAMING_FUNCTION : VH_NAMING_ADDRESS;
+}
+
 size_t vh_naming_frames(const struct vh_lframe *lf, size_t n, size_t *pick, size_t want)
 {
+    enum vh_naming best = VH_NAMING_NEVER;
     size_t npick = 0;
-    for (size_t i = 0; i < n && npick < want; i++)
-        if (!vh_frame_machinery(&lf[i]))
+    for (size_t i = 0; i < n; i++) {
+        enum vh_naming r = vh_frame_naming(&lf[i]);
+        best = r > best ? r : best;
+    }
+    for (size_t i = 0; i < n && npick < want && best != VH_NAMING_NEVER; i++)
+        if (vh_frame_naming(&lf[i]) == best)
             pick[npick++] = i;
     if (!npick && n && want)           /* all machinery: the innermost frame */
         pick[npick++] = 0;

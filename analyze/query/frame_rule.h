@@ -37,8 +37,17 @@ void vh_fn_short(const char *s, char *out, size_t len);
  * allocated. */
 int vh_frame_machinery(const struct vh_lframe *f);
 
-/* The indexes of the first `want` frames of lf[0..n) (innermost first) that
- * are not machinery; when all are, the innermost one. The count. */
+/* How well a frame names its stack: machinery never does; a frame whose
+ * function has no name (a stripped library's static function, such as
+ * sqlite's and CPython's own malloc wrappers) only when no frame outside
+ * the machinery has a name, else every row of a stripped program would
+ * read the same module+0xOFFSET. */
+enum vh_naming { VH_NAMING_NEVER, VH_NAMING_ADDRESS, VH_NAMING_FUNCTION };
+enum vh_naming vh_frame_naming(const struct vh_lframe *f);
+
+/* The indexes of the first `want` frames of lf[0..n) (innermost first)
+ * that name the stack best (vh_frame_naming); when all are machinery, the
+ * innermost one. The count. */
 size_t vh_naming_frames(const struct vh_lframe *lf, size_t n, size_t *pick, size_t want);
 
 /* The name a frame goes by in a legend: its function's short name

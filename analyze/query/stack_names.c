@@ -66,14 +66,14 @@ static uint32_t where_of(struct vh_snames *s, const unsigned char *file, int64_t
     return intern(s, buf);
 }
 
-/* Whether a frame is machinery, by the rule every command names stacks by:
- * read with the full file and module paths, which the names drop. */
-static uint32_t machinery_of(const unsigned char *fn, const unsigned char *file,
-                             const unsigned char *module)
+/* How well a frame names a stack, by the rule every command names stacks
+ * by: read with the full file and module paths, which the names drop. */
+static uint32_t naming_of(const unsigned char *fn, const unsigned char *file,
+                          const unsigned char *module)
 {
     struct vh_lframe lf = { (const char *)fn, (const char *)file, (const char *)module, 0, 0,
                             0, 0 };
-    return (uint32_t)vh_frame_machinery(&lf);
+    return (uint32_t)vh_frame_naming(&lf);
 }
 
 /* The frames' names: for each frame its inlined callers, outermost first,
@@ -117,7 +117,7 @@ static int load_frames(sqlite3 *db, struct vh_snames *s, const struct vh_modmap 
                 s->names[n++] = (struct vh_sname){
                     intern(s, fn ? (const char *)fn : "??"), 0,
                     where_of(s, sqlite3_column_text(in, 2), sqlite3_column_int64(in, 3)),
-                    machinery_of(fn, sqlite3_column_text(in, 2), sqlite3_column_text(fr, 6)) };
+                    naming_of(fn, sqlite3_column_text(in, 2), sqlite3_column_text(fr, 6)) };
             }
             irc = sqlite3_step(in);
         }
@@ -136,7 +136,7 @@ static int load_frames(sqlite3 *db, struct vh_snames *s, const struct vh_modmap 
         s->names[n++] = (struct vh_sname){
             intern(s, fn ? (const char *)fn : buf), mod ? intern(s, mod) : 0,
             where_of(s, sqlite3_column_text(fr, 2), sqlite3_column_int64(fr, 3)),
-            machinery_of(fn, sqlite3_column_text(fr, 2), path) };
+            naming_of(fn, sqlite3_column_text(fr, 2), path) };
         /* the module of the physical frame is the inlined callers' too */
         for (uint64_t k = s->frame_off[id]; k + 1 < n; k++)
             s->names[k].module = s->names[n - 1].module;
@@ -300,8 +300,12 @@ int vh_snames__stack(const struct vh_snames *s, int64_t id, int64_t depth, struc
 
 size_t vh_snames__naming(const struct vh_sname *path, size_t n)
 {
+    size_t pick = n - 1;               /* all machinery: the innermost frame */
+    uint32_t best = VH_NAMING_NEVER;
     for (size_t i = n; i-- > 0;)
-        if (!path[i].machinery)
-            return i;
-    return n - 1;
+        if (path[i].naming > best) {
+            best = path[i].naming;
+            pick = i;
+        }
+    return pick;
 }

@@ -18,8 +18,9 @@ struct vh_sname {
     uint32_t name;                 /* function, or module+0xOFFSET           */
     uint32_t module;               /* module's file name                     */
     uint32_t where;                /* "file.c:42"                            */
-    uint32_t machinery;            /* 1: the allocator's or runtime's frame,
-                                      by frame_rule.h (never names a stack) */
+    uint32_t naming;               /* how well it names a stack: enum
+                                      vh_naming of frame_rule.h (0: the
+                                      allocator's or runtime's frame)    */
 };
 
 struct vh_snames;
@@ -43,8 +44,9 @@ int vh_snames__stack(const struct vh_snames *s, int64_t id, int64_t depth, struc
 
 /* The index in path[0..n) (outermost first) of the frame that names the
  * stack: the innermost one that is not machinery (frame_rule.h), so a
- * custom heap's stack is named by the hook's caller, not the hook; when
- * every frame is machinery, the innermost. n must be > 0. */
+ * custom heap's stack is named by the hook's caller, not the hook, and of
+ * those a named function before an address (vh_frame_naming); when every
+ * frame is machinery, the innermost. n must be > 0. */
 size_t vh_snames__naming(const struct vh_sname *path, size_t n);
 
 const char *vh_snames__str(const struct vh_snames *s, uint32_t id);

@@ -7,7 +7,8 @@
 # else (steady and the runtime's own allocations are the same). The
 # differential page renders in headless Chromium with those changes. The
 # same two builds named prog-1.2 and prog-1.3 diff the same (A's main
-# program is B's), and --map-module's pairs win over that default.
+# program is B's), and --map-module's pairs win over that default; a
+# library renamed between builds matches by --map-module.
 . "$TOP/tests/lib.sh"
 need_cmd python3
 need "$ANALYZE" "$VHEAP_LIB" "$PROGS/diff_prog"
@@ -69,6 +70,26 @@ st = {(r["stack"][0]["function"], r["status"]) for r in d["diff"]}
 assert {("steady", "new"), ("steady", "gone"), ("hill", "new"), ("hill", "gone")} <= st, st
 assert not any(s == "changed" for _, s in st), st
 PYEOF
+# A library renamed between builds (libcore.so.1, libcore.so.2: diff_prog's
+# code as a library under a small main of its own): --map-module matches
+# it; without, none of its stacks match.
+echo 'int dp_main(int, char **); int main(int c, char **v) { return dp_main(c, v); }' >stub.c
+for v in 1:-falign-functions=1 2:-falign-functions=64; do
+    cc -O1 -g -fPIC -shared ${v#*:} -Dmain=dp_main -Wl,-soname,libcore.so.${v%%:*} \
+        -o libcore.so.${v%%:*} "$TOP/tests/programs/diff_prog.c" &&
+    cc -O1 -g -o core-${v%%:*} stub.c -L. -l:libcore.so.${v%%:*} -Wl,-rpath,"$PWD" ||
+        die "cannot build libcore.so.${v%%:*}"
+done
+profile "$PWD/c1.vhcap" ./core-1 10 >/dev/null && profile "$PWD/c2.vhcap" ./core-2 25 >/dev/null ||
+    die "core-1 10 or core-2 25 failed"
+"$ANALYZE" load -q c1.vhcap c1.sqlite && "$ANALYZE" load -q c2.vhcap c2.sqlite || die "load failed"
+"$ANALYZE" diff c1.sqlite c2.sqlite --map-module libcore.so.1=libcore.so.2 --format json --limit 0 \
+    >lib.json 2>diff.err || die "diff --map-module libcore.so.1=libcore.so.2 failed: $(cat diff.err)"
+python3 check.py lib.json || die "libcore.so.1 mapped to libcore.so.2 is not what diff_prog changed"
+"$ANALYZE" diff c1.sqlite c2.sqlite --format json --limit 0 >nolib.json 2>diff.err ||
+    die "diff of core-1 and core-2 failed: $(cat diff.err)"
+python3 check.py nolib.json >/dev/null 2>&1 && die "libcore.so.1 matched libcore.so.2 without --map-module"
+
 # --by, the table and CSV
 first=$("$ANALYZE" diff a.sqlite b.sqlite --by temporary --format csv | sed -n 2p)
 case $first in *churn*) ;; *) die "--by temporary: first row is not churn's: $first" ;; esac

@@ -7,7 +7,8 @@
 # 0, the program knows 200 B in 1 block). Lifetimes are checked against
 # the program's 200 ms hold. Our file has every field valgrind writes but
 # the access counts, and valgrind's own dh_view.html, in headless
-# Chromium, shows our numbers. A sampled capture's file says in 'mode'
+# Chromium, shows our numbers; the Firefox Profiler's DHAT importer finds
+# every field it reads (tests/dhat_importer.py). A sampled capture's file says in 'mode'
 # that its numbers are estimates, and the export says so on stderr.
 . "$TOP/tests/lib.sh"
 need_cmd python3 valgrind
@@ -75,6 +76,15 @@ for m in bad:
 sys.exit(1 if bad else 0)
 PY
 
+# the Firefox Profiler's DHAT importer: every field it reads, of the type it
+# reads (tests/dhat_importer.py), and our functions named and placed in
+# their source file once it splits the frames; valgrind's own file passes
+# the same check (the checker asks no more than DHAT writes)
+python3 "$TOP/tests/dhat_importer.py" valgrind.json f_keep:dhat_prog.c ||
+    die "valgrind's own file fails the importer's check (above)"
+python3 "$TOP/tests/dhat_importer.py" vheap.json f_keep:dhat_prog.c f_peak:dhat_prog.c \
+    f_temp:dhat_prog.c main:dhat_prog.c || die "the Firefox Profiler's importer would misread our file (above)"
+
 # valgrind's viewer, as its Load button does it (JSON.parse, buildTree,
 # displayTree), on our file
 mkdir dv && cp /usr/libexec/valgrind/dh_view.js /usr/libexec/valgrind/dh_view.css dv/
@@ -122,6 +132,8 @@ PY
 VHEAP_SAMPLE=1KiB profile "$PWD/sampled.vhcap" "$PROGS/dhat_prog" || die "sampled run failed"
 "$ANALYZE" export -f dhat sampled.vhcap -o sampled.json 2>sampled.err || die "sampled export: $(cat sampled.err)"
 grep -q "every number is an estimate" sampled.err || die "no word of estimates: $(cat sampled.err)"
+python3 "$TOP/tests/dhat_importer.py" sampled.json f_keep:dhat_prog.c ||
+    die "the Firefox Profiler's importer would misread the sampled file (above)"
 python3 -c '
 import json, sys
 d = json.load(open("sampled.json"))

@@ -185,6 +185,26 @@ expect_eq "tag $tag: calls" "$(q tag.dom id:fg-total)" \
 snap_check loom.html loommid.dom loomsim
 render loom.html "#cost=leaked" loomleak.dom
 expect_eq "every heap: leaked" "$(q loomleak.dom id:fg-total)" "$(sql 'SELECT sum(leaked_bytes) FROM heaps')"
+echo "== a stripped library's rows: Debian's sqlite3"
+# libsqlite3's static functions have no names, its malloc wrapper inside
+# sqlite3Malloc among them: every row read "libsqlite3.so.0+0xa7504" before.
+# A named function outside the allocator names a row before an address.
+if command -v sqlite3 >/dev/null; then
+    VHEAP_OUT="$PWD/sq.vhcap" VHEAP_QUIET=1 LD_PRELOAD="$VHEAP_LIB" sqlite3 :memory: \
+        "CREATE TABLE t(a, b); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c
+         WHERE i < 20000) INSERT INTO t SELECT i, printf('row %d', i) FROM c;
+         CREATE INDEX tb ON t(b); SELECT count(*) FROM t WHERE b LIKE 'row 1%';" >sq.out ||
+        die "sqlite3 failed under vheap"
+    "$ANALYZE" load -q sq.vhcap sq.sqlite && "$ANALYZE" report sq.sqlite -o sq.html 2>report.err ||
+        die "sqlite3's report failed: $(cat report.err)"
+    render sq.html "#cost=allocated" sq.dom
+    ok_page sq.dom
+    q sq.dom topfns >sqfns.txt
+    rows=$(wc -l <sqfns.txt) addr=$(grep -c '+0x[0-9a-f]*$' sqfns.txt)
+    [ "$rows" -gt 0 ] && [ $((2 * addr)) -lt "$rows" ] && grep -q '^sqlite3' sqfns.txt ||
+        die "sqlite3: $addr of $rows rows named by an address: $(sort sqfns.txt | uniq -c | sort -rn | head -3 | tr '\n' ' ')"
+fi
+
 echo "== bad input"
 # refused WANT_RC NAME ARGS...: that exit and one line on stderr
 refused() {

@@ -93,6 +93,7 @@ expect_eq "bytes allocated in the dragged window" "$(q drag.dom attr:data-dragge
 render cli.html "#cost=allocated" cli.dom
 expect_eq "--from/--to: bytes allocated in the window" "$(q cli.dom id:fg-total)" $((NB * SB + NBS * SBS))
 [ "$(q cli.dom range)" != none ] || die "--from/--to: the page shows no window"
+"$ANALYZE" report --help | grep -q -- '--from T, --to T' || die "report --help does not list --from/--to"
 
 echo "== bottom-up"
 render rv.html "#cost=allocated&view=bottom" bu.dom

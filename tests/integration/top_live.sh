@@ -92,12 +92,15 @@ last=$(awk '/^--- look/ { l = "" } { l = l $0 "\n" } END { printf "%s", l }' wat
 case $last in *"the program has exited"*) ;; *) die "the last look does not say the program exited: $last" ;; esac
 case $last in *cache_fill*) ;; *) die "the last look lost cache_fill: $last" ;; esac
 "$ANALYZE" top --live $cap >dead.txt 2>dead.err && die "a live view of an exited program's capture succeeded"
+expect_eq "an exited program's capture: exit" $? 1
 grep -q "its program has exited" dead.err || die "exited program: said $(cat dead.err)"
 "$ANALYZE" top --live $pid >dead.txt 2>dead.err && die "a live view of a dead pid succeeded"
 [ $? -eq 1 ] && grep -q "no process $pid" dead.err || die "dead pid: exit/said $(cat dead.err)"
 sleep 30 & other=$!
 "$ANALYZE" top --live $other >plain2.txt 2>other.err && die "a live view of a process without vheap succeeded"
+rc=$?
 kill $other
+expect_eq "a process without vheap: exit" $rc 1
 grep -q "not a live vheap process" other.err || die "non-vheap process: said $(cat other.err)"
 echo "not a capture" >notcap.txt
 for f in notcap.txt "$ANALYZE"; do

@@ -1,5 +1,6 @@
 /* test_query.c — query/ modules without a test of their own: the frame
- * rule that names stacks (frame_rule.h) and how a DB says it was recorded
+ * rule that names stacks (frame_rule.h, and stack_names.h's reading of it)
+ * and how a DB says it was recorded
  * (recording.h). The expected values are the documented examples of their
  * headers and what the rows put in say, not the modules' own output. */
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 
 #include "analyze/query/frame_rule.h"
 #include "analyze/query/recording.h"
+#include "analyze/query/stack_names.h"
 
 static void test_fn_short(void **state)
 {
@@ -53,6 +55,53 @@ static void test_naming_frames(void **state)
     assert_int_equal(vh_naming_frames(lf, 2, pick, 3), 1);
     assert_int_equal(pick[0], 0);
     assert_int_equal(vh_naming_frames(lf, 0, pick, 3), 0);
+}
+
+/* Debian's sqlite3, whose libsqlite3 has no symbols for its static
+ * functions (as vheap recorded it): the static malloc wrapper inside
+ * sqlite3Malloc, another static function, then sqlite3StrAccumEnlarge.
+ * The named function names the stack, not the first address (every row of
+ * the report read "libsqlite3.so.0+0xa7504"); a stack of addresses alone
+ * is still named by its innermost one outside the allocator. */
+static const struct vh_lframe stripped[] = {
+    { .module = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0", .offset = 0xa7504, .has_offset = 1 },
+    { .function = "sqlite3Malloc", .module = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0" },
+    { .module = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0", .offset = 0xa70f1, .has_offset = 1 },
+    { .function = "sqlite3StrAccumEnlarge", .module = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0" },
+    { .module = "/usr/bin/sqlite3", .offset = 0x200c4, .has_offset = 1 },
+};
+
+static void test_naming_stripped(void **state)
+{
+    size_t pick[4];
+
+    (void)state;
+    assert_int_equal(vh_frame_naming(&stripped[0]), VH_NAMING_ADDRESS);
+    assert_int_equal(vh_frame_naming(&stripped[1]), VH_NAMING_NEVER);
+    assert_int_equal(vh_frame_naming(&stripped[3]), VH_NAMING_FUNCTION);
+    assert_int_equal(vh_naming_frames(stripped, 5, pick, 1), 1);
+    assert_int_equal(pick[0], 3);
+    /* addresses only, and the allocator's: the innermost address */
+    const struct vh_lframe addrs[] = { stripped[0], stripped[1], stripped[2], stripped[4] };
+    assert_int_equal(vh_naming_frames(addrs, 4, pick, 2), 2);
+    assert_int_equal(pick[0], 0);
+    assert_int_equal(pick[1], 2);
+}
+
+/* The same stack as the report reads it (stack_names.h: outermost first). */
+static void test_snames_stripped(void **state)
+{
+    struct vh_sname path[5];
+
+    (void)state;
+    for (size_t i = 0; i < 5; i++)
+        path[4 - i] = (struct vh_sname){ .naming = vh_frame_naming(&stripped[i]) };
+    assert_int_equal(vh_snames__naming(path, 5), 1);    /* sqlite3StrAccumEnlarge */
+    path[1].naming = VH_NAMING_ADDRESS;                  /* had it no name */
+    assert_int_equal(vh_snames__naming(path, 5), 4);    /* the innermost address */
+    for (size_t i = 0; i < 5; i++)
+        path[i].naming = VH_NAMING_NEVER;
+    assert_int_equal(vh_snames__naming(path, 5), 4);    /* all machinery */
 }
 
 static void test_frame_name(void **state)
@@ -135,6 +184,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fn_short),
         cmocka_unit_test(test_naming_frames),
+        cmocka_unit_test(test_naming_stripped),
+        cmocka_unit_test(test_snames_stripped),
         cmocka_unit_test(test_frame_name),
         cmocka_unit_test(test_recording),
     };

@@ -111,7 +111,8 @@ static int stat_one(const char *path, int types)
     }
     const struct vh_capture_header *hd = map;
     if (memcmp(hd->magic, VH_CAPTURE_MAGIC, 8) ||
-        (hd->version != VH_CAPTURE_VERSION && hd->version != VH_CAPTURE_VERSION_V2 &&
+        (hd->version != VH_CAPTURE_VERSION && hd->version != VH_CAPTURE_VERSION_V3 &&
+         hd->version != VH_CAPTURE_VERSION_V2 &&
          hd->version != VH_CAPTURE_VERSION_V1) ||
         hd->chunk_size < hd->chunk_header_size || hd->chunk_header_size < sizeof(struct vh_chunk_header)) {
         fprintf(stderr, "capstat: %s: not a vheap capture of version %u to %u\n", path,

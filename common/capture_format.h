@@ -14,7 +14,8 @@
 #include "common/leb128.h"          /* the records' varints */
 
 #define VH_CAPTURE_MAGIC "VHEAPCAP"       /* 8 bytes, no NUL stored */
-#define VH_CAPTURE_VERSION 3u             /* what the shim writes          */
+#define VH_CAPTURE_VERSION 4u             /* what the shim writes          */
+#define VH_CAPTURE_VERSION_V3 3u          /* still read: no freed-block forms */
 #define VH_CAPTURE_VERSION_V2 2u          /* still read: no short forms    */
 #define VH_CAPTURE_VERSION_V1 1u          /* still read: all records fixed */
 #define VH_HEADER_SIZE 4096u              /* the header page */
@@ -180,6 +181,13 @@ enum vh_rec_type {
     VH_REC_FREE_RECENT = 0x10,     /* ... of a block allocated recently      */
     VH_REC_ALLOC_TICK = 0x11,      /* ALLOC_NEXT 1 ns after the last record  */
     VH_REC_FREE_TICK = 0x12,       /* FREE_NEXT 1 ns after the last record   */
+    /* v4: allocations of a block the run freed lately, and of the other
+     * kind ("Compact records"). */
+    VH_REC_ALLOC_FREED = 0x13,     /* ALLOC_NEXT at a recently freed address */
+    VH_REC_ALLOC_FREED_ALT = 0x14, /* ... of the alternate kind KB           */
+    VH_REC_ALLOC_ALT = 0x15,       /* ALLOC_NEXT of kind KB or KA[RF] and
+                                      version 4's slack                      */
+    VH_REC_FREE_FAR = 0x16,        /* FREE_RECENT of one of the last 64      */
     VH_REC_PAD = 0x7f,             /* v2: one byte of padding before a struct
                                       record; never at an 8-aligned offset  */
 
@@ -575,7 +583,26 @@ static inline size_t vh_record_size(const struct vh_rec_hdr *h)
  * vh_usual_slack(size); a FREE short form has kind KF. R[k] is the k-th
  * last address pushed (k = 0 the last; k must be below the count pushed).
  * They move the cursor as the long forms do, and decode to the same
- * records. */
+ * records.
+ *
+ * Version 4 adds to the cursor the alternate ALLOC kind KB and the
+ * addresses F of the run's last 64 FREE records (the blocks glibc's tcache
+ * and fastbins hand back next), both 0 / empty where the chunk starts:
+ *   ALLOC (any form) of kind K with RF = 0 and K != KA[0]: KB = KA[0]
+ *   (before KA[0] = K);  FREE: its address pushed on F
+ * and three forms of an ALLOC whose slack is vh_form4_slack(kind, size)
+ * (glibc's rounding on the system heap as before, 0 on a custom heap):
+ *   ALLOC_FREED 0x13:     type u8, dt << 6 | k, size, stack   (A = F[k])
+ *   ALLOC_FREED_ALT 0x14: as ALLOC_FREED, of kind KB
+ *   ALLOC_ALT 0x15:       type u8, dt, da, size, stack << 1 | b
+ *                         (kind KB if b is 1, else KA[RF]: where
+ *                         ALLOC_NEXT's slack rule does not hold)
+ * ALLOC_FREED is of kind KA[RF]. F[k] is the k-th last address pushed on
+ * F (k = 0 the last; k below the count pushed); the block's address is
+ * then written not at all, its index in 6 bits of the dt varint. R
+ * holds the last 64 addresses pushed (8 before), and
+ *   FREE_FAR 0x16:        type u8, dt << 6 | k                (A = R[k])
+ * frees one of them (k below the count pushed), of kind KF. */
 #define VH_META_FUNC 0x3fu
 #define VH_META_REALLOC (1u << 6)
 #define VH_META_HEAP (1u << 7)
@@ -620,7 +647,9 @@ _Static_assert(offsetof(struct vh_rec_time, time) == 8 && offsetof(struct vh_rec
 
 /* The per-chunk state both sides keep (see above); zeroed where a chunk,
  * or a THREAD record, starts. */
-#define VH_RECENT 8u
+#define VH_RECENT 8u                      /* FREE_RECENT's reach in R */
+#define VH_RECENT_FAR 64u                 /* FREE_FAR's, R's length (v4) */
+#define VH_FREED 64u
 struct vh_cursor {
     uint64_t time;                 /* T: time of the chunk's last record    */
     uint64_t addr;                 /* A: address of its last compact record */
@@ -630,7 +659,10 @@ struct vh_cursor {
     uint64_t rf;                   /* 1: its last compact record is a FREE
                                       with the realloc flag                 */
     uint64_t nrecent;              /* addresses pushed on R so far          */
-    uint64_t recent[VH_RECENT];    /* R: recent[n % 8] is the n-th pushed   */
+    uint64_t recent[VH_RECENT_FAR]; /* R: recent[n % 64] is the n-th pushed */
+    uint64_t kb;                   /* KB: the ALLOC kind before KA[0] (v4)  */
+    uint64_t nfreed;               /* addresses pushed on F so far          */
+    uint64_t freed[VH_FREED];      /* F: freed[n % 64] is the n-th pushed   */
 };
 
 /* A compact record decoded: what a version 1 capture stores. */
@@ -643,7 +675,14 @@ union vh_rec_compact {
 static inline int vh_rec_is_compact(uint8_t type)
 {
     return type == VH_REC_ALLOC || type == VH_REC_FREE || type == VH_REC_RESIZE ||
-           (type >= VH_REC_ALLOC_NEXT && type <= VH_REC_FREE_TICK);
+           (type >= VH_REC_ALLOC_NEXT && type <= VH_REC_FREE_FAR);
+}
+
+/* The ALLOC forms, short or long (the others are RESIZE and the FREEs). */
+static inline int vh_rec_is_alloc_form(uint8_t type)
+{
+    return type == VH_REC_ALLOC || type == VH_REC_ALLOC_NEXT || type == VH_REC_ALLOC_TICK ||
+           (type >= VH_REC_ALLOC_FREED && type <= VH_REC_ALLOC_ALT);
 }
 
 /* A struct record of `type` at `time` moves the cursor (see above). */
@@ -665,6 +704,14 @@ static inline uint64_t vh_usual_slack(uint64_t size)
     return size >> 60 ? UINT64_MAX : chunk - 8 - size;
 }
 
+/* The slack version 4's forms imply for a block of `size` of `kind`:
+ * glibc's on the system heap, none on a custom heap (an allocator that
+ * tells its usable size through vheap.h mostly tells the size). */
+static inline uint64_t vh_form4_slack(uint64_t kind, uint64_t size)
+{
+    return (kind >> VH_META_BITS) & 0xffff ? 0 : vh_usual_slack(size);
+}
+
 static inline uint64_t vh_kind(uint32_t meta, uint16_t heap, uint16_t tag)
 {
     return meta | (uint64_t)heap << VH_META_BITS | (uint64_t)tag << (VH_META_BITS + 16);
@@ -678,41 +725,85 @@ static inline void vh_cursor_move(struct vh_cursor *cur, uint8_t type, uint64_t 
     cur->time += dt;
     cur->addr = addr;
     if (type != VH_REC_FREE) {
-        if (type == VH_REC_ALLOC)
+        if (type == VH_REC_ALLOC) {
+            if (!cur->rf && kind != cur->akind[0])
+                cur->kb = cur->akind[0];
             cur->akind[cur->rf] = kind;
-        cur->recent[cur->nrecent++ % VH_RECENT] = addr;
+        }
+        cur->recent[cur->nrecent++ % VH_RECENT_FAR] = addr;
         cur->rf = 0;
     } else {
         cur->fkind = kind;
         cur->rf = (kind & VH_META_REALLOC) != 0;
+        cur->freed[cur->nfreed++ % VH_FREED] = addr;
     }
+}
+
+/* F[k]'s slot: k-th last address freed. */
+static inline uint64_t vh_freed(const struct vh_cursor *cur, unsigned k)
+{
+    return cur->freed[(cur->nfreed - 1 - k) % VH_FREED];
+}
+
+/* Which of F holds addr (the most recent first), or VH_FREED: the linear
+ * search, for writers without the shim's index (preload/internal.h). */
+static inline unsigned vh_freed_find(const struct vh_cursor *cur, uint64_t addr)
+{
+    for (unsigned k = 0; k < VH_FREED && k < cur->nfreed; k++)
+        if (vh_freed(cur, k) == addr)
+            return k;
+    return VH_FREED;
 }
 
 /* R[k]'s slot: k-th last address pushed. */
 static inline uint64_t vh_recent(const struct vh_cursor *cur, unsigned k)
 {
-    return cur->recent[(cur->nrecent - 1 - k) % VH_RECENT];
+    return cur->recent[(cur->nrecent - 1 - k) % VH_RECENT_FAR];
+}
+
+/* The short ALLOC form of a record of `kind`: its type byte and the
+ * address (F[k] when k < VH_FREED, else a delta), or NULL when the cursor
+ * predicts neither the kind nor the slack (version 3's forms imply
+ * glibc's, version 4's vh_form4_slack). */
+static inline uint8_t *vh_enc_alloc_short(uint8_t *p, const struct vh_cursor *cur, uint64_t kind,
+                                          uint64_t dt, uint64_t addr, uint64_t size,
+                                          uint32_t slack, unsigned k, uint64_t *stack)
+{
+    int alt = kind != cur->akind[cur->rf], v4 = slack == vh_form4_slack(kind, size);
+    int v3 = !alt && slack == vh_usual_slack(size);
+    if ((alt && kind != cur->kb) || !(v3 || v4))
+        return NULL;
+    if (v4 && k < VH_FREED && dt < (1ull << 57)) {
+        *p++ = alt ? VH_REC_ALLOC_FREED_ALT : VH_REC_ALLOC_FREED;
+        return vh_uleb_put(p, dt << 6 | k);
+    }
+    if (!v3)
+        *stack = *stack << 1 | (unsigned)alt;   /* ALLOC_ALT says which kind */
+    *p++ = !v3 ? VH_REC_ALLOC_ALT : dt == 1 ? VH_REC_ALLOC_TICK : VH_REC_ALLOC_NEXT;
+    if (!v3 || dt != 1)
+        p = vh_uleb_put(p, dt);
+    return vh_uleb_put(p, vh_zigzag(addr - cur->addr));
 }
 
 /* Encodes an ALLOC or RESIZE at p (room for VH_ENC_ALLOC_MAX bytes) and
  * moves the cursor; returns the end of the record. The short forms where
- * the cursor predicts the rest (version 3). */
+ * the cursor predicts the rest (versions 3 and 4); `freed`: addr's index
+ * in F (vh_freed_find), VH_FREED if not there. */
 static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t type,
                                     uint8_t flags, uint16_t heap, unsigned func, uint64_t time,
                                     uint64_t addr, uint64_t size, uint32_t slack, uint32_t stack,
-                                    uint16_t tag)
+                                    uint16_t tag, unsigned freed)
 {
     uint64_t dt = time > cur->time ? time - cur->time : 0;
     uint32_t meta = vh_meta(func, flags, heap, tag);
     uint64_t kind = vh_kind(meta, heap, tag);
+    uint64_t sv = stack;
+    uint8_t *q;
 
-    if (type == VH_REC_ALLOC && kind == cur->akind[cur->rf] && slack == vh_usual_slack(size)) {
-        *p++ = dt == 1 ? VH_REC_ALLOC_TICK : VH_REC_ALLOC_NEXT;
-        if (dt != 1)
-            p = vh_uleb_put(p, dt);
-        p = vh_uleb_put(p, vh_zigzag(addr - cur->addr));
-        p = vh_uleb_put(p, size);
-        p = vh_uleb_put(p, stack);
+    if (type == VH_REC_ALLOC &&
+        (q = vh_enc_alloc_short(p, cur, kind, dt, addr, size, slack, freed, &sv))) {
+        p = vh_uleb_put(q, size);
+        p = vh_uleb_put(p, sv);
     } else {
         *p++ = type;
         p = vh_uleb_put(p, dt);
@@ -730,25 +821,28 @@ static inline uint8_t *vh_enc_alloc(uint8_t *p, struct vh_cursor *cur, uint8_t t
     return p;
 }
 
-/* Which of R holds addr (the most recent first), or VH_RECENT. */
+/* Which of R holds addr (the most recent first), or VH_RECENT_FAR: the
+ * linear search, for writers without the shim's index. */
 static inline unsigned vh_recent_find(const struct vh_cursor *cur, uint64_t addr)
 {
-    for (unsigned k = 0; k < VH_RECENT; k++)
-        if (vh_recent(cur, k) == addr && k < cur->nrecent)
+    for (unsigned k = 0; k < VH_RECENT_FAR && k < cur->nrecent; k++)
+        if (vh_recent(cur, k) == addr)
             return k;
-    return VH_RECENT;
+    return VH_RECENT_FAR;
 }
 
 /* Encodes a FREE at p (room for VH_ENC_FREE_MAX bytes) and moves the
- * cursor; returns the end of the record. FREE_RECENT where it is shorter
- * than FREE_NEXT or FREE_TICK (or as short). */
+ * cursor; returns the end of the record. `k`: addr's index in R
+ * (vh_recent_find), VH_RECENT_FAR if not there. FREE_RECENT or FREE_FAR
+ * when R holds the block: never longer than FREE_NEXT or FREE_TICK (the
+ * index takes 3 or 6 bits of dt's varint, the delta at least a byte). */
 static inline uint8_t *vh_enc_free(uint8_t *p, struct vh_cursor *cur, uint8_t flags,
-                                   uint16_t heap, unsigned func, uint64_t time, uint64_t addr)
+                                   uint16_t heap, unsigned func, uint64_t time, uint64_t addr,
+                                   unsigned k)
 {
     uint64_t dt = time > cur->time ? time - cur->time : 0;
     uint32_t meta = vh_meta(func, flags, heap, 0);
     uint64_t kind = vh_kind(meta, heap, 0), da = vh_zigzag(addr - cur->addr);
-    unsigned k;
 
     if (kind != cur->fkind) {
         *p++ = VH_REC_FREE;
@@ -757,10 +851,12 @@ static inline uint8_t *vh_enc_free(uint8_t *p, struct vh_cursor *cur, uint8_t fl
         p = vh_uleb_put(p, meta);
         if (heap)
             p = vh_uleb_put(p, heap);
-    } else if ((da >= 0x80 || (dt < 16 && dt != 1)) && dt < (1ull << 56) &&
-               (k = vh_recent_find(cur, addr)) < VH_RECENT) {
+    } else if (k < VH_RECENT && dt < (1ull << 56)) {
         *p++ = VH_REC_FREE_RECENT;
         p = vh_uleb_put(p, dt << 3 | k);
+    } else if (k < VH_RECENT_FAR && dt < (1ull << 57)) {
+        *p++ = VH_REC_FREE_FAR;
+        p = vh_uleb_put(p, dt << 6 | k);
     } else if (dt == 1) {
         *p++ = VH_REC_FREE_TICK;
         p = vh_uleb_put(p, da);
@@ -821,31 +917,47 @@ static inline int vh_dec_short(const uint8_t **q, const uint8_t *end, int near, 
     uint64_t v, da;
     int rc;
 
-    if (type == VH_REC_FREE_RECENT) {
+    if (type == VH_REC_FREE_RECENT || type == VH_REC_FREE_FAR) {
+        unsigned bits = type == VH_REC_FREE_RECENT ? 3 : 6;
         if ((rc = vh_dec_field(q, end, near, &v)))
             return rc;
-        if ((v & (VH_RECENT - 1)) >= cur->nrecent)
+        if ((v & ((1u << bits) - 1)) >= cur->nrecent)
             return VH_DEC_RANGE;
-        f->dt = v >> 3;
-        f->addr = vh_recent(cur, (unsigned)(v & (VH_RECENT - 1)));
+        f->dt = v >> bits;
+        f->addr = vh_recent(cur, (unsigned)(v & ((1u << bits) - 1)));
         f->kind = cur->fkind;
         return 0;
     }
     f->dt = 1;
-    if ((type == VH_REC_ALLOC_NEXT || type == VH_REC_FREE_NEXT) &&
-        (rc = vh_dec_field(q, end, near, &f->dt)))
-        return rc;
-    if ((rc = vh_dec_field(q, end, near, &da)))
-        return rc;
-    f->addr = cur->addr + vh_unzigzag(da);
+    if (type == VH_REC_ALLOC_FREED || type == VH_REC_ALLOC_FREED_ALT) {
+        if ((rc = vh_dec_field(q, end, near, &v)))
+            return rc;
+        if ((v & (VH_FREED - 1)) >= cur->nfreed)
+            return VH_DEC_RANGE;
+        f->dt = v >> 6;
+        f->addr = vh_freed(cur, (unsigned)(v & (VH_FREED - 1)));
+    } else {
+        if ((type == VH_REC_ALLOC_NEXT || type == VH_REC_FREE_NEXT || type == VH_REC_ALLOC_ALT) &&
+            (rc = vh_dec_field(q, end, near, &f->dt)))
+            return rc;
+        if ((rc = vh_dec_field(q, end, near, &da)))
+            return rc;
+        f->addr = cur->addr + vh_unzigzag(da);
+    }
     if (type == VH_REC_FREE_NEXT || type == VH_REC_FREE_TICK) {
         f->kind = cur->fkind;
         return 0;
     }
     if ((rc = vh_dec_field(q, end, near, &f->size)) || (rc = vh_dec_field(q, end, near, &f->stack)))
         return rc;
-    f->slack = vh_usual_slack(f->size);
-    f->kind = cur->akind[cur->rf];
+    int alt = type == VH_REC_ALLOC_FREED_ALT;
+    if (type == VH_REC_ALLOC_ALT) {
+        alt = f->stack & 1;
+        f->stack >>= 1;
+    }
+    f->kind = alt ? cur->kb : cur->akind[cur->rf];
+    f->slack = type >= VH_REC_ALLOC_FREED ? vh_form4_slack(f->kind, f->size)
+                                          : vh_usual_slack(f->size);
     return 0;
 }
 
@@ -860,8 +972,7 @@ static inline long vh_dec_compact(const uint8_t *p, const uint8_t *end, struct v
     /* The whole record lies before end, however long: read without bound
      * checks. */
     int near = end - p >= (long)VH_ENC_ALLOC_MAX, rc;
-    uint8_t type = p[0] == VH_REC_ALLOC || p[0] == VH_REC_ALLOC_NEXT || p[0] == VH_REC_ALLOC_TICK
-                       ? VH_REC_ALLOC
+    uint8_t type = vh_rec_is_alloc_form(p[0])   ? VH_REC_ALLOC
                    : p[0] == VH_REC_RESIZE ? VH_REC_RESIZE
                                            : VH_REC_FREE;
     int alloc = type != VH_REC_FREE;
@@ -909,7 +1020,11 @@ static inline int vh_dec_compact_time(const uint8_t *p, const uint8_t *end,
     if (p[0] != VH_REC_ALLOC_TICK && p[0] != VH_REC_FREE_TICK)
         rc = vh_uleb_get(&q, end, &dt);
     if (!rc)
-        *time = cur->time + (p[0] == VH_REC_FREE_RECENT ? dt >> 3 : dt);
+        *time = cur->time + (p[0] == VH_REC_FREE_RECENT                               ? dt >> 3
+                             : p[0] == VH_REC_ALLOC_FREED || p[0] == VH_REC_ALLOC_FREED_ALT ||
+                                       p[0] == VH_REC_FREE_FAR
+                                   ? dt >> 6
+                                                                                     : dt);
     return rc;
 }
 

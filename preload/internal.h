@@ -182,7 +182,31 @@ struct vh_tls {
     uint32_t runs;                 /* THREAD records this thread wrote: each
                                       starts a run that decodes on its own
                                       (stacks.c's diff base is one run's)   */
+    /* Where in cur's freed ring an address was pushed (the low 16 bits of
+     * its count then), by vh_freed_slot: an allocation finds its block
+     * there in one look instead of 64. Checked against the ring, so a
+     * stale or shared slot costs bytes, never a wrong record; no address
+     * kept (no root for the reachability scan). */
+    uint16_t freed_at[256];
+    uint16_t alloc_at[256];        /* the same for cur's R (its allocations) */
 };
+
+VH_ALWAYS_INLINE unsigned vh_freed_slot(uint64_t addr)
+{
+    return (unsigned)((addr >> 4) ^ (addr >> 12)) & 255u;
+}
+
+/* addr's index k in a ring of 64 addresses of t->cur (F or R, `n`
+ * pushed so far) as `at` last saw it pushed, or 64: not there. */
+VH_ALWAYS_INLINE unsigned vh_ring_index(const uint16_t *at, const uint64_t *ring, uint64_t n,
+                                        uint64_t addr)
+{
+    _Static_assert(VH_FREED == 64 && VH_RECENT_FAR == 64, "one ring length");
+    unsigned d = (uint16_t)(n - at[vh_freed_slot(addr)]);
+    if (d - 1u < 64u && d <= n && ring[(n - d) % 64u] == addr)
+        return d - 1u;
+    return 64u;
+}
 
 /* How far below a C++ operator hook's frame the real operator's own malloc
  * or free can be. A signal frame alone is bigger (siginfo, ucontext and the
@@ -846,7 +870,9 @@ VH_ALWAYS_INLINE void vh_put_alloc(struct vh_tls *t, uint8_t type, uint16_t heap
         flags |= VH_RF_SLACK_CLAMPED;
     }
     p = vh_enc_alloc(p, &t->cur, type, (uint8_t)flags, heap, func, time, addr, size,
-                     (uint32_t)slack, stack, tag);
+                     (uint32_t)slack, stack, tag,
+                     vh_ring_index(t->freed_at, t->cur.freed, t->cur.nfreed, addr));
+    t->alloc_at[vh_freed_slot(addr)] = (uint16_t)(t->cur.nrecent - 1);
     vh_rec_publish(t, (char *)p);
 }
 
@@ -858,7 +884,9 @@ VH_ALWAYS_INLINE void vh_put_free(struct vh_tls *t, uint16_t heap, unsigned func
         vh_dropped();
         return;
     }
-    p = vh_enc_free(p, &t->cur, (uint8_t)flags, heap, func, time, addr);
+    p = vh_enc_free(p, &t->cur, (uint8_t)flags, heap, func, time, addr,
+                    vh_ring_index(t->alloc_at, t->cur.recent, t->cur.nrecent, addr));
+    t->freed_at[vh_freed_slot(addr)] = (uint16_t)(t->cur.nfreed - 1);
     vh_rec_publish(t, (char *)p);
 }
 

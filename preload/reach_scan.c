@@ -591,6 +591,7 @@ static void hide_shim_state(const struct vh_reach_ctx *cx)
             continue;
         t->cur.addr = 0;           /* its last block, and its recent ones */
         memset(t->cur.recent, 0, sizeof t->cur.recent);
+        memset(t->cur.freed, 0, sizeof t->cur.freed);   /* may be live again */
         struct map *m = t->walker ? map_of((uintptr_t)t->walker) : NULL;
         if (m)
             m->shim = 1;

@@ -48,11 +48,12 @@ struct seg {
                                       old ones' cursor)                     */
     uint32_t tid0;                 /* the thread writing at first           */
     long dec_n;                    /* the compact record at pos as seg_peek
-                                      decoded it: its length, in dec with
-                                      the cursor after it in dec_cur; < 0:
-                                      why it did not decode; 0: not one   */
+                                      decoded it: its length, in dec, cur
+                                      already moved past it (a cursor is
+                                      over 1 KiB: not copied a record);
+                                      < 0: why it did not decode (cur
+                                      unchanged); 0: not one               */
     union vh_rec_compact dec;
-    struct vh_cursor dec_cur;
     uint32_t tid;                  /* b of its THREAD record once yielded   */
     uint32_t chunk;
 };
@@ -736,11 +737,9 @@ static int seg_peek(const struct capture *c, struct seg *sg, struct heap_ent *e)
         return 0;
     if (!c->v1 && vh_rec_is_compact(m[sg->pos])) {
         /* decoded whole, once: capture__next hands this out */
-        struct vh_cursor cur = sg->cur;
-        sg->dec_n = vh_dec_compact(m + sg->pos, m + sg->end, &cur, &sg->dec);
+        sg->dec_n = vh_dec_compact(m + sg->pos, m + sg->end, &sg->cur, &sg->dec);
         if (sg->dec_n > 0) {
             t = sg->dec.alloc.time;
-            sg->dec_cur = cur;
         } else {
             vh_dec_compact_time(m + sg->pos, m + sg->end, &sg->cur, &t);
         }
@@ -785,7 +784,6 @@ int capture__next(struct capture *c, struct vh_event *ev)
          * verdict must not be trusted blindly. */
         if (sg->dec_n > 0) {
             ev->dec = sg->dec;
-            sg->cur = sg->dec_cur;
             r = (struct rec){ .h = &ev->dec.h, .size = (size_t)sg->dec_n,
                               .time = ev->dec.alloc.time };
             ok = 1;
@@ -829,8 +827,8 @@ static int header_check(const struct vh_capture_header *h, char *err, size_t err
         snprintf(err, errlen, "not a vheap capture (bad magic)");
         return -EINVAL;
     }
-    if (h->version != VH_CAPTURE_VERSION && h->version != VH_CAPTURE_VERSION_V2 &&
-        h->version != VH_CAPTURE_VERSION_V1) {
+    if (h->version != VH_CAPTURE_VERSION && h->version != VH_CAPTURE_VERSION_V3 &&
+        h->version != VH_CAPTURE_VERSION_V2 && h->version != VH_CAPTURE_VERSION_V1) {
         snprintf(err, errlen, "capture format version %u, this vheap reads %u to %u",
                  h->version, VH_CAPTURE_VERSION_V1, VH_CAPTURE_VERSION);
         return -EINVAL;

@@ -88,7 +88,8 @@ static const char *not_live(const struct vh_capture_header *h, const struct stat
     uint32_t flags = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
     if (memcmp(h->magic, VH_CAPTURE_MAGIC, sizeof h->magic))
         return "not a vheap capture (bad magic)";
-    if (h->version != VH_CAPTURE_VERSION && h->version != VH_CAPTURE_VERSION_V2)
+    if (h->version != VH_CAPTURE_VERSION && h->version != VH_CAPTURE_VERSION_V3 &&
+        h->version != VH_CAPTURE_VERSION_V2)
         return "a capture of another format version: its program cannot take requests";
     if (flags & (VH_HDR_ENDED | VH_HDR_EXITED))
         return "its program has exited";

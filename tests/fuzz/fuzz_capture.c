@@ -42,10 +42,14 @@ static void check_stream(struct capture *c, const char *path)
         FZ_CHECK(ev.size <= fsize - ev.offset, "record at 0x%llx has size %zu",
                  (unsigned long long)ev.offset, ev.size);
         if (h->version != VH_CAPTURE_VERSION_V1 && vh_rec_is_compact(ev.rec->type)) {
-            /* version 3's short forms (FREE_TICK, FREE_RECENT) take 2 bytes:
-             * the type and one varint */
+            /* version 3's short forms (FREE_TICK, FREE_RECENT) and version
+             * 4's FREE_FAR take 2 bytes: the type and one varint; version
+             * 4's ALLOC_FREED forms 4 (type, index, size, stack) */
             uint8_t raw = base[ev.offset];
-            size_t least = raw >= VH_REC_ALLOC_NEXT && raw <= VH_REC_FREE_TICK ? 2 : 4;
+            size_t least = (raw >= VH_REC_ALLOC_NEXT && raw <= VH_REC_FREE_TICK) ||
+                                   raw == VH_REC_FREE_FAR
+                               ? 2
+                               : 4;
             FZ_CHECK(ev.size >= least && ev.size <= VH_ENC_ALLOC_MAX, "compact record at 0x%llx "
                      "(type 0x%02x) has size %zu", (unsigned long long)ev.offset, raw, ev.size);
             FZ_CHECK(ev.rec == &ev.dec.h && ev.dec.alloc.time == ev.time, "decoded record");

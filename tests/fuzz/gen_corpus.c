@@ -169,6 +169,37 @@ static void seed_compact_edges(void)
     save(&b, "compact_edges.vhcap", 0);
 }
 
+/* Version 4's forms: malloc and calloc taking turns (ALLOC_ALT), blocks
+ * allocated again at addresses just freed (ALLOC_FREED, ALLOC_FREED_ALT),
+ * frees of one of the last 64 allocations (FREE_FAR); a second chunk
+ * whose used ends inside an ALLOC_FREED. */
+static void seed_v4_forms(void)
+{
+    struct capb b;
+    uint32_t ch = capb__start(&b, 100, 7);
+    uint64_t t = 101, cut = 0;
+    for (unsigned i = 0; i < 40; i++) {
+        struct capb_alloc a = { .addr = 0x10000 + 0x40 * i, .size = 24 + 16 * (i % 3),
+                                .stack = 1 + i % 4, .func = i % 2 ? VH_FN_CALLOC : VH_FN_MALLOC };
+        a.usable = a.size + vh_usual_slack(a.size);
+        capb__alloc_ex(&b, ch, VH_REC_ALLOC, t++, &a);
+    }
+    for (unsigned i = 0; i < 40; i += 3)
+        capb__free(&b, ch, t += 7, 0x10000 + 0x40 * i);
+    for (unsigned i = 0; i < 40; i += 3) {
+        struct capb_alloc a = { .addr = 0x10000 + 0x40 * i, .size = 24, .usable = 24, .stack = 2,
+                                .func = i % 2 ? VH_FN_CALLOC : VH_FN_MALLOC };
+        capb__alloc_ex(&b, ch, VH_REC_ALLOC, t += 300, &a);
+    }
+    ch = capb__chunk(&b);
+    capb__thread(&b, ch, t, 8);
+    capb__alloc(&b, ch, t + 1, 0x20000, 24, 24, 1);
+    capb__free(&b, ch, t + 2, 0x20000);
+    cut = capb__alloc(&b, ch, t + 3, 0x20000, 24, 24, 1);
+    capb__set_used(&b, ch, cut + 2 - capb__chunk_offset(&b, ch));
+    save(&b, "v4_forms.vhcap", 0);
+}
+
 /* Three threads over four chunks; chunk 1 is reused by a later thread whose
  * first time lies before the previous owner's last one. */
 static void seed_threads(void)
@@ -357,6 +388,7 @@ int main(int argc, char **argv)
     seed_minimal(VH_CAPTURE_VERSION_V1, "v1_minimal.vhcap");
     seed_every_type(VH_CAPTURE_VERSION_V1, "v1_every_type.vhcap");
     seed_compact_edges();
+    seed_v4_forms();
     seed_threads();
     seed_damage();
     seed_header_only();

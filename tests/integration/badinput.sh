@@ -78,7 +78,7 @@ echo "just some text, long enough to have a magic's worth of bytes" >text.vhcap
 head -c 100 good.vhcap >short.vhcap
 head -c 4000 good.vhcap >cuthdr.vhcap
 copy magic.vhcap; poke magic.vhcap 0 0x58
-copy version.vhcap; poke version.vhcap 8 4
+copy version.vhcap; poke version.vhcap 8 5
 copy chunksz.vhcap; poke chunksz.vhcap 16 3 0 0 0
 copy hdrsz.vhcap; poke hdrsz.vhcap 12 0 0 1 0
 copy choff.vhcap; poke choff.vhcap 24 3
@@ -100,7 +100,7 @@ check_unreadable text.vhcap "$NOTCAP"
 check_unreadable short.vhcap "$NOTCAP|truncated"
 check_unreadable cuthdr.vhcap 'truncated header'
 check_unreadable magic.vhcap "$NOTCAP"
-check_unreadable version.vhcap 'version 4'
+check_unreadable version.vhcap 'version 5'
 check_unreadable chunksz.vhcap 'chunk size'
 check_unreadable hdrsz.vhcap 'header size'
 check_unreadable choff.vhcap 'chunk offset'

@@ -341,7 +341,8 @@ static inline uint64_t capb__alloc_ex(struct capb *b, uint32_t chunk, uint8_t ty
         uint8_t *end;
         capb__chunk_header(b, chunk); /* checks the index */
         end = vh_enc_alloc(enc, &b->cur[chunk], type, r.h.flags, r.h.a, r.func, time, r.addr,
-                           r.size, r.slack, r.h.b, r.tag);
+                           r.size, r.slack, r.h.b, r.tag,
+                           vh_freed_find(&b->cur[chunk], r.addr));
         return capb__bytes(b, chunk, enc, (size_t)(end - enc));
     }
     return capb__raw(b, chunk, &r, sizeof r);
@@ -385,7 +386,8 @@ static inline uint64_t capb__free_ex(struct capb *b, uint32_t chunk, uint64_t ti
         uint8_t enc[VH_ENC_FREE_MAX];
         uint8_t *end;
         capb__chunk_header(b, chunk); /* checks the index */
-        end = vh_enc_free(enc, &b->cur[chunk], flags, heap, (unsigned)func, time, addr);
+        end = vh_enc_free(enc, &b->cur[chunk], flags, heap, (unsigned)func, time, addr,
+                          vh_recent_find(&b->cur[chunk], addr));
         return capb__bytes(b, chunk, enc, (size_t)(end - enc));
     }
     return capb__raw(b, chunk, &r, sizeof r);

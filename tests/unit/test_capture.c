@@ -417,9 +417,9 @@ static void test_compact_worked_example(void **state)
         0x0e, 0x32, 0xbf, 0x01, 0x18, 0x03,                         /* malloc below */
         0x02, 0x0a, 0xc0, 0x01, 0x05,                               /* free */
         0x10, 0x08,                                                 /* free below */
-        0x11, 0xc0, 0x01, 0x64, 0x03,                               /* malloc again */
+        0x13, 0x41, 0x64, 0x03,                                     /* malloc again */
         0x02, 0x00, 0x00, 0x43,                                     /* realloc's free */
-        0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f,                         /* PAD */
+        0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f,                   /* PAD */
         0x84, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,             /* MARK, 3 words */
         0x24, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,             /* time 1316 */
         'h', 'i', 0, 0, 0, 0, 0, 0,
@@ -443,7 +443,7 @@ static void test_compact_worked_example(void **state)
     c = open_image(&b);
     assert_int_equal(drain(c), 8);
     expect_damage(c, 0, 0);
-    static const size_t sizes[] = { 12, 6, 5, 2, 5, 4 };
+    static const size_t sizes[] = { 12, 6, 5, 2, 4, 4 };
     for (int i = 0; i < 6; i++)
         assert_int_equal(events[1 + i].size, sizes[i]);
     assert_int_equal(events[6].time, 1312);   /* went back: clamped to the base */
@@ -459,12 +459,12 @@ static void test_compact_worked_example(void **state)
     assert_true(again->time == 1312 && again->addr == 0x55d0c0a0 && again->slack == 4 &&
                 again->func == VH_FN_MALLOC);
     assert_int_equal(events[7].offset % 8, 0);
-    assert_int_equal(events[7].offset, events[6].offset + 4 + 6);
+    assert_int_equal(events[7].offset, events[6].offset + 4 + 7);
     /* after a realloc's FREE half (the MARK between changes nothing) an
      * ALLOC is predicted from KA[1], 0 here: a malloc takes the long
      * form, and the next malloc a short one again */
     uint64_t half = capb__alloc(&b, 0, 1400, 0x55d0c0a0, 100, 104, 3);
-    uint64_t next = capb__alloc(&b, 0, 1401, 0x55d0c0a0, 100, 104, 3);
+    uint64_t next = capb__alloc(&b, 0, 1401, 0x55d0c0b0, 100, 104, 3);
     assert_int_equal(*(uint8_t *)capb__at(&b, half), VH_REC_ALLOC);
     assert_int_equal(*(uint8_t *)capb__at(&b, next), VH_REC_ALLOC_TICK);
     capture__close(c);
@@ -500,6 +500,193 @@ static void test_short_forms_cursor(void **state)
     const struct vh_rec_free *f = (const void *)events[4].rec;
     assert_true(f->h.type == VH_REC_FREE && f->time == 1004 && f->addr == 0x2000 &&
                 f->func == VH_FN_FREE);
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* The records of test_v4_forms: what each form stands for. */
+struct v4_rec {
+    int free;                      /* 1: a FREE                             */
+    uint64_t time, addr, size;
+    unsigned func;
+    uint8_t form;                  /* the form the writer must choose       */
+};
+
+/* b's image reads n events, then one damage at `at` that says `why`. */
+static void expect_read_to(const struct capb *b, size_t n, uint64_t at, const char *why)
+{
+    const char *first;
+    struct capture *c = open_image(b);
+    assert_int_equal(drain(c), n);
+    expect_damage(c, 1, at);
+    capture__damage(c, &first);
+    if (!strstr(first, why))
+        fail_msg("'%s' does not say '%s'", first, why);
+    capture__close(c);
+}
+
+static uint64_t v4_write(struct capb *b, const struct v4_rec *r)
+{
+    if (r->free)
+        return capb__free(b, 0, r->time, r->addr);
+    struct capb_alloc a = { .addr = r->addr, .size = r->size,
+                            .usable = r->size + vh_usual_slack(r->size), .stack = 5,
+                            .func = r->func };
+    return capb__alloc_ex(b, 0, VH_REC_ALLOC, r->time, &a);
+}
+
+/* Version 4's forms: an allocation at one of the last 64 freed addresses
+ * (ALLOC_FREED, and of the other kind ALLOC_FREED_ALT), of the kind
+ * before the last (ALLOC_ALT), a free of one of the last 64 allocations
+ * (FREE_FAR). Each decodes to what was written, and a chunk cut inside
+ * any of them keeps every record before it and reads the cut one as
+ * damage, never as a shorter record. */
+static void test_v4_forms(void **state)
+{
+    enum { MALLOC = VH_FN_MALLOC, CALLOC = VH_FN_CALLOC, MAXR = 32 };
+    struct v4_rec r[MAXR];
+    uint64_t at[MAXR + 1];
+    size_t n = 0;
+    struct capb b;
+    struct capture *c;
+
+    r[n++] = (struct v4_rec){ 0, 1001, 0x1000, 40, MALLOC, VH_REC_ALLOC };
+    r[n++] = (struct v4_rec){ 0, 1002, 0x2000, 40, CALLOC, VH_REC_ALLOC };   /* KB = malloc */
+    r[n++] = (struct v4_rec){ 0, 1003, 0x3000, 40, MALLOC, VH_REC_ALLOC_ALT }; /* KB = calloc */
+    for (unsigned i = 0; i < 16; i++)                 /* R: 16 more */
+        r[n++] = (struct v4_rec){ 0, 1010 + 3 * i, 0x10000 + 0x100 * i, 24, MALLOC,
+                                  VH_REC_ALLOC_NEXT };
+    r[n++] = (struct v4_rec){ 1, 1100, 0x10300, 0, 0, VH_REC_FREE };      /* KF was 0 */
+    r[n++] = (struct v4_rec){ 1, 1200, 0x10400, 0, 0, VH_REC_FREE_FAR };  /* R[11] */
+    r[n++] = (struct v4_rec){ 1, 1300, 0x10f00, 0, 0, VH_REC_FREE_RECENT };
+    r[n++] = (struct v4_rec){ 0, 1400, 0x10400, 24, MALLOC, VH_REC_ALLOC_FREED };     /* F[1] */
+    r[n++] = (struct v4_rec){ 0, 1401, 0x10300, 24, CALLOC, VH_REC_ALLOC_FREED_ALT }; /* F[2] */
+    capb__start(&b, 1000, 1);
+    for (size_t i = 0; i < n; i++) {
+        at[i] = v4_write(&b, &r[i]);
+        if (*(uint8_t *)capb__at(&b, at[i]) != r[i].form)
+            fail_msg("record %zu: form 0x%02x, not 0x%02x", i, *(uint8_t *)capb__at(&b, at[i]),
+                     r[i].form);
+    }
+    at[n] = capb__chunk_offset(&b, 0) + capb__chunk_header(&b, 0)->used;
+    /* docs/capture-format.md's layouts: dt 1, da zigzag(0x1000), size, stack */
+    assert_memory_equal(capb__at(&b, at[2]), "\x15\x01\x80\x40\x28\x0b", 6); /* 5 << 1 | 1 */
+    assert_memory_equal(capb__at(&b, at[20]), "\x16\x8b\x32", 3);     /* 100 << 6 | 11 */
+    assert_memory_equal(capb__at(&b, at[22]), "\x13\x81\x32\x18\x05", 5); /* 100 << 6 | 1 */
+    assert_memory_equal(capb__at(&b, at[23]), "\x14\x42\x18\x05", 4); /* 1 << 6 | 2 */
+
+    c = open_image(&b);
+    assert_int_equal(drain(c), 1 + n);
+    expect_damage(c, 0, 0);
+    for (size_t i = 0; i < n; i++) {
+        const struct vh_event *e = &events[1 + i];
+        assert_int_equal(e->time, r[i].time);
+        if (r[i].free) {
+            const struct vh_rec_free *f = (const void *)e->rec;
+            assert_true(f->h.type == VH_REC_FREE && f->addr == r[i].addr &&
+                        f->func == VH_FN_FREE);
+        } else {
+            const struct vh_rec_alloc *a = (const void *)e->rec;
+            assert_true(a->h.type == VH_REC_ALLOC && a->addr == r[i].addr &&
+                        a->size == r[i].size && a->slack == vh_usual_slack(r[i].size) &&
+                        a->func == r[i].func && a->h.b == 5 && a->h.a == 0);
+        }
+    }
+    capture__close(c);
+
+    /* Cut inside each new form: the records before it stay. */
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].form < VH_REC_ALLOC_FREED)
+            continue;
+        for (uint64_t cut = at[i] + 1; cut < at[i + 1]; cut++) {
+            capb__set_used(&b, 0, cut - capb__chunk_offset(&b, 0));
+            expect_read_to(&b, 1 + i, at[i], "runs past used");
+        }
+    }
+    capb__destroy(&b);
+
+    /* After a THREAD record F is empty and R holds one address: an index
+     * past them is damage. */
+    static const char *const empty[] = { "\x13\x40\x18\x05", "\x14\x40\x18\x05", "\x16\x41" };
+    for (size_t i = 0; i < 3; i++) {
+        capb__start(&b, 1000, 1);
+        capb__alloc(&b, 0, 1001, 0x1000, 24, 24, 5);
+        uint64_t bad = capb__bytes(&b, 0, empty[i], i < 2 ? 4 : 2);
+        expect_read_to(&b, 2, bad, "out of range");
+        capb__destroy(&b);
+    }
+}
+
+/* Version 4's forms imply no slack on a custom heap (Vere's loom tells
+ * usable = size), version 3's still glibc's: a loom block allocated again
+ * at a freed address takes ALLOC_FREED, one elsewhere ALLOC_ALT (b 0),
+ * one with slack the long form. */
+static void test_v4_custom_heap_slack(void **state)
+{
+    struct capb b;
+    struct capture *c;
+    struct capb_alloc a = { .addr = 0x5000, .size = 100, .usable = 100, .stack = 9, .heap = 1,
+                            .func = VH_FN_CUSTOM };
+
+    capb__start(&b, 1000, 1);
+    uint64_t first = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 1001, &a);
+    capb__free_ex(&b, 0, 1002, 1, VH_FN_CUSTOM, 0x5000, 0);
+    uint64_t again = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 1003, &a);
+    a.addr = 0x6000;
+    uint64_t other = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 1004, &a);
+    a.usable = 108;                /* neither rule's slack */
+    uint64_t slack = capb__alloc_ex(&b, 0, VH_REC_ALLOC, 1005, &a);
+    assert_int_equal(*(uint8_t *)capb__at(&b, first), VH_REC_ALLOC);
+    assert_memory_equal(capb__at(&b, again), "\x13\x40\x64\x09", 4);   /* dt 1, F[0] */
+    /* dt 1, da zigzag(0x1000), size 100, stack 9 << 1 | 0 */
+    assert_memory_equal(capb__at(&b, other), "\x15\x01\x80\x40\x64\x12", 6);
+    assert_int_equal(*(uint8_t *)capb__at(&b, slack), VH_REC_ALLOC);
+    c = open_image(&b);
+    assert_int_equal(drain(c), 6);
+    assert_int_equal(((const struct vh_rec_alloc *)(const void *)events[5].rec)->slack, 8);
+    expect_damage(c, 0, 0);
+    for (int i = 3; i <= 4; i++) {
+        const struct vh_rec_alloc *r = (const void *)events[i].rec;
+        assert_true(r->addr == (i == 3 ? 0x5000u : 0x6000u) && r->size == 100 && r->slack == 0 &&
+                    r->h.a == 1 && r->func == VH_FN_CUSTOM && r->h.b == 9);
+    }
+    capture__close(c);
+    capb__destroy(&b);
+}
+
+/* A version 3 capture still reads: the worked example's records as
+ * version 3's writer chose them (ALLOC_TICK where version 4 writes
+ * ALLOC_FREED) decode to the same events. */
+static void test_v3_still_reads(void **state)
+{
+    static const uint8_t v3[] = {
+        0x01, 0xfa, 0x01, 0xc0, 0x82, 0x86, 0xdd, 0x0a, 0x64, 0x04, 0x03, 0x01, /* malloc */
+        0x0e, 0x32, 0xbf, 0x01, 0x18, 0x03,                         /* malloc below */
+        0x02, 0x0a, 0xc0, 0x01, 0x05,                               /* free */
+        0x10, 0x08,                                                 /* free below */
+        0x11, 0xc0, 0x01, 0x64, 0x03,                               /* malloc again */
+    };
+    static const uint64_t times[] = { 1250, 1300, 1310, 1311, 1312 },
+                          addrs[] = { 0x55d0c0a0, 0x55d0c040, 0x55d0c0a0, 0x55d0c040,
+                                      0x55d0c0a0 };
+    struct capb b;
+    struct capture *c;
+
+    capb__init(&b, 0);
+    capb__header(&b)->version = VH_CAPTURE_VERSION_V3;
+    capb__chunk(&b);
+    capb__thread(&b, 0, 1000, 42);
+    capb__bytes(&b, 0, v3, sizeof v3);
+    c = open_image(&b);
+    assert_int_equal(capture__header(c)->version, 3);
+    assert_int_equal(drain(c), 6);
+    expect_damage(c, 0, 0);
+    for (int i = 0; i < 5; i++) {
+        const struct vh_rec_alloc *a = (const void *)events[1 + i].rec;
+        assert_int_equal(events[1 + i].time, times[i]);
+        assert_int_equal(a->addr, addrs[i]);   /* at the same offset in ALLOC and FREE */
+        assert_int_equal(a->h.type, i == 2 || i == 3 ? VH_REC_FREE : VH_REC_ALLOC);
+    }
     capture__close(c);
     capb__destroy(&b);
 }
@@ -1178,12 +1365,12 @@ static void test_wrong_version(void **state)
 
     capb__init(&b, 0);
     capb__chunk(&b);
-    capb__header(&b)->version = 4;
+    capb__header(&b)->version = 5;
     assert_string_equal(open_fails(&b, (size_t)-1),
-                        "capture format version 4, this vheap reads 1 to 3");
+                        "capture format version 5, this vheap reads 1 to 4");
     capb__header(&b)->version = 0;
     assert_string_equal(open_fails(&b, (size_t)-1),
-                        "capture format version 0, this vheap reads 1 to 3");
+                        "capture format version 0, this vheap reads 1 to 4");
     capb__destroy(&b);
 }
 
@@ -1770,7 +1957,7 @@ static void test_dump_text(void **state)
     assert_int_equal(run_dump(2, args, &out, &err), 0);
     char want[4096];
     snprintf(want, sizeof want,
-             "# vheap capture version 3\n"
+             "# vheap capture version 4\n"
              "header pid=1234 ppid=1 exe=/usr/bin/prog page_size=4096 chunk_size=4096 "
              "chunks=2 start_realtime_ns=1790000000000000000 max_depth=64 unwind=libunwind "
              "exec_generation=0 flags=ended,argv_truncated\n"
@@ -1890,6 +2077,9 @@ int main(void)
         cmocka_unit_test(test_scan_in_parts),
         cmocka_unit_test(test_bad_magic),
         cmocka_unit_test(test_short_forms_cursor),
+        cmocka_unit_test(test_v4_forms),
+        cmocka_unit_test(test_v3_still_reads),
+        cmocka_unit_test(test_v4_custom_heap_slack),
         cmocka_unit_test(test_wrong_version),
         cmocka_unit_test(test_bad_header_fields),
         cmocka_unit_test(test_truncated_file),

@@ -320,6 +320,39 @@ static void seed_deep(void)
     save(&b, "deep.vhcap", 0);
 }
 
+/* Stacks as the shim writes them after a run's first: STACK_PACKED, then
+ * STACK_DIFFs against the thread's previous stack (a recursion one level
+ * deeper, a leaf changed, a base far back), each used by an allocation;
+ * with `lost_base`, stack 2's record is left out, so that stack 3's diff
+ * names a base no record defined (damage: only that stack is lost). */
+static void seed_stack_forms(int lost_base, const char *name)
+{
+    struct capb b;
+    uint64_t f[5][40];
+    uint32_t n[5] = { 12, 15, 15, 18, 12 };
+
+    for (unsigned i = 0; i < 40; i++) {            /* three frames repeating */
+        f[0][i] = 0x401000 + 0x40 * (i % 3) + (i >= 36 ? 0x800 : 0);
+        f[1][i] = i < 3 ? 0x402000 + 8 * i : f[0][i - 3];
+        f[2][i] = i == 0 ? 0x403000 : f[1][i];
+        f[3][i] = i < 3 ? 0x402100 + 8 * i : f[2][i - 3];
+        f[4][i] = f[0][i] + (i == 11 ? 4 : 0);
+    }
+    uint32_t ch = capb__start(&b, 1, 9);
+    uint64_t t = 2;
+    capb__stack_packed(&b, ch, t++, 1, f[0], n[0], 0, 0);
+    if (!lost_base)
+        capb__stack_diff(&b, ch, t++, 2, f[1], n[1], 1, f[0], n[0], NULL, 0);
+    capb__stack_diff(&b, ch, t++, 3, f[2], n[2], 2, f[1], n[1], NULL, 0);
+    capb__stack_diff(&b, ch, t++, 4, f[3], n[3], 3, f[2], n[2], NULL, 0);
+    capb__stack_diff(&b, ch, t++, 5, f[4], n[4], 1, f[0], n[0], NULL, 0);
+    for (uint32_t id = 1; id <= 5; id++)
+        capb__alloc(&b, ch, t++, 0x10000 + 0x40 * id, 32 * id, 32 * id + 8, id);
+    for (uint32_t id = 1; id <= 5; id += 2)
+        capb__free(&b, ch, t++, 0x10000 + 0x40 * id);
+    save(&b, name, 0);
+}
+
 /* A real capture's first records, per source chunk, in 4 KiB chunks. */
 static void seed_real(const char *src, const char *name)
 {
@@ -394,6 +427,8 @@ int main(int argc, char **argv)
     seed_header_only();
     seed_deep();
     seed_sampled_windows();
+    seed_stack_forms(0, "stack_forms.vhcap");
+    seed_stack_forms(1, "damage_stack_base.vhcap");
     for (int i = 2; i < argc; i++) {
         char name[128];
         const char *eq = strchr(argv[i], '=');

@@ -190,6 +190,18 @@ void *vh_sym_next(const char *name)
     return q.found;
 }
 
+/* vh_sym_next(name), looked up at the first call and kept in *slot (a
+ * NULL answer is asked again next time). */
+void *vh_sym_next_once(void **slot, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = vh_sym_next(name);
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
 static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct next_query *q = arg;

@@ -272,29 +272,19 @@ VH_ALWAYS_INLINE void note_new(struct vh_tls *t, unsigned func, void *p, uint64_
 typedef int (*personality_fn)(int, int, uint64_t, void *, void *);
 typedef void (*resume_fn)(void *);
 
-static void *unwinder_fn(void **cache, const char *name)
-{
-    void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-    if (!f) {
-        f = vh_sym_next(name);
-        __atomic_store_n(cache, f, __ATOMIC_RELEASE);
-    }
-    return f;
-}
-
 __attribute__((used, visibility("hidden"))) int __gcc_personality_v0(int version, int actions,
                                                                      uint64_t cls, void *ue,
                                                                      void *ctx)
 {
     static void *real;
-    personality_fn f = (personality_fn)unwinder_fn(&real, "__gcc_personality_v0");
+    personality_fn f = (personality_fn)vh_sym_next_once(&real, "__gcc_personality_v0");
     return f ? f(version, actions, cls, ue, ctx) : 8;   /* _URC_CONTINUE_UNWIND */
 }
 
 __attribute__((used, visibility("hidden"), noreturn)) void _Unwind_Resume(void *ue)
 {
     static void *real;
-    resume_fn f = (resume_fn)unwinder_fn(&real, "_Unwind_Resume");
+    resume_fn f = (resume_fn)vh_sym_next_once(&real, "_Unwind_Resume");
     if (f)
         f(ue);
     abort();                       /* a landing pad ran: the personality was found */

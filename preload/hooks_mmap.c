@@ -137,21 +137,11 @@ VH_EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 
 /* brk and sbrk keep libc's idea of the break (__curbrk): the real ones,
  * found once without dlsym (elfsym.c). */
-static void *real_of(void **slot, const char *name)
-{
-    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (!f) {
-        f = vh_sym_next(name);
-        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
-    }
-    return f;
-}
-
 static void *real_sbrk_fn, *real_brk_fn;
 
 static void *call_sbrk(intptr_t inc)
 {
-    void *(*f)(intptr_t) = (void *(*)(intptr_t))real_of(&real_sbrk_fn, "sbrk");
+    void *(*f)(intptr_t) = (void *(*)(intptr_t))vh_sym_next_once(&real_sbrk_fn, "sbrk");
     if (!f) {
         errno = ENOMEM;
         return (void *)-1;
@@ -197,7 +187,7 @@ VH_EXPORT int brk(void *addr)
     struct vh_tls *t = &vh_tls;
     int kind;
     WHOSE(t, kind);
-    int (*f)(void *) = (int (*)(void *))real_of(&real_brk_fn, "brk");
+    int (*f)(void *) = (int (*)(void *))vh_sym_next_once(&real_brk_fn, "brk");
     if (!f) {
         errno = ENOMEM;
         return -1;

@@ -96,6 +96,8 @@ void vh_resolve_real(void);
 /* elfsym.c: dlsym(RTLD_NEXT) and the vDSO's symbols without dlsym: no
  * allocation, no error state, no lock but the loader's recursive one. */
 void *vh_sym_next(const char *name);
+/* elfsym.c: vh_sym_next kept in *slot once found. */
+void *vh_sym_next_once(void **slot, const char *name);
 /* elfsym.c: whether addr is inside the first object that defines `name`. */
 int vh_sym_same_object(const char *name, const void *addr);
 /* elfsym.c: the shim's own exported definition of `name` (a hook). */
